@@ -1,0 +1,221 @@
+/*
+ * kiln — portable kernels for the heavy operations of deep networks.
+ *
+ * Conventions of this API:
+ *  - every function returns a kiln_status (0 = KILN_SUCCESS) unless it is a
+ *    destroy function or a pure query that cannot fail;
+ *  - on failure nothing is written to outputs or device buffers, and
+ *    kiln_last_error_detail() describes the failure for the calling thread;
+ *  - handles are opaque; inputs are const; outputs come last;
+ *  - every create has a destroy; ownership is stated per function.
+ *
+ * OpenCL interoperation (wrapping a caller's context, queue or cl_mem) is
+ * declared in kiln/kiln_cl.h.
+ */
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define KILN_API
+#else
+#define KILN_API __attribute__((visibility("default")))
+#endif
+
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_PATCH 0
+
+/*
+ * Status codes. The list is the single source of the enum and of the
+ * strings returned by kiln_status_string(); values are assigned in order, so
+ * two codes cannot collide. New codes are appended, never inserted.
+ */
+#define KILN_STATUS_LIST(X)                                                     \
+    X(KILN_SUCCESS, "success")                                                  \
+    X(KILN_ERROR_INVALID_ARGUMENT, "invalid argument")                          \
+    X(KILN_ERROR_OUT_OF_BOUNDS, "size or offset outside the buffer")           \
+    X(KILN_ERROR_UNSUPPORTED, "unsupported on this device or for this shape")   \
+    X(KILN_ERROR_OUT_OF_MEMORY, "out of memory")                                \
+    X(KILN_ERROR_DEVICE, "device or OpenCL runtime error")                     \
+    X(KILN_ERROR_BUILD, "kernel build failed")                                  \
+    X(KILN_ERROR_IO, "file input/output error")                                 \
+    X(KILN_ERROR_NOT_FOUND, "not found")                                        \
+    X(KILN_ERROR_INVALID_PROFILE, "invalid device profile")                     \
+    X(KILN_ERROR_CORRUPT_CACHE, "corrupt or foreign cache entry")               \
+    X(KILN_ERROR_INTERNAL, "internal error")
+
+typedef enum kiln_status {
+#define KILN_STATUS_ENUM_(name, text) name,
+    KILN_STATUS_LIST(KILN_STATUS_ENUM_)
+#undef KILN_STATUS_ENUM_
+    KILN_STATUS_COUNT_
+} kiln_status;
+
+/** Human-readable, static text for a status ("unknown status" if out of range). */
+KILN_API const char *kiln_status_string(kiln_status status);
+
+/**
+ * Detail of the last failure on the calling thread: which argument was wrong,
+ * the OpenCL error name, the compiler build log. Empty string if the last
+ * call succeeded or gave no detail. Valid until the next kiln call on this
+ * thread.
+ */
+KILN_API const char *kiln_last_error_detail(void);
+
+/** Library version, e.g. "0.1.0". */
+KILN_API const char *kiln_version_string(void);
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum kiln_device_type {
+    KILN_DEVICE_CPU = 1,
+    KILN_DEVICE_GPU = 2,
+    KILN_DEVICE_ACCELERATOR = 3,
+    KILN_DEVICE_OTHER = 4
+} kiln_device_type;
+
+/** Everything kiln knows about a device, including the profile it matched. */
+typedef struct kiln_device_info {
+    size_t index;              /**< position in kiln's device enumeration */
+    char backend[16];          /**< "opencl" */
+    char platform[128];        /**< platform name */
+    char name[128];            /**< device name */
+    char vendor[128];          /**< vendor name */
+    char device_version[128];  /**< e.g. "OpenCL 3.0 PoCL ..." */
+    char driver_version[64];   /**< driver version string */
+    char arch[64];             /**< derived architecture: "sm_86", "gfx1030",
+                                    "xe-hpg", "x86_64:skylake-avx512", ... */
+    kiln_device_type type;
+    unsigned compute_units;
+    unsigned clock_mhz;
+    uint64_t global_mem_bytes;
+    uint64_t local_mem_bytes;
+    uint64_t max_alloc_bytes;
+    size_t max_work_group_size;
+    int fp16;                  /**< cl_khr_fp16 available */
+    int fp64;                  /**< cl_khr_fp64 available */
+    char profile[64];          /**< name of the matched device profile */
+    char profile_reason[256];  /**< why it matched */
+    double peak_gflops;        /**< fp32 peak, GFLOP/s */
+    double peak_gbps;          /**< memory bandwidth peak, GB/s */
+    char peak_source[32];      /**< "profile" or "measured" */
+} kiln_device_info;
+
+/** Number of devices kiln can use, over all platforms. */
+KILN_API kiln_status kiln_device_count(size_t *count);
+
+/** Describe device `index` (0 <= index < kiln_device_count()). */
+KILN_API kiln_status kiln_device_get_info(size_t index, kiln_device_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Contexts                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/** A device opened for use: queue, matched profile, program cache. Thread-safe. */
+typedef struct kiln_context kiln_context;
+
+typedef struct kiln_context_options {
+    /** Device selector: "cpu", "gpu", a device index ("0"), or a
+        case-insensitive substring of "platform device". NULL: the KILN_DEVICE
+        environment variable, or if unset the best device (a GPU if present,
+        else a CPU). */
+    const char *device;
+    /** Force a profile by name. NULL: KILN_PROFILE, or if unset match. */
+    const char *profile;
+    /** Directory of the on-disk program cache. NULL: KILN_CACHE_DIR, or if
+        unset $XDG_CACHE_HOME/kiln (or ~/.cache/kiln). */
+    const char *cache_dir;
+    /** Non-zero: keep built programs in memory only. */
+    int disable_disk_cache;
+} kiln_context_options;
+
+/** Fill `options` with defaults (everything from the environment). */
+KILN_API void kiln_context_options_init(kiln_context_options *options);
+
+/**
+ * Open a device.
+ * @param options  NULL for defaults.
+ * @param out      receives a new context; the caller owns it and releases it
+ *                 with kiln_context_destroy().
+ * @return KILN_ERROR_NOT_FOUND if no device matches the selector or there is
+ *         no device; KILN_ERROR_INVALID_ARGUMENT for a malformed selector or a
+ *         NULL out; KILN_ERROR_DEVICE for an OpenCL failure.
+ */
+KILN_API kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
+
+/** Release a context and everything it built. Buffers must be destroyed first.
+    NULL is ignored. */
+KILN_API void kiln_context_destroy(kiln_context *ctx);
+
+/** Describe the context's device. */
+KILN_API kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_info *info);
+
+/** Wait until all work queued on the context has finished. */
+KILN_API kiln_status kiln_context_finish(kiln_context *ctx);
+
+typedef struct kiln_cache_info {
+    char dir[512];             /**< on-disk cache directory ("" if disabled) */
+    uint64_t disk_entries;     /**< entries currently in the directory */
+    uint64_t disk_bytes;       /**< their total size */
+    uint64_t memory_hits;      /**< programs found in this context's memory */
+    uint64_t disk_hits;        /**< programs loaded from disk */
+    uint64_t builds;           /**< programs compiled from source */
+    uint64_t discarded;        /**< corrupt or foreign disk entries thrown away */
+} kiln_cache_info;
+
+/** Program cache location, size and this context's hit/miss counters. */
+KILN_API kiln_status kiln_context_get_cache_info(const kiln_context *ctx, kiln_cache_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Buffers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** Device memory. Belongs to one context; destroy before the context. */
+typedef struct kiln_buffer kiln_buffer;
+
+/**
+ * Allocate `size` bytes of device memory.
+ * @param out  receives a new buffer owned by the caller (kiln_buffer_destroy).
+ * @return KILN_ERROR_INVALID_ARGUMENT for size 0 or NULL pointers;
+ *         KILN_ERROR_OUT_OF_MEMORY if the device cannot hold it.
+ */
+KILN_API kiln_status kiln_buffer_create(kiln_context *ctx, size_t size, kiln_buffer **out);
+
+/** Release a buffer (a wrapped cl_mem is released, not freed). NULL is ignored. */
+KILN_API void kiln_buffer_destroy(kiln_buffer *buf);
+
+/** Size in bytes (0 for NULL). */
+KILN_API size_t kiln_buffer_size(const kiln_buffer *buf);
+
+/**
+ * Copy `size` bytes from host memory into the buffer at byte `offset`;
+ * returns when the copy is complete.
+ * @return KILN_ERROR_OUT_OF_BOUNDS if offset + size exceeds the buffer.
+ */
+KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset, size_t size, const void *src);
+
+/** Copy `size` bytes at byte `offset` into host memory; blocking.
+    @return KILN_ERROR_OUT_OF_BOUNDS if offset + size exceeds the buffer. */
+KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, size_t size, void *dst);
+
+/**
+ * Set `count` floats starting at float index `first` to `value` on the
+ * device (used to poison outputs and clear accumulators).
+ * @return KILN_ERROR_OUT_OF_BOUNDS if the range exceeds the buffer.
+ */
+KILN_API kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, float value);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_H */

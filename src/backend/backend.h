@@ -1,0 +1,94 @@
+/*
+ * The backend interface: what kiln needs from a compute API. The OpenCL
+ * backend (src/opencl/) implements it; a CUDA backend can implement it later
+ * without touching the public API or the operators.
+ *
+ * Every handle a backend hands out is an opaque `void *` owned by kiln core,
+ * which frees it through the matching slot. Slots marked "optional" may be
+ * NULL; callers check before use. Functions return a kiln_status and set the
+ * thread's error detail (kiln_error()) on failure.
+ */
+#ifndef KILN_BACKEND_H
+#define KILN_BACKEND_H
+
+#include <stddef.h>
+
+#include "kiln/kiln.h"
+
+/* What a backend reports about a device; profiles are matched against it. */
+struct kiln_device_desc {
+    char platform[128];
+    char name[128];
+    char vendor[128];
+    char device_version[128];
+    char driver_version[64];
+    char board_name[128];      /* AMD board name where reported, else "" */
+    int cc_major, cc_minor;    /* NVIDIA compute capability, 0 if unknown */
+    kiln_device_type type;
+    unsigned vendor_id;
+    unsigned compute_units;
+    unsigned clock_mhz;
+    unsigned long long global_mem_bytes;
+    unsigned long long local_mem_bytes;
+    unsigned long long max_alloc_bytes;
+    size_t max_work_group_size;
+    int fp16, fp64;
+    char arch[64];             /* filled by kiln_device_derive_arch() */
+};
+
+/* A kernel argument: a buffer handle, a scalar by value, or local memory. */
+enum kiln_arg_kind { KILN_ARG_BUFFER, KILN_ARG_SCALAR, KILN_ARG_LOCAL };
+
+struct kiln_arg {
+    enum kiln_arg_kind kind;
+    size_t size;        /* scalar size in bytes, or local memory bytes */
+    const void *value;  /* the backend buffer handle for KILN_ARG_BUFFER, the
+                           scalar's address for KILN_ARG_SCALAR, NULL for local */
+};
+
+struct kiln_backend {
+    const char *name;
+
+    /* Devices, in a stable order. With descs == NULL only *count is set. */
+    kiln_status (*list_devices)(struct kiln_device_desc *descs, size_t capacity, size_t *count);
+
+    /* Open device `index` of list_devices with a queue of its own. */
+    kiln_status (*open)(size_t index, void **dev);
+    /* optional: adopt native objects (for OpenCL a struct kiln_cl_native). */
+    kiln_status (*wrap)(const void *native, void **dev);
+    void (*close)(void *dev);
+    kiln_status (*describe)(void *dev, struct kiln_device_desc *desc);
+    kiln_status (*finish)(void *dev);
+
+    kiln_status (*buffer_alloc)(void *dev, size_t size, void **buf);
+    /* optional: adopt a native buffer, reporting its size. */
+    kiln_status (*buffer_wrap)(void *dev, void *native, size_t *size, void **buf);
+    void (*buffer_free)(void *buf);
+    kiln_status (*buffer_write)(void *dev, void *buf, size_t offset, size_t size, const void *src);
+    kiln_status (*buffer_read)(void *dev, void *buf, size_t offset, size_t size, void *dst);
+
+    /* Compile source text; a failure returns KILN_ERROR_BUILD with the log
+       in the error detail. */
+    kiln_status (*program_build)(void *dev, const char *source, size_t length, const char *options, void **prog);
+    /* optional: load a binary produced by program_binary on the same device. */
+    kiln_status (*program_load)(void *dev, const void *binary, size_t size, const char *options, void **prog);
+    /* optional: serialise a built program; *binary is malloc'd for the caller. */
+    kiln_status (*program_binary)(void *dev, void *prog, void **binary, size_t *size);
+    void (*program_free)(void *prog);
+
+    kiln_status (*kernel_create)(void *prog, const char *name, void **kernel);
+    void (*kernel_free)(void *kernel);
+    /* Set arguments and enqueue; asynchronous. Callers serialise launches of
+       one kernel object (argument state is per kernel). local may be NULL. */
+    kiln_status (*launch)(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
+                          const size_t *global, const size_t *local);
+};
+
+/* The backends compiled into this library. */
+extern const struct kiln_backend kiln_opencl_backend;
+
+/* Derive desc->arch from the other fields ("sm_86", "gfx1030", "xe-hpg",
+   "x86_64:skylake-avx512", ...); "" when nothing is recognised. */
+void kiln_device_derive_arch(struct kiln_device_desc *desc);
+
+#endif /* KILN_BACKEND_H */

@@ -1,0 +1,327 @@
+/*
+ * Contexts: device enumeration and selection, profile matching, and the
+ * program cache that every operator builds its kernels through.
+ */
+#include "core/context.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/diag.h"
+#include "jit/disk_cache.h"
+#include "profiles/profile.h"
+
+/* An environment variable, with "" treated as unset. */
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* Every device of the backend, described; *descs is malloc'd. */
+static kiln_status list_devices(const struct kiln_backend *be, struct kiln_device_desc **descs, size_t *count)
+{
+    *descs = NULL;
+    kiln_status st = be->list_devices(NULL, 0, count);
+    if (st != KILN_SUCCESS || *count == 0)
+        return st;
+    *descs = calloc(*count, sizeof **descs);
+    if (!*descs)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating %zu device descriptions", *count);
+    return be->list_devices(*descs, *count, count);
+}
+
+static kiln_status load_profiles(struct kiln_profile_set **set)
+{
+    return kiln_profile_set_load(env("KILN_PROFILE_DIR"), set);
+}
+
+/* The forced profile (options, then KILN_PROFILE) or the best match. */
+static kiln_status choose_profile(const struct kiln_profile_set *set, const struct kiln_device_desc *desc,
+                                  const char *forced, const struct kiln_profile **profile, char *reason,
+                                  size_t reason_size)
+{
+    if (forced) {
+        *profile = kiln_profile_find(set, forced);
+        if (!*profile)
+            return kiln_error(KILN_ERROR_NOT_FOUND, "profile \"%s\" (forced) does not exist or is invalid", forced);
+        if (kiln_profile_is_abstract(*profile))
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile \"%s\" is abstract (a parent only)", forced);
+        snprintf(reason, reason_size, "forced by name \"%s\"", forced);
+        return KILN_SUCCESS;
+    }
+    *profile = kiln_profile_match(set, desc, reason, reason_size);
+    if (!*profile)
+        return kiln_error(KILN_ERROR_INVALID_PROFILE, "no profile, not even a generic one, fits device %s",
+                          desc->name);
+    return KILN_SUCCESS;
+}
+
+void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, const char *backend,
+                           const struct kiln_profile *profile, const char *reason, kiln_device_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->index = index;
+    snprintf(info->backend, sizeof info->backend, "%s", backend);
+    snprintf(info->platform, sizeof info->platform, "%s", desc->platform);
+    snprintf(info->name, sizeof info->name, "%s", desc->name);
+    snprintf(info->vendor, sizeof info->vendor, "%s", desc->vendor);
+    snprintf(info->device_version, sizeof info->device_version, "%s", desc->device_version);
+    snprintf(info->driver_version, sizeof info->driver_version, "%s", desc->driver_version);
+    snprintf(info->arch, sizeof info->arch, "%s", desc->arch);
+    info->type = desc->type;
+    info->compute_units = desc->compute_units;
+    info->clock_mhz = desc->clock_mhz;
+    info->global_mem_bytes = desc->global_mem_bytes;
+    info->local_mem_bytes = desc->local_mem_bytes;
+    info->max_alloc_bytes = desc->max_alloc_bytes;
+    info->max_work_group_size = desc->max_work_group_size;
+    info->fp16 = desc->fp16;
+    info->fp64 = desc->fp64;
+    snprintf(info->profile, sizeof info->profile, "%s", kiln_profile_name(profile));
+    snprintf(info->profile_reason, sizeof info->profile_reason, "%s", reason);
+    info->peak_gflops = kiln_profile_peak_gflops(profile, desc);
+    info->peak_gbps = kiln_profile_peak_gbps(profile, desc);
+    snprintf(info->peak_source, sizeof info->peak_source, "profile");
+}
+
+kiln_status kiln_device_count(size_t *count)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(count);
+    return kiln_opencl_backend.list_devices(NULL, 0, count);
+}
+
+kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(info);
+    struct kiln_device_desc *descs;
+    size_t count;
+    struct kiln_profile_set *set = NULL;
+    kiln_status st = list_devices(&kiln_opencl_backend, &descs, &count);
+    if (st == KILN_SUCCESS && index >= count)
+        st = kiln_error(KILN_ERROR_NOT_FOUND, "device index %zu: there are %zu devices", index, count);
+    if (st == KILN_SUCCESS)
+        st = load_profiles(&set);
+    if (st == KILN_SUCCESS) {
+        const struct kiln_profile *profile;
+        char reason[256];
+        st = choose_profile(set, &descs[index], env("KILN_PROFILE"), &profile, reason, sizeof reason);
+        if (st == KILN_SUCCESS)
+            kiln_device_info_fill(&descs[index], index, kiln_opencl_backend.name, profile, reason, info);
+    }
+    kiln_profile_set_free(set);
+    free(descs);
+    return st;
+}
+
+/* Preference for "best device": GPUs, then accelerators, then CPUs; within a
+   kind, the highest profile peak. */
+static double device_rank(const struct kiln_device_desc *d, const struct kiln_profile_set *set)
+{
+    char reason[256];
+    const struct kiln_profile *p = kiln_profile_match(set, d, reason, sizeof reason);
+    double peak = p ? kiln_profile_peak_gflops(p, d) : 0.0;
+    int kind = d->type == KILN_DEVICE_GPU ? 3 : d->type == KILN_DEVICE_ACCELERATOR ? 2 : d->type == KILN_DEVICE_CPU;
+    return kind * 1e9 + peak;
+}
+
+static int contains_nocase(const char *haystack, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *haystack; haystack++)
+        if (strncasecmp(haystack, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+static int selector_accepts(const char *sel, const struct kiln_device_desc *d)
+{
+    if (strcasecmp(sel, "cpu") == 0)
+        return d->type == KILN_DEVICE_CPU;
+    if (strcasecmp(sel, "gpu") == 0)
+        return d->type == KILN_DEVICE_GPU;
+    if (strcasecmp(sel, "accelerator") == 0)
+        return d->type == KILN_DEVICE_ACCELERATOR;
+    char full[300];
+    snprintf(full, sizeof full, "%s %s", d->platform, d->name);
+    return contains_nocase(full, sel);
+}
+
+static void list_for_detail(const struct kiln_device_desc *descs, size_t count)
+{
+    kiln_error_append(count ? "; devices:" : "; there is no OpenCL device (is an ICD such as POCL installed?)");
+    for (size_t i = 0; i < count; i++) {
+        char line[320];
+        snprintf(line, sizeof line, " [%zu] %s / %s%s", i, descs[i].platform, descs[i].name,
+                 i + 1 < count ? ";" : "");
+        kiln_error_append(line);
+    }
+}
+
+/* Pick the device index for a selector (NULL: the best device). */
+static kiln_status select_device(const struct kiln_device_desc *descs, size_t count,
+                                 const struct kiln_profile_set *set, const char *sel, size_t *index)
+{
+    if (sel && !*sel)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "device selector is empty");
+    if (sel && isdigit((unsigned char)sel[0])) {
+        char *end;
+        unsigned long long i = strtoull(sel, &end, 10);
+        if (*end != '\0')
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                              "device selector \"%s\" is neither an index, cpu, gpu nor a name", sel);
+        if (i >= count) {
+            kiln_error(KILN_ERROR_NOT_FOUND, "device index %llu does not exist", i);
+            list_for_detail(descs, count);
+            return KILN_ERROR_NOT_FOUND;
+        }
+        *index = (size_t)i;
+        return KILN_SUCCESS;
+    }
+    double best = -1.0;
+    for (size_t i = 0; i < count; i++) {
+        if (sel && !selector_accepts(sel, &descs[i]))
+            continue;
+        double r = device_rank(&descs[i], set);
+        if (r > best) {
+            best = r;
+            *index = i;
+        }
+    }
+    if (best < 0.0) {
+        kiln_error(KILN_ERROR_NOT_FOUND, "no device matches selector \"%s\"", sel ? sel : "(best)");
+        list_for_detail(descs, count);
+        return KILN_ERROR_NOT_FOUND;
+    }
+    return KILN_SUCCESS;
+}
+
+void kiln_context_options_init(kiln_context_options *options)
+{
+    if (options)
+        memset(options, 0, sizeof *options);
+}
+
+kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *options)
+{
+    kiln_context_options defaults;
+    if (!options) {
+        kiln_context_options_init(&defaults);
+        options = &defaults;
+    }
+    kiln_status st = ctx->backend->describe(ctx->dev, &ctx->desc);
+    if (st == KILN_SUCCESS)
+        st = load_profiles(&ctx->profiles);
+    if (st == KILN_SUCCESS)
+        st = choose_profile(ctx->profiles, &ctx->desc, options->profile ? options->profile : env("KILN_PROFILE"),
+                            &ctx->profile, ctx->profile_reason, sizeof ctx->profile_reason);
+    if (st != KILN_SUCCESS)
+        return st;
+    kiln_log(KILN_LOG_INFO, "device %s: profile %s (%s)", ctx->desc.name, kiln_profile_name(ctx->profile),
+             ctx->profile_reason);
+
+    char dir[512] = "";
+    if (!options->disable_disk_cache) {
+        if (options->cache_dir)
+            snprintf(dir, sizeof dir, "%s", options->cache_dir);
+        else if (kiln_disk_cache_default_dir(dir, sizeof dir) != KILN_SUCCESS)
+            kiln_log(KILN_LOG_WARN, "no cache directory (set KILN_CACHE_DIR or HOME); programs stay in memory");
+    }
+    st = kiln_program_cache_init(&ctx->cache, dir);
+    ctx->cache_ready = st == KILN_SUCCESS;
+    return st;
+}
+
+kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(out);
+    const struct kiln_backend *be = &kiln_opencl_backend;
+    const char *sel = options && options->device ? options->device : env("KILN_DEVICE");
+    struct kiln_device_desc *descs = NULL;
+    struct kiln_profile_set *set = NULL;
+    size_t count = 0, index = 0;
+    kiln_status st = list_devices(be, &descs, &count);
+    if (st == KILN_SUCCESS)
+        st = load_profiles(&set);
+    if (st == KILN_SUCCESS)
+        st = select_device(descs, count, set, sel, &index);
+    kiln_profile_set_free(set);
+    free(descs);
+    if (st != KILN_SUCCESS)
+        return st;
+
+    kiln_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
+    ctx->backend = be;
+    ctx->device_index = index;
+    st = be->open(index, &ctx->dev);
+    if (st != KILN_SUCCESS) {
+        free(ctx);
+        return st;
+    }
+    st = kiln_context_init(ctx, options);
+    if (st != KILN_SUCCESS) {
+        kiln_context_destroy(ctx); /* sets no error detail: the init failure's stays */
+        return st;
+    }
+    *out = ctx;
+    return KILN_SUCCESS;
+}
+
+void kiln_context_destroy(kiln_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->dev) {
+        ctx->backend->finish(ctx->dev);
+        if (ctx->cache_ready)
+            kiln_program_cache_release(&ctx->cache, ctx->backend);
+        ctx->backend->close(ctx->dev);
+    }
+    kiln_profile_set_free(ctx->profiles);
+    free(ctx);
+}
+
+kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(info);
+    kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profile, ctx->profile_reason,
+                          info);
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_context_finish(kiln_context *ctx)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    return ctx->backend->finish(ctx->dev);
+}
+
+kiln_status kiln_context_get_cache_info(const kiln_context *ctx, kiln_cache_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(info);
+    memset(info, 0, sizeof *info);
+    struct kiln_program_cache *cache = (struct kiln_program_cache *)&ctx->cache;
+    pthread_mutex_lock(&cache->lock);
+    snprintf(info->dir, sizeof info->dir, "%s", cache->dir);
+    info->memory_hits = cache->memory_hits;
+    info->disk_hits = cache->disk_hits;
+    info->builds = cache->builds;
+    info->discarded = cache->discarded;
+    pthread_mutex_unlock(&cache->lock);
+    if (info->dir[0])
+        return kiln_disk_cache_usage(info->dir, &info->disk_entries, &info->disk_bytes);
+    return KILN_SUCCESS;
+}

@@ -1,0 +1,51 @@
+/* What a kiln_context and a kiln_buffer hold (internal). */
+#ifndef KILN_CONTEXT_H
+#define KILN_CONTEXT_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+#include "jit/program_cache.h"
+#include "kiln/kiln.h"
+
+struct kiln_profile_set;
+struct kiln_profile;
+
+struct kiln_context {
+    const struct kiln_backend *backend;
+    void *dev;                           /* backend device handle */
+    size_t device_index;                 /* in kiln's enumeration; SIZE_MAX if unknown */
+    struct kiln_device_desc desc;
+    struct kiln_profile_set *profiles;
+    const struct kiln_profile *profile;  /* matched or forced; owned by profiles */
+    char profile_reason[256];
+    struct kiln_program_cache cache;
+    int cache_ready;                     /* cache initialised (its lock exists) */
+};
+
+struct kiln_buffer {
+    kiln_context *ctx;
+    void *handle;                        /* backend buffer handle */
+    size_t size;
+};
+
+/* Fill the public description from a backend description and its profile. */
+void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, const char *backend,
+                           const struct kiln_profile *profile, const char *reason, kiln_device_info *info);
+
+/* Finish a context whose backend, dev and device_index are set: describe the
+   device, load and match profiles, set up the program cache. Frees nothing on
+   failure (the caller destroys the context). */
+kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *options);
+
+/* Adopt a backend-native buffer (for OpenCL a cl_mem) into a kiln_buffer. */
+kiln_status kiln_buffer_wrap_native(kiln_context *ctx, void *native, kiln_buffer **out);
+
+/* Reject a NULL argument with a detail naming it. */
+#define KILN_CHECK_ARG(arg)                                                                \
+    do {                                                                                   \
+        if (!(arg))                                                                        \
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", __func__, #arg); \
+    } while (0)
+
+#endif /* KILN_CONTEXT_H */

@@ -1,0 +1,32 @@
+/*
+ * Diagnostics shared by every layer: the per-thread error detail behind
+ * kiln_last_error_detail() and the KILN_LOG logger.
+ */
+#ifndef KILN_DIAG_H
+#define KILN_DIAG_H
+
+#include "kiln/kiln.h"
+
+#if defined(__GNUC__)
+#define KILN_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define KILN_PRINTF(fmt, args)
+#endif
+
+/* Record a printf-style detail for the calling thread and return `status`,
+   so failures read `return kiln_error(KILN_ERROR_..., "...", ...);`. */
+kiln_status kiln_error(kiln_status status, const char *fmt, ...) KILN_PRINTF(2, 3);
+
+/* Append to the current detail (e.g. a build log after its headline). */
+void kiln_error_append(const char *text);
+
+/* Forget the calling thread's detail (public entry points call this first). */
+void kiln_error_clear(void);
+
+enum kiln_log_level { KILN_LOG_WARN = 1, KILN_LOG_INFO = 2, KILN_LOG_DEBUG = 3 };
+
+/* Log to stderr when level <= KILN_LOG (unset: warnings only; 0: silent;
+   1 warn, 2 info, 3 debug). */
+void kiln_log(enum kiln_log_level level, const char *fmt, ...) KILN_PRINTF(2, 3);
+
+#endif /* KILN_DIAG_H */

@@ -1,0 +1,35 @@
+/*
+ * The on-disk program cache: one file per key under a directory, written
+ * atomically (temporary file, then rename) with a header carrying a format
+ * version, the full key and a checksum, so a truncated, corrupt or foreign
+ * entry is detected, removed and reported instead of being used.
+ */
+#ifndef KILN_DISK_CACHE_H
+#define KILN_DISK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+
+/* The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
+   $HOME/.cache/kiln. NOT_FOUND if none of these variables is set. */
+kiln_status kiln_disk_cache_default_dir(char *buf, size_t size);
+
+/* Read the payload stored under `key` into a malloc'd *payload.
+   NOT_FOUND: no entry. CORRUPT_CACHE: an entry existed but was truncated,
+   damaged, of another format version or for another key; it is removed. */
+kiln_status kiln_disk_cache_load(const char *dir, const char *key, void **payload, size_t *size);
+
+/* Store `payload` under `key`, creating `dir` (and parents) as needed. Safe
+   against concurrent writers of the same key in threads or processes: each
+   writes its own temporary file and renames it over the entry. */
+kiln_status kiln_disk_cache_store(const char *dir, const char *key, const void *payload, size_t size);
+
+/* Number and total bytes of entries in `dir` (0, 0 if it does not exist). */
+kiln_status kiln_disk_cache_usage(const char *dir, uint64_t *entries, uint64_t *bytes);
+
+/* Path of the entry file for `key` (for tests and tools). */
+kiln_status kiln_disk_cache_entry_path(const char *dir, const char *key, char *buf, size_t size);
+
+#endif /* KILN_DISK_CACHE_H */

@@ -1,0 +1,270 @@
+#include "jit/program_cache.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/diag.h"
+#include "jit/disk_cache.h"
+#include "util/embedded.h"
+#include "util/hash.h"
+
+struct kiln_program {
+    uint64_t hash;              /* of source and options, to skip most compares */
+    char *source;               /* copy of the source text: the exact key */
+    size_t length;
+    char *options;
+    void *handle;
+    struct kiln_kernel *kernels;
+    struct kiln_program *next;
+};
+
+kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir)
+{
+    memset(cache, 0, sizeof *cache);
+    if (dir && *dir) {
+        if (strlen(dir) >= sizeof cache->dir)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "cache directory path is longer than %zu bytes",
+                              sizeof cache->dir - 1);
+        strcpy(cache->dir, dir);
+    }
+    if (pthread_mutex_init(&cache->lock, NULL) != 0)
+        return kiln_error(KILN_ERROR_INTERNAL, "pthread_mutex_init failed");
+    return KILN_SUCCESS;
+}
+
+void kiln_program_cache_release(struct kiln_program_cache *cache, const struct kiln_backend *backend)
+{
+    struct kiln_program *p = cache->programs;
+    while (p) {
+        struct kiln_program *next_program = p->next;
+        struct kiln_kernel *k = p->kernels;
+        while (k) {
+            struct kiln_kernel *next_kernel = k->next;
+            backend->kernel_free(k->handle);
+            pthread_mutex_destroy(&k->lock);
+            free(k);
+            k = next_kernel;
+        }
+        backend->program_free(p->handle);
+        free(p->source);
+        free(p->options);
+        free(p);
+        p = next_program;
+    }
+    cache->programs = NULL;
+    pthread_mutex_destroy(&cache->lock);
+}
+
+/* The disk key names everything a binary depends on. */
+static char *disk_key(const kiln_context *ctx, const char *source, size_t length, const char *options)
+{
+    const struct kiln_device_desc *d = &ctx->desc;
+    uint64_t source_hash = kiln_hash64(source, length, KILN_HASH_SEED);
+    size_t size = strlen(options) + 1024;
+    char *key = malloc(size);
+    if (key)
+        snprintf(key, size,
+                 "backend=%s\nplatform=%s\ndevice=%s\ndevice_version=%s\ndriver=%s\nsource=%016" PRIx64
+                 ":%zu\noptions=%s\n",
+                 ctx->backend->name, d->platform, d->name, d->device_version, d->driver_version, source_hash, length,
+                 options);
+    return key;
+}
+
+/* Try the disk cache; KILN_SUCCESS with *handle set on a hit. */
+static kiln_status load_from_disk(kiln_context *ctx, const char *label, const char *key, const char *options,
+                                  void **handle)
+{
+    struct kiln_program_cache *cache = &ctx->cache;
+    void *binary = NULL;
+    size_t size = 0;
+    kiln_status st = kiln_disk_cache_load(cache->dir, key, &binary, &size);
+    if (st == KILN_ERROR_CORRUPT_CACHE)
+        cache->discarded++;
+    if (st != KILN_SUCCESS)
+        return st;
+    st = ctx->backend->program_load(ctx->dev, binary, size, options, handle);
+    free(binary);
+    if (st != KILN_SUCCESS) {
+        cache->discarded++;
+        kiln_log(KILN_LOG_WARN, "cached binary of %s rejected by the driver (%s); rebuilding", label,
+                 kiln_last_error_detail());
+    }
+    return st;
+}
+
+static void store_to_disk(kiln_context *ctx, const char *label, const char *key, void *handle)
+{
+    void *binary = NULL;
+    size_t size = 0;
+    if (ctx->backend->program_binary(ctx->dev, handle, &binary, &size) == KILN_SUCCESS &&
+        kiln_disk_cache_store(ctx->cache.dir, key, binary, size) == KILN_SUCCESS)
+        kiln_log(KILN_LOG_DEBUG, "stored %s (%zu bytes) in %s", label, size, ctx->cache.dir);
+    else
+        kiln_log(KILN_LOG_WARN, "could not cache %s on disk: %s", label, kiln_last_error_detail());
+    free(binary);
+}
+
+static kiln_status load_or_build(kiln_context *ctx, const char *label, const char *source, size_t length,
+                                 const char *options, void **handle)
+{
+    struct kiln_program_cache *cache = &ctx->cache;
+    const struct kiln_backend *be = ctx->backend;
+    int use_disk = cache->dir[0] && be->program_load && be->program_binary;
+    char *key = NULL;
+    if (use_disk) {
+        key = disk_key(ctx, source, length, options);
+        if (!key)
+            return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a cache key");
+        if (load_from_disk(ctx, label, key, options, handle) == KILN_SUCCESS) {
+            cache->disk_hits++;
+            kiln_log(KILN_LOG_INFO, "loaded %s from the disk cache", label);
+            free(key);
+            return KILN_SUCCESS;
+        }
+    }
+    kiln_status st = be->program_build(ctx->dev, source, length, options, handle);
+    if (st == KILN_SUCCESS) {
+        cache->builds++;
+        kiln_log(KILN_LOG_INFO, "built %s with \"%s\"", label, options);
+        if (use_disk)
+            store_to_disk(ctx, label, key, *handle);
+    }
+    free(key);
+    return st;
+}
+
+kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *source, size_t length,
+                             const char *options, struct kiln_program **out)
+{
+    if (!options)
+        options = "";
+    uint64_t hash = kiln_hash64(options, strlen(options), kiln_hash64(source, length, KILN_HASH_SEED));
+    struct kiln_program_cache *cache = &ctx->cache;
+    pthread_mutex_lock(&cache->lock);
+    for (struct kiln_program *p = cache->programs; p; p = p->next) {
+        if (p->hash == hash && p->length == length && memcmp(p->source, source, length) == 0 &&
+            strcmp(p->options, options) == 0) {
+            cache->memory_hits++;
+            pthread_mutex_unlock(&cache->lock);
+            *out = p;
+            return KILN_SUCCESS;
+        }
+    }
+    /* Built under the lock: two threads asking for one program build it once. */
+    kiln_status st;
+    struct kiln_program *p = calloc(1, sizeof *p);
+    if (!p || !(p->source = malloc(length + 1)) || !(p->options = strdup(options))) {
+        st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program cache entry");
+    } else {
+        memcpy(p->source, source, length);
+        p->source[length] = '\0';
+        p->length = length;
+        p->hash = hash;
+        st = load_or_build(ctx, label, source, length, options, &p->handle);
+    }
+    if (st == KILN_SUCCESS) {
+        p->next = cache->programs;
+        cache->programs = p;
+        *out = p;
+    } else if (p) {
+        free(p->source);
+        free(p->options);
+        free(p);
+    }
+    pthread_mutex_unlock(&cache->lock);
+    return st;
+}
+
+kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, const char *name,
+                                struct kiln_kernel **out)
+{
+    if (strlen(name) >= sizeof prog->kernels->name)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kernel name \"%s\" is too long", name);
+    struct kiln_program_cache *cache = &ctx->cache;
+    pthread_mutex_lock(&cache->lock);
+    struct kiln_kernel *k = prog->kernels;
+    while (k && strcmp(k->name, name) != 0)
+        k = k->next;
+    kiln_status st = KILN_SUCCESS;
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (!k) {
+            st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating kernel %s", name);
+        } else if ((st = ctx->backend->kernel_create(prog->handle, name, &k->handle)) != KILN_SUCCESS) {
+            free(k);
+            k = NULL;
+        } else {
+            strcpy(k->name, name);
+            pthread_mutex_init(&k->lock, NULL);
+            k->next = prog->kernels;
+            prog->kernels = k;
+        }
+    }
+    pthread_mutex_unlock(&cache->lock);
+    if (st == KILN_SUCCESS)
+        *out = k;
+    return st;
+}
+
+kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
+                            const char *kernel_name, struct kiln_kernel **out)
+{
+    const char *text;
+    size_t length;
+    char *owned = NULL;
+    kiln_status st = kiln_source_get(source_name, &text, &length, &owned);
+    struct kiln_program *prog = NULL;
+    if (st == KILN_SUCCESS)
+        st = kiln_program_get(ctx, source_name, text, length, options, &prog);
+    free(owned);
+    if (st == KILN_SUCCESS)
+        st = kiln_program_kernel(ctx, prog, kernel_name, out);
+    return st;
+}
+
+kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local)
+{
+    pthread_mutex_lock(&kernel->lock);
+    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local);
+    pthread_mutex_unlock(&kernel->lock);
+    return st;
+}
+
+kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned)
+{
+    *owned = NULL;
+    const char *dir = getenv("KILN_KERNEL_DIR");
+    if (dir && *dir) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot open %s", path);
+        char *buf = NULL;
+        long size = -1;
+        if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+            (buf = malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size) {
+            fclose(f);
+            buf[size] = '\0';
+            *text = *owned = buf;
+            *length = (size_t)size;
+            return KILN_SUCCESS;
+        }
+        fclose(f);
+        free(buf);
+        return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot read %s", path);
+    }
+    for (size_t i = 0; i < kiln_embedded_kernels_count; i++) {
+        if (strcmp(kiln_embedded_kernels[i].name, name) == 0) {
+            *text = kiln_embedded_kernels[i].data;
+            *length = kiln_embedded_kernels[i].size;
+            return KILN_SUCCESS;
+        }
+    }
+    return kiln_error(KILN_ERROR_NOT_FOUND, "no kernel source named %s", name);
+}

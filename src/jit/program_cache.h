@@ -1,0 +1,63 @@
+/*
+ * Built programs and their kernels, cached per context in memory (keyed by
+ * source text and options) and on disk (keyed by platform, device, device and
+ * driver versions, source hash and options), so a kernel is compiled once per
+ * device and a second process loads the binary instead of compiling again.
+ */
+#ifndef KILN_PROGRAM_CACHE_H
+#define KILN_PROGRAM_CACHE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "kiln/kiln.h"
+
+struct kiln_program;
+
+/* A kernel of a cached program. Launches of one kernel are serialised by its
+   lock (its argument state is shared). */
+struct kiln_kernel {
+    void *handle;
+    char name[64];
+    pthread_mutex_t lock;
+    struct kiln_kernel *next;
+};
+
+struct kiln_program_cache {
+    pthread_mutex_t lock;
+    struct kiln_program *programs;  /* singly linked, newest first */
+    char dir[512];                  /* "" when the disk cache is off */
+    uint64_t memory_hits, disk_hits, builds, discarded;
+};
+
+/* Set up the cache; `dir` NULL or "" keeps programs in memory only. */
+kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir);
+void kiln_program_cache_release(struct kiln_program_cache *cache, const struct kiln_backend *backend);
+
+/* The program built from `source` (length bytes, `label` names it in logs)
+   with compiler `options`, from memory, disk or a fresh build. The program
+   lives as long as the context. */
+kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *source, size_t length,
+                             const char *options, struct kiln_program **out);
+
+/* Kernel `name` of a cached program (created once, then reused). */
+kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, const char *name,
+                                struct kiln_kernel **out);
+
+/* Kernel `kernel_name` of the kernel source file `source_name` (a path under
+   cl/, e.g. "util/fill.cl") built with `options`. */
+kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
+                            const char *kernel_name, struct kiln_kernel **out);
+
+/* Set the arguments and enqueue on the context's queue (asynchronous). */
+kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local);
+
+/* Kernel source text by name: from $KILN_KERNEL_DIR when set, else the copy
+   embedded at build time. *owned is set when the text was read from disk and
+   must be freed by the caller. */
+kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned);
+
+#endif /* KILN_PROGRAM_CACHE_H */

@@ -1,0 +1,432 @@
+/*
+ * The OpenCL backend: devices of every platform, one in-order queue per
+ * opened device, buffers as cl_mem, programs as cl_program, kernels as
+ * cl_kernel (the backend's `void *` handles are these objects themselves).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <CL/cl_ext.h>
+
+#include "backend/backend.h"
+#include "core/diag.h"
+#include "opencl/cl_backend.h"
+
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+#ifndef CL_DEVICE_BOARD_NAME_AMD
+#define CL_DEVICE_BOARD_NAME_AMD 0x4038
+#endif
+
+#define KILN_CL_MAX_PLATFORMS 16
+
+kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, size_t capacity, size_t *count)
+{
+    cl_platform_id plats[KILN_CL_MAX_PLATFORMS];
+    cl_uint nplat = 0;
+    cl_int err = clGetPlatformIDs(KILN_CL_MAX_PLATFORMS, plats, &nplat);
+    *count = 0;
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR: no ICD installed */ || (err == CL_SUCCESS && nplat == 0))
+        return KILN_SUCCESS;
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetPlatformIDs");
+    if (nplat > KILN_CL_MAX_PLATFORMS)
+        nplat = KILN_CL_MAX_PLATFORMS;
+    for (cl_uint p = 0; p < nplat; p++) {
+        cl_device_id devs[KILN_CL_MAX_DEVICES];
+        cl_uint ndev = 0;
+        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, KILN_CL_MAX_DEVICES, devs, &ndev);
+        if (err == CL_DEVICE_NOT_FOUND)
+            continue;
+        if (err != CL_SUCCESS)
+            return kiln_cl_fail(err, "clGetDeviceIDs");
+        for (cl_uint d = 0; d < ndev && d < KILN_CL_MAX_DEVICES && *count < capacity; d++) {
+            platforms[*count] = plats[p];
+            devices[*count] = devs[d];
+            ++*count;
+        }
+    }
+    return KILN_SUCCESS;
+}
+
+static void device_string(cl_device_id dev, cl_device_info what, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (clGetDeviceInfo(dev, what, size, buf, NULL) != CL_SUCCESS)
+        buf[0] = '\0';
+    buf[size - 1] = '\0';
+}
+
+static int has_extension(const char *extensions, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(extensions, name); p; p = strstr(p + 1, name))
+        if ((p == extensions || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+static void describe_device(cl_platform_id platform, cl_device_id dev, struct kiln_device_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof d->platform, d->platform, NULL) != CL_SUCCESS)
+        d->platform[0] = '\0';
+    d->platform[sizeof d->platform - 1] = '\0';
+    device_string(dev, CL_DEVICE_NAME, d->name, sizeof d->name);
+    device_string(dev, CL_DEVICE_VENDOR, d->vendor, sizeof d->vendor);
+    device_string(dev, CL_DEVICE_VERSION, d->device_version, sizeof d->device_version);
+    device_string(dev, CL_DRIVER_VERSION, d->driver_version, sizeof d->driver_version);
+
+    cl_device_type type = 0;
+    cl_uint u = 0;
+    cl_ulong ul = 0;
+    size_t sz = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    d->type = (type & CL_DEVICE_TYPE_GPU)           ? KILN_DEVICE_GPU
+              : (type & CL_DEVICE_TYPE_CPU)         ? KILN_DEVICE_CPU
+              : (type & CL_DEVICE_TYPE_ACCELERATOR) ? KILN_DEVICE_ACCELERATOR
+                                                    : KILN_DEVICE_OTHER;
+    if (clGetDeviceInfo(dev, CL_DEVICE_VENDOR_ID, sizeof u, &u, NULL) == CL_SUCCESS)
+        d->vendor_id = u;
+    if (clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof u, &u, NULL) == CL_SUCCESS)
+        d->compute_units = u;
+    if (clGetDeviceInfo(dev, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof u, &u, NULL) == CL_SUCCESS)
+        d->clock_mhz = u;
+    if (clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
+        d->global_mem_bytes = ul;
+    if (clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
+        d->local_mem_bytes = ul;
+    if (clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
+        d->max_alloc_bytes = ul;
+    if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof sz, &sz, NULL) == CL_SUCCESS)
+        d->max_work_group_size = sz;
+
+    size_t ext_size = 0;
+    if (clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size) == CL_SUCCESS && ext_size > 0) {
+        char *ext = calloc(1, ext_size + 1);
+        if (ext && clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL) == CL_SUCCESS) {
+            d->fp16 = has_extension(ext, "cl_khr_fp16");
+            d->fp64 = has_extension(ext, "cl_khr_fp64");
+            if (has_extension(ext, "cl_nv_device_attribute_query")) {
+                cl_uint major = 0, minor = 0;
+                if (clGetDeviceInfo(dev, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) ==
+                        CL_SUCCESS &&
+                    clGetDeviceInfo(dev, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL) ==
+                        CL_SUCCESS) {
+                    d->cc_major = (int)major;
+                    d->cc_minor = (int)minor;
+                }
+            }
+            if (has_extension(ext, "cl_amd_device_attribute_query"))
+                device_string(dev, CL_DEVICE_BOARD_NAME_AMD, d->board_name, sizeof d->board_name);
+        }
+        free(ext);
+    }
+    kiln_device_derive_arch(d);
+}
+
+static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capacity, size_t *count)
+{
+    cl_platform_id plats[KILN_CL_MAX_DEVICES];
+    cl_device_id devs[KILN_CL_MAX_DEVICES];
+    kiln_status st = kiln_cl_enumerate(plats, devs, KILN_CL_MAX_DEVICES, count);
+    if (st != KILN_SUCCESS || !descs)
+        return st;
+    for (size_t i = 0; i < *count && i < capacity; i++)
+        describe_device(plats[i], devs[i], &descs[i]);
+    return KILN_SUCCESS;
+}
+
+static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context,
+                               cl_command_queue queue, void **dev)
+{
+    struct kiln_cl_device *d = calloc(1, sizeof *d);
+    if (!d)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating an OpenCL device record");
+    d->platform = platform;
+    d->device = device;
+    d->context = context;
+    d->queue = queue;
+    *dev = d;
+    return KILN_SUCCESS;
+}
+
+static kiln_status cl_open(size_t index, void **dev)
+{
+    cl_platform_id plats[KILN_CL_MAX_DEVICES];
+    cl_device_id devs[KILN_CL_MAX_DEVICES];
+    size_t count = 0;
+    kiln_status st = kiln_cl_enumerate(plats, devs, KILN_CL_MAX_DEVICES, &count);
+    if (st != KILN_SUCCESS)
+        return st;
+    if (index >= count)
+        return kiln_error(KILN_ERROR_NOT_FOUND, "OpenCL device %zu does not exist (%zu devices)", index, count);
+
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plats[index], 0};
+    cl_context context = clCreateContext(props, 1, &devs[index], NULL, NULL, &err);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clCreateContext");
+    cl_command_queue queue = clCreateCommandQueue(context, devs[index], 0, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseContext(context);
+        return kiln_cl_fail(err, "clCreateCommandQueue");
+    }
+    st = make_device(plats[index], devs[index], context, queue, dev);
+    if (st != KILN_SUCCESS) {
+        clReleaseCommandQueue(queue);
+        clReleaseContext(context);
+    }
+    return st;
+}
+
+static kiln_status cl_wrap(const void *native, void **dev)
+{
+    const struct kiln_cl_native *n = native;
+    cl_platform_id platform = NULL;
+    cl_int err = clGetDeviceInfo(n->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
+    if ((err = clRetainContext(n->context)) != CL_SUCCESS)
+        return kiln_cl_fail(err, "clRetainContext");
+    if ((err = clRetainCommandQueue(n->queue)) != CL_SUCCESS) {
+        clReleaseContext(n->context);
+        return kiln_cl_fail(err, "clRetainCommandQueue");
+    }
+    kiln_status st = make_device(platform, n->device, n->context, n->queue, dev);
+    if (st != KILN_SUCCESS) {
+        clReleaseCommandQueue(n->queue);
+        clReleaseContext(n->context);
+    }
+    return st;
+}
+
+static void cl_close(void *dev)
+{
+    struct kiln_cl_device *d = dev;
+    if (!d)
+        return;
+    clFinish(d->queue);
+    clReleaseCommandQueue(d->queue);
+    clReleaseContext(d->context);
+    free(d);
+}
+
+static kiln_status cl_describe(void *dev, struct kiln_device_desc *desc)
+{
+    struct kiln_cl_device *d = dev;
+    describe_device(d->platform, d->device, desc);
+    return KILN_SUCCESS;
+}
+
+static kiln_status cl_finish(void *dev)
+{
+    cl_int err = clFinish(((struct kiln_cl_device *)dev)->queue);
+    return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clFinish");
+}
+
+static kiln_status cl_buffer_alloc(void *dev, size_t size, void **buf)
+{
+    cl_int err;
+    cl_mem mem = clCreateBuffer(((struct kiln_cl_device *)dev)->context, CL_MEM_READ_WRITE, size, NULL, &err);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clCreateBuffer");
+    *buf = mem;
+    return KILN_SUCCESS;
+}
+
+static kiln_status cl_buffer_wrap(void *dev, void *native, size_t *size, void **buf)
+{
+    cl_mem mem = native;
+    cl_context owner = NULL;
+    cl_int err = clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof owner, &owner, NULL);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetMemObjectInfo(CL_MEM_CONTEXT)");
+    if (owner != ((struct kiln_cl_device *)dev)->context)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "mem: the cl_mem belongs to another cl_context");
+    if ((err = clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof *size, size, NULL)) != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetMemObjectInfo(CL_MEM_SIZE)");
+    if ((err = clRetainMemObject(mem)) != CL_SUCCESS)
+        return kiln_cl_fail(err, "clRetainMemObject");
+    *buf = mem;
+    return KILN_SUCCESS;
+}
+
+static void cl_buffer_free(void *buf)
+{
+    if (buf)
+        clReleaseMemObject(buf);
+}
+
+static kiln_status cl_buffer_write(void *dev, void *buf, size_t offset, size_t size, const void *src)
+{
+    cl_int err = clEnqueueWriteBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, src, 0,
+                                      NULL, NULL);
+    return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueWriteBuffer");
+}
+
+static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t size, void *dst)
+{
+    cl_int err = clEnqueueReadBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, dst, 0,
+                                     NULL, NULL);
+    return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueReadBuffer");
+}
+
+/* clBuildProgram, turning a failure into KILN_ERROR_BUILD with the log. */
+static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *options, const char *what)
+{
+    cl_int err = clBuildProgram(prog, 1, &d->device, options, NULL, NULL);
+    if (err == CL_SUCCESS)
+        return KILN_SUCCESS;
+    int compile_error = err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS || err == CL_INVALID_BINARY;
+    kiln_status st = kiln_error(compile_error ? KILN_ERROR_BUILD : KILN_ERROR_DEVICE,
+                                "clBuildProgram of %s failed: %s; options \"%s\"; build log:\n", what,
+                                kiln_cl_error_name(err), options ? options : "");
+    size_t log_size = 0;
+    if (clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) == CL_SUCCESS &&
+        log_size > 1) {
+        char *log = malloc(log_size + 1);
+        if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) ==
+                       CL_SUCCESS) {
+            log[log_size] = '\0';
+            kiln_error_append(log);
+        }
+        free(log);
+    }
+    return st;
+}
+
+static kiln_status cl_program_build(void *dev, const char *source, size_t length, const char *options, void **prog)
+{
+    struct kiln_cl_device *d = dev;
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(d->context, 1, &source, &length, &err);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clCreateProgramWithSource");
+    kiln_status st = build(d, p, options, "source");
+    if (st != KILN_SUCCESS) {
+        clReleaseProgram(p);
+        return st;
+    }
+    *prog = p;
+    return KILN_SUCCESS;
+}
+
+static kiln_status cl_program_load(void *dev, const void *binary, size_t size, const char *options, void **prog)
+{
+    struct kiln_cl_device *d = dev;
+    cl_int err, binary_status = CL_SUCCESS;
+    const unsigned char *bin = binary;
+    cl_program p = clCreateProgramWithBinary(d->context, 1, &d->device, &size, &bin, &binary_status, &err);
+    if (err != CL_SUCCESS || binary_status != CL_SUCCESS) {
+        if (p)
+            clReleaseProgram(p);
+        return kiln_cl_fail(err != CL_SUCCESS ? err : binary_status, "clCreateProgramWithBinary");
+    }
+    kiln_status st = build(d, p, options, "binary");
+    if (st != KILN_SUCCESS) {
+        clReleaseProgram(p);
+        return st;
+    }
+    *prog = p;
+    return KILN_SUCCESS;
+}
+
+static kiln_status cl_program_binary(void *dev, void *prog, void **binary, size_t *size)
+{
+    (void)dev;
+    size_t n = 0;
+    cl_int err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
+    if (n == 0)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "the OpenCL driver returned no program binary");
+    unsigned char *bin = malloc(n);
+    if (!bin)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a %zu-byte program binary", n);
+    err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL);
+    if (err != CL_SUCCESS) {
+        free(bin);
+        return kiln_cl_fail(err, "clGetProgramInfo(CL_PROGRAM_BINARIES)");
+    }
+    *binary = bin;
+    *size = n;
+    return KILN_SUCCESS;
+}
+
+static void cl_program_free(void *prog)
+{
+    if (prog)
+        clReleaseProgram(prog);
+}
+
+static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
+{
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, name, &err);
+    if (err != CL_SUCCESS) {
+        kiln_status st = kiln_cl_fail(err, "clCreateKernel");
+        kiln_error_append(" (kernel \"");
+        kiln_error_append(name);
+        kiln_error_append("\")");
+        return st;
+    }
+    *kernel = k;
+    return KILN_SUCCESS;
+}
+
+static void cl_kernel_free(void *kernel)
+{
+    if (kernel)
+        clReleaseKernel(kernel);
+}
+
+static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
+                             const size_t *global, const size_t *local)
+{
+    for (unsigned i = 0; i < nargs; i++) {
+        cl_int err;
+        switch (args[i].kind) {
+        case KILN_ARG_BUFFER: {
+            cl_mem mem = (cl_mem)args[i].value;
+            err = clSetKernelArg(kernel, i, sizeof mem, &mem);
+            break;
+        }
+        case KILN_ARG_SCALAR:
+            err = clSetKernelArg(kernel, i, args[i].size, args[i].value);
+            break;
+        default:
+            err = clSetKernelArg(kernel, i, args[i].size, NULL);
+            break;
+        }
+        if (err != CL_SUCCESS)
+            return kiln_cl_fail(err, "clSetKernelArg");
+    }
+    cl_int err = clEnqueueNDRangeKernel(((struct kiln_cl_device *)dev)->queue, kernel, dims, NULL, global, local, 0,
+                                        NULL, NULL);
+    return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueNDRangeKernel");
+}
+
+const struct kiln_backend kiln_opencl_backend = {
+    .name = "opencl",
+    .list_devices = cl_list_devices,
+    .open = cl_open,
+    .wrap = cl_wrap,
+    .close = cl_close,
+    .describe = cl_describe,
+    .finish = cl_finish,
+    .buffer_alloc = cl_buffer_alloc,
+    .buffer_wrap = cl_buffer_wrap,
+    .buffer_free = cl_buffer_free,
+    .buffer_write = cl_buffer_write,
+    .buffer_read = cl_buffer_read,
+    .program_build = cl_program_build,
+    .program_load = cl_program_load,
+    .program_binary = cl_program_binary,
+    .program_free = cl_program_free,
+    .kernel_create = cl_kernel_create,
+    .kernel_free = cl_kernel_free,
+    .launch = cl_launch,
+};

@@ -1,0 +1,149 @@
+/* Buffers: round trips, offsets, bounds, fill, and failures that write nothing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define POISON_BUF ((kiln_buffer *)(uintptr_t)0x5a5a)
+
+static int setup(void **state)
+{
+    kiln_context *ctx = NULL;
+    if (kiln_context_create(NULL, &ctx) != KILN_SUCCESS)
+        return -1;
+    *state = ctx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    kiln_context_destroy(*state);
+    return 0;
+}
+
+static kiln_buffer *make(kiln_context *ctx, size_t size)
+{
+    kiln_buffer *buf = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, size, &buf), KILN_SUCCESS);
+    assert_int_equal(kiln_buffer_size(buf), size);
+    return buf;
+}
+
+static void test_round_trip_at_offsets(void **state)
+{
+    uint64_t seed = kt_seed();
+    enum { N = 4099 };
+    float *src = malloc(N * sizeof *src), *dst = malloc(N * sizeof *dst), *all = malloc(N * sizeof *all);
+    kt_fill_uniform(src, N, -1.0f, 1.0f, &seed);
+    kiln_buffer *buf = make(*state, N * sizeof(float));
+    kt_assert_status(kiln_buffer_write(buf, 0, N * sizeof(float), src), KILN_SUCCESS);
+    /* Overwrite an odd interior range, then check every element. */
+    kt_fill_uniform(dst, 777, 5.0f, 6.0f, &seed);
+    kt_assert_status(kiln_buffer_write(buf, 1001 * sizeof(float), 777 * sizeof(float), dst), KILN_SUCCESS);
+    memcpy(src + 1001, dst, 777 * sizeof(float));
+    kt_assert_status(kiln_buffer_read(buf, 0, N * sizeof(float), all), KILN_SUCCESS);
+    assert_memory_equal(all, src, N * sizeof(float));
+    /* A read at an unaligned byte offset. */
+    unsigned char bytes[13];
+    kt_assert_status(kiln_buffer_read(buf, 4 * 500 + 3, sizeof bytes, bytes), KILN_SUCCESS);
+    assert_memory_equal(bytes, (unsigned char *)src + 4 * 500 + 3, sizeof bytes);
+    /* Zero-length transfers at the end are legal no-ops. */
+    kt_assert_status(kiln_buffer_write(buf, N * sizeof(float), 0, src), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_read(buf, N * sizeof(float), 0, dst), KILN_SUCCESS);
+    kiln_buffer_destroy(buf);
+    free(src), free(dst), free(all);
+}
+
+static void test_out_of_bounds_writes_nothing(void **state)
+{
+    enum { N = 256 };
+    float poison[N], data[N], back[N];
+    for (int i = 0; i < N; i++)
+        poison[i] = NAN, data[i] = (float)i + 0.5f;
+    kiln_buffer *buf = make(*state, sizeof poison);
+    kt_assert_status(kiln_buffer_write(buf, 0, sizeof poison, poison), KILN_SUCCESS);
+
+    const size_t size = sizeof poison;
+    kt_assert_status(kiln_buffer_write(buf, 4, size, data), KILN_ERROR_OUT_OF_BOUNDS);
+    assert_non_null(strstr(kiln_last_error_detail(), "exceeds"));
+    kt_assert_status(kiln_buffer_write(buf, size + 1, 0, data), KILN_ERROR_OUT_OF_BOUNDS);
+    kt_assert_status(kiln_buffer_write(buf, SIZE_MAX, 8, data), KILN_ERROR_OUT_OF_BOUNDS);
+    kt_assert_status(kiln_buffer_write(buf, 8, SIZE_MAX, data), KILN_ERROR_OUT_OF_BOUNDS);
+    kt_assert_status(kiln_buffer_fill_f32(buf, 1, N, 1.0f), KILN_ERROR_OUT_OF_BOUNDS);
+    kt_assert_status(kiln_buffer_fill_f32(buf, SIZE_MAX / 2, 2, 1.0f), KILN_ERROR_OUT_OF_BOUNDS);
+
+    kt_assert_status(kiln_buffer_read(buf, 0, size, back), KILN_SUCCESS);
+    assert_memory_equal(back, poison, size); /* nothing was written */
+
+    memcpy(back, data, size);
+    kt_assert_status(kiln_buffer_read(buf, 8, size, back), KILN_ERROR_OUT_OF_BOUNDS);
+    kt_assert_status(kiln_buffer_read(buf, SIZE_MAX - 2, 4, back), KILN_ERROR_OUT_OF_BOUNDS);
+    assert_memory_equal(back, data, size); /* the destination is untouched */
+    kiln_buffer_destroy(buf);
+}
+
+static void test_fill_writes_exactly_its_range(void **state)
+{
+    uint64_t seed = kt_seed();
+    /* Counts that are not multiples of any work-group size, and one element. */
+    static const size_t cases[][2] = {{0, 1}, {3, 1000}, {17, 4003}, {0, 5000}, {4999, 1}};
+    enum { N = 5000 };
+    float *init = malloc(N * sizeof *init), *back = malloc(N * sizeof *back);
+    kiln_buffer *buf = make(*state, N * sizeof(float));
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        size_t first = cases[c][0], count = cases[c][1];
+        kt_fill_uniform(init, N, -1.0f, 1.0f, &seed);
+        kt_assert_status(kiln_buffer_write(buf, 0, N * sizeof(float), init), KILN_SUCCESS);
+        float value = 3.25f + (float)c;
+        kt_assert_status(kiln_buffer_fill_f32(buf, first, count, value), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_read(buf, 0, N * sizeof(float), back), KILN_SUCCESS);
+        for (size_t i = 0; i < N; i++) {
+            float want = i >= first && i < first + count ? value : init[i];
+            if (back[i] != want)
+                fail_msg("case %zu: element %zu is %g, expected %g", c, i, back[i], want);
+        }
+    }
+    kt_assert_status(kiln_buffer_fill_f32(buf, N, 0, 1.0f), KILN_SUCCESS); /* empty range at the end */
+    kiln_buffer_destroy(buf);
+    free(init), free(back);
+}
+
+static void test_bad_creation(void **state)
+{
+    kiln_context *ctx = *state;
+    kiln_device_info info;
+    kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
+    kiln_buffer *buf = POISON_BUF;
+    kt_assert_status(kiln_buffer_create(ctx, 0, &buf), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_buffer_create(ctx, (size_t)info.max_alloc_bytes + 1, &buf), KILN_ERROR_OUT_OF_MEMORY);
+    kt_assert_status(kiln_buffer_create(NULL, 16, &buf), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(buf, POISON_BUF);
+    kt_assert_status(kiln_buffer_create(ctx, 16, NULL), KILN_ERROR_INVALID_ARGUMENT);
+}
+
+static void test_null_arguments(void **state)
+{
+    float x[4] = {1, 2, 3, 4};
+    kiln_buffer *buf = make(*state, sizeof x);
+    kt_assert_status(kiln_buffer_write(NULL, 0, sizeof x, x), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_buffer_write(buf, 0, sizeof x, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_buffer_read(NULL, 0, sizeof x, x), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_buffer_read(buf, 0, sizeof x, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_buffer_fill_f32(NULL, 0, 1, 0.0f), KILN_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kiln_buffer_size(NULL), 0);
+    kiln_buffer_destroy(NULL);
+    kiln_buffer_destroy(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip_at_offsets),
+        cmocka_unit_test(test_out_of_bounds_writes_nothing),
+        cmocka_unit_test(test_fill_writes_exactly_its_range),
+        cmocka_unit_test(test_bad_creation),
+        cmocka_unit_test(test_null_arguments),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kiln needs to build, test and run on the CPU
+# (POCL). Safe to run repeatedly: apt is used only when a package is missing.
+set -euo pipefail
+
+packages=(
+    ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+    libclblast-dev libcmocka-dev libcjson-dev libopenblas-dev
+    cmake gcc make pkg-config cppcheck
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: not a Debian-based system; install the equivalents of these yourself:" >&2
+    echo "install-deps:   ${packages[*]}" >&2
+    exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    if [[ "$status" != *" ok installed" ]]; then
+        missing+=("$p")
+    fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+    exit 0
+fi
+
+as_root=()
+if [[ $EUID -ne 0 ]]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "install-deps: missing packages: ${missing[*]}" >&2
+        echo "install-deps: not root and sudo is not available; install them as root" >&2
+        exit 1
+    fi
+    as_root=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}"
+apt_get=(${as_root[@]+"${as_root[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300)
+if ! "${apt_get[@]}" update; then
+    echo "install-deps: apt-get update failed" >&2
+    exit 1
+fi
+if ! "${apt_get[@]}" install -y --no-install-recommends "${missing[@]}"; then
+    echo "install-deps: could not install: ${missing[*]}" >&2
+    exit 1
+fi

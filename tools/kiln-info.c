@@ -1,0 +1,86 @@
+/* kiln-info: every device kiln can use, the profile each matches and why,
+   its peaks, which device is the default, and the program cache. */
+#include <stdio.h>
+#include <string.h>
+
+#include "kiln/kiln.h"
+
+static const char *type_name(kiln_device_type t)
+{
+    switch (t) {
+    case KILN_DEVICE_CPU:
+        return "cpu";
+    case KILN_DEVICE_GPU:
+        return "gpu";
+    case KILN_DEVICE_ACCELERATOR:
+        return "accelerator";
+    default:
+        return "other";
+    }
+}
+
+static void print_device(const kiln_device_info *d, int is_default)
+{
+    printf("  [%zu] %s%s\n", d->index, d->name, is_default ? "  (default)" : "");
+    printf("      platform   %s\n", d->platform);
+    printf("      vendor     %s\n", d->vendor);
+    printf("      type       %s, %u compute units @ %u MHz\n", type_name(d->type), d->compute_units, d->clock_mhz);
+    printf("      arch       %s\n", d->arch[0] ? d->arch : "(not recognised)");
+    printf("      memory     %.2f GiB global, %.0f KiB local, %.2f GiB largest allocation\n",
+           d->global_mem_bytes / 1073741824.0, d->local_mem_bytes / 1024.0, d->max_alloc_bytes / 1073741824.0);
+    printf("      fp16/fp64  %s/%s\n", d->fp16 ? "yes" : "no", d->fp64 ? "yes" : "no");
+    printf("      version    %s; driver %s\n", d->device_version, d->driver_version);
+    printf("      profile    %s (%s)\n", d->profile, d->profile_reason);
+    printf("      peaks      %.1f GFLOP/s fp32, %.1f GB/s (%s)\n", d->peak_gflops, d->peak_gbps, d->peak_source);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        printf("usage: kiln-info\n"
+               "Lists every device kiln can use with its matched profile and peaks, the default\n"
+               "device (KILN_DEVICE selects another) and the program cache.\n");
+        return 0;
+    }
+    printf("kiln %s\n", kiln_version_string());
+    size_t count = 0;
+    kiln_status st = kiln_device_count(&count);
+    if (st != KILN_SUCCESS) {
+        fprintf(stderr, "kiln-info: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
+        return 1;
+    }
+    kiln_context *ctx = NULL;
+    kiln_device_info def;
+    st = kiln_context_create(NULL, &ctx);
+    if (st == KILN_SUCCESS)
+        st = kiln_context_get_device_info(ctx, &def);
+    if (st != KILN_SUCCESS) {
+        fprintf(stderr, "kiln-info: default device: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
+        kiln_context_destroy(ctx);
+        return 1;
+    }
+
+    printf("devices: %zu\n", count);
+    int failed = 0;
+    for (size_t i = 0; i < count; i++) {
+        kiln_device_info info;
+        st = kiln_device_get_info(i, &info);
+        if (st != KILN_SUCCESS) {
+            printf("  [%zu] %s: %s\n", i, kiln_status_string(st), kiln_last_error_detail());
+            failed = 1;
+            continue;
+        }
+        print_device(&info, info.index == def.index);
+    }
+
+    kiln_cache_info cache;
+    if (kiln_context_get_cache_info(ctx, &cache) == KILN_SUCCESS) {
+        if (cache.dir[0])
+            printf("program cache: %s (%llu entries, %.1f KiB)\n", cache.dir,
+                   (unsigned long long)cache.disk_entries, cache.disk_bytes / 1024.0);
+        else
+            printf("program cache: memory only\n");
+    }
+    kiln_context_destroy(ctx);
+    return failed;
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and checks everything:
+#   1. the test suite with warnings as errors (build/ci);
+#   2. the test suite under AddressSanitizer and UBSan (build/asan);
+#   3. the installed package, used from CMake (shared and static) and from
+#      pkg-config by examples/hello.c (build/stage, build/examples*);
+#   4. cppcheck on src/.
+# Ends with "N passed, M failed" (tests and example checks); exits non-zero if
+# anything failed.
+set -euo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+root=$PWD
+trap 'echo "test.sh: failed: $BASH_COMMAND" >&2' ERR
+
+passed=0
+failed=0
+
+section() { printf '\n=== %s\n' "$*"; }
+
+# build <dir> <cmake options...>: configure and build the library and tests.
+build() {
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" "$@"
+    cmake --build "$dir" -j"$(nproc)"
+}
+
+# suite <build dir> [VAR=value...]: runs ctest there and adds its counts.
+suite() {
+    local dir=$1
+    shift
+    local log=$dir/ctest.log rc=0
+    env "$@" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 2>&1 | tee "$log" || rc=$?
+    local summary
+    summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+    if [[ -z $summary ]]; then
+        echo "test.sh: ctest in $dir gave no summary" >&2
+        failed=$((failed + 1))
+        return
+    fi
+    local nfailed total
+    nfailed=$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$summary")
+    total=$(sed -E 's/.* failed out of ([0-9]+).*/\1/' <<<"$summary")
+    passed=$((passed + total - nfailed))
+    failed=$((failed + nfailed))
+    if [[ $rc -ne 0 && $nfailed -eq 0 ]]; then
+        echo "test.sh: ctest in $dir exited with $rc" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+# check <name> <command...>: one counted check.
+check() {
+    local name=$1
+    shift
+    if "$@"; then
+        echo "PASS: $name"
+        passed=$((passed + 1))
+    else
+        echo "FAIL: $name" >&2
+        failed=$((failed + 1))
+    fi
+}
+
+example_cmake() {
+    cmake -S examples -B build/examples -DCMAKE_PREFIX_PATH="$root/build/stage" -DCMAKE_C_FLAGS=-Werror &&
+        cmake --build build/examples -j"$(nproc)"
+}
+
+example_pkgconfig() {
+    mkdir -p build/examples-pkgconfig &&
+        PKG_CONFIG_PATH="$root/build/stage/lib/pkgconfig" make -C examples O="$root/build/examples-pkgconfig" \
+            CFLAGS="-O2 -Wall -Wextra -Werror" &&
+        build/examples-pkgconfig/hello
+}
+
+tools/install-deps.sh
+
+section "build and test (build/ci)"
+build build/ci -DKILN_WERROR=ON
+suite build/ci
+
+section "build and test with sanitizers (build/asan)"
+build build/asan -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON
+suite build/asan \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    LSAN_OPTIONS="suppressions=$root/tools/lsan.supp:print_suppressions=0" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+section "installed package (build/stage)"
+rm -rf build/stage build/examples build/examples-pkgconfig
+cmake --install build/ci --prefix build/stage
+export KILN_CACHE_DIR="$root/build/examples-cache"
+if check "examples build with CMake" example_cmake; then
+    check "hello, shared library from CMake" build/examples/hello
+    check "hello, static library from CMake" build/examples/hello-static
+fi
+check "hello, built with pkg-config" example_pkgconfig
+
+if command -v cppcheck >/dev/null 2>&1; then
+    section "cppcheck src/"
+    mkdir -p build/cppcheck
+    if cppcheck --error-exitcode=1 --enable=warning,performance,portability --inline-suppr --std=c11 -q \
+        -j"$(nproc)" --cppcheck-build-dir=build/cppcheck -I include -I src \
+        -D_GNU_SOURCE -DCL_TARGET_OPENCL_VERSION=120 -DKILN_VERSION='"0"' src; then
+        echo "cppcheck: clean"
+    else
+        echo "FAIL: cppcheck" >&2
+        failed=$((failed + 1))
+    fi
+fi
+
+echo
+echo "$passed passed, $failed failed"
+if ((failed)); then
+    exit 1
+fi
