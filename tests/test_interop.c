@@ -70,11 +70,12 @@ static void test_wrapped_context_runs_kernels_and_is_given_back(void **state)
     cl_int err;
     cl_mem mem = clCreateBuffer(n.context, CL_MEM_READ_WRITE, N * sizeof(float), NULL, &err);
     assert_int_equal(err, CL_SUCCESS);
+    const cl_uint mem_before = mem_refs(mem);
     kiln_buffer *buf = NULL;
     kt_assert_status(kiln_buffer_wrap_cl(ctx, mem, &buf), KILN_SUCCESS);
     assert_int_equal(kiln_buffer_size(buf), N * sizeof(float));
     assert_ptr_equal(kiln_buffer_get_cl(buf), mem);
-    assert_int_equal(mem_refs(mem), 2);
+    assert_int_equal(mem_refs(mem), mem_before + 1);
     kt_assert_status(kiln_buffer_fill_f32(buf, 10, N - 20, 7.0f), KILN_SUCCESS);
     kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
     float host[N];
@@ -86,11 +87,11 @@ static void test_wrapped_context_runs_kernels_and_is_given_back(void **state)
     for (int i = 10; i < N - 10; i++)
         assert_true(host[i] == 7.0f);
     kiln_buffer_destroy(buf);
-    assert_int_equal(mem_refs(mem), 1);
+    assert_int_equal(mem_refs(mem), mem_before);
 
     kiln_context_destroy(ctx);
+    clReleaseMemObject(mem); /* a cl_mem holds a reference on its context too */
     assert_int_equal(context_refs(n.context), refs); /* every reference kiln took is given back */
-    clReleaseMemObject(mem);
     native_close(&n);
 }
 
@@ -114,11 +115,12 @@ static void test_wrap_rejects_mismatched_objects(void **state)
     cl_int err;
     cl_mem foreign = clCreateBuffer(b.context, CL_MEM_READ_WRITE, 64, NULL, &err);
     assert_int_equal(err, CL_SUCCESS);
+    const cl_uint foreign_refs = mem_refs(foreign);
     kiln_buffer *buf = (kiln_buffer *)(uintptr_t)0x5a5a;
     kt_assert_status(kiln_buffer_wrap_cl(ctx, foreign, &buf), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_buffer_wrap_cl(ctx, NULL, &buf), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(buf, (kiln_buffer *)(uintptr_t)0x5a5a);
-    assert_int_equal(mem_refs(foreign), 1);
+    assert_int_equal(mem_refs(foreign), foreign_refs);
     assert_null(kiln_buffer_get_cl(NULL));
     kt_assert_status(kiln_context_get_cl(NULL, NULL, NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
     clReleaseMemObject(foreign);

@@ -1,5 +1,6 @@
 /* Status codes and the per-thread error detail. */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "test_util.h"

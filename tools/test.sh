@@ -7,7 +7,7 @@
 #   4. cppcheck on src/.
 # Ends with "N passed, M failed" (tests and example checks); exits non-zero if
 # anything failed.
-set -euo pipefail
+set -Eeuo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 root=$PWD
 trap 'echo "test.sh: failed: $BASH_COMMAND" >&2' ERR

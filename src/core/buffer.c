@@ -4,10 +4,8 @@
 
 #include "core/context.h"
 #include "core/diag.h"
-#include "profiles/profile.h"
 
-/* offset + size within a buffer of `capacity` bytes, without overflow. */
-static kiln_status check_range(const char *func, size_t capacity, size_t offset, size_t size)
+kiln_status kiln_check_range(const char *func, size_t capacity, size_t offset, size_t size)
 {
     if (offset > capacity || size > capacity - offset)
         return kiln_error(KILN_ERROR_OUT_OF_BOUNDS, "%s: offset %zu + size %zu exceeds the buffer's %zu bytes", func,
@@ -74,7 +72,7 @@ kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset, size_t size, cons
     kiln_error_clear();
     KILN_CHECK_ARG(buf);
     KILN_CHECK_ARG(src);
-    kiln_status st = check_range(__func__, buf->size, offset, size);
+    kiln_status st = kiln_check_range(__func__, buf->size, offset, size);
     if (st != KILN_SUCCESS || size == 0)
         return st;
     return buf->ctx->backend->buffer_write(buf->ctx->dev, buf->handle, offset, size, src);
@@ -85,38 +83,8 @@ kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, size_t size,
     kiln_error_clear();
     KILN_CHECK_ARG(buf);
     KILN_CHECK_ARG(dst);
-    kiln_status st = check_range(__func__, buf->size, offset, size);
+    kiln_status st = kiln_check_range(__func__, buf->size, offset, size);
     if (st != KILN_SUCCESS || size == 0)
         return st;
     return buf->ctx->backend->buffer_read(buf->ctx->dev, buf->handle, offset, size, dst);
-}
-
-kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, float value)
-{
-    kiln_error_clear();
-    KILN_CHECK_ARG(buf);
-    if (first > SIZE_MAX / sizeof(float) || count > SIZE_MAX / sizeof(float))
-        return kiln_error(KILN_ERROR_OUT_OF_BOUNDS, "%s: range [%zu, +%zu) overflows", __func__, first, count);
-    kiln_status st = check_range(__func__, buf->size, first * sizeof(float), count * sizeof(float));
-    if (st != KILN_SUCCESS || count == 0)
-        return st;
-
-    kiln_context *ctx = buf->ctx;
-    long wg = 0;
-    char options[256];
-    struct kiln_kernel *kernel;
-    if ((st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg)) != KILN_SUCCESS ||
-        (st = kiln_profile_defines(ctx->profile, "util", options, sizeof options)) != KILN_SUCCESS ||
-        (st = kiln_kernel_get(ctx, "util/fill.cl", options, "util_fill_f32", &kernel)) != KILN_SUCCESS)
-        return st;
-    uint64_t first64 = first, count64 = count; /* the kernel's ulong */
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, buf->handle},
-        {KILN_ARG_SCALAR, sizeof first64, &first64},
-        {KILN_ARG_SCALAR, sizeof count64, &count64},
-        {KILN_ARG_SCALAR, sizeof value, &value},
-    };
-    size_t local = (size_t)wg;
-    size_t global = (count + local - 1) / local * local;
-    return kiln_kernel_launch(ctx, kernel, args, 4, 1, &global, &local);
 }

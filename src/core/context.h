@@ -41,6 +41,10 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
 /* Adopt a backend-native buffer (for OpenCL a cl_mem) into a kiln_buffer. */
 kiln_status kiln_buffer_wrap_native(kiln_context *ctx, void *native, kiln_buffer **out);
 
+/* Check that [offset, offset + size) lies within `capacity` bytes, without
+   overflow; OUT_OF_BOUNDS naming `func` otherwise. */
+kiln_status kiln_check_range(const char *func, size_t capacity, size_t offset, size_t size);
+
 /* Reject a NULL argument with a detail naming it. */
 #define KILN_CHECK_ARG(arg)                                                                \
     do {                                                                                   \

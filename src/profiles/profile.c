@@ -36,12 +36,12 @@ static long index_of(const struct kiln_profile_set *set, const char *name)
 /* Add one file's profile: a new name is appended; an override replaces the
    embedded profile of its name (kept in `replaced` in case the override
    fails inheritance). An invalid file only adds a warning. */
-static kiln_status add_file(struct kiln_profile_set *set, size_t *capacity, const char *path, const char *text,
-                            size_t size, int is_override)
+static kiln_status add_file(struct kiln_profile_set *set, size_t *capacity, const char *path, const char *file_name,
+                            const char *text, size_t size, int is_override)
 {
     char why[KILN_PROFILE_WHY_SIZE];
     struct kiln_profile *p = NULL;
-    kiln_status st = kiln_profile_parse(text, size, path, &p, why);
+    kiln_status st = kiln_profile_parse(text, size, path, file_name, &p, why);
     if (st == KILN_ERROR_INVALID_PROFILE)
         warn(set, path, why);
     if (st != KILN_SUCCESS)
@@ -75,23 +75,25 @@ static int compare_strings(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* One override file; an unreadable one is a warning like an invalid one. */
 static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, const char *path)
 {
     FILE *f = fopen(path, "rb");
     char *text = NULL;
     long size = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (text = malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size) {
+    int ok = f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+             (text = malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size;
+    kiln_status st = KILN_SUCCESS;
+    if (ok) {
         text[size] = '\0';
+        st = add_file(set, capacity, path, strrchr(path, '/') + 1, text, (size_t)size, 1);
     } else {
         char why[KILN_PROFILE_WHY_SIZE];
         snprintf(why, sizeof why, "cannot read the file: %s", strerror(errno));
         warn(set, path, why);
-        size = -1;
     }
     if (f)
         fclose(f);
-    kiln_status st = size >= 0 ? add_file(set, capacity, path, text, (size_t)size, 1) : KILN_SUCCESS;
     free(text);
     return st;
 }
@@ -281,7 +283,7 @@ kiln_status kiln_profile_set_load(const char *override_dir, struct kiln_profile_
         const struct kiln_embedded_file *e = &kiln_embedded_profiles[i];
         char path[256];
         snprintf(path, sizeof path, "embedded:%s", e->name);
-        st = add_file(set, &capacity, path, e->data, e->size, 0);
+        st = add_file(set, &capacity, path, e->name, e->data, e->size, 0);
     }
     if (st == KILN_SUCCESS && override_dir && *override_dir)
         st = load_dir(set, &capacity, override_dir);
@@ -345,7 +347,7 @@ static kiln_status lookup(const struct kiln_profile *p, const char *family, cons
 
 kiln_status kiln_profile_get_int(const struct kiln_profile *p, const char *family, const char *key, long *value)
 {
-    int idx;
+    int idx = -1;
     kiln_status st = lookup(p, family, key, value, &idx);
     if (st != KILN_SUCCESS)
         return st;
@@ -359,7 +361,7 @@ kiln_status kiln_profile_get_int(const struct kiln_profile *p, const char *famil
 kiln_status kiln_profile_get_string(const struct kiln_profile *p, const char *family, const char *key,
                                     const char **value)
 {
-    int idx;
+    int idx = -1;
     kiln_status st = lookup(p, family, key, value, &idx);
     if (st != KILN_SUCCESS)
         return st;

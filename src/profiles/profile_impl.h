@@ -38,11 +38,13 @@ struct kiln_profile_set {
 
 #define KILN_PROFILE_WHY_SIZE 512 /* room for a validation failure's reason */
 
-/* Parse and validate one file on its own (inheritance comes later): SUCCESS
-   with a new profile in *out, INVALID_PROFILE with the reason in `why`
+/* Parse and validate one file on its own (inheritance comes later). `text`
+   is NUL-terminated at `size`; `path` names it in warnings; `file_name` is
+   its base name, which the profile's name must match. SUCCESS with a new
+   profile in *out, INVALID_PROFILE with the reason in `why`
    (KILN_PROFILE_WHY_SIZE bytes), or OUT_OF_MEMORY. */
-kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, struct kiln_profile **out,
-                               char *why);
+kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, const char *file_name,
+                               struct kiln_profile **out, char *why);
 void kiln_profile_free(struct kiln_profile *p); /* and the profile it replaced */
 
 /* "cpu", "gpu", "accelerator", "other" (profile_match.c). */

@@ -113,9 +113,11 @@ static kiln_status parse_kernels(const cJSON *kernels, struct kiln_profile *p, c
     return KILN_SUCCESS;
 }
 
+enum top_key { KEY_NAME, KEY_PARENT, KEY_SOURCE, KEY_MATCH, KEY_DEVICE, KEY_KERNELS, KEY_COUNT };
+static const char *const top_keys[KEY_COUNT] = {"name", "parent", "source", "match", "device", "kernels"};
+
 static kiln_status parse_fields(const cJSON *root, struct kiln_profile *p, char *why)
 {
-    static const char *const keys[] = {"name", "parent", "source", "match", "device", "kernels"};
     unsigned seen = 0;
     if (!cJSON_IsObject(root)) {
         snprintf(why, KILN_PROFILE_WHY_SIZE, "the top level must be an object");
@@ -123,32 +125,41 @@ static kiln_status parse_fields(const cJSON *root, struct kiln_profile *p, char 
     }
     for (const cJSON *item = root->child; item; item = item->next) {
         unsigned k = 0;
-        while (k < sizeof keys / sizeof keys[0] && strcmp(keys[k], item->string) != 0)
+        while (k < KEY_COUNT && strcmp(top_keys[k], item->string) != 0)
             k++;
-        if (k == sizeof keys / sizeof keys[0] || (seen & (1u << k))) {
-            snprintf(why, KILN_PROFILE_WHY_SIZE, "%s top-level key '%s'", k < sizeof keys / sizeof keys[0] ? "repeated" : "unknown",
+        if (k == KEY_COUNT || (seen & (1u << k))) {
+            snprintf(why, KILN_PROFILE_WHY_SIZE, "%s top-level key '%s'", k < KEY_COUNT ? "repeated" : "unknown",
                      item->string);
             return KILN_ERROR_INVALID_PROFILE;
         }
         seen |= 1u << k;
         kiln_status st = KILN_SUCCESS;
-        if (k == 0 || k == 1) {
-            if (copy_name(k == 0 ? p->name : p->parent, item, keys[k], why) != 0)
+        switch ((enum top_key)k) {
+        case KEY_NAME:
+        case KEY_PARENT:
+            if (copy_name(k == KEY_NAME ? p->name : p->parent, item, top_keys[k], why) != 0)
                 st = KILN_ERROR_INVALID_PROFILE;
-        } else if (k == 2) {
+            break;
+        case KEY_SOURCE:
             if (!cJSON_IsString(item)) {
                 snprintf(why, KILN_PROFILE_WHY_SIZE, "'source' must be a string");
                 st = KILN_ERROR_INVALID_PROFILE;
             } else if (!(p->source = strdup(item->valuestring))) {
                 st = KILN_ERROR_OUT_OF_MEMORY;
             }
-        } else if (k == 3) {
+            break;
+        case KEY_MATCH:
             st = parse_match(item, p, why);
-        } else if (k == 4) {
+            break;
+        case KEY_DEVICE:
             if (kiln_schema_read_family(item, "device", "device", p->values, why, KILN_PROFILE_WHY_SIZE) != 0)
                 st = KILN_ERROR_INVALID_PROFILE;
-        } else {
+            break;
+        case KEY_KERNELS:
             st = parse_kernels(item, p, why);
+            break;
+        case KEY_COUNT: /* ruled out above */
+            break;
         }
         if (st != KILN_SUCCESS)
             return st;
@@ -160,11 +171,13 @@ static kiln_status parse_fields(const cJSON *root, struct kiln_profile *p, char 
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, struct kiln_profile **out,
-                               char *why)
+kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, const char *file_name,
+                               struct kiln_profile **out, char *why)
 {
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, size, &end, 1);
+    /* `text` is NUL-terminated; cJSON wants the terminator inside the length
+       to accept the end of input and reject trailing garbage. */
+    cJSON *root = cJSON_ParseWithLengthOpts(text, size + 1, &end, 1);
     if (!root) {
         int line = 1, column = 1;
         for (const char *c = text; end && c < end && c < text + size; c++, column++)
@@ -177,10 +190,9 @@ kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, 
     kiln_status st = p ? parse_fields(root, p, why) : KILN_ERROR_OUT_OF_MEMORY;
     cJSON_Delete(root);
 
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    size_t len = strlen(base) > 5 ? strlen(base) - 5 : 0; /* without ".json" */
-    if (st == KILN_SUCCESS && (strlen(p->name) != len || strncmp(p->name, base, len) != 0)) {
-        snprintf(why, KILN_PROFILE_WHY_SIZE, "name '%s' differs from the file name '%s'", p->name, base);
+    size_t len = strlen(file_name) > 5 ? strlen(file_name) - 5 : 0; /* without ".json" */
+    if (st == KILN_SUCCESS && (strlen(p->name) != len || strncmp(p->name, file_name, len) != 0)) {
+        snprintf(why, KILN_PROFILE_WHY_SIZE, "name '%s' differs from the file name '%s'", p->name, file_name);
         st = KILN_ERROR_INVALID_PROFILE;
     }
     if (st == KILN_SUCCESS && !p->source && !(p->source = strdup("")))

@@ -19,14 +19,17 @@ static const char *const conv_algos[] = {"implicit-gemm", "winograd-4x4", "winog
 #define STRING(fam, key, choices, doc) {fam, key, KILN_PARAM_STRING, 0, choices, doc}
 
 const struct kiln_schema_field kiln_schema[] = {
-    INT("device", "flops_per_cu_cycle", 1, "fp32 flops per compute unit (as the driver counts them) per clock, FMA = 2"),
+    INT("device", "flops_per_cu_cycle", 1,
+        "fp32 flops per compute unit (as the driver counts them) per clock; FMA = 2"),
     NUMBER("device", "peak_gbps", 1, "typical memory bandwidth of the family, GB/s"),
-    INT("device", "clock_mhz", 0, "typical sustained clock when the driver reports a base clock; 0 = the reported clock"),
+    INT("device", "clock_mhz", 0,
+        "typical sustained clock when the driver reports a base clock; 0 = the reported clock"),
     NUMBER("device", "peak_gflops", 0, "explicit fp32 peak in GFLOP/s when > 0, overriding the computed one"),
 
     INT("util", "wg", 1, "work-group size of element-wise utility kernels (fill, copy)"),
 
-    STRING("gemm", "route", gemm_routes, "GEMM implementation: tiled OpenCL kernels, the CPU micro-kernel, or CLBlast"),
+    STRING("gemm", "route", gemm_routes,
+           "GEMM implementation: tiled OpenCL kernels, the CPU micro-kernel, or CLBlast"),
     INT("gemm", "mwg", 1, "work-group tile size in M"),
     INT("gemm", "nwg", 1, "work-group tile size in N"),
     INT("gemm", "kwg", 1, "K step of the work-group tile (staged per iteration)"),
@@ -131,7 +134,7 @@ static int read_value(const cJSON *item, const struct kiln_schema_field *f, cons
                 }
         snprintf(why, why_size, "'%s.%s' must be one of", where, f->key);
         for (const char *const *c = f->choices; *c; c++)
-            snprintf(why + strlen(why), why_size - strlen(why), " \"%s\"", *c);
+            snprintf(why + strlen(why), why_size - strlen(why), "%s \"%s\"", c == f->choices ? "" : ",", *c);
         return -1;
     case KILN_PARAM_NUMBER:
         if (!cJSON_IsNumber(item) || !(item->valuedouble >= f->min) || !isfinite(item->valuedouble)) {

@@ -1,0 +1,644 @@
+/* Device profiles: loading, validation, inheritance, overrides, architecture
+   derivation and matching, on synthetic device descriptions (the hardware
+   they describe is not here). */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "profiles/profile.h"
+#include "profiles/profile_impl.h"
+#include "profiles/schema.h"
+
+static struct kiln_profile_set *embedded; /* the embedded profiles, loaded once */
+
+static int load_embedded(void **state)
+{
+    (void)state;
+    return kiln_profile_set_load(NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
+}
+
+static int free_embedded(void **state)
+{
+    (void)state;
+    kiln_profile_set_free(embedded);
+    return 0;
+}
+
+static struct kiln_device_desc device(kiln_device_type type, unsigned vendor_id, const char *vendor, const char *name,
+                                      const char *version)
+{
+    struct kiln_device_desc d;
+    memset(&d, 0, sizeof d);
+    d.type = type;
+    d.vendor_id = vendor_id;
+    snprintf(d.vendor, sizeof d.vendor, "%s", vendor);
+    snprintf(d.name, sizeof d.name, "%s", name);
+    snprintf(d.device_version, sizeof d.device_version, "%s", version);
+    d.compute_units = 2;
+    d.clock_mhz = 2596;
+    return d;
+}
+
+static struct kiln_device_desc nvidia(const char *name, int cc_major, int cc_minor)
+{
+    struct kiln_device_desc d = device(KILN_DEVICE_GPU, 0x10de, "NVIDIA Corporation", name, "OpenCL 3.0 CUDA");
+    d.cc_major = cc_major;
+    d.cc_minor = cc_minor;
+    return d;
+}
+
+static struct kiln_device_desc amd(const char *name, const char *board)
+{
+    struct kiln_device_desc d =
+        device(KILN_DEVICE_GPU, 0x1002, "Advanced Micro Devices, Inc.", name, "OpenCL 2.0 AMD-APP (3513.0)");
+    snprintf(d.board_name, sizeof d.board_name, "%s", board);
+    return d;
+}
+
+static struct kiln_device_desc intel(const char *name)
+{
+    return device(KILN_DEVICE_GPU, 0x8086, "Intel(R) Corporation", name, "OpenCL 3.0 NEO");
+}
+
+/* POCL's CPU device: name "pthread-<llvm cpu>-<model>", the triple in HSTR. */
+static struct kiln_device_desc pocl(const char *vendor, const char *name, const char *hstr)
+{
+    char version[128];
+    snprintf(version, sizeof version, "OpenCL 3.0 PoCL HSTR: %s", hstr);
+    return device(KILN_DEVICE_CPU, 0x8086, vendor, name, version);
+}
+
+/* Derive the arch, check it, match, and check the profile chosen. */
+static const struct kiln_profile *expect(const struct kiln_profile_set *set, struct kiln_device_desc d,
+                                         const char *arch, const char *profile)
+{
+    char reason[256];
+    kiln_device_derive_arch(&d);
+    assert_string_equal(d.arch, arch);
+    const struct kiln_profile *p = kiln_profile_match(set, &d, reason, sizeof reason);
+    assert_non_null(p);
+    if (strcmp(kiln_profile_name(p), profile) != 0)
+        print_error("%s matched %s (%s), not %s\n", d.name, kiln_profile_name(p), reason, profile);
+    assert_string_equal(kiln_profile_name(p), profile);
+    return p;
+}
+
+static long get_int(const struct kiln_profile *p, const char *family, const char *key)
+{
+    long v = -1;
+    kt_assert_status(kiln_profile_get_int(p, family, key, &v), KILN_SUCCESS);
+    return v;
+}
+
+/* Load the embedded profiles plus `files` (pairs of name, text) written to a
+   fresh override directory. Texts use ' for " to stay readable. */
+static struct kiln_profile_set *load_with(const char *const *files, size_t count)
+{
+    char *dir = kt_temp_dir();
+    for (size_t i = 0; i < count; i += 2) {
+        char path[1024], *text = strdup(files[i + 1]);
+        for (char *c = text; *c; c++)
+            *c = *c == '\'' ? '"' : *c;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        kt_write_file(path, text);
+        free(text);
+    }
+    struct kiln_profile_set *set = NULL;
+    kt_assert_status(kiln_profile_set_load(dir, &set), KILN_SUCCESS);
+    kt_remove_tree(dir);
+    free(dir);
+    return set;
+}
+
+#define LOAD_WITH(...)                                                                                      \
+    load_with((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+static void assert_warning(const struct kiln_profile_set *set, const char *file, const char *cause)
+{
+    const char *w = kiln_profile_set_warnings(set);
+    const char *line = strstr(w, file);
+    if (!line || !strstr(line, cause))
+        print_error("no warning for %s mentioning \"%s\" in:\n%s\n", file, cause, w);
+    assert_non_null(line);
+    assert_non_null(strstr(line, cause));
+}
+
+/* ---- the embedded profiles ------------------------------------------------ */
+
+static void test_embedded_load_without_warnings(void **state)
+{
+    (void)state;
+    assert_string_equal(kiln_profile_set_warnings(embedded), "");
+    assert_true(kiln_profile_set_count(embedded) >= 20);
+    assert_non_null(kiln_profile_find(embedded, "generic-gpu"));
+    assert_non_null(kiln_profile_find(embedded, "generic-cpu"));
+    assert_true(kiln_profile_is_abstract(kiln_profile_find(embedded, "nvidia")));
+    assert_string_equal(kiln_profile_parent_name(kiln_profile_find(embedded, "generic-cpu")), "");
+    assert_null(kiln_profile_find(embedded, "no-such-profile"));
+}
+
+static void test_every_profile_complete_and_valid(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < kiln_profile_set_count(embedded); i++) {
+        const struct kiln_profile *p = kiln_profile_set_at(embedded, i);
+        char why[KILN_PROFILE_WHY_SIZE];
+        if (kiln_schema_check(p->values, why, sizeof why) != 0)
+            print_error("%s: %s\n", kiln_profile_name(p), why);
+        assert_int_equal(kiln_schema_check(p->values, why, sizeof why), 0);
+        assert_true(strlen(kiln_profile_source(p)) > 20);
+        for (size_t f = 0; f < kiln_schema_count; f++) {
+            const struct kiln_schema_field *s = &kiln_schema[f];
+            long v;
+            const char *str;
+            if (s->type == KILN_PARAM_STRING)
+                kt_assert_status(kiln_profile_get_string(p, s->family, s->key, &str), KILN_SUCCESS);
+            else if (s->type != KILN_PARAM_NUMBER)
+                kt_assert_status(kiln_profile_get_int(p, s->family, s->key, &v), KILN_SUCCESS);
+        }
+    }
+    assert_null(kiln_profile_set_at(embedded, kiln_profile_set_count(embedded)));
+}
+
+/* The template profile (device_profiles/README.md) documents every field. */
+static void test_readme_documents_every_field(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s", __FILE__);
+    char *slash = strrchr(path, '/');
+    assert_non_null(slash);
+    snprintf(slash, sizeof path - (size_t)(slash - path), "/../device_profiles/README.md");
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    for (size_t i = 0; i < kiln_schema_count; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "`%s.%s`", kiln_schema[i].family, kiln_schema[i].key);
+        if (!strstr(text, name))
+            print_error("README.md does not document %s\n", name);
+        assert_non_null(strstr(text, name));
+    }
+}
+
+/* ---- matching --------------------------------------------------------------- */
+
+static void test_nvidia_cc86_ampere(void **state)
+{
+    (void)state;
+    struct kiln_device_desc d = nvidia("NVIDIA GeForce RTX 3080", 8, 6);
+    char reason[256];
+    expect(embedded, d, "sm_86", "nvidia-ampere");
+    kiln_device_derive_arch(&d);
+    kiln_profile_match(embedded, &d, reason, sizeof reason);
+    assert_string_equal(reason,
+                        "arch 'sm_86' matches 'sm_86', vendor 'NVIDIA Corporation' contains 'nvidia', type gpu");
+}
+
+static void test_nvidia_rtx4090_name_ada(void **state)
+{
+    (void)state;
+    expect(embedded, nvidia("NVIDIA GeForce RTX 4090", 0, 0), "sm_89", "nvidia-ada");
+}
+
+static void test_nvidia_h100_hopper(void **state)
+{
+    (void)state;
+    expect(embedded, nvidia("NVIDIA H100 80GB HBM3", 0, 0), "sm_90", "nvidia-hopper");
+    expect(embedded, nvidia("NVIDIA GH200 480GB", 9, 0), "sm_90", "nvidia-hopper");
+}
+
+static void test_nvidia_t4_turing(void **state)
+{
+    (void)state;
+    expect(embedded, nvidia("Tesla T4", 0, 0), "sm_75", "nvidia-turing");
+}
+
+/* A child matching the same arch wins the tie by depth. */
+static void test_nvidia_a100_ga100(void **state)
+{
+    (void)state;
+    expect(embedded, nvidia("NVIDIA A100-SXM4-40GB", 0, 0), "sm_80", "nvidia-ampere-ga100");
+}
+
+static void test_nvidia_name_guesses(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"Quadro RTX 4000", "sm_75"},      {"NVIDIA RTX 4000 Ada Generation", "sm_89"},
+        {"NVIDIA RTX A3000 Laptop GPU", "sm_86"}, {"NVIDIA A10G", "sm_86"},
+        {"NVIDIA L4", "sm_89"},             {"NVIDIA GeForce GTX 1660 SUPER", "sm_75"},
+        {"NVIDIA GeForce RTX 3060", "sm_86"}, {"Mystery NVIDIA board", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct kiln_device_desc d = nvidia(cases[i][0], 0, 0);
+        kiln_device_derive_arch(&d);
+        if (strcmp(d.arch, cases[i][1]) != 0)
+            print_error("%s: arch '%s', expected '%s'\n", cases[i][0], d.arch, cases[i][1]);
+        assert_string_equal(d.arch, cases[i][1]);
+    }
+}
+
+static void test_amd_gfx1030_rdna2(void **state)
+{
+    (void)state;
+    expect(embedded, amd("gfx1030", "AMD Radeon RX 6800 XT"), "gfx1030", "amd-rdna2");
+}
+
+static void test_amd_gfx90a_cdna(void **state)
+{
+    (void)state;
+    expect(embedded, amd("gfx90a:sramecc+:xnack-", "AMD Instinct MI250X"), "gfx90a", "amd-gcn-cdna");
+}
+
+static void test_amd_gfx1100_rdna3(void **state)
+{
+    (void)state;
+    expect(embedded, amd("gfx1100", ""), "gfx1100", "amd-rdna3");
+}
+
+static void test_amd_board_name_guesses(void **state)
+{
+    (void)state;
+    expect(embedded, amd("Navi", "Navi 21 [Radeon RX 6800/6800 XT / 6900 XT]"), "gfx1030", "amd-rdna2");
+    expect(embedded, amd("AMD Instinct MI300X", ""), "gfx942", "amd-gcn-cdna");
+    expect(embedded, amd("Ellesmere", "Radeon RX 580 Series"), "", "generic-gpu");
+}
+
+static void test_intel_arc_xe(void **state)
+{
+    (void)state;
+    expect(embedded, intel("Intel(R) Arc(TM) A770 Graphics"), "xe-hpg", "intel-xe-arc");
+    expect(embedded, intel("Intel(R) Data Center GPU Max 1550"), "xe-hpc", "intel-xe-hpc");
+}
+
+static void test_intel_iris_xe_gen12(void **state)
+{
+    (void)state;
+    expect(embedded, intel("Intel(R) Iris(R) Xe Graphics"), "xe-lp", "intel-gen9-12");
+    expect(embedded, intel("Intel(R) UHD Graphics 770"), "xe-lp", "intel-gen9-12");
+    expect(embedded, intel("Intel(R) Iris(R) Plus Graphics G7"), "gen11", "intel-gen9-12");
+}
+
+static void test_intel_uhd630_gen9(void **state)
+{
+    (void)state;
+    expect(embedded, intel("Intel(R) UHD Graphics 630"), "gen9", "intel-gen9-12");
+}
+
+/* The device of this project's test machine, as POCL 3.1 reports it. */
+static void test_pocl_epyc_zen4(void **state)
+{
+    (void)state;
+    expect(embedded,
+           pocl("AuthenticAMD", "pthread-skylake-avx512-AMD EPYC", "pthread-x86_64-pc-linux-gnu-skylake-avx512"),
+           "x86_64:skylake-avx512", "amd-zen4");
+}
+
+static void test_pocl_xeon_avx512(void **state)
+{
+    (void)state;
+    expect(embedded,
+           pocl("GenuineIntel", "pthread-skylake-avx512-Intel(R) Xeon(R) Platinum 8168 CPU @ 2.70GHz",
+                "pthread-x86_64-pc-linux-gnu-skylake-avx512"),
+           "x86_64:skylake-avx512", "x86-64-avx512");
+}
+
+static void test_pocl_haswell_avx2(void **state)
+{
+    (void)state;
+    expect(embedded,
+           pocl("GenuineIntel", "pthread-haswell-Intel(R) Core(TM) i7-4770 CPU @ 3.40GHz",
+                "pthread-x86_64-pc-linux-gnu-haswell"),
+           "x86_64:haswell", "x86-64-avx2");
+}
+
+static void test_pocl_neoverse_arm(void **state)
+{
+    (void)state;
+    expect(embedded, pocl("ARM", "pthread-neoverse-n1-ARM", "pthread-aarch64-unknown-linux-gnu-neoverse-n1"),
+           "aarch64:neoverse-n1", "arm-cpu");
+}
+
+static void test_unknown_cpu_generic(void **state)
+{
+    (void)state;
+    char reason[256];
+    struct kiln_device_desc d = device(KILN_DEVICE_CPU, 0, "Mystery Silicon", "Mystery CPU", "OpenCL 1.2");
+    expect(embedded, d, "", "generic-cpu");
+    kiln_profile_match(embedded, &d, reason, sizeof reason);
+    assert_string_equal(reason, "type cpu"); /* the root's own rule */
+    expect(embedded, device(KILN_DEVICE_CPU, 0, "GenuineIntel", "Intel(R) Xeon(R) Gold", "OpenCL 3.0"),
+           "x86_64:unknown", "generic-cpu");
+}
+
+static void test_unknown_gpu_generic(void **state)
+{
+    (void)state;
+    expect(embedded, device(KILN_DEVICE_GPU, 0x13b5, "ARM", "Mali-G78", "OpenCL 3.0"), "", "generic-gpu");
+}
+
+static void test_accelerator_generic_gpu(void **state)
+{
+    (void)state;
+    char reason[256];
+    struct kiln_device_desc d = device(KILN_DEVICE_ACCELERATOR, 0, "Xilinx", "xilinx_u250", "OpenCL 1.2");
+    expect(embedded, d, "", "generic-gpu");
+    kiln_profile_match(embedded, &d, reason, sizeof reason);
+    assert_string_equal(reason, "no profile matches; generic fallback for type accelerator");
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+static void test_defines(void **state)
+{
+    (void)state;
+    const struct kiln_profile *p = kiln_profile_find(embedded, "generic-gpu");
+    char buf[1024];
+    kt_assert_status(kiln_profile_defines(p, "gemm", buf, sizeof buf), KILN_SUCCESS);
+    assert_non_null(strstr(buf, "-DKILN_GEMM_MWG=64 "));
+    assert_non_null(strstr(buf, "-DKILN_GEMM_SA=1 "));
+    assert_non_null(strstr(buf, "-DKILN_GEMM_CPU_VW=8"));
+    assert_null(strstr(buf, "ROUTE"));
+    assert_int_equal(strncmp(buf, "-DKILN_GEMM_", 12), 0);
+    kt_assert_status(kiln_profile_defines(p, "attention", buf, sizeof buf), KILN_SUCCESS);
+    assert_string_equal(buf, "-DKILN_ATTENTION_BLOCK_Q=32 -DKILN_ATTENTION_BLOCK_KV=32 -DKILN_ATTENTION_WG=64 "
+                             "-DKILN_ATTENTION_VW=4");
+    kt_assert_status(kiln_profile_defines(p, "attention", buf, 20), KILN_ERROR_OUT_OF_MEMORY);
+    kt_assert_status(kiln_profile_defines(p, "blas", buf, sizeof buf), KILN_ERROR_NOT_FOUND);
+}
+
+static void test_get_typed_values(void **state)
+{
+    (void)state;
+    const struct kiln_profile *p = kiln_profile_find(embedded, "generic-cpu");
+    const char *route = NULL;
+    long v;
+    kt_assert_status(kiln_profile_get_string(p, "gemm", "route", &route), KILN_SUCCESS);
+    assert_string_equal(route, "cpu");
+    assert_int_equal(get_int(p, "gemm", "sa"), 0);
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "route", &v), KILN_ERROR_INVALID_PROFILE);
+    kt_assert_status(kiln_profile_get_string(p, "gemm", "mwg", &route), KILN_ERROR_INVALID_PROFILE);
+    kt_assert_status(kiln_profile_get_int(p, "device", "peak_gbps", &v), KILN_ERROR_INVALID_PROFILE);
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "nope", &v), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_profile_get_int(p, "nope", "mwg", &v), KILN_ERROR_NOT_FOUND);
+}
+
+static void test_peaks(void **state)
+{
+    (void)state;
+    struct kiln_device_desc d =
+        pocl("AuthenticAMD", "pthread-skylake-avx512-AMD EPYC", "pthread-x86_64-pc-linux-gnu-skylake-avx512");
+    const struct kiln_profile *zen4 = kiln_profile_find(embedded, "amd-zen4");
+    assert_true(fabs(kiln_profile_peak_gflops(zen4, &d) - 230.4) < 1e-9); /* 32 x 2 cores x 3600 MHz */
+    assert_true(kiln_profile_peak_gbps(zen4, &d) > 0);
+    /* Without a clock override the reported clock counts: 84 SMs x 256 x 1695 MHz. */
+    struct kiln_device_desc rtx = nvidia("NVIDIA GeForce RTX 3090", 8, 6);
+    rtx.compute_units = 84;
+    rtx.clock_mhz = 1695;
+    assert_true(fabs(kiln_profile_peak_gflops(kiln_profile_find(embedded, "nvidia-ampere"), &rtx) - 36449.28) < 1e-6);
+}
+
+/* A child overriding a few keys keeps every other value of its parent. */
+static void test_inheritance(void **state)
+{
+    (void)state;
+    const struct kiln_profile *child = kiln_profile_find(embedded, "nvidia-ampere-ga100");
+    const struct kiln_profile *parent = kiln_profile_find(embedded, kiln_profile_parent_name(child));
+    assert_string_equal(kiln_profile_name(parent), "nvidia-ampere");
+    assert_int_equal(get_int(child, "device", "flops_per_cu_cycle"), 128);
+    assert_int_equal(get_int(parent, "device", "flops_per_cu_cycle"), 256);
+    assert_int_equal(get_int(child, "gemm", "mwg"), 128); /* from "nvidia", two levels up */
+    for (size_t f = 0; f < kiln_schema_count; f++) {
+        if (strcmp(kiln_schema[f].family, "device") == 0)
+            continue;
+        assert_int_equal(child->values[f].i, parent->values[f].i);
+        assert_ptr_equal(child->values[f].s, parent->values[f].s);
+    }
+}
+
+/* ---- override directory --------------------------------------------------- */
+
+static void test_override_adds_better_match(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = LOAD_WITH(
+        "my-rtx3090.json", "{'name': 'my-rtx3090', 'parent': 'nvidia-ampere', 'source': 'test',"
+                           " 'match': {'vendor': ['nvidia'], 'arch': ['sm_86'], 'name': ['RTX 3090']},"
+                           " 'kernels': {'gemm': {'kwi': 4}}}");
+    assert_string_equal(kiln_profile_set_warnings(set), "");
+    const struct kiln_profile *p = expect(set, nvidia("NVIDIA GeForce RTX 3090", 8, 6), "sm_86", "my-rtx3090");
+    assert_int_equal(get_int(p, "gemm", "kwi"), 4);
+    assert_int_equal(get_int(p, "device", "flops_per_cu_cycle"), 256);
+    expect(set, nvidia("NVIDIA GeForce RTX 3080", 8, 6), "sm_86", "nvidia-ampere");
+    kiln_profile_set_free(set);
+}
+
+static void test_override_replaces_embedded(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = LOAD_WITH(
+        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'source': 'override',"
+                              " 'match': {'arch': ['sm_8?']}, 'device': {'flops_per_cu_cycle': 256, 'peak_gbps': 900},"
+                              " 'kernels': {'gemm': {'kwi': 4}}}");
+    assert_string_equal(kiln_profile_set_warnings(set), "");
+    const struct kiln_profile *p = kiln_profile_find(set, "nvidia-ampere");
+    assert_string_equal(kiln_profile_source(p), "override");
+    assert_int_equal(get_int(p, "gemm", "kwi"), 4);
+    /* the embedded child now inherits the replacement's value */
+    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere-ga100"), "gemm", "kwi"), 4);
+    kiln_profile_set_free(set);
+}
+
+static void test_override_broken_json(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = LOAD_WITH("nvidia-ampere.json", "{'name': 'nvidia-ampere',\n 'parent': }");
+    assert_warning(set, "nvidia-ampere.json", "JSON syntax error at line 2");
+    const struct kiln_profile *p = expect(set, nvidia("NVIDIA GeForce RTX 3080", 8, 6), "sm_86", "nvidia-ampere");
+    assert_string_equal(kiln_profile_source(p), kiln_profile_source(kiln_profile_find(embedded, "nvidia-ampere")));
+    kiln_profile_set_free(set);
+}
+
+static void test_override_wrong_type(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = LOAD_WITH(
+        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'kernels': {'gemm': {'mwg': '64'}}}",
+        "bad-bool.json", "{'name': 'bad-bool', 'parent': 'nvidia', 'match': {'type': 'gpu'},"
+                         " 'kernels': {'gemm': {'sa': 1}}}",
+        "bad-route.json", "{'name': 'bad-route', 'parent': 'nvidia', 'kernels': {'gemm': {'route': 'fast'}}}",
+        "bad-vw.json", "{'name': 'bad-vw', 'parent': 'nvidia', 'kernels': {'gemm': {'vwm': 3}}}",
+        "bad-match.json", "{'name': 'bad-match', 'parent': 'nvidia', 'match': {'vendor': 'nvidia'}}");
+    assert_warning(set, "nvidia-ampere.json", "'kernels.gemm.mwg' must be an integer");
+    assert_warning(set, "bad-bool.json", "'kernels.gemm.sa' must be true or false");
+    assert_warning(set, "bad-route.json", "'kernels.gemm.route' must be one of");
+    assert_warning(set, "bad-vw.json", "'kernels.gemm.vwm' must be a vector width");
+    assert_warning(set, "bad-match.json", "'match.vendor' must be a non-empty list");
+    assert_null(kiln_profile_find(set, "bad-bool"));
+    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere"), "gemm", "mwg"), 128);
+    kiln_profile_set_free(set);
+}
+
+static void test_override_unknown_key(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set =
+        LOAD_WITH("extra.json", "{'name': 'extra', 'parent': 'nvidia', 'kernels': {'gemm': {'foo': 1}}}",
+                  "extra2.json", "{'name': 'extra2', 'parent': 'nvidia', 'colour': 'red'}",
+                  "extra3.json", "{'name': 'extra3', 'parent': 'nvidia', 'kernels': {'blas': {}}}");
+    assert_warning(set, "extra.json", "unknown key 'kernels.gemm.foo'");
+    assert_warning(set, "extra2.json", "unknown top-level key 'colour'");
+    assert_warning(set, "extra3.json", "unknown kernel family 'kernels.blas'");
+    assert_null(kiln_profile_find(set, "extra"));
+    assert_null(kiln_profile_find(set, "extra2"));
+    kiln_profile_set_free(set);
+}
+
+static void test_override_name_mismatch(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = LOAD_WITH("foo.json", "{'name': 'bar', 'parent': 'nvidia'}");
+    assert_warning(set, "foo.json", "name 'bar' differs from the file name 'foo.json'");
+    assert_null(kiln_profile_find(set, "foo"));
+    assert_null(kiln_profile_find(set, "bar"));
+    kiln_profile_set_free(set);
+}
+
+static void test_override_missing_parent(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set =
+        LOAD_WITH("orphan.json", "{'name': 'orphan', 'parent': 'nope', 'match': {'name': ['Mystery']}}",
+                  "grandchild.json", "{'name': 'grandchild', 'parent': 'orphan', 'match': {'name': ['Mystery']}}");
+    assert_warning(set, "orphan.json", "parent 'nope' not found");
+    assert_warning(set, "grandchild.json", "parent 'orphan' was skipped");
+    assert_null(kiln_profile_find(set, "orphan"));
+    assert_null(kiln_profile_find(set, "grandchild"));
+    expect(set, device(KILN_DEVICE_GPU, 0, "Mystery", "Mystery GPU", ""), "", "generic-gpu");
+    kiln_profile_set_free(set);
+}
+
+static void test_override_parent_cycle(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set =
+        LOAD_WITH("a.json", "{'name': 'a', 'parent': 'b', 'match': {'type': 'gpu'}}", "b.json",
+                  "{'name': 'b', 'parent': 'a', 'match': {'type': 'gpu'}}", "c.json", "{'name': 'c', 'parent': 'a'}",
+                  "self.json", "{'name': 'self', 'parent': 'self'}");
+    assert_warning(set, "a.json", "parent cycle: a -> b -> a");
+    assert_warning(set, "b.json", "parent cycle: b -> a -> b");
+    assert_warning(set, "c.json", "parent 'a' was skipped");
+    assert_warning(set, "self.json", "parent cycle: self -> self");
+    assert_null(kiln_profile_find(set, "a"));
+    assert_null(kiln_profile_find(set, "b"));
+    expect(set, device(KILN_DEVICE_GPU, 0, "Mystery", "Mystery GPU", ""), "", "generic-gpu");
+    kiln_profile_set_free(set);
+}
+
+/* A profile failing the GEMM constraints is skipped, with its children; an
+   override failing them leaves the embedded profile in place. */
+static void test_override_constraint_failure(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = LOAD_WITH(
+        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'match': {'arch': ['sm_86']},"
+                              " 'kernels': {'gemm': {'vwm': 16}}}",
+        "odd.json", "{'name': 'odd', 'parent': 'generic-gpu', 'kernels': {'gemm': {'mwg': 100}}}",
+        "odd-child.json", "{'name': 'odd-child', 'parent': 'odd', 'match': {'name': ['Mystery']}}");
+    assert_warning(set, "nvidia-ampere.json", "mwg = 128 is not a multiple of mdimc*vwm = 256");
+    assert_warning(set, "nvidia-ampere.json", "the embedded profile is kept");
+    assert_warning(set, "odd.json", "gemm constraint fails");
+    assert_warning(set, "odd-child.json", "parent 'odd' was skipped");
+    expect(set, nvidia("NVIDIA GeForce RTX 3080", 8, 6), "sm_86", "nvidia-ampere");
+    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere"), "gemm", "vwm"), 4);
+    expect(set, device(KILN_DEVICE_GPU, 0, "Mystery", "Mystery GPU", ""), "", "generic-gpu");
+    kiln_profile_set_free(set);
+}
+
+static void test_override_dir_missing(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set = NULL;
+    kt_assert_status(kiln_profile_set_load("/nonexistent/kiln-profiles", &set), KILN_ERROR_IO);
+    assert_null(set);
+    assert_non_null(strstr(kiln_last_error_detail(), "/nonexistent/kiln-profiles"));
+}
+
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    const struct kiln_profile *p = kiln_profile_find(embedded, "generic-gpu");
+    struct kiln_device_desc d = nvidia("NVIDIA GeForce RTX 3080", 8, 6);
+    long v;
+    const char *s;
+    char buf[64], reason[64];
+    kt_assert_status(kiln_profile_set_load(NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get_int(NULL, "gemm", "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get_int(p, NULL, "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "mwg", NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get_string(p, "gemm", NULL, &s), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_defines(p, "gemm", NULL, 64), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_defines(NULL, "gemm", buf, sizeof buf), KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_profile_match(NULL, &d, reason, sizeof reason));
+    assert_null(kiln_profile_match(embedded, NULL, NULL, 0));
+    assert_null(kiln_profile_find(NULL, "generic-gpu"));
+    assert_null(kiln_profile_find(embedded, NULL));
+    assert_int_equal(kiln_profile_set_count(NULL), 0);
+    assert_string_equal(kiln_profile_set_warnings(NULL), "");
+    assert_true(kiln_profile_peak_gflops(NULL, &d) == 0);
+    kiln_device_derive_arch(NULL);
+    kiln_profile_set_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_embedded_load_without_warnings),
+        cmocka_unit_test(test_every_profile_complete_and_valid),
+        cmocka_unit_test(test_readme_documents_every_field),
+        cmocka_unit_test(test_nvidia_cc86_ampere),
+        cmocka_unit_test(test_nvidia_rtx4090_name_ada),
+        cmocka_unit_test(test_nvidia_h100_hopper),
+        cmocka_unit_test(test_nvidia_t4_turing),
+        cmocka_unit_test(test_nvidia_a100_ga100),
+        cmocka_unit_test(test_nvidia_name_guesses),
+        cmocka_unit_test(test_amd_gfx1030_rdna2),
+        cmocka_unit_test(test_amd_gfx90a_cdna),
+        cmocka_unit_test(test_amd_gfx1100_rdna3),
+        cmocka_unit_test(test_amd_board_name_guesses),
+        cmocka_unit_test(test_intel_arc_xe),
+        cmocka_unit_test(test_intel_iris_xe_gen12),
+        cmocka_unit_test(test_intel_uhd630_gen9),
+        cmocka_unit_test(test_pocl_epyc_zen4),
+        cmocka_unit_test(test_pocl_xeon_avx512),
+        cmocka_unit_test(test_pocl_haswell_avx2),
+        cmocka_unit_test(test_pocl_neoverse_arm),
+        cmocka_unit_test(test_unknown_cpu_generic),
+        cmocka_unit_test(test_unknown_gpu_generic),
+        cmocka_unit_test(test_accelerator_generic_gpu),
+        cmocka_unit_test(test_defines),
+        cmocka_unit_test(test_get_typed_values),
+        cmocka_unit_test(test_peaks),
+        cmocka_unit_test(test_inheritance),
+        cmocka_unit_test(test_override_adds_better_match),
+        cmocka_unit_test(test_override_replaces_embedded),
+        cmocka_unit_test(test_override_broken_json),
+        cmocka_unit_test(test_override_wrong_type),
+        cmocka_unit_test(test_override_unknown_key),
+        cmocka_unit_test(test_override_name_mismatch),
+        cmocka_unit_test(test_override_missing_parent),
+        cmocka_unit_test(test_override_parent_cycle),
+        cmocka_unit_test(test_override_constraint_failure),
+        cmocka_unit_test(test_override_dir_missing),
+        cmocka_unit_test(test_null_arguments),
+    };
+    return cmocka_run_group_tests(tests, load_embedded, free_embedded);
+}
