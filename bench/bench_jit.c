@@ -2,10 +2,11 @@
  * kiln-bench jit: how long the first call of a kernel takes in a new process.
  *
  * Each trial makes empty program-cache directories (kiln's and POCL's own) and
- * runs this program as a child three times:
+ * runs this program as a child four times:
  *   cold       both caches empty: kiln compiles from source;
  *   warm       a second process on the same caches: kiln loads the binary;
- *   kiln-off   kiln's disk cache off (only the driver's own cache helps).
+ *   kiln-only  kiln's cache warm, the driver's cache emptied again;
+ *   kiln-off   kiln's disk cache off, the driver's cache warm.
  * A child times context creation and the first kernel call (build or load,
  * launch, finish) and reports its cache counters, so "warm" visibly compiled
  * nothing.
@@ -105,9 +106,14 @@ int bench_jit(int argc, char **argv)
         return 1;
     self[n] = '\0';
 
-    static const char *const names[] = {"cold", "warm", "kiln-off"};
-    double *create = calloc(3 * (size_t)reps, sizeof *create), *first = calloc(3 * (size_t)reps, sizeof *first);
-    struct child_result last[3];
+    enum { CASES = 4 };
+    static const struct {
+        const char *name;
+        int no_disk, fresh_driver_cache;
+    } cases[CASES] = {{"cold", 0, 0}, {"warm", 0, 0}, {"kiln-only", 0, 1}, {"kiln-off", 1, 0}};
+    double *create = calloc(CASES * (size_t)reps, sizeof *create);
+    double *first = calloc(CASES * (size_t)reps, sizeof *first);
+    struct child_result last[CASES];
     int failed = !create || !first;
     for (int r = 0; r < reps && !failed; r++) {
         char kiln_dir[] = "/tmp/kiln-bench-jit-XXXXXX", pocl_dir[] = "/tmp/kiln-bench-pocl-XXXXXX";
@@ -117,8 +123,13 @@ int bench_jit(int argc, char **argv)
         }
         setenv("KILN_CACHE_DIR", kiln_dir, 1);
         setenv("POCL_CACHE_DIR", pocl_dir, 1);
-        for (int c = 0; c < 3 && !failed; c++) {
-            failed = run_child(self, c == 2, &last[c]) != 0;
+        for (int c = 0; c < CASES && !failed; c++) {
+            if (cases[c].fresh_driver_cache) {
+                remove_dir(pocl_dir);
+                failed = !mkdtemp(strcpy(pocl_dir, "/tmp/kiln-bench-pocl-XXXXXX"));
+                setenv("POCL_CACHE_DIR", pocl_dir, 1);
+            }
+            failed = failed || run_child(self, cases[c].no_disk, &last[c]) != 0;
             create[c * reps + r] = last[c].create_ms;
             first[c * reps + r] = last[c].first_ms;
         }
@@ -135,14 +146,14 @@ int bench_jit(int argc, char **argv)
         printf("first call of util/fill.cl in a new process, median of %d trials\n"
                "%-9s %12s %15s %7s %10s\n",
                reps, "case", "create ms", "first call ms", "builds", "disk hits");
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < CASES; c++) {
         double cm = bench_median(create + c * reps, (size_t)reps), fm = bench_median(first + c * reps, (size_t)reps);
         if (json)
             printf("{\"op\":\"jit\",\"shape\":\"util/fill.cl\",\"case\":\"%s\",\"create_ms\":%.3f,\"median_ms\":%.3f,"
                    "\"builds\":%llu,\"disk_hits\":%llu,\"reps\":%d}\n",
-                   names[c], cm, fm, last[c].builds, last[c].disk_hits, reps);
+                   cases[c].name, cm, fm, last[c].builds, last[c].disk_hits, reps);
         else
-            printf("%-9s %12.2f %15.2f %7llu %10llu\n", names[c], cm, fm, last[c].builds, last[c].disk_hits);
+            printf("%-9s %12.2f %15.2f %7llu %10llu\n", cases[c].name, cm, fm, last[c].builds, last[c].disk_hits);
     }
     free(create);
     free(first);
