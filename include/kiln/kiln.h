@@ -214,6 +214,110 @@ KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, siz
  */
 KILN_API kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, float value);
 
+/* ------------------------------------------------------------------------ */
+/* Events                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** Completion of queued work. Returned by asynchronous calls on request. */
+typedef struct kiln_event kiln_event;
+
+/** Block until the work behind `event` has finished. */
+KILN_API kiln_status kiln_event_wait(kiln_event *event);
+
+/** Release an event (the work it tracks is not affected). NULL is ignored. */
+KILN_API void kiln_event_destroy(kiln_event *event);
+
+/* ------------------------------------------------------------------------ */
+/* GEMM: C = alpha * op(A) * op(B) + beta * C                               */
+/* ------------------------------------------------------------------------ */
+
+typedef enum kiln_layout { KILN_ROW_MAJOR = 0, KILN_COL_MAJOR = 1 } kiln_layout;
+typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose;
+
+/** Storage type of tensors. Arithmetic is always fp32. */
+typedef enum kiln_dtype { KILN_F32 = 0, KILN_F16 = 1 } kiln_dtype;
+
+/** Kernel family of a GEMM. AUTO lets the device profile choose. */
+typedef enum kiln_gemm_algo {
+    KILN_GEMM_AUTO = 0,
+    KILN_GEMM_CPU = 1,     /**< packed panels and a register micro-tile (CPUs) */
+    KILN_GEMM_TILED = 2,   /**< local-memory tiles, register blocking (GPUs) */
+    KILN_GEMM_DIRECT = 3,  /**< no packing or padding: small problems */
+    KILN_GEMM_CLBLAST = 4  /**< CLBlast's SGEMM, where kiln was built with it */
+} kiln_gemm_algo;
+
+/**
+ * A GEMM problem: op(A) is m x k, op(B) is k x n, C is m x n, in `layout`,
+ * repeated `batch` times with per-operand strides between batch items.
+ * Leading dimensions and strides count elements. Fill it with
+ * kiln_gemm_desc_init() and change what differs.
+ */
+typedef struct kiln_gemm_desc {
+    kiln_layout layout;
+    kiln_transpose trans_a, trans_b;
+    kiln_dtype dtype;
+    size_t m, n, k;
+    size_t lda, ldb, ldc;            /**< at least the stored rows' length */
+    size_t batch;                    /**< >= 1 */
+    size_t stride_a, stride_b, stride_c; /**< elements between batch items;
+                                          0 repeats the operand (not for C) */
+    kiln_gemm_algo algo;
+} kiln_gemm_desc;
+
+/** Describe one fp32 GEMM with tight leading dimensions and strides, batch 1,
+    algorithm AUTO. */
+KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_layout layout, kiln_transpose trans_a,
+                                  kiln_transpose trans_b, size_t m, size_t n, size_t k);
+
+/** A GEMM prepared once (kernel chosen and compiled, workspace allocated) and
+    executed many times. Not for concurrent use from several threads. */
+typedef struct kiln_gemm_plan kiln_gemm_plan;
+
+/**
+ * Prepare a GEMM on a context.
+ * @param out  receives a new plan, owned by the caller (kiln_gemm_plan_destroy).
+ * @return KILN_ERROR_INVALID_ARGUMENT for zero sizes or batch, leading
+ *         dimensions smaller than the matrix, a zero C stride with batch > 1 or
+ *         overlapping C batch items; KILN_ERROR_UNSUPPORTED for an algorithm
+ *         this build or device lacks; KILN_ERROR_BUILD if a kernel fails to build.
+ */
+KILN_API kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan **out);
+
+/**
+ * Queue the GEMM on the context's queue. A, B and C start at element offsets
+ * offset_a, offset_b, offset_c of their buffers. With beta == 0, C is only
+ * written, never read (NaN in C does not leak).
+ * @param event  NULL, or receives an event for the caller to wait on and destroy.
+ * @return KILN_ERROR_INVALID_ARGUMENT for NULL buffers or C aliasing A or B;
+ *         KILN_ERROR_OUT_OF_BOUNDS if a buffer is too small for its offset,
+ *         leading dimension, strides and batch. Nothing is queued on failure.
+ */
+KILN_API kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln_buffer *a, size_t offset_a,
+                                            const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
+                                            size_t offset_c, kiln_event **event);
+
+/** What a plan chose. */
+typedef struct kiln_gemm_plan_info {
+    kiln_gemm_algo algo;       /**< the family chosen (never AUTO) */
+    char family[16];           /**< "cpu", "tiled", "direct" or "clblast" */
+    char kernel[64];           /**< kernel name, e.g. "gemm_f32_cpu_6x32" */
+    char params[256];          /**< its parameters, "MR=6 NR=32 ..." */
+    char profile[64];          /**< the profile that supplied them */
+    char reason[128];          /**< why this family */
+    size_t workspace_bytes;    /**< device memory the plan holds */
+} kiln_gemm_plan_info;
+
+KILN_API kiln_status kiln_gemm_plan_describe(const kiln_gemm_plan *plan, kiln_gemm_plan_info *info);
+
+/** Release a plan (work already queued completes). NULL is ignored. */
+KILN_API void kiln_gemm_plan_destroy(kiln_gemm_plan *plan);
+
+/** One-shot GEMM: create a plan, execute it, release it. Repeated calls of
+    one shape should keep a plan instead. Returns what the two calls return. */
+KILN_API kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, float alpha, const kiln_buffer *a,
+                               size_t offset_a, const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
+                               size_t offset_c, kiln_event **event);
+
 #ifdef __cplusplus
 }
 #endif

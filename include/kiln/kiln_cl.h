@@ -49,6 +49,9 @@ KILN_API kiln_status kiln_buffer_wrap_cl(kiln_context *ctx, cl_mem mem, kiln_buf
 /** The cl_mem behind a buffer (not retained for the caller); NULL if none. */
 KILN_API cl_mem kiln_buffer_get_cl(const kiln_buffer *buf);
 
+/** The cl_event behind a kiln event (not retained for the caller). */
+KILN_API cl_event kiln_event_get_cl(const kiln_event *event);
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,9 +79,12 @@ struct kiln_backend {
     kiln_status (*kernel_create)(void *prog, const char *name, void **kernel);
     void (*kernel_free)(void *kernel);
     /* Set arguments and enqueue; asynchronous. Callers serialise launches of
-       one kernel object (argument state is per kernel). local may be NULL. */
+       one kernel object (argument state is per kernel). local may be NULL;
+       event may be NULL, else it receives a handle for event_wait/release. */
     kiln_status (*launch)(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                          const size_t *global, const size_t *local);
+                          const size_t *global, const size_t *local, void **event);
+    kiln_status (*event_wait)(void *event);
+    void (*event_release)(void *event);
 };
 
 /* The backends compiled into this library. */

@@ -38,6 +38,14 @@ void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, co
    failure (the caller destroys the context). */
 kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *options);
 
+struct kiln_event {
+    const struct kiln_backend *backend;
+    void *handle;                        /* backend event handle */
+};
+
+/* Wrap a backend event handle into *out (releasing it on failure). */
+kiln_status kiln_event_new(const struct kiln_backend *backend, void *handle, kiln_event **out);
+
 /* Adopt a backend-native buffer (for OpenCL a cl_mem) into a kiln_buffer. */
 kiln_status kiln_buffer_wrap_native(kiln_context *ctx, void *native, kiln_buffer **out);
 

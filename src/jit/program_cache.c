@@ -8,7 +8,6 @@
 #include "core/context.h"
 #include "core/diag.h"
 #include "jit/disk_cache.h"
-#include "util/embedded.h"
 #include "util/hash.h"
 
 struct kiln_program {
@@ -213,58 +212,24 @@ kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, co
 kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
                             const char *kernel_name, struct kiln_kernel **out)
 {
-    const char *text;
-    size_t length;
-    char *owned = NULL;
-    kiln_status st = kiln_source_get(source_name, &text, &length, &owned);
+    char *text = NULL;
+    size_t length = 0;
+    kiln_status st = kiln_source_expand(source_name, &text, &length);
     struct kiln_program *prog = NULL;
     if (st == KILN_SUCCESS)
         st = kiln_program_get(ctx, source_name, text, length, options, &prog);
-    free(owned);
+    free(text);
     if (st == KILN_SUCCESS)
         st = kiln_program_kernel(ctx, prog, kernel_name, out);
     return st;
 }
 
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local)
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
+                               void **event)
 {
     pthread_mutex_lock(&kernel->lock);
-    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local);
+    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, event);
     pthread_mutex_unlock(&kernel->lock);
     return st;
-}
-
-kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned)
-{
-    *owned = NULL;
-    const char *dir = getenv("KILN_KERNEL_DIR");
-    if (dir && *dir) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot open %s", path);
-        char *buf = NULL;
-        long size = -1;
-        if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-            (buf = malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size) {
-            fclose(f);
-            buf[size] = '\0';
-            *text = *owned = buf;
-            *length = (size_t)size;
-            return KILN_SUCCESS;
-        }
-        fclose(f);
-        free(buf);
-        return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot read %s", path);
-    }
-    for (size_t i = 0; i < kiln_embedded_kernels_count; i++) {
-        if (strcmp(kiln_embedded_kernels[i].name, name) == 0) {
-            *text = kiln_embedded_kernels[i].data;
-            *length = kiln_embedded_kernels[i].size;
-            return KILN_SUCCESS;
-        }
-    }
-    return kiln_error(KILN_ERROR_NOT_FOUND, "no kernel source named %s", name);
 }

@@ -51,13 +51,19 @@ kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, co
 kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
                             const char *kernel_name, struct kiln_kernel **out);
 
-/* Set the arguments and enqueue on the context's queue (asynchronous). */
+/* Set the arguments and enqueue on the context's queue (asynchronous).
+   event: NULL, or receives a backend event handle of this launch. */
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local);
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
+                               void **event);
 
 /* Kernel source text by name: from $KILN_KERNEL_DIR when set, else the copy
    embedded at build time. *owned is set when the text was read from disk and
    must be freed by the caller. */
 kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned);
+
+/* The source `name` with its `#include "path"` lines replaced by the named
+   sources (recursively); *text is malloc'd and NUL-terminated. */
+kiln_status kiln_source_expand(const char *name, char **text, size_t *length);
 
 #endif /* KILN_PROGRAM_CACHE_H */

@@ -384,7 +384,7 @@ static void cl_kernel_free(void *kernel)
 }
 
 static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                             const size_t *global, const size_t *local)
+                             const size_t *global, const size_t *local, void **event)
 {
     for (unsigned i = 0; i < nargs; i++) {
         cl_int err;
@@ -405,8 +405,21 @@ static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *arg
             return kiln_cl_fail(err, "clSetKernelArg");
     }
     cl_int err = clEnqueueNDRangeKernel(((struct kiln_cl_device *)dev)->queue, kernel, dims, NULL, global, local, 0,
-                                        NULL, NULL);
+                                        NULL, (cl_event *)event);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueNDRangeKernel");
+}
+
+static kiln_status cl_event_wait(void *event)
+{
+    cl_event ev = event;
+    cl_int err = clWaitForEvents(1, &ev);
+    return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clWaitForEvents");
+}
+
+static void cl_event_release(void *event)
+{
+    if (event)
+        clReleaseEvent(event);
 }
 
 const struct kiln_backend kiln_opencl_backend = {
@@ -429,4 +442,6 @@ const struct kiln_backend kiln_opencl_backend = {
     .kernel_create = cl_kernel_create,
     .kernel_free = cl_kernel_free,
     .launch = cl_launch,
+    .event_wait = cl_event_wait,
+    .event_release = cl_event_release,
 };

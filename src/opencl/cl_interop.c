@@ -113,6 +113,11 @@ kiln_status kiln_buffer_wrap_cl(kiln_context *ctx, cl_mem mem, kiln_buffer **out
     return kiln_buffer_wrap_native(ctx, mem, out);
 }
 
+cl_event kiln_event_get_cl(const kiln_event *event)
+{
+    return event && event->backend == &kiln_opencl_backend ? (cl_event)event->handle : NULL;
+}
+
 cl_mem kiln_buffer_get_cl(const kiln_buffer *buf)
 {
     return buf && buf->ctx->backend == &kiln_opencl_backend ? (cl_mem)buf->handle : NULL;

@@ -1,0 +1,142 @@
+/*
+ * GEMM for OpenCL on CPUs: pack, then a register micro-tile.
+ *
+ * The problem arrives in row-major terms (the plan turns column-major into
+ * row-major by swapping the operands): C(i,j) = alpha * sum_k opA(i,k) opB(k,j)
+ * + beta * C(i,j), with opA(i,k) = A[off + i*a_ri + k*a_rk] and opB(k,j) =
+ * B[off + k*b_rk + j*b_rj], which covers both transposes and any leading
+ * dimension.
+ *
+ * 1. gemm_f32_cpu_pack_a copies opA into panels of MR rows, k-major inside a
+ *    panel (Ap[panel][k][MR]); gemm_f32_cpu_pack_b copies opB into panels of
+ *    NR columns (Bp[panel][k][NR]). Rows and columns past M and N are zero,
+ *    so the micro-kernel never tests bounds while accumulating.
+ * 2. gemm_f32_cpu_micro: one work-item per MR x NR tile of C (dimension 0 runs
+ *    over column panels, 1 over row panels, 2 over batch items). Per k it
+ *    loads NR/VW vectors of B and broadcasts MR values of A into MR * NR/VW
+ *    vector accumulators: with MR = 6, NR = 32, VW = 16 that is 12 of the 32
+ *    AVX-512 registers, 12 FMAs per 2 vector loads and 6 broadcasts. Panels
+ *    are read sequentially, so the whole K runs from cache-friendly streams.
+ *    The epilogue scales by alpha, adds beta * C only when beta != 0 (C is
+ *    never read otherwise) and masks the edge tiles.
+ *
+ * Parameters (-D): KILN_GEMM_CPU_MR, KILN_GEMM_CPU_NR, KILN_GEMM_CPU_VW
+ * (NR % VW == 0), KILN_F16 for fp16 storage of A, B and C.
+ */
+#include "common/storage.h"
+
+#define MR KILN_GEMM_CPU_MR
+#define NR KILN_GEMM_CPU_NR
+#define VW KILN_GEMM_CPU_VW
+#define NV (NR / VW)
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC CAT(float, VW)
+#define VLOAD CAT(vload, VW)
+#define VSTORE CAT(vstore, VW)
+/* Vector loads and stores of the storage type. */
+#if KILN_F16
+#define VLOAD_S(i, p) CAT(vload_half, VW)((i), (p))
+#define VSTORE_S(v, i, p) CAT(vstore_half, VW)((v), (i), (p))
+#else
+#define VLOAD_S(i, p) VLOAD((i), (p))
+#define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
+#endif
+
+/* Global size (K, ceil(M/MR), batch_a): one k of one panel per work-item. */
+__kernel void gemm_f32_cpu_pack_a(const int M, const int K, __global const KILN_STORAGE *A, const ulong off_a,
+                                  const ulong a_ri, const ulong a_rk, const ulong stride_a, __global float *Ap)
+{
+    const int k = get_global_id(0), panel = get_global_id(1), b = get_global_id(2);
+    if (k >= K)
+        return;
+    const int row0 = panel * MR;
+    const ulong src = off_a + b * stride_a + (ulong)k * a_rk;
+    __global float *dst = Ap + ((size_t)b * get_global_size(1) + panel) * (size_t)K * MR + (size_t)k * MR;
+#pragma unroll
+    for (int i = 0; i < MR; i++)
+        dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;
+}
+
+/* Global size (K, ceil(N/NR), batch_b): one k of one panel per work-item. */
+__kernel void gemm_f32_cpu_pack_b(const int N, const int K, __global const KILN_STORAGE *B, const ulong off_b,
+                                  const ulong b_rk, const ulong b_rj, const ulong stride_b, __global float *Bp)
+{
+    const int k = get_global_id(0), panel = get_global_id(1), b = get_global_id(2);
+    if (k >= K)
+        return;
+    const int col0 = panel * NR;
+    const ulong src = off_b + b * stride_b + (ulong)k * b_rk + (ulong)col0 * b_rj;
+    __global float *dst = Bp + ((size_t)b * get_global_size(1) + panel) * (size_t)K * NR + (size_t)k * NR;
+    if (b_rj == 1 && col0 + NR <= N) { /* contiguous row segment */
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            VSTORE(VLOAD_S(v, B + src), v, dst);
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < NR; j++)
+        dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
+}
+
+/* Global size (ceil(N/NR), ceil(M/MR), batch). panel_a / panel_b are the
+   distances between batch items' packed panels (0 when an operand is shared). */
+__kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
+                                 __global const float *Ap, const ulong panel_a, __global const float *Bp,
+                                 const ulong panel_b, __global KILN_STORAGE *C, const ulong off_c, const int ldc,
+                                 const ulong stride_c)
+{
+    const int jt = get_global_id(0), it = get_global_id(1), b = get_global_id(2);
+    const __global float *a = Ap + b * panel_a + (size_t)it * K * MR;
+    const __global float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
+
+    VEC acc[MR][NV];
+#pragma unroll
+    for (int i = 0; i < MR; i++)
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = 0.0f;
+
+    for (int k = 0; k < K; k++) {
+        VEC bv[NV];
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            bv[v] = VLOAD(v, bp + (size_t)k * NR);
+#pragma unroll
+        for (int i = 0; i < MR; i++) {
+            const VEC ai = (VEC)(a[(size_t)k * MR + i]);
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = fma(ai, bv[v], acc[i][v]);
+        }
+    }
+
+    const int row0 = it * MR, col0 = jt * NR;
+    __global KILN_STORAGE *c = C + off_c + b * stride_c + (size_t)row0 * ldc + col0;
+    if (row0 + MR <= M && col0 + NR <= N) {
+#pragma unroll
+        for (int i = 0; i < MR; i++)
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                __global KILN_STORAGE *p = c + (size_t)i * ldc + v * VW;
+                VEC r = alpha * acc[i][v];
+                if (beta != 0.0f)
+                    r = fma((VEC)(beta), VLOAD_S(0, p), r);
+                VSTORE_S(r, 0, p);
+            }
+        return;
+    }
+    for (int i = 0; i < MR && row0 + i < M; i++)
+        for (int v = 0; v < NV; v++) {
+            float lane[VW];
+            VSTORE(acc[i][v], 0, lane);
+            for (int e = 0; e < VW && col0 + v * VW + e < N; e++) {
+                const size_t at = (size_t)i * ldc + v * VW + e;
+                float r = alpha * lane[e];
+                if (beta != 0.0f)
+                    r = fma(beta, KILN_LOAD(c, at), r);
+                KILN_STORE(r, c, at);
+            }
+        }
+}

@@ -1,0 +1,117 @@
+/*
+ * Kernel sources: the copies embedded at build time, or files under
+ * $KILN_KERNEL_DIR while developing. `#include "path"` lines (paths relative
+ * to cl/) are expanded here, since an embedded source has no directory for
+ * the OpenCL compiler to search.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "jit/program_cache.h"
+#include "util/embedded.h"
+
+#define KILN_INCLUDE_DEPTH 8
+
+kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned)
+{
+    *owned = NULL;
+    const char *dir = getenv("KILN_KERNEL_DIR");
+    if (dir && *dir) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot open %s", path);
+        char *buf = NULL;
+        long size = -1;
+        if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+            (buf = malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size) {
+            fclose(f);
+            buf[size] = '\0';
+            *text = *owned = buf;
+            *length = (size_t)size;
+            return KILN_SUCCESS;
+        }
+        fclose(f);
+        free(buf);
+        return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot read %s", path);
+    }
+    for (size_t i = 0; i < kiln_embedded_kernels_count; i++) {
+        if (strcmp(kiln_embedded_kernels[i].name, name) == 0) {
+            *text = kiln_embedded_kernels[i].data;
+            *length = kiln_embedded_kernels[i].size;
+            return KILN_SUCCESS;
+        }
+    }
+    return kiln_error(KILN_ERROR_NOT_FOUND, "no kernel source named %s", name);
+}
+
+/* A growing output buffer. */
+struct text {
+    char *data;
+    size_t length, capacity;
+};
+
+static int append(struct text *t, const char *s, size_t n)
+{
+    if (t->length + n + 1 > t->capacity) {
+        size_t cap = (t->length + n + 1) * 2;
+        char *p = realloc(t->data, cap);
+        if (!p)
+            return 0;
+        t->data = p;
+        t->capacity = cap;
+    }
+    memcpy(t->data + t->length, s, n);
+    t->length += n;
+    t->data[t->length] = '\0';
+    return 1;
+}
+
+static kiln_status expand(const char *name, struct text *out, int depth)
+{
+    if (depth > KILN_INCLUDE_DEPTH)
+        return kiln_error(KILN_ERROR_BUILD, "kernel source %s: includes nest deeper than %d", name,
+                          KILN_INCLUDE_DEPTH);
+    const char *text;
+    size_t length;
+    char *owned = NULL;
+    kiln_status st = kiln_source_get(name, &text, &length, &owned);
+    for (const char *line = text, *end = text + length; st == KILN_SUCCESS && line < end;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        const char *next = eol ? eol + 1 : end;
+        static const char directive[] = "#include \"";
+        const char *quote;
+        if ((size_t)(next - line) > sizeof directive && strncmp(line, directive, sizeof directive - 1) == 0 &&
+            (quote = memchr(line + sizeof directive - 1, '"', (size_t)(next - line) - (sizeof directive - 1)))) {
+            char included[256];
+            snprintf(included, sizeof included, "%.*s", (int)(quote - line - (sizeof directive - 1)),
+                     line + sizeof directive - 1);
+            st = expand(included, out, depth + 1);
+            if (st == KILN_SUCCESS && !append(out, "\n", 1))
+                st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
+        } else if (!append(out, line, (size_t)(next - line))) {
+            st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
+        }
+        line = next;
+    }
+    free(owned);
+    return st;
+}
+
+kiln_status kiln_source_expand(const char *name, char **text, size_t *length)
+{
+    struct text out = {0};
+    kiln_status st = expand(name, &out, 0);
+    if (st == KILN_SUCCESS && !out.data && !append(&out, "", 0))
+        st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
+    if (st != KILN_SUCCESS) {
+        free(out.data);
+        return st;
+    }
+    *text = out.data;
+    *length = out.length;
+    return KILN_SUCCESS;
+}

@@ -1,0 +1,294 @@
+/*
+ * GEMM: validate a descriptor, turn it into a row-major problem, choose a
+ * kernel family from the profile (or the caller's choice), and run it.
+ */
+#include "ops/gemm.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "profiles/profile.h"
+
+void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_layout layout, kiln_transpose trans_a, kiln_transpose trans_b,
+                         size_t m, size_t n, size_t k)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->layout = layout;
+    desc->trans_a = trans_a;
+    desc->trans_b = trans_b;
+    desc->dtype = KILN_F32;
+    desc->m = m;
+    desc->n = n;
+    desc->k = k;
+    desc->batch = 1;
+    desc->algo = KILN_GEMM_AUTO;
+    /* Stored shapes: row-major A is m x k (k x m transposed); column-major
+       flips which dimension is contiguous. */
+    int row = layout == KILN_ROW_MAJOR;
+    desc->lda = (row != (trans_a == KILN_TRANS)) ? k : m;
+    desc->ldb = (row != (trans_b == KILN_TRANS)) ? n : k;
+    desc->ldc = row ? n : m;
+    desc->stride_a = m * k;
+    desc->stride_b = k * n;
+    desc->stride_c = m * n;
+}
+
+/* Elements spanned by `batch` items of a rows x cols matrix with leading
+   dimension ld and the given stride; SIZE_MAX on overflow. */
+static size_t footprint(size_t rows, size_t cols, size_t ld, size_t stride, size_t batch)
+{
+    size_t a, b, total;
+    if (__builtin_mul_overflow(rows - 1, ld, &a) || __builtin_mul_overflow(batch - 1, stride, &b) ||
+        __builtin_add_overflow(a, b, &total) || __builtin_add_overflow(total, cols, &total))
+        return SIZE_MAX;
+    return total;
+}
+
+/* Check the descriptor and produce the row-major problem. */
+static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *p)
+{
+    if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
+        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_CLBLAST)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: layout, transpose, dtype or algo is not a valid value");
+    if (d->m == 0 || d->n == 0 || d->k == 0 || d->batch == 0)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: m, n, k and batch must be at least 1 (m=%zu n=%zu k=%zu batch=%zu)",
+                          d->m, d->n, d->k, d->batch);
+    if (d->m > INT_MAX || d->n > INT_MAX || d->k > INT_MAX || d->lda > INT_MAX || d->ldb > INT_MAX ||
+        d->ldc > INT_MAX)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: dimensions and leading dimensions above %d", INT_MAX);
+
+    memset(p, 0, sizeof *p);
+    p->f16 = d->dtype == KILN_F16;
+    p->k = d->k;
+    p->batch = d->batch;
+    p->ldc = d->ldc;
+    p->stride_c = d->stride_c;
+    p->swapped = d->layout == KILN_COL_MAJOR;
+    if (!p->swapped) {
+        p->m = d->m, p->n = d->n;
+        p->trans_a = d->trans_a == KILN_TRANS, p->trans_b = d->trans_b == KILN_TRANS;
+        p->lda = d->lda, p->ldb = d->ldb;
+        p->stride_a = d->stride_a, p->stride_b = d->stride_b;
+    } else {
+        p->m = d->n, p->n = d->m;
+        p->trans_a = d->trans_b == KILN_TRANS, p->trans_b = d->trans_a == KILN_TRANS;
+        p->lda = d->ldb, p->ldb = d->lda;
+        p->stride_a = d->stride_b, p->stride_b = d->stride_a;
+    }
+    /* Row lengths of the stored (row-major) matrices. */
+    size_t cols_a = p->trans_a ? p->m : p->k, cols_b = p->trans_b ? p->k : p->n;
+    const char *name_a = p->swapped ? "ldb" : "lda", *name_b = p->swapped ? "lda" : "ldb";
+    if (p->lda < cols_a)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: %s = %zu is smaller than the stored A's %zu", name_a,
+                          p->lda, cols_a);
+    if (p->ldb < cols_b)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: %s = %zu is smaller than the stored B's %zu", name_b,
+                          p->ldb, cols_b);
+    if (p->ldc < p->n)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: ldc = %zu is smaller than C's %zu", p->ldc, p->n);
+    if (p->batch > 1 && p->stride_c < footprint(p->m, p->n, p->ldc, 0, 1))
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                          "gemm: stride_c = %zu makes the %zu batch items of C overlap (each spans %zu elements)",
+                          p->stride_c, p->batch, footprint(p->m, p->n, p->ldc, 0, 1));
+    return KILN_SUCCESS;
+}
+
+static const struct kiln_gemm_family *family_of(kiln_gemm_algo algo)
+{
+    switch (algo) {
+    case KILN_GEMM_CPU:
+        return &kiln_gemm_cpu;
+    case KILN_GEMM_TILED:
+        return &kiln_gemm_tiled;
+    case KILN_GEMM_DIRECT:
+        return &kiln_gemm_direct;
+    case KILN_GEMM_CLBLAST:
+        return &kiln_gemm_clblast;
+    default:
+        return NULL;
+    }
+}
+
+/* AUTO: small problems go to the direct kernel; the rest take the profile's
+   route (CLBlast's only where kiln was built with it). */
+static kiln_status choose(struct kiln_gemm_plan *plan, kiln_gemm_algo requested)
+{
+    if (requested != KILN_GEMM_AUTO) {
+        plan->family = family_of(requested);
+        snprintf(plan->info.reason, sizeof plan->info.reason, "requested");
+        return KILN_SUCCESS;
+    }
+    long direct_max = 0;
+    const char *route = NULL;
+    kiln_status st = kiln_gemm_param(plan, "direct_max", &direct_max);
+    if (st == KILN_SUCCESS)
+        st = kiln_profile_get_string(plan->ctx->profile, "gemm", "route", &route);
+    if (st != KILN_SUCCESS)
+        return st;
+    const struct kiln_gemm_problem *p = &plan->p;
+    double volume = (double)p->m * (double)p->n * (double)p->k;
+    if (volume <= (double)direct_max) {
+        plan->family = &kiln_gemm_direct;
+        snprintf(plan->info.reason, sizeof plan->info.reason, "m*n*k = %.0f <= direct_max %ld", volume,
+                 direct_max);
+    } else if (strcmp(route, "clblast") == 0 && kiln_gemm_clblast.prepare) {
+        plan->family = &kiln_gemm_clblast;
+        snprintf(plan->info.reason, sizeof plan->info.reason, "profile route clblast");
+    } else {
+        plan->family = strcmp(route, "cpu") == 0 ? &kiln_gemm_cpu : &kiln_gemm_tiled;
+        snprintf(plan->info.reason, sizeof plan->info.reason, "profile route %s%s", route,
+                 strcmp(route, "clblast") == 0 ? " (kiln built without CLBlast: tiled)" : "");
+    }
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_gemm_param(const struct kiln_gemm_plan *plan, const char *key, long *value)
+{
+    return kiln_profile_get_int(plan->ctx->profile, "gemm", key, value);
+}
+
+kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, char *buf, size_t size)
+{
+    kiln_status st = kiln_profile_defines(plan->ctx->profile, "gemm", buf, size);
+    if (st != KILN_SUCCESS)
+        return st;
+    size_t used = strlen(buf);
+    int n = snprintf(buf + used, size - used, " -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d", plan->p.trans_a,
+                     plan->p.trans_b, plan->p.f16);
+    if (n < 0 || (size_t)n >= size - used)
+        return kiln_error(KILN_ERROR_INTERNAL, "gemm: compiler options longer than %zu bytes", size);
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t bytes)
+{
+    kiln_status st = kiln_buffer_create(plan->ctx, bytes, &plan->workspace[slot]);
+    if (st == KILN_SUCCESS)
+        plan->info.workspace_bytes += bytes;
+    return st;
+}
+
+kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan **out)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(desc);
+    KILN_CHECK_ARG(out);
+    struct kiln_gemm_problem p;
+    kiln_status st = normalise(desc, &p);
+    if (st != KILN_SUCCESS)
+        return st;
+    if (desc->algo == KILN_GEMM_CLBLAST && !kiln_gemm_clblast.prepare)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: kiln was built without CLBlast (KILN_WITH_CLBLAST)");
+
+    kiln_gemm_plan *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a GEMM plan");
+    plan->ctx = ctx;
+    plan->p = p;
+    snprintf(plan->info.profile, sizeof plan->info.profile, "%s", kiln_profile_name(ctx->profile));
+    st = choose(plan, desc->algo);
+    if (st == KILN_SUCCESS) {
+        plan->info.algo = plan->family->algo;
+        snprintf(plan->info.family, sizeof plan->info.family, "%s", plan->family->name);
+        st = plan->family->prepare(plan);
+    }
+    if (st != KILN_SUCCESS) {
+        kiln_gemm_plan_destroy(plan);
+        return st;
+    }
+    kiln_log(KILN_LOG_INFO, "gemm %zux%zux%zu batch %zu: %s %s (%s; %s)", p.m, p.n, p.k, p.batch, plan->info.kernel,
+             plan->info.params, plan->info.reason, plan->info.profile);
+    *out = plan;
+    return KILN_SUCCESS;
+}
+
+/* The buffer must hold the operand's footprint past its offset. */
+static kiln_status check_operand(const char *name, const kiln_buffer *buf, size_t offset, size_t rows, size_t cols,
+                                 size_t ld, size_t stride, size_t batch, size_t elem)
+{
+    size_t span = footprint(rows, cols, ld, stride, batch), end;
+    if (span == SIZE_MAX || __builtin_add_overflow(span, offset, &end) || end > buf->size / elem)
+        return kiln_error(KILN_ERROR_OUT_OF_BOUNDS,
+                          "gemm: %s needs %zu elements from offset %zu (ld %zu, stride %zu, batch %zu) but its buffer "
+                          "holds %zu",
+                          name, span, offset, ld, stride, batch, buf->size / elem);
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln_buffer *a, size_t offset_a,
+                                   const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
+                                   size_t offset_c, kiln_event **event)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(plan);
+    KILN_CHECK_ARG(a);
+    KILN_CHECK_ARG(b);
+    KILN_CHECK_ARG(c);
+    if (a->ctx != plan->ctx || b->ctx != plan->ctx || c->ctx != plan->ctx)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: a buffer belongs to another context than the plan");
+    if (c == a || c == b || c->handle == a->handle || c->handle == b->handle)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: C must not be the same buffer as A or B");
+
+    const struct kiln_gemm_problem *p = &plan->p;
+    struct kiln_gemm_args args = {alpha, beta, a->handle, b->handle, c->handle, offset_a, offset_b, offset_c};
+    const kiln_buffer *ra = a, *rb = b; /* the row-major problem's A and B */
+    if (p->swapped) {
+        args.a = b->handle, args.b = a->handle;
+        args.off_a = offset_b, args.off_b = offset_a;
+        ra = b, rb = a;
+    }
+    size_t elem = p->f16 ? 2 : 4;
+    const char *name_a = p->swapped ? "B" : "A", *name_b = p->swapped ? "A" : "B";
+    kiln_status st = check_operand(name_a, ra, args.off_a, p->trans_a ? p->k : p->m, p->trans_a ? p->m : p->k,
+                                   p->lda, p->stride_a, p->batch, elem);
+    if (st == KILN_SUCCESS)
+        st = check_operand(name_b, rb, args.off_b, p->trans_b ? p->n : p->k, p->trans_b ? p->k : p->n, p->ldb,
+                           p->stride_b, p->batch, elem);
+    if (st == KILN_SUCCESS)
+        st = check_operand("C", c, offset_c, p->m, p->n, p->ldc, p->stride_c, p->batch, elem);
+    if (st != KILN_SUCCESS)
+        return st;
+
+    void *handle = NULL;
+    st = plan->family->execute(plan, &args, event ? &handle : NULL);
+    if (st == KILN_SUCCESS && event)
+        st = kiln_event_new(plan->ctx->backend, handle, event);
+    return st;
+}
+
+kiln_status kiln_gemm_plan_describe(const kiln_gemm_plan *plan, kiln_gemm_plan_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(plan);
+    KILN_CHECK_ARG(info);
+    *info = plan->info;
+    return KILN_SUCCESS;
+}
+
+void kiln_gemm_plan_destroy(kiln_gemm_plan *plan)
+{
+    if (!plan)
+        return;
+    for (int i = 0; i < 2; i++)
+        kiln_buffer_destroy(plan->workspace[i]);
+    free(plan);
+}
+
+kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, float alpha, const kiln_buffer *a,
+                      size_t offset_a, const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
+                      size_t offset_c, kiln_event **event)
+{
+    kiln_gemm_plan *plan = NULL;
+    kiln_status st = kiln_gemm_plan_create(ctx, desc, &plan);
+    if (st == KILN_SUCCESS)
+        st = kiln_gemm_plan_execute(plan, alpha, a, offset_a, b, offset_b, beta, c, offset_c, event);
+    kiln_gemm_plan_destroy(plan);
+    return st;
+}

@@ -1,0 +1,68 @@
+/*
+ * GEMM planning internals shared by the operator (gemm.c) and its kernel
+ * families (gemm_cpu.c, gemm_gpu.c, gemm_clblast.c).
+ *
+ * A plan holds the problem in row-major form: a column-major GEMM is the
+ * row-major GEMM of the transposed result, C^T = op(B)^T op(A)^T, so the plan
+ * swaps the operands (and m with n) once and every kernel sees row-major.
+ */
+#ifndef KILN_OPS_GEMM_H
+#define KILN_OPS_GEMM_H
+
+#include "core/context.h"
+#include "kiln/kiln.h"
+
+/* The problem in row-major terms. */
+struct kiln_gemm_problem {
+    int trans_a, trans_b, f16;
+    size_t m, n, k, batch;
+    size_t lda, ldb, ldc;
+    size_t stride_a, stride_b, stride_c;
+    int swapped; /* A and B exchanged from the caller's column-major problem */
+};
+
+/* Operands of one execution, already in the problem's (row-major) order. */
+struct kiln_gemm_args {
+    float alpha, beta;
+    void *a, *b, *c; /* backend buffer handles */
+    size_t off_a, off_b, off_c;
+};
+
+struct kiln_gemm_family;
+
+struct kiln_gemm_plan {
+    kiln_context *ctx;
+    struct kiln_gemm_problem p;
+    const struct kiln_gemm_family *family;
+    kiln_gemm_plan_info info;
+    struct kiln_kernel *kernels[3];
+    kiln_buffer *workspace[2];
+    size_t dims[3][3]; /* per-kernel launch geometry, family-defined */
+    size_t aux[2];     /* family-defined values fixed at planning */
+};
+
+/* A kernel family: prepare builds kernels and sizes the workspace (filling
+   info.kernel, info.params, info.workspace_bytes); execute queues the work
+   and, if asked, returns the backend event of its last launch. */
+struct kiln_gemm_family {
+    const char *name;
+    kiln_gemm_algo algo;
+    kiln_status (*prepare)(struct kiln_gemm_plan *plan);
+    kiln_status (*execute)(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
+};
+
+extern const struct kiln_gemm_family kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast;
+
+/* Compiler options of a GEMM kernel: the profile's gemm parameters plus the
+   problem's transposes and storage type. */
+kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, char *buf, size_t size);
+
+/* An integer gemm parameter of the plan's profile. */
+kiln_status kiln_gemm_param(const struct kiln_gemm_plan *plan, const char *key, long *value);
+
+/* Allocate workspace buffer `slot` of `bytes` (freed with the plan). */
+kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t bytes);
+
+static inline size_t kiln_div_up(size_t a, size_t b) { return (a + b - 1) / b; }
+
+#endif /* KILN_OPS_GEMM_H */

@@ -1,0 +1,98 @@
+/*
+ * The CPU GEMM family (cl/gemm/gemm_f32_cpu.cl): pack A and B into zero-padded
+ * panels of MR rows and NR columns, then one MR x NR register tile per
+ * work-item over the whole K. An operand with batch stride 0 is packed once.
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/diag.h"
+#include "ops/gemm.h"
+
+#define SOURCE "gemm/gemm_f32_cpu.cl"
+
+enum { PACK_A, PACK_B, MICRO };
+
+static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    long mr, nr, vw;
+    char options[1024];
+    kiln_status st;
+    if ((st = kiln_gemm_param(plan, "cpu_mr", &mr)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, "cpu_nr", &nr)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, "cpu_vw", &vw)) != KILN_SUCCESS ||
+        (st = kiln_gemm_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        return st;
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "gemm_f32_cpu_%ldx%ld", mr, nr);
+    snprintf(plan->info.params, sizeof plan->info.params, "MR=%ld NR=%ld VW=%ld", mr, nr, vw);
+    static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
+    for (int i = 0; i < 3; i++)
+        if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, names[i], &plan->kernels[i])) != KILN_SUCCESS)
+            return st;
+
+    size_t panels_m = kiln_div_up(p->m, (size_t)mr), panels_n = kiln_div_up(p->n, (size_t)nr);
+    size_t batch_a = p->stride_a ? p->batch : 1, batch_b = p->stride_b ? p->batch : 1;
+    size_t geometry[3][3] = {{p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {panels_n, panels_m, p->batch}};
+    for (int i = 0; i < 3; i++)
+        for (int d = 0; d < 3; d++)
+            plan->dims[i][d] = geometry[i][d];
+    /* Floats between batch items' panels; 0 for an operand packed once. */
+    size_t span_a = panels_m * (size_t)mr * p->k, span_b = panels_n * (size_t)nr * p->k;
+    plan->aux[0] = p->stride_a ? span_a : 0;
+    plan->aux[1] = p->stride_b ? span_b : 0;
+    if ((st = kiln_gemm_workspace(plan, 0, batch_a * span_a * sizeof(float))) != KILN_SUCCESS)
+        return st;
+    return kiln_gemm_workspace(plan, 1, batch_b * span_b * sizeof(float));
+}
+
+static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    /* Kernel int and ulong arguments. */
+    const int32_t m = (int32_t)p->m, n = (int32_t)p->n, k = (int32_t)p->k, ldc = (int32_t)p->ldc;
+    /* Element strides of opA(i, k) and opB(k, j) in the stored matrices. */
+    const uint64_t a_ri = p->trans_a ? 1 : p->lda, a_rk = p->trans_a ? p->lda : 1;
+    const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
+    const uint64_t off_a = x->off_a, off_b = x->off_b, off_c = x->off_c;
+    const uint64_t stride_a = p->stride_a, stride_b = p->stride_b, stride_c = p->stride_c;
+    const uint64_t span_a = plan->aux[0], span_b = plan->aux[1];
+    void *ap = plan->workspace[0]->handle, *bp = plan->workspace[1]->handle;
+
+    const struct kiln_arg pack_a[] = {
+        {KILN_ARG_SCALAR, sizeof m, &m},         {KILN_ARG_SCALAR, sizeof k, &k},
+        {KILN_ARG_BUFFER, 0, x->a},              {KILN_ARG_SCALAR, sizeof off_a, &off_a},
+        {KILN_ARG_SCALAR, sizeof a_ri, &a_ri},   {KILN_ARG_SCALAR, sizeof a_rk, &a_rk},
+        {KILN_ARG_SCALAR, sizeof stride_a, &stride_a}, {KILN_ARG_BUFFER, 0, ap},
+    };
+    const struct kiln_arg pack_b[] = {
+        {KILN_ARG_SCALAR, sizeof n, &n},         {KILN_ARG_SCALAR, sizeof k, &k},
+        {KILN_ARG_BUFFER, 0, x->b},              {KILN_ARG_SCALAR, sizeof off_b, &off_b},
+        {KILN_ARG_SCALAR, sizeof b_rk, &b_rk},   {KILN_ARG_SCALAR, sizeof b_rj, &b_rj},
+        {KILN_ARG_SCALAR, sizeof stride_b, &stride_b}, {KILN_ARG_BUFFER, 0, bp},
+    };
+    const struct kiln_arg micro[] = {
+        {KILN_ARG_SCALAR, sizeof m, &m},
+        {KILN_ARG_SCALAR, sizeof n, &n},
+        {KILN_ARG_SCALAR, sizeof k, &k},
+        {KILN_ARG_SCALAR, sizeof x->alpha, &x->alpha},
+        {KILN_ARG_SCALAR, sizeof x->beta, &x->beta},
+        {KILN_ARG_BUFFER, 0, ap},
+        {KILN_ARG_SCALAR, sizeof span_a, &span_a},
+        {KILN_ARG_BUFFER, 0, bp},
+        {KILN_ARG_SCALAR, sizeof span_b, &span_b},
+        {KILN_ARG_BUFFER, 0, x->c},
+        {KILN_ARG_SCALAR, sizeof off_c, &off_c},
+        {KILN_ARG_SCALAR, sizeof ldc, &ldc},
+        {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
+    };
+    static const size_t one[3] = {1, 1, 1};
+    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_A], pack_a, 8, 3, plan->dims[PACK_A], NULL, NULL);
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_B], pack_b, 8, 3, plan->dims[PACK_B], NULL, NULL);
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[MICRO], micro, 13, 3, plan->dims[MICRO], one, event);
+    return st;
+}
+
+const struct kiln_gemm_family kiln_gemm_cpu = {"cpu", KILN_GEMM_CPU, cpu_prepare, cpu_execute};

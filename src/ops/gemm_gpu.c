@@ -1,0 +1,81 @@
+/*
+ * The GPU-style GEMM families, which share one kernel interface
+ * (cl/gemm/gemm_f32_tiled.cl, cl/gemm/gemm_f32_direct.cl): the kernels read
+ * A, B and C in place with their leading dimensions, offsets and batch
+ * strides and handle edge tiles themselves, so no workspace is needed.
+ *   tiled:  MWG x NWG tiles staged in local memory, MDIMC x NDIMC work-items;
+ *   direct: WGD x WGD tiles, MDIMCD x NDIMCD work-items, for small problems.
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/diag.h"
+#include "ops/gemm.h"
+
+/* Launch geometry from three profile parameters: the tile edge along M and N
+   and the work-group shape. dims[0] is the global size, dims[1] the local. */
+static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, const char *kernel, const char *tile_m,
+                           const char *tile_n, const char *wg_m, const char *wg_n)
+{
+    long tm, tn, dm, dn;
+    char options[1024];
+    kiln_status st;
+    if ((st = kiln_gemm_param(plan, tile_m, &tm)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, tile_n, &tn)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, wg_m, &dm)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, wg_n, &dn)) != KILN_SUCCESS ||
+        (st = kiln_gemm_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        return st;
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
+    snprintf(plan->info.params, sizeof plan->info.params, "tile %ldx%ld, work-group %ldx%ld", tm, tn, dm, dn);
+    const struct kiln_gemm_problem *p = &plan->p;
+    plan->dims[0][0] = kiln_div_up(p->n, (size_t)tn) * (size_t)dn;
+    plan->dims[0][1] = kiln_div_up(p->m, (size_t)tm) * (size_t)dm;
+    plan->dims[0][2] = p->batch;
+    plan->dims[1][0] = (size_t)dn;
+    plan->dims[1][1] = (size_t)dm;
+    plan->dims[1][2] = 1;
+    return kiln_kernel_get(plan->ctx, source, options, kernel, &plan->kernels[0]);
+}
+
+static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
+{
+    return prepare(plan, "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", "mwg", "nwg", "mdimc", "ndimc");
+}
+
+static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
+{
+    return prepare(plan, "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "mdimcd", "ndimcd");
+}
+
+static kiln_status gpu_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    const int32_t m = (int32_t)p->m, n = (int32_t)p->n, k = (int32_t)p->k;
+    const int32_t lda = (int32_t)p->lda, ldb = (int32_t)p->ldb, ldc = (int32_t)p->ldc;
+    const uint64_t off_a = x->off_a, off_b = x->off_b, off_c = x->off_c;
+    const uint64_t stride_a = p->stride_a, stride_b = p->stride_b, stride_c = p->stride_c;
+    const struct kiln_arg args[] = {
+        {KILN_ARG_SCALAR, sizeof m, &m},
+        {KILN_ARG_SCALAR, sizeof n, &n},
+        {KILN_ARG_SCALAR, sizeof k, &k},
+        {KILN_ARG_SCALAR, sizeof x->alpha, &x->alpha},
+        {KILN_ARG_SCALAR, sizeof x->beta, &x->beta},
+        {KILN_ARG_BUFFER, 0, x->a},
+        {KILN_ARG_SCALAR, sizeof off_a, &off_a},
+        {KILN_ARG_SCALAR, sizeof lda, &lda},
+        {KILN_ARG_SCALAR, sizeof stride_a, &stride_a},
+        {KILN_ARG_BUFFER, 0, x->b},
+        {KILN_ARG_SCALAR, sizeof off_b, &off_b},
+        {KILN_ARG_SCALAR, sizeof ldb, &ldb},
+        {KILN_ARG_SCALAR, sizeof stride_b, &stride_b},
+        {KILN_ARG_BUFFER, 0, x->c},
+        {KILN_ARG_SCALAR, sizeof off_c, &off_c},
+        {KILN_ARG_SCALAR, sizeof ldc, &ldc},
+        {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
+    };
+    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], event);
+}
+
+const struct kiln_gemm_family kiln_gemm_tiled = {"tiled", KILN_GEMM_TILED, tiled_prepare, gpu_execute};
+const struct kiln_gemm_family kiln_gemm_direct = {"direct", KILN_GEMM_DIRECT, direct_prepare, gpu_execute};

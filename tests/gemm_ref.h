@@ -1,0 +1,289 @@
+/*
+ * The plain-C GEMM oracle and the host side of a GEMM test case, shared by
+ * test_gemm.c and test_gemm_conformance.c. Header-only (static functions)
+ * because tests/CMakeLists.txt builds each test_*.c with test_util.c alone.
+ *
+ * A case owns one device buffer per operand, sized exactly for its offset,
+ * leading dimension, strides and batch (BLAS convention: the last stored line
+ * of the last item ends at its last element). Every position of a buffer that
+ * is not an element of the matrix (offset prefix, leading-dimension padding,
+ * gaps between batch items) holds NaN, so a kernel that reads it shows NaN in
+ * C, and C's non-element positions must come back bit for bit unchanged.
+ */
+#ifndef KILN_TEST_GEMM_REF_H
+#define KILN_TEST_GEMM_REF_H
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+enum { GR_A, GR_B, GR_C };
+
+/* One operand as stored: op(X) is rows x cols. */
+struct gr_operand {
+    size_t rows, cols, ld, stride;
+    int rowwise; /* op(X)(r, c) at r * ld + c; otherwise at c * ld + r */
+};
+
+static inline struct gr_operand gr_operand_of(const kiln_gemm_desc *d, int which)
+{
+    struct gr_operand op;
+    kiln_transpose t = which == GR_A ? d->trans_a : which == GR_B ? d->trans_b : KILN_NO_TRANS;
+    op.rows = which == GR_B ? d->k : d->m;
+    op.cols = which == GR_A ? d->k : d->n;
+    op.ld = which == GR_A ? d->lda : which == GR_B ? d->ldb : d->ldc;
+    op.stride = which == GR_A ? d->stride_a : which == GR_B ? d->stride_b : d->stride_c;
+    op.rowwise = (d->layout == KILN_ROW_MAJOR) != (t == KILN_TRANS);
+    return op;
+}
+
+static inline size_t gr_at(const struct gr_operand *op, size_t r, size_t c)
+{
+    return op->rowwise ? r * op->ld + c : c * op->ld + r;
+}
+
+/* Smallest leading dimension and tight batch stride of an operand. */
+static inline size_t gr_tight_ld(const struct gr_operand *op) { return op->rowwise ? op->cols : op->rows; }
+static inline size_t gr_tight_stride(const struct gr_operand *op)
+{
+    return (op->rowwise ? op->rows : op->cols) * op->ld;
+}
+
+/* Elements from an operand's offset to its last element, over the batch. */
+static inline size_t gr_extent(const kiln_gemm_desc *d, int which)
+{
+    struct gr_operand op = gr_operand_of(d, which);
+    return (d->batch - 1) * op.stride + gr_at(&op, op.rows - 1, op.cols - 1) + 1;
+}
+
+static inline size_t gr_elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
+
+/* fp32 -> fp16, round to nearest even, NaN and overflow kept. */
+static inline uint16_t gr_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (a >= 0x477ff000u) /* 65520 and above round to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    uint32_t e = a >> 23, mant = (a & 0x7fffffu) | 0x800000u, shift, h;
+    if (e >= 113) { /* normal half: drop 13 mantissa bits */
+        shift = 13;
+        h = ((e - 112) << 10) | ((a & 0x7fffffu) >> 13);
+    } else { /* subnormal half: units of 2^-24 */
+        shift = 126 - e;
+        if (shift > 24)
+            return (uint16_t)sign;
+        h = mant >> shift;
+    }
+    uint32_t rem = (shift == 13 ? a : mant) & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1)))
+        h++; /* a carry into the exponent is the correct rounding */
+    return (uint16_t)(sign | h);
+}
+
+static inline float gr_from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    if (e == 0) {
+        float v = (float)mant * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    x = sign | (e == 31 ? 0x7f800000u | (mant << 13) : ((e + 112) << 23) | (mant << 13));
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/*
+ * Error bound of one element of C.
+ * - Each product a*b rounds once (u = 2^-24 relative) and each of the K - 1
+ *   additions at most once more, in whatever order or blocking the kernel sums
+ *   in: |error| <= K * u * sum|a||b| (Higham's gamma_K to first order). We
+ *   allow 4u (2^-22) per term: twice for FMA-versus-separate rounding and
+ *   split-K partial sums, twice for the final scaling by alpha and the add of
+ *   beta * c0, which round relative to values no larger than this sum.
+ * - beta * c0 rounds once and its share of the final add once: 2u = 2^-23.
+ * - FLT_MIN: a kernel may flush denormal intermediates to zero.
+ * - fp16 storage: the inputs are rounded to fp16 before the reference sees
+ *   them, so only the output's rounding to fp16 is added, half an ulp of 11
+ *   significant bits (2^-11 relative), or half the smallest subnormal (2^-25).
+ */
+static inline double gr_bound(size_t k, double alpha, double abs_sum, double beta, double c0, kiln_dtype dtype,
+                              double ref)
+{
+    double b = (double)k * 0x1p-22 * fabs(alpha) * abs_sum + (beta != 0.0 ? fabs(beta * c0) * 0x1p-23 : 0.0) +
+               FLT_MIN;
+    if (dtype == KILN_F16)
+        b += (fabs(ref) + b) * 0x1p-11 + 0x1p-25;
+    return b;
+}
+
+/* Host values and device buffers of one case. */
+struct gr_case {
+    kiln_gemm_desc desc;
+    size_t off[3], len[3]; /* element offset and buffer length in elements */
+    float *val[3];         /* value at every position (NaN outside the matrix) */
+    unsigned char *raw[3]; /* bytes uploaded */
+    unsigned char *is_c;   /* 1 where an element of C lives */
+    kiln_buffer *buf[3];
+};
+
+/* Allocate buffers for `desc` with the given element offsets; `slack` more
+   elements past the end of each (0 for an exact fit). */
+static inline void gr_case_init(struct gr_case *t, kiln_context *ctx, const kiln_gemm_desc *desc, size_t off_a,
+                                size_t off_b, size_t off_c, size_t slack)
+{
+    memset(t, 0, sizeof *t);
+    t->desc = *desc;
+    t->off[GR_A] = off_a, t->off[GR_B] = off_b, t->off[GR_C] = off_c;
+    const size_t es = gr_elem_size(desc->dtype);
+    for (int w = GR_A; w <= GR_C; w++) {
+        t->len[w] = t->off[w] + gr_extent(desc, w) + slack;
+        t->val[w] = malloc(t->len[w] * sizeof(float));
+        t->raw[w] = malloc(t->len[w] * es);
+        assert_non_null(t->val[w]);
+        assert_non_null(t->raw[w]);
+        kt_assert_status(kiln_buffer_create(ctx, t->len[w] * es, &t->buf[w]), KILN_SUCCESS);
+    }
+    t->is_c = calloc(t->len[GR_C], 1);
+    assert_non_null(t->is_c);
+    struct gr_operand c = gr_operand_of(desc, GR_C);
+    for (size_t bi = 0; bi < desc->batch; bi++)
+        for (size_t i = 0; i < desc->m; i++)
+            for (size_t j = 0; j < desc->n; j++)
+                t->is_c[off_c + bi * c.stride + gr_at(&c, i, j)] = 1;
+}
+
+static inline void gr_case_free(struct gr_case *t)
+{
+    for (int w = GR_A; w <= GR_C; w++) {
+        kiln_buffer_destroy(t->buf[w]);
+        free(t->val[w]);
+        free(t->raw[w]);
+    }
+    free(t->is_c);
+}
+
+static inline void gr_upload(struct gr_case *t, int w)
+{
+    const size_t n = t->len[w];
+    if (t->desc.dtype == KILN_F16) {
+        uint16_t *h = (uint16_t *)(void *)t->raw[w];
+        for (size_t i = 0; i < n; i++)
+            h[i] = gr_to_half(t->val[w][i]);
+    } else {
+        memcpy(t->raw[w], t->val[w], n * sizeof(float));
+    }
+    kt_assert_status(kiln_buffer_write(t->buf[w], 0, n * gr_elem_size(t->desc.dtype), t->raw[w]), KILN_SUCCESS);
+}
+
+/* Fresh uniform values in [-1, 1) at every element of A and B, and of C unless
+   `nan_c` (then C's elements are NaN too, for beta = 0); NaN elsewhere. With
+   fp16 the values are rounded to fp16 so the reference sees what is stored. */
+static inline void gr_case_fill(struct gr_case *t, int nan_c, uint64_t *seed)
+{
+    const kiln_gemm_desc *d = &t->desc;
+    for (int w = GR_A; w <= GR_C; w++) {
+        struct gr_operand op = gr_operand_of(d, w);
+        float *v = t->val[w];
+        for (size_t i = 0; i < t->len[w]; i++)
+            v[i] = NAN;
+        if (w == GR_C && nan_c) {
+            gr_upload(t, w);
+            continue;
+        }
+        float *line = malloc(op.cols * sizeof *line);
+        assert_non_null(line);
+        for (size_t bi = 0; bi < d->batch; bi++)
+            for (size_t r = 0; r < op.rows; r++) {
+                kt_fill_uniform(line, op.cols, -1.0f, 1.0f, seed);
+                for (size_t c = 0; c < op.cols; c++) {
+                    float x = d->dtype == KILN_F16 ? gr_from_half(gr_to_half(line[c])) : line[c];
+                    v[t->off[w] + bi * op.stride + gr_at(&op, r, c)] = x;
+                }
+            }
+        free(line);
+        gr_upload(t, w);
+    }
+}
+
+static inline kiln_status gr_case_execute(struct gr_case *t, kiln_gemm_plan *plan, float alpha, float beta,
+                                          kiln_event **event)
+{
+    return kiln_gemm_plan_execute(plan, alpha, t->buf[GR_A], t->off[GR_A], t->buf[GR_B], t->off[GR_B], beta,
+                                  t->buf[GR_C], t->off[GR_C], event);
+}
+
+static inline float gr_stored(const struct gr_case *t, const unsigned char *raw, size_t i)
+{
+    if (t->desc.dtype == KILN_F16) {
+        uint16_t h;
+        memcpy(&h, raw + 2 * i, sizeof h);
+        return gr_from_half(h);
+    }
+    float f;
+    memcpy(&f, raw + 4 * i, sizeof f);
+    return f;
+}
+
+/* Read A, B and C back after C = alpha * op(A) op(B) + beta * C ran on the
+   filled case: every element of C within gr_bound() of the double-precision
+   reference, everything else in all three buffers bit for bit as uploaded. */
+static inline void gr_case_check(const struct gr_case *t, float alpha, float beta)
+{
+    const kiln_gemm_desc *d = &t->desc;
+    const size_t es = gr_elem_size(d->dtype);
+    unsigned char *got = malloc(t->len[GR_C] * es);
+    assert_non_null(got);
+    for (int w = GR_A; w <= GR_B; w++) {
+        unsigned char *back = malloc(t->len[w] * es);
+        assert_non_null(back);
+        kt_assert_status(kiln_buffer_read(t->buf[w], 0, t->len[w] * es, back), KILN_SUCCESS);
+        if (memcmp(back, t->raw[w], t->len[w] * es) != 0)
+            fail_msg("input %c was modified", w == GR_A ? 'A' : 'B');
+        free(back);
+    }
+    kt_assert_status(kiln_buffer_read(t->buf[GR_C], 0, t->len[GR_C] * es, got), KILN_SUCCESS);
+
+    size_t bad = 0;
+    for (size_t i = 0; i < t->len[GR_C]; i++)
+        if (!t->is_c[i] && memcmp(got + i * es, t->raw[GR_C] + i * es, es) != 0 && bad++ < 5)
+            print_error("C position %zu outside the matrix was written: %g\n", i, (double)gr_stored(t, got, i));
+    if (bad)
+        fail_msg("%zu positions of C outside the matrix were written", bad);
+
+    struct gr_operand a = gr_operand_of(d, GR_A), b = gr_operand_of(d, GR_B), c = gr_operand_of(d, GR_C);
+    for (size_t bi = 0; bi < d->batch; bi++)
+        for (size_t i = 0; i < d->m; i++)
+            for (size_t j = 0; j < d->n; j++) {
+                const float *pa = t->val[GR_A] + t->off[GR_A] + bi * a.stride;
+                const float *pb = t->val[GR_B] + t->off[GR_B] + bi * b.stride;
+                double sum = 0.0, abs_sum = 0.0;
+                for (size_t p = 0; p < d->k; p++) {
+                    double prod = (double)pa[gr_at(&a, i, p)] * (double)pb[gr_at(&b, p, j)];
+                    sum += prod;
+                    abs_sum += fabs(prod);
+                }
+                size_t at = t->off[GR_C] + bi * c.stride + gr_at(&c, i, j);
+                double c0 = t->val[GR_C][at];
+                double ref = (double)alpha * sum + (beta != 0.0f ? (double)beta * c0 : 0.0);
+                double bound = gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, ref);
+                double v = gr_stored(t, got, at), err = fabs(v - ref);
+                if (!(err <= bound) && bad++ < 5)
+                    print_error("batch %zu C(%zu,%zu) = %.9g, reference %.9g, error %.3g > bound %.3g\n", bi, i,
+                                j, v, ref, err, bound);
+            }
+    free(got);
+    if (bad)
+        fail_msg("%zu of %zu elements of C wrong (alpha %g, beta %g)", bad, d->batch * d->m * d->n, (double)alpha,
+                 (double)beta);
+}
+
+#endif /* KILN_TEST_GEMM_REF_H */
