@@ -12,7 +12,9 @@
  *    NR columns (Bp[panel][k][NR]). Rows and columns past M and N are zero,
  *    so the micro-kernel never tests bounds while accumulating.
  * 2. gemm_f32_cpu_micro: one work-item per MR x NR tile of C (dimension 0 runs
- *    over column panels, 1 over row panels, 2 over batch items). Per k it
+ *    over row panels, 1 over column panels, 2 over batch items: work-items
+ *    next to each other share a B panel, which stays in L2 while the small A
+ *    panels stream past; for a skinny M this reads B once). Per k it
  *    loads NR/VW vectors of B and broadcasts MR values of A into MR * NR/VW
  *    vector accumulators: with MR = 6, NR = 32, VW = 16 that is 12 of the 32
  *    AVX-512 registers, 12 FMAs per 2 vector loads and 6 broadcasts. Panels
@@ -80,14 +82,14 @@ __kernel void gemm_f32_cpu_pack_b(const int N, const int K, __global const KILN_
         dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
 }
 
-/* Global size (ceil(N/NR), ceil(M/MR), batch). panel_a / panel_b are the
+/* Global size (ceil(M/MR), ceil(N/NR), batch). panel_a / panel_b are the
    distances between batch items' packed panels (0 when an operand is shared). */
 __kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
                                  __global const float *Ap, const ulong panel_a, __global const float *Bp,
                                  const ulong panel_b, __global KILN_STORAGE *C, const ulong off_c, const int ldc,
                                  const ulong stride_c)
 {
-    const int jt = get_global_id(0), it = get_global_id(1), b = get_global_id(2);
+    const int it = get_global_id(0), jt = get_global_id(1), b = get_global_id(2);
     const __global float *a = Ap + b * panel_a + (size_t)it * K * MR;
     const __global float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
 

@@ -33,7 +33,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 
     size_t panels_m = kiln_div_up(p->m, (size_t)mr), panels_n = kiln_div_up(p->n, (size_t)nr);
     size_t batch_a = p->stride_a ? p->batch : 1, batch_b = p->stride_b ? p->batch : 1;
-    size_t geometry[3][3] = {{p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {panels_n, panels_m, p->batch}};
+    size_t geometry[3][3] = {{p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {panels_m, panels_n, p->batch}};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 3; d++)
             plan->dims[i][d] = geometry[i][d];
