@@ -30,15 +30,19 @@ struct bench_timing {
  */
 int bench_measure(int (*fn)(void *arg), void *arg, int warmup, int reps, double budget_ms, struct bench_timing *out);
 
+/* Open the default device (KILN_DEVICE selects another) and describe it;
+   on failure prints why, prefixed with "kiln-bench <command>", and returns 1. */
+int bench_open_context(const char *command, kiln_context **ctx, kiln_device_info *device);
+
 /* ---- GEMM: shared by kiln-bench gemm and kiln-bench quick ---- */
 
 /* How one GEMM case is measured. */
 struct bench_gemm_options {
-    int warmup;                         /* untimed runs first (>= 1: first calls compile) */
-    int reps;                           /* kiln's timed runs; 0: by budget_ms */
-    int peer_reps[BENCH_PEER_COUNT];    /* each peer's; 0: by budget_ms */
-    double budget_ms;                   /* time to spend per library when reps are 0 */
-    unsigned peers;                     /* peers to measure: bits 1u << enum bench_peer */
+    int warmup;                      /* untimed runs first (>= 1: first calls compile) */
+    int reps;                        /* kiln's timed runs; 0: by budget_ms */
+    int peer_reps[BENCH_PEER_COUNT]; /* each peer's; 0: by budget_ms */
+    double budget_ms;                /* time to spend per library when reps are 0 */
+    unsigned peers;                  /* peers to measure: bits 1u << enum bench_peer */
 };
 
 enum bench_state { BENCH_NOT_REQUESTED = 0, BENCH_NOT_BUILT, BENCH_FAILED, BENCH_MEASURED };
@@ -46,8 +50,8 @@ enum bench_state { BENCH_NOT_REQUESTED = 0, BENCH_NOT_BUILT, BENCH_FAILED, BENCH
 /* One library's measurement of one GEMM. */
 struct bench_gemm_result {
     enum bench_state state;
-    char algo[64];       /* what ran: kiln's family, or the peer's routine */
-    char error[256];     /* why it failed (BENCH_FAILED) */
+    char algo[64];   /* what ran: kiln's family, or the peer's routine */
+    char error[256]; /* why it failed (BENCH_FAILED) */
     double median_ms, gflops, max_rel_err;
     int reps;
 };
@@ -59,6 +63,10 @@ struct bench_gemm_report {
     unsigned long long builds; /* programs compiled from source by the plan */
     struct bench_gemm_result kiln, peers[BENCH_PEER_COUNT];
 };
+
+/* kiln_gemm_desc_init() for a batch of `batch` tightly packed problems. */
+void bench_gemm_desc(kiln_gemm_desc *desc, kiln_layout layout, kiln_transpose trans_a, kiln_transpose trans_b, size_t m,
+                     size_t n, size_t k, size_t batch);
 
 /*
  * Measure `desc` (alpha 1, beta 0) on kiln and the requested peers, on the

@@ -16,10 +16,7 @@
 
 static const char *const peer_names[BENCH_PEER_COUNT] = {"clblast", "openblas"};
 
-const char *bench_peer_name(enum bench_peer peer)
-{
-    return peer < BENCH_PEER_COUNT ? peer_names[peer] : "?";
-}
+const char *bench_peer_name(enum bench_peer peer) { return peer < BENCH_PEER_COUNT ? peer_names[peer] : "?"; }
 
 int bench_peer_built(enum bench_peer peer)
 {
@@ -37,10 +34,7 @@ int bench_peer_built(enum bench_peer peer)
     }
 }
 
-int bench_peer_on_device(enum bench_peer peer)
-{
-    return peer == BENCH_PEER_CLBLAST;
-}
+int bench_peer_on_device(enum bench_peer peer) { return peer == BENCH_PEER_CLBLAST; }
 
 int bench_peer_parse(const char *list, unsigned *mask)
 {
@@ -82,24 +76,26 @@ int bench_peer_threads(enum bench_peer peer)
     return 0;
 }
 
-void bench_peer_describe(enum bench_peer peer, char *buf, size_t size)
+void bench_peer_print_config(FILE *out, unsigned mask)
 {
-    if (!bench_peer_built(peer))
-        snprintf(buf, size, "%s: not built", bench_peer_name(peer));
-    else if (peer == BENCH_PEER_CLBLAST)
-        snprintf(buf, size, "clblast: on kiln's OpenCL queue");
+    for (int p = 0; p < BENCH_PEER_COUNT; p++) {
+        if (!(mask >> p & 1u))
+            continue;
+        if (!bench_peer_built((enum bench_peer)p))
+            fprintf(out, "%s: not built\n", peer_names[p]);
+        else if (p == BENCH_PEER_CLBLAST)
+            fprintf(out, "clblast: on kiln's OpenCL queue and buffers\n");
 #ifdef KILN_BENCH_WITH_OPENBLAS
-    else
-        snprintf(buf, size, "openblas: %s, %d threads", openblas_get_config(), openblas_get_num_threads());
+        else
+            fprintf(out, "openblas: %s, %d threads\n", openblas_get_config(), openblas_get_num_threads());
 #endif
+    }
 }
 
 #ifdef KILN_BENCH_WITH_OPENBLAS
-static int openblas_gemm(const struct bench_peer_gemm *g, char *err, size_t err_size)
+static void openblas_gemm(const struct bench_peer_gemm *g)
 {
     const kiln_gemm_desc *d = g->desc;
-    (void)err;
-    (void)err_size;
     /* Batch items one after another: OpenBLAS 0.3.21 has no batched SGEMM. */
     for (size_t i = 0; i < d->batch; i++)
         cblas_sgemm(d->layout == KILN_COL_MAJOR ? CblasColMajor : CblasRowMajor,
@@ -107,7 +103,6 @@ static int openblas_gemm(const struct bench_peer_gemm *g, char *err, size_t err_
                     d->trans_b == KILN_TRANS ? CblasTrans : CblasNoTrans, (blasint)d->m, (blasint)d->n, (blasint)d->k,
                     1.0f, g->a + i * d->stride_a, (blasint)d->lda, g->b + i * d->stride_b, (blasint)d->ldb, 0.0f,
                     g->c + i * d->stride_c, (blasint)d->ldc);
-    return 0;
 }
 #endif
 
@@ -149,9 +144,11 @@ int bench_peer_gemm(enum bench_peer peer, const struct bench_peer_gemm *g, char 
 #endif
 #ifdef KILN_BENCH_WITH_OPENBLAS
     case BENCH_PEER_OPENBLAS:
-        return openblas_gemm(g, err, err_size);
+        openblas_gemm(g);
+        return 0;
 #endif
     default:
+        (void)g;
         snprintf(err, err_size, "not built");
         return 1;
     }

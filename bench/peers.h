@@ -6,6 +6,7 @@
 #define KILN_BENCH_PEERS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "kiln/kiln_cl.h"
 
@@ -41,8 +42,9 @@ int bench_peer_parse(const char *list, unsigned *mask);
 /* The routine that runs `desc`, e.g. "cblas_sgemm x64" for a batch of 64. */
 void bench_peer_routine(enum bench_peer peer, const kiln_gemm_desc *desc, char *buf, size_t size);
 
-/* The peer's configuration as it runs here, e.g. OpenBLAS's build and core. */
-void bench_peer_describe(enum bench_peer peer, char *buf, size_t size);
+/* One line per peer in `mask` on how it runs here ("not built", OpenBLAS's
+   build, core and threads, ...). */
+void bench_peer_print_config(FILE *out, unsigned mask);
 
 /* Threads the peer computes with; 0 when not applicable or not built. */
 int bench_peer_threads(enum bench_peer peer);

@@ -8,4 +8,4 @@ tools/install-deps.sh
 cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release
 cmake --build build/release -j"$(nproc)"
 
-exec build/release/tools/kiln-info "$@"
+exec build/release/bench/kiln-bench quick "$@"
