@@ -221,7 +221,7 @@ KILN_API kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t
 /** Completion of queued work. Returned by asynchronous calls on request. */
 typedef struct kiln_event kiln_event;
 
-/** Block until the work behind `event` has finished. */
+/** Block until the work behind `event` has finished. INVALID_ARGUMENT for NULL. */
 KILN_API kiln_status kiln_event_wait(kiln_event *event);
 
 /** Release an event (the work it tracks is not affected). NULL is ignored. */
@@ -276,21 +276,30 @@ typedef struct kiln_gemm_plan kiln_gemm_plan;
 /**
  * Prepare a GEMM on a context.
  * @param out  receives a new plan, owned by the caller (kiln_gemm_plan_destroy).
- * @return KILN_ERROR_INVALID_ARGUMENT for zero sizes or batch, leading
- *         dimensions smaller than the matrix, a zero C stride with batch > 1 or
- *         overlapping C batch items; KILN_ERROR_UNSUPPORTED for an algorithm
- *         this build or device lacks; KILN_ERROR_BUILD if a kernel fails to build.
+ * Batch items of A and B may overlap or coincide (any stride, 0 included);
+ * those of C may not.
+ * @return KILN_ERROR_INVALID_ARGUMENT for NULL pointers, invalid enum values,
+ *         zero sizes or batch, leading dimensions smaller than the matrix, or
+ *         a C stride that makes batch items overlap (0 with batch > 1
+ *         included); KILN_ERROR_UNSUPPORTED for m, n, k or a leading dimension
+ *         above 2^31 - 1, for KILN_GEMM_CLBLAST in a build without CLBlast or
+ *         with fp16 (the CLBlast route is fp32 only); KILN_ERROR_BUILD if a
+ *         kernel fails to compile.
  */
 KILN_API kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan **out);
 
 /**
  * Queue the GEMM on the context's queue. A, B and C start at element offsets
  * offset_a, offset_b, offset_c of their buffers. With beta == 0, C is only
- * written, never read (NaN in C does not leak).
+ * written, never read (NaN in C does not leak). A and B are read whatever
+ * alpha is (alpha = 0 does not skip them). A buffer needs to reach only the
+ * last element of the last batch item (no padding after the last row).
  * @param event  NULL, or receives an event for the caller to wait on and destroy.
- * @return KILN_ERROR_INVALID_ARGUMENT for NULL buffers or C aliasing A or B;
- *         KILN_ERROR_OUT_OF_BOUNDS if a buffer is too small for its offset,
- *         leading dimension, strides and batch. Nothing is queued on failure.
+ * @return KILN_ERROR_INVALID_ARGUMENT for a NULL plan or buffer, a buffer of
+ *         another context, or C in the same buffer as A or B (even at a
+ *         disjoint offset); KILN_ERROR_OUT_OF_BOUNDS if a buffer is too small
+ *         for its offset, leading dimension, strides and batch. Nothing is
+ *         queued on failure.
  */
 KILN_API kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln_buffer *a, size_t offset_a,
                                             const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
@@ -307,6 +316,7 @@ typedef struct kiln_gemm_plan_info {
     size_t workspace_bytes;    /**< device memory the plan holds */
 } kiln_gemm_plan_info;
 
+/** Fill `info` with what the plan chose. INVALID_ARGUMENT for NULL pointers. */
 KILN_API kiln_status kiln_gemm_plan_describe(const kiln_gemm_plan *plan, kiln_gemm_plan_info *info);
 
 /** Release a plan (work already queued completes). NULL is ignored. */

@@ -1,0 +1,782 @@
+/*
+ * GEMM through the public API against the plain-C reference of gemm_ref.h:
+ * a shape table run over AUTO and each of the CPU, TILED and DIRECT families
+ * (one test per row and family, named by its shape), CLBlast where built,
+ * events, plan reuse, the one-shot call, and a table of bad inputs that must
+ * fail with a specific status and write nothing.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_ref.h"
+#include "kiln/kiln_cl.h"
+#include "test_util.h"
+
+#define POISON_PLAN ((kiln_gemm_plan *)(uintptr_t)0x5a5a)
+#define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
+
+static kiln_context *ctx;
+static uint64_t seed;
+
+static int group_setup(void **state)
+{
+    (void)state;
+    seed = kt_seed();
+    return kiln_context_create(NULL, &ctx) == KILN_SUCCESS ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    kiln_context_destroy(ctx);
+    return 0;
+}
+
+static const char *algo_name(kiln_gemm_algo algo)
+{
+    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast"};
+    return (unsigned)algo < sizeof names / sizeof *names ? names[algo] : "?";
+}
+
+/* The plan chose `algo` (any concrete family for AUTO) and says what it runs. */
+static void assert_plan_describes(const kiln_gemm_plan *plan, kiln_gemm_algo algo)
+{
+    kiln_gemm_plan_info info;
+    memset(&info, 0, sizeof info);
+    kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+    if (algo == KILN_GEMM_AUTO)
+        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_CLBLAST);
+    else
+        assert_int_equal(info.algo, algo);
+    assert_string_equal(info.family, algo_name(info.algo));
+    assert_true(info.kernel[0] && info.params[0] && info.profile[0] && info.reason[0]);
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    assert_string_equal(info.profile, dev.profile);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The shape table                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* One problem. Leading dimensions are the tight ones plus `pad`, batch strides
+   the tight ones plus `gap`: negative makes A or B items overlap, SHARED gives
+   stride 0, one operand for every item. */
+struct row {
+    const char *what;
+    kiln_layout layout;
+    kiln_transpose ta, tb;
+    size_t m, n, k;
+    kiln_dtype dtype;
+    size_t pad[3], off[3], batch;
+    long gap[3];
+    int all_scalars; /* run every (alpha, beta) pair of gr_case_run(), not just two */
+};
+
+#define RM KILN_ROW_MAJOR
+#define CM KILN_COL_MAJOR
+#define NO KILN_NO_TRANS
+#define TR KILN_TRANS
+#define SHARED LONG_MIN
+#define SHAPE(what_, lay, a, b, m_, n_, k_) .what = what_, .layout = lay, .ta = a, .tb = b, .m = m_, .n = n_, .k = k_
+
+/* The CPU family's micro-tile here is 6x32 with a K block of 384 (x86-64-avx512,
+   256 in generic-cpu) and an N block of 4096; the tiled family's work-group
+   tile 64x64x16 and the direct family's 32 (generic-cpu). Rows straddle all. */
+static const struct row rows[] = {
+    {SHAPE("single", RM, NO, NO, 1, 1, 1)},
+    /* K below, at and above the K tiles (16, 32, 64) at a full 64x64 tile. */
+    {SHAPE("k", RM, NO, NO, 64, 64, 1)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 5)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 16)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 31)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 32)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 33)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 64)},
+    {SHAPE("k", RM, NO, NO, 64, 64, 65)},
+    /* K around the CPU family's K blocks. */
+    {SHAPE("k-block", RM, NO, NO, 7, 33, 256)},
+    {SHAPE("k-block", RM, NO, NO, 7, 33, 257)},
+    {SHAPE("k-block", RM, NO, NO, 7, 33, 384)},
+    {SHAPE("k-block", RM, NO, NO, 7, 33, 385)},
+    {SHAPE("k-block", RM, NO, NO, 7, 33, 769)},
+    /* M and N at, below and above the micro-tile and work-group tiles. */
+    {SHAPE("mn-tile", RM, NO, NO, 6, 32, 16)},
+    {SHAPE("mn-edge", RM, NO, NO, 5, 31, 16)},
+    {SHAPE("mn-edge", RM, NO, NO, 7, 33, 16)},
+    {SHAPE("mn-tile", RM, NO, NO, 12, 64, 16)},
+    {SHAPE("mn-edge", RM, NO, NO, 63, 65, 17)},
+    {SHAPE("mn-edge", RM, NO, NO, 65, 63, 33)},
+    {SHAPE("mn-edge", RM, NO, NO, 127, 129, 31)},
+    {SHAPE("mn-edge", RM, NO, NO, 257, 7, 65)},
+    {SHAPE("mn-edge", RM, NO, NO, 7, 257, 9)},
+    {SHAPE("mn-edge", RM, NO, NO, 1031, 13, 33)},
+    {SHAPE("mn-edge", RM, NO, NO, 13, 1031, 7)},
+    {SHAPE("n-block", RM, NO, NO, 3, 4097, 5)},
+    {SHAPE("prime", RM, NO, NO, 37, 53, 41)},
+    {SHAPE("prime", RM, NO, NO, 101, 97, 103)},
+    {SHAPE("prime", RM, NO, NO, 211, 179, 13)},
+    {SHAPE("skinny", RM, NO, NO, 16, 4096, 256)},
+    {SHAPE("skinny", RM, NO, NO, 4096, 16, 64)},
+    {SHAPE("gemv", RM, NO, NO, 1, 1031, 257)},
+    {SHAPE("gemv", RM, NO, NO, 1031, 1, 257)},
+    {SHAPE("gemv", CM, TR, NO, 1, 1031, 257)},
+    {SHAPE("square", RM, NO, NO, 255, 257, 129)},
+    /* Every layout and transpose on an edge shape and a tile-ish one. */
+    {SHAPE("trans", RM, NO, NO, 37, 70, 19)},
+    {SHAPE("trans", RM, NO, TR, 37, 70, 19)},
+    {SHAPE("trans", RM, TR, NO, 37, 70, 19)},
+    {SHAPE("trans", RM, TR, TR, 37, 70, 19)},
+    {SHAPE("trans", CM, NO, NO, 37, 70, 19)},
+    {SHAPE("trans", CM, NO, TR, 37, 70, 19)},
+    {SHAPE("trans", CM, TR, NO, 37, 70, 19)},
+    {SHAPE("trans", CM, TR, TR, 37, 70, 19)},
+    {SHAPE("trans", RM, NO, NO, 65, 33, 64)},
+    {SHAPE("trans", RM, NO, TR, 65, 33, 64)},
+    {SHAPE("trans", RM, TR, NO, 65, 33, 64)},
+    {SHAPE("trans", RM, TR, TR, 65, 33, 64)},
+    {SHAPE("trans", CM, NO, NO, 65, 33, 64)},
+    {SHAPE("trans", CM, NO, TR, 65, 33, 64)},
+    {SHAPE("trans", CM, TR, NO, 65, 33, 64)},
+    {SHAPE("trans", CM, TR, TR, 65, 33, 64)},
+    /* alpha and beta: zero, negative, one, fractional. */
+    {SHAPE("scalars", RM, NO, TR, 37, 70, 19), .all_scalars = 1},
+    {SHAPE("scalars", CM, TR, NO, 64, 64, 64), .all_scalars = 1},
+    /* Odd element offsets and padded leading dimensions (padding is NaN). */
+    {SHAPE("offsets", RM, NO, NO, 37, 70, 19), .off = {1, 3, 5}},
+    {SHAPE("offsets", CM, TR, TR, 65, 33, 64), .off = {7, 1, 3}},
+    {SHAPE("ld", RM, NO, TR, 37, 70, 19), .pad = {3, 5, 7}},
+    {SHAPE("ld", CM, NO, NO, 65, 33, 64), .pad = {1, 2, 9}},
+    {SHAPE("ld-wide", RM, TR, NO, 9, 10, 11), .pad = {100, 200, 300}},
+    {SHAPE("ld+offsets", RM, TR, TR, 63, 65, 33), .pad = {5, 1, 2}, .off = {3, 1, 7}},
+    {SHAPE("ld+offsets", CM, NO, TR, 6, 32, 385), .pad = {1, 31, 3}, .off = {2, 9, 1}},
+    /* Batches: tight, with NaN gaps between items, and shared operands. */
+    {SHAPE("batch", RM, NO, NO, 37, 70, 19), .batch = 5},
+    {SHAPE("batch", RM, NO, NO, 1, 1, 1), .batch = 7},
+    {SHAPE("batch-many", CM, NO, TR, 5, 7, 3), .batch = 300, .gap = {0, SHARED, 1}},
+    {SHAPE("batch-gaps", CM, NO, TR, 23, 17, 29), .batch = 5, .gap = {3, 5, 7}, .pad = {1, 0, 2}},
+    {SHAPE("batch-gaps", RM, TR, NO, 64, 64, 16), .batch = 3, .gap = {1, 64, 17}, .off = {1, 2, 3}},
+    {SHAPE("batch-shared-a", RM, NO, NO, 33, 65, 17), .batch = 4, .gap = {SHARED, 0, 0}},
+    {SHAPE("batch-shared-b", CM, TR, NO, 33, 65, 17), .batch = 4, .gap = {0, SHARED, 0}},
+    {SHAPE("batch-shared-ab", RM, NO, TR, 7, 33, 9), .batch = 3, .gap = {SHARED, SHARED, 3}},
+    {SHAPE("batch-overlap-ab", RM, NO, NO, 7, 3, 5), .batch = 6, .gap = {-34, -14, 0}},
+    /* fp16 storage, fp32 arithmetic. */
+    {SHAPE("f16", RM, NO, NO, 1, 1, 1), .dtype = KILN_F16},
+    {SHAPE("f16", RM, NO, NO, 7, 33, 16), .dtype = KILN_F16},
+    {SHAPE("f16", RM, NO, NO, 64, 64, 64), .dtype = KILN_F16},
+    {SHAPE("f16", RM, NO, TR, 65, 63, 33), .dtype = KILN_F16},
+    {SHAPE("f16", RM, NO, NO, 7, 33, 385), .dtype = KILN_F16},
+    {SHAPE("f16", CM, TR, NO, 37, 70, 19), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
+    {SHAPE("f16", RM, TR, TR, 23, 17, 29), .dtype = KILN_F16, .batch = 3, .gap = {3, SHARED, 1}, .off = {1, 0, 1}},
+    {SHAPE("f16", RM, NO, NO, 37, 70, 19), .dtype = KILN_F16, .all_scalars = 1},
+};
+
+static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
+{
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, r->layout, r->ta, r->tb, r->m, r->n, r->k);
+    d.dtype = r->dtype;
+    d.algo = algo;
+    d.batch = r->batch ? r->batch : 1;
+    size_t *ld[3] = {&d.lda, &d.ldb, &d.ldc}, *stride[3] = {&d.stride_a, &d.stride_b, &d.stride_c};
+    for (int w = GR_A; w <= GR_C; w++) {
+        struct gr_operand op = gr_operand_of(&d, w);
+        *ld[w] = gr_tight_ld(&op) + r->pad[w];
+        op = gr_operand_of(&d, w);
+        *stride[w] = r->gap[w] == SHARED ? 0 : (size_t)((long)gr_tight_stride(&op) + r->gap[w]);
+    }
+    return d;
+}
+
+struct row_test {
+    const struct row *row;
+    kiln_gemm_algo algo;
+};
+
+/* Run a plan made for row `r` and release it. */
+static void run_row_plan(kiln_gemm_plan *plan, const kiln_gemm_desc *d, const struct row *r)
+{
+    struct gr_case t;
+    gr_case_init(&t, ctx, d, r->off[GR_A], r->off[GR_B], r->off[GR_C], 0);
+    gr_case_run(&t, plan, r->all_scalars ? GR_SCALAR_PAIRS : 2, &seed);
+    gr_case_free(&t);
+    kiln_gemm_plan_destroy(plan);
+}
+
+static void test_row(void **state)
+{
+    const struct row_test *rt = *state;
+    kiln_gemm_desc d = desc_of(rt->row, rt->algo);
+    kiln_gemm_plan *plan = NULL;
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    assert_plan_describes(plan, rt->algo);
+    run_row_plan(plan, &d, rt->row);
+}
+
+static void row_name(char *buf, size_t size, const struct row *r, kiln_gemm_algo algo)
+{
+    int n = snprintf(buf, size, "%s %s %zux%zux%zu %s-%c%c%s", algo_name(algo), r->what, r->m, r->n, r->k,
+                     r->layout == RM ? "row" : "col", r->ta == TR ? 'T' : 'N', r->tb == TR ? 'T' : 'N',
+                     r->dtype == KILN_F16 ? " f16" : "");
+    if (r->pad[0] || r->pad[1] || r->pad[2])
+        n += snprintf(buf + n, size - (size_t)n, " ld+%zu,%zu,%zu", r->pad[0], r->pad[1], r->pad[2]);
+    if (r->off[0] || r->off[1] || r->off[2])
+        n += snprintf(buf + n, size - (size_t)n, " off=%zu,%zu,%zu", r->off[0], r->off[1], r->off[2]);
+    if (r->batch) {
+        n += snprintf(buf + n, size - (size_t)n, " batch=%zu gaps", r->batch);
+        for (int w = GR_A; w <= GR_C; w++)
+            if (r->gap[w] == SHARED)
+                n += snprintf(buf + n, size - (size_t)n, "%sshared", w ? "," : "=");
+            else
+                n += snprintf(buf + n, size - (size_t)n, "%s%ld", w ? "," : "=", r->gap[w]);
+    }
+    if (r->all_scalars)
+        snprintf(buf + n, size - (size_t)n, " all-alpha-beta");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Descriptor defaults, CLBlast, events, reuse, one-shot                    */
+/* ------------------------------------------------------------------------ */
+
+static void test_desc_init_is_tight(void **state)
+{
+    (void)state;
+    for (int combo = 0; combo < 8; combo++) {
+        kiln_layout lay = combo & 4 ? CM : RM;
+        kiln_transpose ta = combo & 2 ? TR : NO, tb = combo & 1 ? TR : NO;
+        kiln_gemm_desc d;
+        memset(&d, 0xa5, sizeof d);
+        kiln_gemm_desc_init(&d, lay, ta, tb, 5, 7, 3);
+        assert_int_equal(d.layout, lay);
+        assert_int_equal(d.trans_a, ta);
+        assert_int_equal(d.trans_b, tb);
+        assert_int_equal(d.dtype, KILN_F32);
+        assert_int_equal(d.algo, KILN_GEMM_AUTO);
+        assert_int_equal(d.m, 5);
+        assert_int_equal(d.n, 7);
+        assert_int_equal(d.k, 3);
+        assert_int_equal(d.batch, 1);
+        size_t ld[3] = {d.lda, d.ldb, d.ldc}, stride[3] = {d.stride_a, d.stride_b, d.stride_c};
+        for (int w = GR_A; w <= GR_C; w++) {
+            struct gr_operand op = gr_operand_of(&d, w);
+            assert_int_equal(ld[w], gr_tight_ld(&op));
+            assert_int_equal(stride[w], gr_tight_stride(&op));
+        }
+    }
+}
+
+static void test_clblast_runs_or_is_unsupported(void **state)
+{
+    (void)state;
+    static const struct row cases[] = {
+        {SHAPE("clblast", RM, NO, NO, 37, 70, 19)},
+        {SHAPE("clblast", CM, TR, NO, 65, 33, 64), .off = {1, 2, 3}, .pad = {1, 0, 2}},
+        {SHAPE("clblast", RM, NO, TR, 23, 17, 29), .batch = 3, .gap = {3, SHARED, 1}},
+        {SHAPE("clblast", RM, TR, NO, 65, 63, 33), .dtype = KILN_F16, .off = {1, 0, 1}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_gemm_desc d = desc_of(&cases[i], KILN_GEMM_CLBLAST);
+        kiln_gemm_plan *plan = POISON_PLAN;
+        kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
+        if (st == KILN_ERROR_UNSUPPORTED) {
+            kt_assert_status(st, KILN_ERROR_UNSUPPORTED);
+            assert_ptr_equal(plan, POISON_PLAN);
+            printf("# CLBlast unsupported: %s\n", kiln_last_error_detail());
+            continue;
+        }
+        kt_assert_status(st, KILN_SUCCESS);
+        assert_plan_describes(plan, KILN_GEMM_CLBLAST);
+        run_row_plan(plan, &d, &cases[i]);
+    }
+}
+
+static void wait_and_release(kiln_event *ev)
+{
+    assert_true(ev != NULL && ev != POISON_EVENT);
+    cl_event cl = kiln_event_get_cl(ev);
+    assert_non_null(cl);
+    kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
+    cl_int status = CL_QUEUED;
+    assert_int_equal(clGetEventInfo(cl, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
+    assert_int_equal(status, CL_COMPLETE);
+    kiln_event_destroy(ev);
+}
+
+static void test_event_completes_the_work(void **state)
+{
+    (void)state;
+    static const kiln_gemm_algo algos[] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT};
+    for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, RM, NO, TR, 65, 70, 33);
+        d.algo = algos[i];
+        kiln_gemm_plan *plan = NULL;
+        kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        struct gr_case t;
+        gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
+        gr_case_fill(&t, 1, &seed);
+        kiln_event *ev = POISON_EVENT;
+        kt_assert_status(gr_case_execute(&t, plan, 1.0f, 0.0f, &ev), KILN_SUCCESS);
+        wait_and_release(ev);
+        gr_case_check(&t, 1.0f, 0.0f);
+        gr_case_free(&t);
+        kiln_gemm_plan_destroy(plan);
+    }
+}
+
+/* One plan, several buffers and offsets, executions queued back to back
+   before anything is read: each result reflects its own inputs. */
+static void test_plan_reuse_gives_fresh_results(void **state)
+{
+    (void)state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, CM, TR, NO, 37, 70, 19);
+    kiln_gemm_plan *plan = NULL;
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    struct gr_case t1, t2;
+    gr_case_init(&t1, ctx, &d, 0, 0, 0, 0);
+    gr_case_init(&t2, ctx, &d, 5, 2, 9, 3);
+    for (int round = 0; round < 3; round++) {
+        gr_case_fill(&t1, 1, &seed);
+        gr_case_fill(&t2, 0, &seed);
+        kt_assert_status(gr_case_execute(&t1, plan, 1.0f, 0.0f, NULL), KILN_SUCCESS);
+        kt_assert_status(gr_case_execute(&t2, plan, 0.5f, -1.0f, NULL), KILN_SUCCESS);
+        gr_case_check(&t1, 1.0f, 0.0f);
+        gr_case_check(&t2, 0.5f, -1.0f);
+    }
+    gr_case_free(&t1);
+    gr_case_free(&t2);
+    kiln_gemm_plan_destroy(plan);
+}
+
+static void test_one_shot(void **state)
+{
+    (void)state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, RM, TR, NO, 63, 65, 17);
+    d.dtype = KILN_F16;
+    struct gr_case t;
+    gr_case_init(&t, ctx, &d, 1, 2, 3, 0);
+    gr_case_fill(&t, 0, &seed);
+    kt_assert_status(kiln_gemm(ctx, &d, 2.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.5f, t.buf[GR_C], 3, NULL),
+                     KILN_SUCCESS);
+    gr_case_check(&t, 2.0f, 0.5f);
+    gr_case_fill(&t, 1, &seed);
+    kiln_event *ev = POISON_EVENT;
+    kt_assert_status(kiln_gemm(ctx, &d, -1.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.0f, t.buf[GR_C], 3, &ev),
+                     KILN_SUCCESS);
+    wait_and_release(ev);
+    gr_case_check(&t, -1.0f, 0.0f);
+    gr_case_free(&t);
+}
+
+/* A and B may be one buffer (even the same elements); only C must be apart. */
+static void test_a_and_b_share_a_buffer(void **state)
+{
+    (void)state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, RM, NO, TR, 33, 33, 17); /* A * A^T reads B = A */
+    struct gr_case t;
+    gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
+    gr_case_fill(&t, 1, &seed);
+    memcpy(t.val[GR_B], t.val[GR_A], t.len[GR_A] * sizeof(float));
+    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, t.buf[GR_A], 0, t.buf[GR_A], 0, 0.0f, t.buf[GR_C], 0, NULL),
+                     KILN_SUCCESS);
+    gr_upload(&t, GR_B); /* B's buffer was not used; keep it equal for the check */
+    gr_case_check(&t, 1.0f, 0.0f);
+    gr_case_free(&t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bad inputs: a specific status, a detail, nothing written                 */
+/* ------------------------------------------------------------------------ */
+
+enum field { F_NONE, F_M, F_N, F_K, F_BATCH, F_LDA, F_LDB, F_LDC, F_STRIDE_C, F_LAYOUT, F_TA, F_TB, F_DTYPE, F_ALGO };
+
+/* A descriptor rejected by plan_create (and by kiln_gemm): the base problem
+   8x6x4 (m, n, k distinct so a check of the wrong dimension shows) with up to
+   two fields changed. */
+static const struct bad_desc {
+    const char *name;
+    kiln_layout layout;
+    kiln_transpose ta, tb;
+    enum field f1;
+    size_t v1;
+    enum field f2;
+    size_t v2;
+} bad_descs[] = {
+    {"m = 0", RM, NO, NO, F_M, 0, F_NONE, 0},
+    {"n = 0", RM, NO, NO, F_N, 0, F_NONE, 0},
+    {"k = 0", CM, NO, NO, F_K, 0, F_NONE, 0},
+    {"batch = 0", RM, NO, NO, F_BATCH, 0, F_NONE, 0},
+    {"row-major A lda < k", RM, NO, NO, F_LDA, 3, F_NONE, 0},
+    {"row-major A^T lda < m", RM, TR, NO, F_LDA, 7, F_NONE, 0},
+    {"col-major A lda < m", CM, NO, NO, F_LDA, 7, F_NONE, 0},
+    {"col-major A^T lda < k", CM, TR, NO, F_LDA, 3, F_NONE, 0},
+    {"row-major B ldb < n", RM, NO, NO, F_LDB, 5, F_NONE, 0},
+    {"row-major B^T ldb < k", RM, NO, TR, F_LDB, 3, F_NONE, 0},
+    {"col-major B ldb < k", CM, NO, NO, F_LDB, 3, F_NONE, 0},
+    {"col-major B^T ldb < n", CM, NO, TR, F_LDB, 5, F_NONE, 0},
+    {"row-major ldc < n", RM, NO, NO, F_LDC, 5, F_NONE, 0},
+    {"col-major ldc < m", CM, NO, NO, F_LDC, 7, F_NONE, 0},
+    {"stride_c = 0 with batch 2", RM, NO, NO, F_BATCH, 2, F_STRIDE_C, 0},
+    {"C items overlap (stride_c = 1)", RM, NO, NO, F_BATCH, 2, F_STRIDE_C, 1},
+    {"C items overlap (stride_c = 47 < 48)", RM, NO, NO, F_BATCH, 2, F_STRIDE_C, 47},
+    {"layout = 2", RM, NO, NO, F_LAYOUT, 2, F_NONE, 0},
+    {"trans_a = 2", RM, NO, NO, F_TA, 2, F_NONE, 0},
+    {"trans_b = 7", RM, NO, NO, F_TB, 7, F_NONE, 0},
+    {"dtype = 2", RM, NO, NO, F_DTYPE, 2, F_NONE, 0},
+    {"algo = 5", RM, NO, NO, F_ALGO, 5, F_NONE, 0},
+};
+
+static void set_field(kiln_gemm_desc *d, enum field f, size_t v)
+{
+    switch (f) {
+    case F_NONE:
+        break;
+    case F_M:
+        d->m = v;
+        break;
+    case F_N:
+        d->n = v;
+        break;
+    case F_K:
+        d->k = v;
+        break;
+    case F_BATCH:
+        d->batch = v;
+        break;
+    case F_LDA:
+        d->lda = v;
+        break;
+    case F_LDB:
+        d->ldb = v;
+        break;
+    case F_LDC:
+        d->ldc = v;
+        break;
+    case F_STRIDE_C:
+        d->stride_c = v;
+        break;
+    case F_LAYOUT:
+        d->layout = (kiln_layout)v;
+        break;
+    case F_TA:
+        d->trans_a = (kiln_transpose)v;
+        break;
+    case F_TB:
+        d->trans_b = (kiln_transpose)v;
+        break;
+    case F_DTYPE:
+        d->dtype = (kiln_dtype)v;
+        break;
+    case F_ALGO:
+        d->algo = (kiln_gemm_algo)v;
+        break;
+    }
+}
+
+static kiln_buffer *poisoned_buffer(size_t floats)
+{
+    float *nan = malloc(floats * sizeof *nan);
+    assert_non_null(nan);
+    for (size_t i = 0; i < floats; i++)
+        nan[i] = NAN;
+    kiln_buffer *buf = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, floats * sizeof(float), &buf), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(buf, 0, floats * sizeof(float), nan), KILN_SUCCESS);
+    free(nan);
+    return buf;
+}
+
+static void assert_still_poisoned(const kiln_buffer *buf)
+{
+    size_t n = kiln_buffer_size(buf) / sizeof(float);
+    uint32_t *back = malloc(n * sizeof *back);
+    assert_non_null(back);
+    kt_assert_status(kiln_buffer_read(buf, 0, n * sizeof *back, back), KILN_SUCCESS);
+    float nan = NAN;
+    uint32_t nan_bits;
+    memcpy(&nan_bits, &nan, sizeof nan_bits);
+    for (size_t i = 0; i < n; i++)
+        if (back[i] != nan_bits)
+            fail_msg("element %zu of the output was written (0x%08x)", i, back[i]);
+    free(back);
+}
+
+static void test_bad_desc(void **state)
+{
+    const struct bad_desc *b = *state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, b->layout, b->ta, b->tb, 8, 6, 4);
+    set_field(&d, b->f1, b->v1);
+    set_field(&d, b->f2, b->v2);
+    kiln_gemm_plan *plan = POISON_PLAN;
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(plan, POISON_PLAN);
+    /* The one-shot call fails the same way, with buffers large enough for
+       any reading of the descriptor, and leaves C alone. */
+    kiln_buffer *a = poisoned_buffer(4096), *bb = poisoned_buffer(4096), *c = poisoned_buffer(4096);
+    kiln_event *ev = POISON_EVENT;
+    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, a, 0, bb, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(ev, POISON_EVENT);
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    assert_still_poisoned(c);
+    kiln_buffer_destroy(a), kiln_buffer_destroy(bb), kiln_buffer_destroy(c);
+}
+
+/* Execution with arguments the plan must reject. The problem is a batch of 3
+   with padded leading dimensions and gaps between items, so a bounds check
+   that forgets any of them lets one of the "one short" rows through. */
+enum bad_exec_kind {
+    X_NULL_PLAN,
+    X_NULL_A,
+    X_NULL_B,
+    X_NULL_C,
+    X_C_IS_A,
+    X_C_IS_B,
+    X_C_IN_A_DISJOINT,
+    X_SHORT_A,
+    X_SHORT_B,
+    X_SHORT_C,
+    X_OFFSET_A,
+    X_OFFSET_B,
+    X_OFFSET_C,
+    X_HUGE_OFFSET_A,
+    X_HUGE_OFFSET_C,
+};
+
+static const struct bad_exec {
+    const char *name;
+    enum bad_exec_kind kind;
+    kiln_status want;
+} bad_execs[] = {
+    {"NULL plan", X_NULL_PLAN, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL A", X_NULL_A, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL B", X_NULL_B, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL C", X_NULL_C, KILN_ERROR_INVALID_ARGUMENT},
+    {"C is A's buffer", X_C_IS_A, KILN_ERROR_INVALID_ARGUMENT},
+    {"C is B's buffer", X_C_IS_B, KILN_ERROR_INVALID_ARGUMENT},
+    {"C in A's buffer, disjoint", X_C_IN_A_DISJOINT, KILN_ERROR_INVALID_ARGUMENT},
+    {"A one element short", X_SHORT_A, KILN_ERROR_OUT_OF_BOUNDS},
+    {"B one element short", X_SHORT_B, KILN_ERROR_OUT_OF_BOUNDS},
+    {"C one element short", X_SHORT_C, KILN_ERROR_OUT_OF_BOUNDS},
+    {"offset_a one too far", X_OFFSET_A, KILN_ERROR_OUT_OF_BOUNDS},
+    {"offset_b one too far", X_OFFSET_B, KILN_ERROR_OUT_OF_BOUNDS},
+    {"offset_c one too far", X_OFFSET_C, KILN_ERROR_OUT_OF_BOUNDS},
+    {"offset_a = SIZE_MAX", X_HUGE_OFFSET_A, KILN_ERROR_OUT_OF_BOUNDS},
+    {"offset_c = SIZE_MAX / 2", X_HUGE_OFFSET_C, KILN_ERROR_OUT_OF_BOUNDS},
+};
+
+static void test_bad_exec(void **state)
+{
+    const struct bad_exec *x = *state;
+    static const struct row base = {SHAPE("bad", CM, TR, NO, 8, 6, 4), .batch = 3, .pad = {1, 2, 3}, .gap = {1, 2, 3}};
+    kiln_gemm_desc d = desc_of(&base, KILN_GEMM_CPU); /* checks common to every family */
+    size_t len[3] = {gr_extent(&d, GR_A), gr_extent(&d, GR_B), gr_extent(&d, GR_C)};
+    size_t off[3] = {0, 0, 0};
+    kiln_gemm_plan *plan = NULL;
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+
+    /* Exact-fit buffers, then the one thing the row gets wrong. */
+    switch (x->kind) {
+    case X_SHORT_A:
+        len[GR_A]--;
+        break;
+    case X_SHORT_B:
+        len[GR_B]--;
+        break;
+    case X_SHORT_C:
+        len[GR_C]--;
+        break;
+    case X_OFFSET_A:
+        off[GR_A] = 1;
+        break;
+    case X_OFFSET_B:
+        off[GR_B] = 1;
+        break;
+    case X_OFFSET_C:
+        off[GR_C] = 1;
+        break;
+    case X_HUGE_OFFSET_A:
+        off[GR_A] = SIZE_MAX;
+        break;
+    case X_HUGE_OFFSET_C:
+        off[GR_C] = SIZE_MAX / 2;
+        break;
+    case X_C_IN_A_DISJOINT:
+        len[GR_A] += len[GR_C];
+        break;
+    default:
+        break;
+    }
+    kiln_buffer *buf[3];
+    for (int w = GR_A; w <= GR_C; w++)
+        buf[w] = poisoned_buffer(len[w]);
+    const kiln_buffer *a = buf[GR_A], *b = buf[GR_B];
+    kiln_buffer *c = buf[GR_C];
+    switch (x->kind) {
+    case X_NULL_A:
+        a = NULL;
+        break;
+    case X_NULL_B:
+        b = NULL;
+        break;
+    case X_NULL_C:
+        c = NULL;
+        break;
+    case X_C_IS_A:
+        c = buf[GR_A];
+        break;
+    case X_C_IS_B:
+        c = buf[GR_B];
+        break;
+    case X_C_IN_A_DISJOINT:
+        c = buf[GR_A];
+        off[GR_C] = gr_extent(&d, GR_A);
+        break;
+    default:
+        break;
+    }
+    kiln_event *ev = POISON_EVENT;
+    kiln_gemm_plan *use = x->kind == X_NULL_PLAN ? NULL : plan;
+    kt_assert_status(kiln_gemm_plan_execute(use, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
+    assert_ptr_equal(ev, POISON_EVENT);
+    if (x->kind != X_NULL_PLAN) { /* the one-shot call checks the same */
+        kt_assert_status(kiln_gemm(ctx, &d, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
+        assert_ptr_equal(ev, POISON_EVENT);
+    }
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    for (int w = GR_A; w <= GR_C; w++) /* all NaN still: nothing ran */
+        assert_still_poisoned(buf[w]);
+    for (int w = GR_A; w <= GR_C; w++)
+        kiln_buffer_destroy(buf[w]);
+    kiln_gemm_plan_destroy(plan);
+}
+
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, RM, NO, NO, 8, 6, 4);
+    kiln_gemm_plan *plan = POISON_PLAN;
+    kt_assert_status(kiln_gemm_plan_create(NULL, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(plan, POISON_PLAN);
+    kt_assert_status(kiln_gemm_plan_create(ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(plan, POISON_PLAN);
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
+
+    kiln_buffer *a = poisoned_buffer(32), *b = poisoned_buffer(24), *c = poisoned_buffer(48);
+    kiln_event *ev = POISON_EVENT;
+    kt_assert_status(kiln_gemm(NULL, &d, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_gemm(ctx, NULL, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(ev, POISON_EVENT);
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    assert_still_poisoned(c);
+
+    kiln_gemm_plan_info info, before;
+    memset(&info, 0x3c, sizeof info);
+    before = info;
+    kt_assert_status(kiln_gemm_plan_describe(NULL, &info), KILN_ERROR_INVALID_ARGUMENT);
+    assert_memory_equal(&info, &before, sizeof info);
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_describe(plan, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_event_wait(NULL), KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(kiln_event_get_cl(NULL));
+    kiln_gemm_plan_destroy(plan);
+    kiln_gemm_plan_destroy(NULL);
+    kiln_event_destroy(NULL);
+    kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(c);
+}
+
+/* Sizes whose buffer extents overflow size_t must be refused, at planning
+   (INVALID_ARGUMENT) or at execution (OUT_OF_BOUNDS), never wrap around. */
+static void test_overflowing_sizes(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t m, n, k, lda, batch, stride_a;
+    } cases[] = {
+        {4, 4, 4, SIZE_MAX / 2, 1, 16},
+        {4, 4, 4, 4, SIZE_MAX / 8, SIZE_MAX / 4},
+        {(size_t)1 << 33, (size_t)1 << 33, 4, 4, 1, 0},
+    };
+    kiln_buffer *a = poisoned_buffer(64), *b = poisoned_buffer(64), *c = poisoned_buffer(64);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, RM, NO, NO, cases[i].m, cases[i].n, cases[i].k);
+        d.lda = cases[i].lda;
+        d.batch = cases[i].batch;
+        d.stride_a = cases[i].stride_a;
+        d.stride_c = d.batch > 1 ? 16 : d.stride_c;
+        kiln_gemm_plan *plan = POISON_PLAN;
+        kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
+        if (st != KILN_SUCCESS) {
+            if (st != KILN_ERROR_INVALID_ARGUMENT && st != KILN_ERROR_UNSUPPORTED && st != KILN_ERROR_OUT_OF_MEMORY)
+                fail_msg("case %zu: plan_create returned %s", i, kiln_status_string(st));
+            assert_true(kiln_last_error_detail()[0] != '\0');
+            assert_ptr_equal(plan, POISON_PLAN);
+            printf("# overflow case %zu refused by plan_create: %s\n", i, kiln_last_error_detail());
+            continue;
+        }
+        kiln_event *ev = POISON_EVENT;
+        kt_assert_status(kiln_gemm_plan_execute(plan, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_OUT_OF_BOUNDS);
+        assert_ptr_equal(ev, POISON_EVENT);
+        kiln_gemm_plan_destroy(plan);
+    }
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    assert_still_poisoned(c);
+    kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(c);
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define ROWS (sizeof rows / sizeof *rows)
+#define ALGOS 4
+#define BAD_DESCS (sizeof bad_descs / sizeof *bad_descs)
+#define BAD_EXECS (sizeof bad_execs / sizeof *bad_execs)
+
+int main(void)
+{
+    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT};
+    static const struct CMUnitTest fixed[] = {
+        cmocka_unit_test(test_desc_init_is_tight),
+        cmocka_unit_test(test_clblast_runs_or_is_unsupported),
+        cmocka_unit_test(test_event_completes_the_work),
+        cmocka_unit_test(test_plan_reuse_gives_fresh_results),
+        cmocka_unit_test(test_one_shot),
+        cmocka_unit_test(test_a_and_b_share_a_buffer),
+        cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_overflowing_sizes),
+    };
+    enum { FIXED = sizeof fixed / sizeof *fixed, TOTAL = FIXED + ROWS * ALGOS + BAD_DESCS + BAD_EXECS };
+    static struct CMUnitTest tests[TOTAL];
+    static struct row_test row_tests[ROWS * ALGOS];
+    static char names[TOTAL][160];
+    gr_skip_pocl_specialization();
+    size_t t = 0;
+    for (size_t i = 0; i < FIXED; i++)
+        tests[t++] = fixed[i];
+    for (size_t a = 0; a < ALGOS; a++)
+        for (size_t i = 0; i < ROWS; i++) {
+            struct row_test *rt = &row_tests[a * ROWS + i];
+            rt->row = &rows[i];
+            rt->algo = algos[a];
+            row_name(names[t], sizeof names[t], &rows[i], algos[a]);
+            tests[t] = (struct CMUnitTest){names[t], test_row, NULL, NULL, rt};
+            t++;
+        }
+    for (size_t i = 0; i < BAD_DESCS; i++) {
+        snprintf(names[t], sizeof names[t], "bad desc: %s", bad_descs[i].name);
+        tests[t] = (struct CMUnitTest){names[t], test_bad_desc, NULL, NULL, (void *)&bad_descs[i]};
+        t++;
+    }
+    for (size_t i = 0; i < BAD_EXECS; i++) {
+        snprintf(names[t], sizeof names[t], "bad execute: %s", bad_execs[i].name);
+        tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
+        t++;
+    }
+    return _cmocka_run_group_tests("gemm", tests, t, group_setup, group_teardown);
+}
