@@ -60,13 +60,6 @@ static inline size_t gr_extent(const kiln_gemm_desc *d, int which)
     return (d->batch - 1) * op.stride + gr_at(&op, op.rows - 1, op.cols - 1) + 1;
 }
 
-/* POCL compiles each kernel again for every work-group geometry it is launched
-   with unless told not to; the GEMM tests launch every kernel at many
-   geometries, and on a cold POCL cache that doubles their runtime (test_gemm
-   65 s -> 32 s, test_gemm_conformance 73 s -> 42 s on the 2-core POCL test machine).
-   The generic work-group code computes the same results. Call before the
-   first OpenCL call; a value set by the caller is kept. */
-static inline void gr_skip_pocl_specialization(void) { setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0); }
 
 static inline size_t gr_elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
 

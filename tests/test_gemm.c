@@ -755,7 +755,6 @@ int main(void)
     static struct CMUnitTest tests[TOTAL];
     static struct row_test row_tests[ROWS * ALGOS];
     static char names[TOTAL][160];
-    gr_skip_pocl_specialization();
     size_t t = 0;
     for (size_t i = 0; i < FIXED; i++)
         tests[t++] = fixed[i];

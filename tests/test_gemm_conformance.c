@@ -69,7 +69,6 @@ static void test_profile(void **state)
 
 int main(void)
 {
-    gr_skip_pocl_specialization();
     seed = kt_seed();
     struct kiln_profile_set *set = NULL;
     if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {

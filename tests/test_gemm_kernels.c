@@ -1,0 +1,223 @@
+/*
+ * Profile conformance of the tiled and direct GEMM kernels
+ * (cl/gemm/gemm_f32_tiled.cl, cl/gemm/gemm_f32_direct.cl), below the plan
+ * code: for every shipped non-abstract profile, a context forced to it builds
+ * both kernels with its parameters and launches them with their documented
+ * geometry over a shape table built around the profile's own tile sizes,
+ * checked element by element against the plain-C reference of gemm_ref.h
+ * (double accumulation; its error bound gr_bound() grows with K and says
+ * why), with NaN in C for beta = 0 and around every matrix, so reads outside
+ * A and B and writes outside C show. One test per profile, so a failure names
+ * the profile; the teardown names the family, shape, transposes and storage.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/context.h"
+#include "gemm_ref.h"
+#include "jit/program_cache.h"
+#include "profiles/profile.h"
+#include "test_util.h"
+
+static uint64_t seed;
+/* The case running, named by the teardown if a check fails inside it. */
+static char current[256];
+
+/* A kernel family: its source, and the profile keys of its tile edges (M, N,
+   K step) and work-group shape (M, N). */
+static const struct family {
+    const char *name, *source, *kernel;
+    const char *tile_m, *tile_n, *tile_k, *wg_m, *wg_n;
+} families[] = {
+    {"tiled", "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", "mwg", "nwg", "kwg", "mdimc", "ndimc"},
+    {"direct", "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "wgd", "mdimcd", "ndimcd"},
+};
+
+/* A shape relative to the family's tile: m = tm * tile_m + m, and so on. pad
+   is both the extra elements per stored line and each operand's element
+   offset; strides leave pad elements between batch items. fp32 rows run all
+   four transpose combinations; fp16 rows run A and B as stored. */
+static const struct shape {
+    int tm, m, tn, n, tk, k;
+    size_t pad, batch;
+    int shared_b;
+    float alpha, beta;
+    kiln_dtype dtype;
+    const char *what;
+} shapes[] = {
+    {0, 1, 0, 1, 0, 1, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "1x1x1"},
+    {0, 7, 0, 63, 0, 65, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "partial tiles"},
+    {0, 7, 0, 63, 0, 65, 0, 1, 0, 0.0f, -1.0f, KILN_F32, "alpha = 0: C = beta * C"},
+    {1, 0, 1, 0, 0, 64, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "one whole tile (vector stores of C)"},
+    {2, 0, 1, 0, 2, 0, 16, 1, 0, 0.75f, -1.5f, KILN_F32, "whole tiles, ld and offsets +16, beta != 0"},
+    {0, 127, 0, 257, 0, 31, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "primes"},
+    {0, 19, 0, 33, 1, -1, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "K one short of the K step"},
+    {0, 19, 0, 33, 1, 0, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "K equal to the K step"},
+    {0, 19, 0, 33, 1, 1, 0, 1, 0, 1.0f, 0.0f, KILN_F32, "K one past the K step"},
+    {1, 5, 1, 7, 0, 37, 5, 1, 0, 1.5f, 0.5f, KILN_F32, "ld and offsets +5 (unaligned interior), beta != 0"},
+    {1, 0, 1, 0, 1, 3, 0, 3, 1, 1.0f, 0.0f, KILN_F32, "batch 3 sharing B (stride 0)"},
+    {0, 19, 0, 33, 0, 21, 3, 2, 0, 1.0f, 0.5f, KILN_F32, "batch 2, gaps between items, beta != 0"},
+    {0, 127, 0, 257, 0, 31, 0, 1, 0, 1.0f, 0.0f, KILN_F16, "primes"},
+    {1, 0, 1, 0, 2, 0, 0, 1, 0, 0.5f, 2.0f, KILN_F16, "one whole tile, beta != 0"},
+    {1, 5, 1, 7, 0, 37, 5, 1, 0, 1.5f, 0.5f, KILN_F16, "ld and offsets +5, beta != 0"},
+};
+
+static long param(const kiln_context *ctx, const char *key)
+{
+    long v = 0;
+    kt_assert_status(kiln_profile_get_int(ctx->profile, "gemm", key, &v), KILN_SUCCESS);
+    return v;
+}
+
+static size_t extent(int tiles, long tile, int add)
+{
+    long v = tiles * tile + add;
+    return v < 1 ? 1 : (size_t)v;
+}
+
+/* The description of shape s with the given transposes: row-major, lines
+   `pad` longer than needed, batch items `pad` apart. */
+static kiln_gemm_desc describe(const struct shape *s, size_t m, size_t n, size_t k, int ta, int tb)
+{
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, ta ? KILN_TRANS : KILN_NO_TRANS, tb ? KILN_TRANS : KILN_NO_TRANS, m, n, k);
+    d.dtype = s->dtype;
+    d.batch = s->batch;
+    d.lda += s->pad;
+    d.ldb += s->pad;
+    d.ldc += s->pad;
+    d.stride_a = (ta ? k : m) * d.lda + s->pad;
+    d.stride_b = s->shared_b ? 0 : (tb ? n : k) * d.ldb + s->pad;
+    d.stride_c = m * d.ldc + s->pad;
+    return d;
+}
+
+/* Build family f for the case's transposes and storage and launch it on t. */
+static void launch(kiln_context *ctx, const struct family *f, const char *defines, struct gr_case *t, float alpha,
+                   float beta)
+{
+    const kiln_gemm_desc *d = &t->desc;
+    char options[2048];
+    snprintf(options, sizeof options, "%s -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d", defines,
+             d->trans_a == KILN_TRANS, d->trans_b == KILN_TRANS, d->dtype == KILN_F16);
+    struct kiln_kernel *kernel = NULL;
+    kt_assert_status(kiln_kernel_get(ctx, f->source, options, f->kernel, &kernel), KILN_SUCCESS);
+
+    const size_t tm = (size_t)param(ctx, f->tile_m), tn = (size_t)param(ctx, f->tile_n);
+    const size_t local[3] = {(size_t)param(ctx, f->wg_n), (size_t)param(ctx, f->wg_m), 1};
+    const size_t global[3] = {(d->n + tn - 1) / tn * local[0], (d->m + tm - 1) / tm * local[1], d->batch};
+    const int32_t m = (int32_t)d->m, n = (int32_t)d->n, k = (int32_t)d->k;
+    const int32_t lda = (int32_t)d->lda, ldb = (int32_t)d->ldb, ldc = (int32_t)d->ldc;
+    const uint64_t off_a = t->off[GR_A], off_b = t->off[GR_B], off_c = t->off[GR_C];
+    const uint64_t stride_a = d->stride_a, stride_b = d->stride_b, stride_c = d->stride_c;
+    const struct kiln_arg args[] = {
+        {KILN_ARG_SCALAR, sizeof m, &m},
+        {KILN_ARG_SCALAR, sizeof n, &n},
+        {KILN_ARG_SCALAR, sizeof k, &k},
+        {KILN_ARG_SCALAR, sizeof alpha, &alpha},
+        {KILN_ARG_SCALAR, sizeof beta, &beta},
+        {KILN_ARG_BUFFER, 0, t->buf[GR_A]->handle},
+        {KILN_ARG_SCALAR, sizeof off_a, &off_a},
+        {KILN_ARG_SCALAR, sizeof lda, &lda},
+        {KILN_ARG_SCALAR, sizeof stride_a, &stride_a},
+        {KILN_ARG_BUFFER, 0, t->buf[GR_B]->handle},
+        {KILN_ARG_SCALAR, sizeof off_b, &off_b},
+        {KILN_ARG_SCALAR, sizeof ldb, &ldb},
+        {KILN_ARG_SCALAR, sizeof stride_b, &stride_b},
+        {KILN_ARG_BUFFER, 0, t->buf[GR_C]->handle},
+        {KILN_ARG_SCALAR, sizeof off_c, &off_c},
+        {KILN_ARG_SCALAR, sizeof ldc, &ldc},
+        {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
+    };
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, sizeof args / sizeof *args, 3, global, local, NULL),
+                     KILN_SUCCESS);
+}
+
+static void test_profile(void **state)
+{
+    const char *name = *state;
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile = name;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    assert_string_equal(kiln_profile_name(ctx->profile), name);
+    char defines[1536];
+    kt_assert_status(kiln_profile_defines(ctx->profile, "gemm", defines, sizeof defines), KILN_SUCCESS);
+
+    const clock_t start = clock();
+    unsigned runs = 0;
+    for (size_t fi = 0; fi < sizeof families / sizeof *families; fi++) {
+        const struct family *f = &families[fi];
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            const struct shape *s = &shapes[si];
+            const size_t m = extent(s->tm, param(ctx, f->tile_m), s->m);
+            const size_t n = extent(s->tn, param(ctx, f->tile_n), s->n);
+            const size_t k = extent(s->tk, param(ctx, f->tile_k), s->k);
+            for (int trans = 0; trans < (s->dtype == KILN_F32 ? 4 : 1); trans++) {
+                const int ta = trans >> 1, tb = trans & 1;
+                snprintf(current, sizeof current, "%s %zux%zux%zu %c%c %s batch %zu (%s)", f->name, m, n, k,
+                         ta ? 'T' : 'N', tb ? 'T' : 'N', s->dtype == KILN_F16 ? "f16" : "f32", s->batch, s->what);
+                const kiln_gemm_desc d = describe(s, m, n, k, ta, tb);
+                struct gr_case t;
+                gr_case_init(&t, ctx, &d, s->pad, s->pad, s->pad, 0);
+                gr_case_fill(&t, s->beta == 0.0f, &seed);
+                launch(ctx, f, defines, &t, s->alpha, s->beta);
+                gr_case_check(&t, s->alpha, s->beta);
+                gr_case_free(&t);
+                current[0] = '\0';
+                runs++;
+            }
+        }
+    }
+    print_message("# %s: %u cases in %.2f s of CPU time\n", name, runs, (double)(clock() - start) / CLOCKS_PER_SEC);
+    kiln_context_destroy(ctx);
+}
+
+static int report_failed_case(void **state)
+{
+    (void)state;
+    if (current[0])
+        print_error("failed case: %s\n", current);
+    current[0] = '\0';
+    return 0;
+}
+
+/* Every embedded profile validates, so none drops out of the tests below. */
+static void test_profiles_load_cleanly(void **state)
+{
+    const struct kiln_profile_set *set = *state;
+    assert_string_equal(kiln_profile_set_warnings(set), "");
+}
+
+int main(void)
+{
+    seed = kt_seed();
+    struct kiln_profile_set *set = NULL;
+    if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {
+        fprintf(stderr, "cannot load the embedded profiles: %s\n", kiln_last_error_detail());
+        return 1;
+    }
+    const size_t count = kiln_profile_set_count(set);
+    struct CMUnitTest *tests = calloc(count + 1, sizeof *tests);
+    char(*names)[96] = calloc(count + 1, sizeof *names);
+    if (!tests || !names)
+        return 1;
+    tests[0] = (struct CMUnitTest){"profiles load cleanly", test_profiles_load_cleanly, NULL, NULL, set};
+    size_t n = 1;
+    for (size_t i = 0; i < count; i++) {
+        const struct kiln_profile *p = kiln_profile_set_at(set, i);
+        if (kiln_profile_is_abstract(p))
+            continue;
+        snprintf(names[n], sizeof names[n], "profile %s", kiln_profile_name(p));
+        tests[n] = (struct CMUnitTest){names[n], test_profile, NULL, report_failed_case, (void *)kiln_profile_name(p)};
+        n++;
+    }
+    int failed = _cmocka_run_group_tests("gemm_kernels", tests, n, NULL, NULL);
+    free(tests);
+    free(names);
+    kiln_profile_set_free(set);
+    return failed;
+}
