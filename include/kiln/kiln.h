@@ -332,4 +332,6 @@ KILN_API kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, fl
 }
 #endif
 
+#include "kiln_nn.h"
+
 #endif /* KILN_KILN_H */

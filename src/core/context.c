@@ -286,6 +286,13 @@ void kiln_context_destroy(kiln_context *ctx)
             kiln_program_cache_release(&ctx->cache, ctx->backend);
         ctx->backend->close(ctx->dev);
     }
+    while (ctx->memo) {
+        struct kiln_memo *next = ctx->memo->next;
+        free(ctx->memo->key);
+        free(ctx->memo->value);
+        free(ctx->memo);
+        ctx->memo = next;
+    }
     kiln_profile_set_free(ctx->profiles);
     free(ctx);
 }

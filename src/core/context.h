@@ -21,6 +21,13 @@ struct kiln_context {
     char profile_reason[256];
     struct kiln_program_cache cache;
     int cache_ready;                     /* cache initialised (its lock exists) */
+    struct kiln_memo *memo;              /* choices made by timing (conv find); under cache.lock */
+};
+
+/* A remembered choice: key -> value strings, newest first. */
+struct kiln_memo {
+    char *key, *value;
+    struct kiln_memo *next;
 };
 
 struct kiln_buffer {

@@ -1,0 +1,167 @@
+/*
+ * Implicit-GEMM convolution for OpenCL on CPUs.
+ *
+ * GEMM view, per group: Y[k][pixel] = sum_kk W[k][kk] * X[kk][pixel], with
+ * M = output channels of the group, N = output pixels n*P*Q, K = kk over the
+ * filter volume C/groups * R * S in the weights' own order ((c, r, s) for
+ * KCRS, (r, s, c) for KRSC). X is the im2col matrix, never stored in global
+ * memory: each work-group gathers the K x NR panel of its NR pixels into
+ * local memory once (padding reads as zero) and reuses it for every block of
+ * MR output channels, with the same MR x NR vector register tile as the CPU
+ * GEMM (cl/gemm/gemm_f32_cpu.cl). The epilogue (alpha, residual, bias,
+ * activation) is applied before the only store of y.
+ *
+ * conv_f32_igemm_pack_w: weights into zero-padded panels of MR filters,
+ *   kk-major inside a panel: Wp[g][panel][kk][MR]. Global (KK, panels, groups).
+ * conv_f32_igemm: global (ceil(N*P*Q / NR), groups), local (1, 1); the local
+ *   buffer holds KK * NR floats.
+ *
+ * Defines: KILN_GEMM_CPU_MR/NR/VW (the GEMM register tile), KILN_NHWC,
+ * KILN_F16, and the epilogue switches of common/epilogue.h.
+ */
+#include "common/epilogue.h"
+#include "common/storage.h"
+
+#define MR KILN_GEMM_CPU_MR
+#define NR KILN_GEMM_CPU_NR
+#define VW KILN_GEMM_CPU_VW
+#define NV (NR / VW)
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC CAT(float, VW)
+#define VLOAD CAT(vload, VW)
+#define VSTORE CAT(vstore, VW)
+
+/* Shape of the problem, passed as one struct-free argument list. */
+#define SHAPE_ARGS                                                                                                   \
+    const int N, const int C, const int H, const int W, const int K, const int R, const int S, const int P,        \
+        const int Q, const int stride_h, const int stride_w, const int pad_top, const int pad_left, const int dil_h, \
+        const int dil_w, const int groups
+
+__kernel void conv_f32_igemm_pack_w(const int kg, const int kk_count, __global const KILN_STORAGE *w,
+                                    __global float *wp)
+{
+    const int kk = get_global_id(0), panel = get_global_id(1), g = get_global_id(2);
+    if (kk >= kk_count)
+        return;
+    __global float *dst = wp + ((size_t)g * get_global_size(1) + panel) * (size_t)kk_count * MR + (size_t)kk * MR;
+#pragma unroll
+    for (int i = 0; i < MR; i++) {
+        const int f = panel * MR + i;
+        dst[i] = f < kg ? KILN_LOAD(w, (size_t)(g * kg + f) * kk_count + kk) : 0.0f;
+    }
+}
+
+/* Offset of x[n][c][h][w] in either layout. */
+inline size_t x_at(int n, int c, int h, int w, int C, int H, int W)
+{
+#if KILN_NHWC
+    return (((size_t)n * H + h) * W + w) * C + c;
+#else
+    return (((size_t)n * C + c) * H + h) * W + w;
+#endif
+}
+
+/* Offset of an output element (channel k of pixel pix = (n*P + p)*Q + q). */
+inline size_t y_at(int pix, int k, int K, int PQ)
+{
+#if KILN_NHWC
+    return (size_t)pix * K + k;
+#else
+    const int n = pix / PQ;
+    return ((size_t)n * K + k) * PQ + (pix - n * PQ);
+#endif
+}
+
+__kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, const float slope,
+                             __global const KILN_STORAGE *x, __global const float *wp, __global const float *bias,
+                             __global const KILN_STORAGE *z, __global KILN_STORAGE *y, __local float *panel)
+{
+    const int tile = get_global_id(0), g = get_global_id(1);
+    const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;
+    const int kk_count = cg * R * S;
+    const int pix0 = tile * NR;
+
+    /* Where each of the tile's pixels starts reading (top-left tap). */
+    int img[NR], h0[NR], w0[NR];
+    for (int j = 0; j < NR; j++) {
+        const int pix = min(pix0 + j, pixels - 1);
+        const int n = pix / PQ, pq = pix - n * PQ, p = pq / Q, q = pq - p * Q;
+        img[j] = n;
+        h0[j] = p * stride_h - pad_top;
+        w0[j] = q * stride_w - pad_left;
+    }
+
+    /* Gather the implicit im2col panel: row kk holds the NR pixels' inputs. */
+    int kk = 0;
+#if KILN_NHWC
+    for (int r = 0; r < R; r++)
+        for (int s = 0; s < S; s++)
+            for (int c = 0; c < cg; c++, kk++)
+#else
+    for (int c = 0; c < cg; c++)
+        for (int r = 0; r < R; r++)
+            for (int s = 0; s < S; s++, kk++)
+#endif
+            {
+                const int ch = g * cg + c;
+                for (int j = 0; j < NR; j++) {
+                    const int h = h0[j] + r * dil_h, w = w0[j] + s * dil_w;
+                    const bool inside = (uint)h < (uint)H && (uint)w < (uint)W;
+                    panel[kk * NR + j] = inside ? KILN_LOAD(x, x_at(img[j], ch, h, w, C, H, W)) : 0.0f;
+                }
+            }
+
+    const int panels = (kg + MR - 1) / MR;
+    const bool full = pix0 + NR <= pixels;
+    for (int mt = 0; mt < panels; mt++) {
+        const __global float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
+        VEC acc[MR][NV];
+#pragma unroll
+        for (int i = 0; i < MR; i++)
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = 0.0f;
+        for (int t = 0; t < kk_count; t++) {
+            VEC bv[NV];
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                bv[v] = VLOAD(v, panel + t * NR);
+#pragma unroll
+            for (int i = 0; i < MR; i++) {
+                const VEC ai = (VEC)(a[t * MR + i]);
+#pragma unroll
+                for (int v = 0; v < NV; v++)
+                    acc[i][v] = fma(ai, bv[v], acc[i][v]);
+            }
+        }
+
+        /* Epilogue and the only store. */
+        for (int i = 0; i < MR; i++) {
+            const int kl = mt * MR + i;
+            if (kl >= kg)
+                break;
+            const int k = g * kg + kl;
+#if KILN_HAS_BIAS
+            const float b = bias[k];
+#else
+            const float b = 0.0f;
+#endif
+            float lane[NR];
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                VSTORE(acc[i][v], v, lane);
+            for (int j = 0; j < NR; j++) {
+                if (!full && pix0 + j >= pixels)
+                    break;
+                const size_t at = y_at(pix0 + j, k, K, PQ);
+                float r = alpha * lane[j];
+#if KILN_HAS_Z
+                r = fma(beta, KILN_LOAD(z, at), r);
+#endif
+                KILN_STORE(kiln_activate(r + b, slope), y, at);
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+/*
+ * 2-D convolution: validate a descriptor, choose an algorithm (the caller's,
+ * the profile's heuristic, or the fastest one timed in benchmark mode and
+ * remembered in memory and in a find database on disk), and run it.
+ */
+#include "ops/conv2d.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/diag.h"
+#include "profiles/profile.h"
+
+void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_tensor_layout layout, size_t n, size_t c, size_t h, size_t w,
+                           size_t k, size_t r, size_t s)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->layout = layout;
+    desc->dtype = KILN_F32;
+    desc->n = n, desc->c = c, desc->h = h, desc->w = w;
+    desc->k = k, desc->r = r, desc->s = s;
+    desc->stride_h = desc->stride_w = 1;
+    desc->dilation_h = desc->dilation_w = 1;
+    desc->groups = 1;
+    desc->alpha = 1.0f;
+    desc->activation = KILN_ACT_NONE;
+    desc->leaky_slope = 0.01f;
+    desc->algo = KILN_CONV_AUTO;
+}
+
+/* One spatial dimension: output size, or 0 with a detail on failure. */
+static size_t out_dim(const char *axis, size_t in, size_t f, size_t stride, size_t dil, size_t pad0, size_t pad1)
+{
+    size_t extent = dil * (f - 1) + 1;
+    if (pad0 >= extent || pad1 >= extent) {
+        kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: %s padding %zu/%zu must be smaller than the filter extent %zu",
+                   axis, pad0, pad1, extent);
+        return 0;
+    }
+    if (in + pad0 + pad1 < extent) {
+        kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                   "conv2d: the padded %s (%zu) is smaller than the filter extent %zu: no output pixel", axis,
+                   in + pad0 + pad1, extent);
+        return 0;
+    }
+    return (in + pad0 + pad1 - extent) / stride + 1;
+}
+
+static kiln_status validate(const kiln_conv2d_desc *d, struct kiln_conv_shape *s)
+{
+    if ((unsigned)d->layout > KILN_NHWC || (unsigned)d->dtype > KILN_F16 || (unsigned)d->activation > KILN_ACT_GELU ||
+        (unsigned)d->algo > KILN_CONV_GEMM_1X1)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: layout, dtype, activation or algo is not a valid value");
+    const size_t sizes[] = {d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->dilation_h,
+                            d->dilation_w, d->groups};
+    static const char *const names[] = {"n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "dilation_h",
+                                        "dilation_w", "groups"};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        if (sizes[i] == 0)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: %s must be at least 1", names[i]);
+        if (sizes[i] > INT_MAX / 4)
+            return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s = %zu is too large", names[i], sizes[i]);
+    }
+    if (d->c % d->groups || d->k % d->groups)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: groups = %zu must divide c = %zu and k = %zu",
+                          d->groups, d->c, d->k);
+    memset(s, 0, sizeof *s);
+    s->d = *d;
+    s->p = out_dim("height", d->h, d->r, d->stride_h, d->dilation_h, d->pad_top, d->pad_bottom);
+    if (!s->p)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    s->q = out_dim("width", d->w, d->s, d->stride_w, d->dilation_w, d->pad_left, d->pad_right);
+    if (!s->q)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    s->yh = s->p, s->yw = s->q;
+    if (d->fused_maxpool) {
+        if (s->p < 2 || s->q < 2)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                              "conv2d: the fused 2x2 max pool needs an output of at least 2x2, not %zux%zu", s->p,
+                              s->q);
+        s->yh = s->p / 2, s->yw = s->q / 2;
+    }
+    s->cg = d->c / d->groups, s->kg = d->k / d->groups;
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_conv2d_output_size(const kiln_conv2d_desc *desc, size_t *p, size_t *q, size_t *y_h, size_t *y_w)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(desc);
+    struct kiln_conv_shape s;
+    kiln_status st = validate(desc, &s);
+    if (st != KILN_SUCCESS)
+        return st;
+    if (p)
+        *p = s.p;
+    if (q)
+        *q = s.q;
+    if (y_h)
+        *y_h = s.yh;
+    if (y_w)
+        *y_w = s.yw;
+    return KILN_SUCCESS;
+}
+
+/* The algorithms this build has, in the order `find` tries them. */
+static const struct kiln_conv_algorithm *const algorithms[] = {
+    &kiln_conv_igemm, &kiln_conv_winograd4, &kiln_conv_winograd2, &kiln_conv_gemm1x1, &kiln_conv_im2col,
+    &kiln_conv_direct,
+};
+enum { ALGORITHM_COUNT = sizeof algorithms / sizeof *algorithms };
+
+static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
+{
+    for (size_t i = 0; i < ALGORITHM_COUNT; i++)
+        if (algorithms[i] && algorithms[i]->algo == algo)
+            return algorithms[i];
+    return NULL;
+}
+
+/* An algorithm of this build that applies to the shape. */
+static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_shape *s)
+{
+    return a && !a->unsupported(s);
+}
+
+/* The profile's heuristic: depthwise and thin groups go direct, plain 1x1 to
+   GEMM, 3x3 with enough channels to Winograd, the rest to implicit GEMM. */
+static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const struct kiln_profile *profile,
+                                                   char *why, size_t why_size)
+{
+    const kiln_conv2d_desc *d = &s->d;
+    long wino_min = 64;
+    kiln_profile_get_int(profile, "conv", "wino_min_channels", &wino_min);
+    const struct kiln_conv_algorithm *pick;
+    if (s->cg < 4 && &kiln_conv_direct) {
+        pick = &kiln_conv_direct;
+        snprintf(why, why_size, "heuristic: %zu channels per group (depthwise or thin groups)", s->cg);
+    } else if (usable(&kiln_conv_gemm1x1, s)) {
+        pick = &kiln_conv_gemm1x1;
+        snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
+    } else if (usable(&kiln_conv_winograd4, s) && d->c >= (size_t)wino_min && d->k >= (size_t)wino_min) {
+        pick = &kiln_conv_winograd4;
+        snprintf(why, why_size, "heuristic: 3x3 stride 1 with c, k >= wino_min_channels %ld", wino_min);
+    } else if (usable(&kiln_conv_igemm, s)) {
+        pick = &kiln_conv_igemm;
+        snprintf(why, why_size, "heuristic: implicit GEMM");
+    } else {
+        pick = &kiln_conv_direct; /* NULL-checked by the caller while direct is weak */
+        snprintf(why, why_size, "heuristic: direct (the only algorithm for this epilogue)");
+    }
+    return pick;
+}
+
+kiln_status kiln_conv_param(const struct kiln_conv2d_plan *plan, const char *key, long *value)
+{
+    return kiln_profile_get_int(plan->ctx->profile, "conv", key, value);
+}
+
+kiln_status kiln_conv_options(const struct kiln_conv2d_plan *plan, char *buf, size_t size)
+{
+    kiln_status st = kiln_profile_defines(plan->ctx->profile, "conv", buf, size);
+    if (st != KILN_SUCCESS)
+        return st;
+    const kiln_conv2d_desc *d = &plan->s.d;
+    size_t used = strlen(buf);
+    int n = snprintf(buf + used, size - used,
+                     " -DKILN_ACT=%d -DKILN_HAS_BIAS=%d -DKILN_HAS_Z=%d -DKILN_POOL=%d -DKILN_F16=%d -DKILN_NHWC=%d",
+                     (int)d->activation, d->has_bias != 0, d->beta != 0.0f, d->fused_maxpool != 0,
+                     d->dtype == KILN_F16, d->layout == KILN_NHWC);
+    if (n < 0 || (size_t)n >= size - used)
+        return kiln_error(KILN_ERROR_INTERNAL, "conv2d: compiler options longer than %zu bytes", size);
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_conv_workspace(struct kiln_conv2d_plan *plan, int slot, size_t bytes)
+{
+    kiln_status st = kiln_buffer_create(plan->ctx, bytes ? bytes : 1, &plan->workspace[slot]);
+    if (st == KILN_SUCCESS)
+        plan->info.workspace_bytes += bytes;
+    return st;
+}
+
+kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
+                             const struct kiln_conv_algorithm *algorithm, const char *reason, kiln_conv2d_plan **out)
+{
+    const char *why_not = algorithm->unsupported(s);
+    if (why_not)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
+    kiln_conv2d_plan *plan = calloc(1, sizeof *plan);
+    if (!plan)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a convolution plan");
+    plan->ctx = ctx;
+    plan->s = *s;
+    plan->algorithm = algorithm;
+    plan->info.algo = algorithm->algo;
+    snprintf(plan->info.name, sizeof plan->info.name, "%s", algorithm->name);
+    snprintf(plan->info.profile, sizeof plan->info.profile, "%s", kiln_profile_name(ctx->profile));
+    snprintf(plan->info.reason, sizeof plan->info.reason, "%s", reason);
+    kiln_status st = algorithm->prepare(plan);
+    if (st != KILN_SUCCESS) {
+        kiln_conv2d_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *desc, kiln_conv2d_plan **out)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(desc);
+    KILN_CHECK_ARG(out);
+    struct kiln_conv_shape s;
+    kiln_status st = validate(desc, &s);
+    if (st != KILN_SUCCESS)
+        return st;
+
+    char reason[160];
+    const struct kiln_conv_algorithm *algorithm;
+    if (desc->algo != KILN_CONV_AUTO) {
+        algorithm = algorithm_of(desc->algo);
+        if (!algorithm)
+            return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: algorithm %d is not implemented in this build",
+                              (int)desc->algo);
+        snprintf(reason, sizeof reason, "requested");
+    } else {
+        const char *env = getenv("KILN_FIND");
+        int find = desc->find || (env && atoi(env) > 0);
+        algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
+        if (find && (st = kiln_conv_find(ctx, &s, algorithms, ALGORITHM_COUNT, &algorithm, reason, sizeof reason)) !=
+                        KILN_SUCCESS)
+            return st;
+    }
+    st = kiln_conv_plan_with(ctx, &s, algorithm, reason, out);
+    if (st == KILN_SUCCESS)
+        kiln_log(KILN_LOG_INFO, "conv2d %zux%zux%zux%zu k%zu %zux%zu: %s (%s)", s.d.n, s.d.c, s.d.h, s.d.w, s.d.k,
+                 s.d.r, s.d.s, algorithm->name, reason);
+    return st;
+}
+
+/* The buffer must hold `elems` elements of `elem` bytes. */
+static kiln_status check_tensor(const char *name, const kiln_buffer *buf, size_t elems, size_t elem)
+{
+    if (buf->size / elem < elems)
+        return kiln_error(KILN_ERROR_OUT_OF_BOUNDS, "conv2d: %s needs %zu elements but its buffer holds %zu", name,
+                          elems, buf->size / elem);
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln_buffer *x, const kiln_buffer *w,
+                                     const kiln_buffer *bias, const kiln_buffer *z, kiln_buffer *y, kiln_event **event)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(plan);
+    KILN_CHECK_ARG(x);
+    KILN_CHECK_ARG(w);
+    KILN_CHECK_ARG(y);
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    if (!d->has_bias != !bias)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: bias must be given %s",
+                          d->has_bias ? "when has_bias is set" : "only when has_bias is set");
+    if ((d->beta != 0.0f) != (z != NULL))
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: the residual z must be given %s",
+                          d->beta != 0.0f ? "when beta != 0" : "only when beta != 0");
+    const kiln_buffer *inputs[] = {x, w, bias, z};
+    for (size_t i = 0; i < 4; i++) {
+        if (!inputs[i])
+            continue;
+        if (inputs[i]->ctx != plan->ctx || y->ctx != plan->ctx)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: a buffer belongs to another context");
+        if (inputs[i]->handle == y->handle)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: y must not be the same buffer as an input");
+    }
+    size_t elem = d->dtype == KILN_F16 ? 2 : 4;
+    kiln_status st = check_tensor("x", x, d->n * d->c * d->h * d->w, elem);
+    if (st == KILN_SUCCESS)
+        st = check_tensor("w", w, d->k * s->cg * d->r * d->s, elem);
+    if (st == KILN_SUCCESS && bias)
+        st = check_tensor("bias", bias, d->k, sizeof(float));
+    if (st == KILN_SUCCESS && z)
+        st = check_tensor("z", z, d->n * d->k * s->p * s->q, elem);
+    if (st == KILN_SUCCESS)
+        st = check_tensor("y", y, d->n * d->k * s->yh * s->yw, elem);
+    if (st != KILN_SUCCESS)
+        return st;
+
+    const struct kiln_conv_args args = {x->handle, w->handle, bias ? bias->handle : NULL, z ? z->handle : NULL,
+                                        y->handle};
+    void *handle = NULL;
+    st = plan->algorithm->execute(plan, &args, event ? &handle : NULL);
+    if (st == KILN_SUCCESS && event)
+        st = kiln_event_new(plan->ctx->backend, handle, event);
+    return st;
+}
+
+kiln_status kiln_conv2d_plan_describe(const kiln_conv2d_plan *plan, kiln_conv2d_plan_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(plan);
+    KILN_CHECK_ARG(info);
+    *info = plan->info;
+    return KILN_SUCCESS;
+}
+
+void kiln_conv2d_plan_destroy(kiln_conv2d_plan *plan)
+{
+    if (!plan)
+        return;
+    if (plan->algorithm && plan->algorithm->release)
+        plan->algorithm->release(plan);
+    for (int i = 0; i < KILN_CONV_MAX_KERNELS; i++)
+        kiln_buffer_destroy(plan->workspace[i]);
+    free(plan);
+}
+
+kiln_status kiln_conv2d(kiln_context *ctx, const kiln_conv2d_desc *desc, const kiln_buffer *x, const kiln_buffer *w,
+                        const kiln_buffer *bias, const kiln_buffer *z, kiln_buffer *y, kiln_event **event)
+{
+    kiln_conv2d_plan *plan = NULL;
+    kiln_status st = kiln_conv2d_plan_create(ctx, desc, &plan);
+    if (st == KILN_SUCCESS)
+        st = kiln_conv2d_plan_execute(plan, x, w, bias, z, y, event);
+    kiln_conv2d_plan_destroy(plan);
+    return st;
+}
+
+kiln_status kiln_fold_batchnorm(size_t k, size_t per_filter, float *weights, const float *bias, float *bias_out,
+                                const float *scale, const float *shift, const float *mean, const float *var, float eps)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(weights);
+    KILN_CHECK_ARG(bias_out);
+    KILN_CHECK_ARG(scale);
+    KILN_CHECK_ARG(shift);
+    KILN_CHECK_ARG(mean);
+    KILN_CHECK_ARG(var);
+    if (k == 0 || per_filter == 0)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_fold_batchnorm: k and per_filter must be at least 1");
+    if (!(eps >= 0.0f))
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_fold_batchnorm: eps must be >= 0");
+    for (size_t f = 0; f < k; f++)
+        if (!(var[f] + eps > 0.0f))
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_fold_batchnorm: var[%zu] + eps is not positive", f);
+    for (size_t f = 0; f < k; f++) {
+        double g = scale[f] / sqrt((double)var[f] + eps);
+        for (size_t i = 0; i < per_filter; i++)
+            weights[f * per_filter + i] = (float)(weights[f * per_filter + i] * g);
+        bias_out[f] = (float)(((bias ? bias[f] : 0.0) - mean[f]) * g + shift[f]);
+    }
+    return KILN_SUCCESS;
+}

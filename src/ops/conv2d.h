@@ -1,0 +1,85 @@
+/*
+ * Convolution planning internals shared by the operator (conv2d.c) and its
+ * algorithms (conv_igemm.c, conv_winograd.c, conv_direct.c, conv_gemm.c).
+ */
+#ifndef KILN_OPS_CONV2D_H
+#define KILN_OPS_CONV2D_H
+
+#include "core/context.h"
+#include "kiln/kiln.h"
+
+/* A validated descriptor and what follows from it. */
+struct kiln_conv_shape {
+    kiln_conv2d_desc d;
+    size_t p, q;       /* convolution output height and width */
+    size_t yh, yw;     /* stored output (after the fused pool, if any) */
+    size_t cg, kg;     /* channels and filters per group */
+};
+
+/* Operands of one execution: backend buffer handles, NULL when unused. */
+struct kiln_conv_args {
+    void *x, *w, *bias, *z, *y;
+};
+
+struct kiln_conv2d_plan;
+
+/* An algorithm. unsupported() returns NULL when it applies to the shape,
+   else a short reason ("needs a 3x3 filter"). prepare builds kernels and
+   allocates workspace, filling info.kernel, info.params; execute queues the
+   work and, if asked, returns the backend event of its last launch. */
+struct kiln_conv_algorithm {
+    const char *name;
+    kiln_conv_algo algo;
+    const char *(*unsupported)(const struct kiln_conv_shape *s);
+    kiln_status (*prepare)(struct kiln_conv2d_plan *plan);
+    kiln_status (*execute)(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *args, void **event);
+    void (*release)(struct kiln_conv2d_plan *plan); /* optional: what prepare made beyond kernels and workspace */
+};
+
+#define KILN_CONV_MAX_KERNELS 4
+
+struct kiln_conv2d_plan {
+    kiln_context *ctx;
+    struct kiln_conv_shape s;
+    const struct kiln_conv_algorithm *algorithm;
+    kiln_conv2d_plan_info info;
+    struct kiln_kernel *kernels[KILN_CONV_MAX_KERNELS];
+    size_t global[KILN_CONV_MAX_KERNELS][3], local[KILN_CONV_MAX_KERNELS][3];
+    kiln_buffer *workspace[KILN_CONV_MAX_KERNELS];
+    size_t local_bytes; /* local memory argument of the main kernel, if any */
+    void *impl;         /* algorithm-private state, freed by release */
+};
+
+extern const struct kiln_conv_algorithm kiln_conv_igemm;
+/* Algorithms still being written: weak, so a build without them links and
+   reports them as not implemented. */
+extern const struct kiln_conv_algorithm kiln_conv_winograd2 __attribute__((weak)),
+    kiln_conv_winograd4 __attribute__((weak)), kiln_conv_im2col __attribute__((weak)),
+    kiln_conv_gemm1x1 __attribute__((weak)), kiln_conv_direct __attribute__((weak));
+
+/* A prepared plan for `algorithm` (UNSUPPORTED if it does not apply). */
+kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
+                                const struct kiln_conv_algorithm *algorithm, const char *reason,
+                                kiln_conv2d_plan **out);
+
+/* Benchmark mode: time every applicable algorithm of `algorithms` once for
+   this shape and device and set *pick to the fastest; the choice is kept in
+   the context and in the find database beside the program cache, keyed by
+   device, driver, profile parameters, kernel sources and shape, so a later
+   process (or a changed kernel or profile) needs no (or a new) search. */
+kiln_status kiln_conv_find(kiln_context *ctx, const struct kiln_conv_shape *s,
+                           const struct kiln_conv_algorithm *const *algorithms, size_t count,
+                           const struct kiln_conv_algorithm **pick, char *reason, size_t reason_size);
+
+/* Compiler options of a convolution kernel: the profile's `conv` parameters
+   plus the shape's epilogue switches (KILN_ACT, KILN_HAS_BIAS, KILN_HAS_Z,
+   KILN_POOL, KILN_F16, KILN_NHWC). */
+kiln_status kiln_conv_options(const struct kiln_conv2d_plan *plan, char *buf, size_t size);
+
+/* An integer `conv` parameter of the plan's profile. */
+kiln_status kiln_conv_param(const struct kiln_conv2d_plan *plan, const char *key, long *value);
+
+/* Allocate workspace buffer `slot` of `bytes`, counted in info.workspace_bytes. */
+kiln_status kiln_conv_workspace(struct kiln_conv2d_plan *plan, int slot, size_t bytes);
+
+#endif /* KILN_OPS_CONV2D_H */

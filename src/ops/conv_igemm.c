@@ -1,0 +1,107 @@
+/*
+ * Implicit-GEMM convolution (cl/conv/conv_f32_igemm.cl): the weights are
+ * packed into MR-filter panels on each execution (they may change between
+ * calls; the pack is a few hundred KiB), then each work-group gathers the
+ * im2col panel of NR output pixels into local memory and multiplies it by
+ * every weight panel with the GEMM register tile (the profile's gemm.cpu_*).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "ops/conv2d.h"
+#include "profiles/profile.h"
+
+#define SOURCE "conv/conv_f32_igemm.cl"
+
+enum { PACK, MAIN };
+
+static const char *igemm_unsupported(const struct kiln_conv_shape *s)
+{
+    if (s->d.fused_maxpool)
+        return "the fused max pool needs the direct or a Winograd algorithm";
+    return NULL;
+}
+
+static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    long mr, nr, vw;
+    char options[2048];
+    kiln_status st;
+    const struct kiln_profile *profile = plan->ctx->profile;
+    if ((st = kiln_profile_get_int(profile, "gemm", "cpu_mr", &mr)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "gemm", "cpu_nr", &nr)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "gemm", "cpu_vw", &vw)) != KILN_SUCCESS ||
+        (st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        return st;
+    size_t used = strlen(options);
+    options[used++] = ' ';
+    if ((st = kiln_profile_defines(profile, "gemm", options + used, sizeof options - used)) != KILN_SUCCESS)
+        return st;
+
+    size_t kk = s->cg * d->r * d->s, panels = (s->kg + (size_t)mr - 1) / (size_t)mr;
+    size_t local_bytes = kk * (size_t)nr * sizeof(float);
+    if (local_bytes > plan->ctx->desc.local_mem_bytes)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d implicit-gemm: a %zu x %ld im2col panel (%zu bytes) exceeds the device's %llu bytes "
+                          "of local memory",
+                          kk, nr, local_bytes, plan->ctx->desc.local_mem_bytes);
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_%ldx%ld", mr, nr);
+    snprintf(plan->info.params, sizeof plan->info.params, "MR=%ld NR=%ld VW=%ld, im2col panel %zux%ld in local memory",
+             mr, nr, vw, kk, nr);
+    if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_igemm_pack_w", &plan->kernels[PACK])) !=
+            KILN_SUCCESS ||
+        (st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_igemm", &plan->kernels[MAIN])) != KILN_SUCCESS)
+        return st;
+    size_t pixels = d->n * s->p * s->q;
+    size_t g[2][3] = {{kk, panels, d->groups}, {(pixels + (size_t)nr - 1) / (size_t)nr, d->groups, 1}};
+    memcpy(plan->global, g, sizeof g);
+    for (int i = 0; i < 3; i++)
+        plan->local[MAIN][i] = 1;
+    plan->local_bytes = local_bytes;
+    return kiln_conv_workspace(plan, 0, d->groups * panels * (size_t)mr * kk * sizeof(float));
+}
+
+static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    const int32_t kg = (int32_t)s->kg, kk = (int32_t)(s->cg * d->r * d->s);
+    void *wp = plan->workspace[0]->handle;
+    const struct kiln_arg pack[] = {
+        {KILN_ARG_SCALAR, sizeof kg, &kg}, {KILN_ARG_SCALAR, sizeof kk, &kk}, {KILN_ARG_BUFFER, 0, x->w},
+        {KILN_ARG_BUFFER, 0, wp}};
+    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, NULL);
+    if (st != KILN_SUCCESS)
+        return st;
+
+    const int32_t shape[16] = {(int32_t)d->n,        (int32_t)d->c,        (int32_t)d->h,       (int32_t)d->w,
+                               (int32_t)d->k,        (int32_t)d->r,        (int32_t)d->s,       (int32_t)s->p,
+                               (int32_t)s->q,        (int32_t)d->stride_h, (int32_t)d->stride_w, (int32_t)d->pad_top,
+                               (int32_t)d->pad_left, (int32_t)d->dilation_h, (int32_t)d->dilation_w,
+                               (int32_t)d->groups};
+    struct kiln_arg args[16 + 9];
+    for (int i = 0; i < 16; i++)
+        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
+    /* Unused bias and z still need a buffer argument: pass y, never read. */
+    const struct kiln_arg rest[9] = {
+        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
+        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
+        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
+        {KILN_ARG_BUFFER, 0, x->x},
+        {KILN_ARG_BUFFER, 0, wp},
+        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->y},
+        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
+        {KILN_ARG_BUFFER, 0, x->y},
+        {KILN_ARG_LOCAL, plan->local_bytes, NULL},
+    };
+    memcpy(args + 16, rest, sizeof rest);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[MAIN], args, 25, 2, plan->global[MAIN], plan->local[MAIN],
+                              event);
+}
+
+const struct kiln_conv_algorithm kiln_conv_igemm = {"implicit-gemm", KILN_CONV_IMPLICIT_GEMM, igemm_unsupported,
+                                                    igemm_prepare, igemm_execute, NULL};
