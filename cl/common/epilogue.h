@@ -12,24 +12,30 @@
 #define KILN_ACT 0
 #endif
 
-inline float kiln_activate(float v, float slope)
-{
+/* Defines `T name(T v, float slope)` applying KILN_ACT, for a float or a
+   float vector type T (the conditional selects per component). */
 #if KILN_ACT == 1
-    return fmax(v, 0.0f);
+#define KILN_ACT_BODY return fmax(v, 0.0f);
 #elif KILN_ACT == 2
-    return fmin(fmax(v, 0.0f), 6.0f);
+#define KILN_ACT_BODY return fmin(fmax(v, 0.0f), 6.0f);
 #elif KILN_ACT == 3
-    return v < 0.0f ? slope * v : v;
+#define KILN_ACT_BODY return v < 0.0f ? slope * v : v;
 #elif KILN_ACT == 4
-    return 1.0f / (1.0f + exp(-v));
+#define KILN_ACT_BODY return 1.0f / (1.0f + exp(-v));
 #elif KILN_ACT == 5
-    return tanh(v);
+#define KILN_ACT_BODY return tanh(v);
 #elif KILN_ACT == 6
-    return 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+#define KILN_ACT_BODY return 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
 #else
-    (void)slope;
-    return v;
+#define KILN_ACT_BODY return v;
 #endif
-}
+#define KILN_ACTIVATION_FUNCTION(T, name) \
+    inline T name(T v, float slope)       \
+    {                                     \
+        (void)slope;                      \
+        KILN_ACT_BODY                     \
+    }
+
+KILN_ACTIVATION_FUNCTION(float, kiln_activate)
 
 #endif

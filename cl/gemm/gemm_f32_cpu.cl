@@ -24,8 +24,22 @@
  *
  * Parameters (-D): KILN_GEMM_CPU_MR, KILN_GEMM_CPU_NR, KILN_GEMM_CPU_VW
  * (NR % VW == 0), KILN_F16 for fp16 storage of A, B and C.
+ *
+ * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
+ * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds
+ * bias[off_bias + column]; KILN_EPI_Z makes beta scale z (indexed like C)
+ * instead of C, which is then never read; KILN_ACT applies an activation
+ * (common/epilogue.h) last.
  */
+#include "common/epilogue.h"
 #include "common/storage.h"
+
+#ifndef KILN_EPI_BIAS
+#define KILN_EPI_BIAS 0
+#endif
+#ifndef KILN_EPI_Z
+#define KILN_EPI_Z 0
+#endif
 
 #define MR KILN_GEMM_CPU_MR
 #define NR KILN_GEMM_CPU_NR
@@ -35,6 +49,7 @@
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define VEC CAT(float, VW)
+KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 #define VLOAD CAT(vload, VW)
 #define VSTORE CAT(vstore, VW)
 /* Vector loads and stores of the storage type. */
@@ -87,7 +102,8 @@ __kernel void gemm_f32_cpu_pack_b(const int N, const int K, __global const KILN_
 __kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
                                  __global const float *Ap, const ulong panel_a, __global const float *Bp,
                                  const ulong panel_b, __global KILN_STORAGE *C, const ulong off_c, const int ldc,
-                                 const ulong stride_c)
+                                 const ulong stride_c, __global const float *bias, const ulong off_bias,
+                                 __global const KILN_STORAGE *Z, const float slope)
 {
     const int it = get_global_id(0), jt = get_global_id(1), b = get_global_id(2);
     const __global float *a = Ap + b * panel_a + (size_t)it * K * MR;
@@ -115,17 +131,29 @@ __kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const fl
     }
 
     const int row0 = it * MR, col0 = jt * NR;
-    __global KILN_STORAGE *c = C + off_c + b * stride_c + (size_t)row0 * ldc + col0;
+    const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;
+    __global KILN_STORAGE *c = C + c0;
+#if KILN_EPI_Z
+    __global const KILN_STORAGE *addend = Z + c0; /* beta scales z; C is only written */
+#else
+    __global const KILN_STORAGE *addend = c;
+#endif
+    (void)bias, (void)off_bias, (void)Z, (void)slope;
     if (row0 + MR <= M && col0 + NR <= N) {
 #pragma unroll
         for (int i = 0; i < MR; i++)
 #pragma unroll
             for (int v = 0; v < NV; v++) {
-                __global KILN_STORAGE *p = c + (size_t)i * ldc + v * VW;
+                const size_t at = (size_t)i * ldc + v * VW;
                 VEC r = alpha * acc[i][v];
                 if (beta != 0.0f)
-                    r = fma((VEC)(beta), VLOAD_S(0, p), r);
-                VSTORE_S(r, 0, p);
+                    r = fma((VEC)(beta), VLOAD_S(0, addend + at), r);
+#if KILN_EPI_BIAS == 1
+                r += bias[off_bias + row0 + i];
+#elif KILN_EPI_BIAS == 2
+                r += VLOAD(v, bias + off_bias + col0);
+#endif
+                VSTORE_S(activate_vec(r, slope), 0, c + at);
             }
         return;
     }
@@ -137,8 +165,13 @@ __kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const fl
                 const size_t at = (size_t)i * ldc + v * VW + e;
                 float r = alpha * lane[e];
                 if (beta != 0.0f)
-                    r = fma(beta, KILN_LOAD(c, at), r);
-                KILN_STORE(r, c, at);
+                    r = fma(beta, KILN_LOAD(addend, at), r);
+#if KILN_EPI_BIAS == 1
+                r += bias[off_bias + row0 + i];
+#elif KILN_EPI_BIAS == 2
+                r += bias[off_bias + col0 + v * VW + e];
+#endif
+                KILN_STORE(kiln_activate(r, slope), c, at);
             }
         }
 }

@@ -159,8 +159,10 @@ kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, char *buf, size
     if (st != KILN_SUCCESS)
         return st;
     size_t used = strlen(buf);
-    int n = snprintf(buf + used, size - used, " -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d", plan->p.trans_a,
-                     plan->p.trans_b, plan->p.f16);
+    const struct kiln_gemm_epilogue *e = &plan->p.epi;
+    int n = snprintf(buf + used, size - used,
+                     " -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d",
+                     plan->p.trans_a, plan->p.trans_b, plan->p.f16, e->bias, e->residual, (int)e->act);
     if (n < 0 || (size_t)n >= size - used)
         return kiln_error(KILN_ERROR_INTERNAL, "gemm: compiler options longer than %zu bytes", size);
     return KILN_SUCCESS;
@@ -174,16 +176,15 @@ kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t by
     return st;
 }
 
-kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan **out)
+static kiln_status plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, const struct kiln_gemm_epilogue *epi,
+                               kiln_gemm_plan **out)
 {
-    kiln_error_clear();
-    KILN_CHECK_ARG(ctx);
-    KILN_CHECK_ARG(desc);
-    KILN_CHECK_ARG(out);
     struct kiln_gemm_problem p;
     kiln_status st = normalise(desc, &p);
     if (st != KILN_SUCCESS)
         return st;
+    if (epi)
+        p.epi = *epi;
     if (desc->algo == KILN_GEMM_CLBLAST && !kiln_gemm_clblast.prepare)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: kiln was built without CLBlast (KILN_WITH_CLBLAST)");
 
@@ -207,6 +208,28 @@ kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc,
              plan->info.params, plan->info.reason, plan->info.profile);
     *out = plan;
     return KILN_SUCCESS;
+}
+
+kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan **out)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(desc);
+    KILN_CHECK_ARG(out);
+    return plan_create(ctx, desc, NULL, out);
+}
+
+kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc *desc,
+                                        const struct kiln_gemm_epilogue *epi, kiln_gemm_plan **out)
+{
+    if (desc->layout != KILN_ROW_MAJOR || desc->algo != KILN_GEMM_CPU)
+        return kiln_error(KILN_ERROR_INTERNAL, "gemm: fused epilogues need a row-major plan on the cpu family");
+    return plan_create(ctx, desc, epi, out);
+}
+
+kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event)
+{
+    return plan->family->execute(plan, args, event);
 }
 
 /* The buffer must hold the operand's footprint past its offset. */
@@ -237,7 +260,8 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: C must not be the same buffer as A or B");
 
     const struct kiln_gemm_problem *p = &plan->p;
-    struct kiln_gemm_args args = {alpha, beta, a->handle, b->handle, c->handle, offset_a, offset_b, offset_c};
+    struct kiln_gemm_args args = {alpha, beta, a->handle, b->handle, c->handle, offset_a, offset_b, offset_c,
+                                  NULL, NULL, 0, 0.0f};
     const kiln_buffer *ra = a, *rb = b; /* the row-major problem's A and B */
     if (p->swapped) {
         args.a = b->handle, args.b = a->handle;
@@ -257,7 +281,7 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
         return st;
 
     void *handle = NULL;
-    st = plan->family->execute(plan, &args, event ? &handle : NULL);
+    st = kiln_gemm_run(plan, &args, event ? &handle : NULL);
     if (st == KILN_SUCCESS && event)
         st = kiln_event_new(plan->ctx->backend, handle, event);
     return st;

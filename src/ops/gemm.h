@@ -12,9 +12,19 @@
 #include "core/context.h"
 #include "kiln/kiln.h"
 
+/* A fused epilogue for operators that lower onto GEMM (internal; the CPU
+   family implements it): bias per row (1) or column (2) of C, beta scaling a
+   residual z indexed like C instead of C itself, then an activation. */
+struct kiln_gemm_epilogue {
+    int bias;
+    int residual;
+    kiln_activation act;
+};
+
 /* The problem in row-major terms. */
 struct kiln_gemm_problem {
     int trans_a, trans_b, f16;
+    struct kiln_gemm_epilogue epi;
     size_t m, n, k, batch;
     size_t lda, ldb, ldc;
     size_t stride_a, stride_b, stride_c;
@@ -26,6 +36,9 @@ struct kiln_gemm_args {
     float alpha, beta;
     void *a, *b, *c; /* backend buffer handles */
     size_t off_a, off_b, off_c;
+    void *bias, *z;  /* epilogue operands, NULL when unused */
+    size_t off_bias;
+    float slope;     /* leaky ReLU slope */
 };
 
 struct kiln_gemm_family;
@@ -52,6 +65,14 @@ struct kiln_gemm_family {
 };
 
 extern const struct kiln_gemm_family kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast;
+
+/* A row-major GEMM plan with a fused epilogue, always on the CPU family
+   (the only one with epilogues; it runs on any device). */
+kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc *desc,
+                                        const struct kiln_gemm_epilogue *epi, kiln_gemm_plan **out);
+
+/* Queue a plan on operands the caller has already checked. */
+kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
 
 /* Compiler options of a GEMM kernel: the profile's gemm parameters plus the
    problem's transposes and storage type. */

@@ -56,7 +56,7 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
     const uint64_t off_a = x->off_a, off_b = x->off_b, off_c = x->off_c;
     const uint64_t stride_a = p->stride_a, stride_b = p->stride_b, stride_c = p->stride_c;
-    const uint64_t span_a = plan->aux[0], span_b = plan->aux[1];
+    const uint64_t span_a = plan->aux[0], span_b = plan->aux[1], off_bias = x->off_bias;
     void *ap = plan->workspace[0]->handle, *bp = plan->workspace[1]->handle;
 
     const struct kiln_arg pack_a[] = {
@@ -85,13 +85,18 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
         {KILN_ARG_SCALAR, sizeof off_c, &off_c},
         {KILN_ARG_SCALAR, sizeof ldc, &ldc},
         {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
+        /* Epilogue operands; C stands in for the unused ones (never read). */
+        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->c},
+        {KILN_ARG_SCALAR, sizeof off_bias, &off_bias},
+        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->c},
+        {KILN_ARG_SCALAR, sizeof x->slope, &x->slope},
     };
     static const size_t one[3] = {1, 1, 1};
     kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_A], pack_a, 8, 3, plan->dims[PACK_A], NULL, NULL);
     if (st == KILN_SUCCESS)
         st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_B], pack_b, 8, 3, plan->dims[PACK_B], NULL, NULL);
     if (st == KILN_SUCCESS)
-        st = kiln_kernel_launch(plan->ctx, plan->kernels[MICRO], micro, 13, 3, plan->dims[MICRO], one, event);
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[MICRO], micro, 17, 3, plan->dims[MICRO], one, event);
     return st;
 }
 
