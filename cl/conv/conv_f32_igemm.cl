@@ -83,35 +83,52 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
     const int kk_count = cg * R * S;
     const int pix0 = tile * NR;
 
-    /* Where each of the tile's pixels starts reading (top-left tap). */
-    int img[NR], h0[NR], w0[NR];
-    for (int j = 0; j < NR; j++) {
+    /* The tile's pixels as runs within one output row: run i covers panel
+       columns seg_j[i] .. seg_j[i + 1], starting at output (img, p, q). Past
+       the last pixel, columns repeat it (their results are not stored). */
+    int seg_j[NR + 1], seg_img[NR], seg_p[NR], seg_q[NR], runs = 0;
+    for (int j = 0; j < NR;) {
         const int pix = min(pix0 + j, pixels - 1);
         const int n = pix / PQ, pq = pix - n * PQ, p = pq / Q, q = pq - p * Q;
-        img[j] = n;
-        h0[j] = p * stride_h - pad_top;
-        w0[j] = q * stride_w - pad_left;
+        const int len = pix0 + j < pixels ? min(Q - q, NR - j) : NR - j;
+        seg_j[runs] = j, seg_img[runs] = n, seg_p[runs] = p, seg_q[runs] = pix0 + j < pixels ? q : Q;
+        runs++;
+        j += len;
     }
+    seg_j[runs] = NR;
 
-    /* Gather the implicit im2col panel: row kk holds the NR pixels' inputs. */
-    int kk = 0;
+    /* Gather the implicit im2col panel: row kk holds the NR pixels' inputs,
+       kk in the weights' order. A run reads one input row: unit stride in
+       NCHW (stride 1), and channel-contiguous per pixel in NHWC. */
+    for (int i = 0; i < runs; i++) {
+        const int j0 = seg_j[i], len = seg_j[i + 1] - j0;
+        for (int r = 0; r < R; r++) {
+            const int h = seg_p[i] * stride_h - pad_top + r * dil_h;
+            const bool row_inside = (uint)h < (uint)H && seg_q[i] < Q;
+            for (int s = 0; s < S; s++) {
+                const int w0 = seg_q[i] * stride_w - pad_left + s * dil_w;
 #if KILN_NHWC
-    for (int r = 0; r < R; r++)
-        for (int s = 0; s < S; s++)
-            for (int c = 0; c < cg; c++, kk++)
-#else
-    for (int c = 0; c < cg; c++)
-        for (int r = 0; r < R; r++)
-            for (int s = 0; s < S; s++, kk++)
-#endif
-            {
-                const int ch = g * cg + c;
-                for (int j = 0; j < NR; j++) {
-                    const int h = h0[j] + r * dil_h, w = w0[j] + s * dil_w;
-                    const bool inside = (uint)h < (uint)H && (uint)w < (uint)W;
-                    panel[kk * NR + j] = inside ? KILN_LOAD(x, x_at(img[j], ch, h, w, C, H, W)) : 0.0f;
+                __local float *dst = panel + (size_t)(r * S + s) * cg * NR + j0;
+                for (int j = 0; j < len; j++) {
+                    const int w = w0 + j * stride_w;
+                    const bool inside = row_inside && (uint)w < (uint)W;
+                    const __global KILN_STORAGE *src = x + x_at(seg_img[i], g * cg, inside ? h : 0, inside ? w : 0, C, H, W);
+                    for (int c = 0; c < cg; c++)
+                        dst[c * NR + j] = inside ? KILN_LOAD(src, c) : 0.0f;
                 }
+#else
+                for (int c = 0; c < cg; c++) {
+                    __local float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
+                    const __global KILN_STORAGE *src = x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);
+                    for (int j = 0; j < len; j++) {
+                        const int w = w0 + j * stride_w;
+                        dst[j] = row_inside && (uint)w < (uint)W ? KILN_LOAD(src, w) : 0.0f;
+                    }
+                }
+#endif
             }
+        }
+    }
 
     const int panels = (kg + MR - 1) / MR;
     const bool full = pix0 + NR <= pixels;
