@@ -63,6 +63,10 @@ typedef struct kiln_conv2d_desc {
     float leaky_slope;               /**< for KILN_ACT_LEAKY_RELU */
     int fused_maxpool;               /**< non-zero: 2x2 stride-2 max pool of the result */
     kiln_conv_algo algo;
+    int constant_weights;            /**< non-zero: w holds the same values at every
+                                          execution of the plan (inference), so kiln
+                                          may pack or transform them once; passing
+                                          another weights buffer repacks */
     int find;                        /**< non-zero (or KILN_FIND=1): with AUTO, time
                                           every applicable algorithm once per shape
                                           and remember the fastest, also on disk */

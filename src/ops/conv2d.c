@@ -180,6 +180,14 @@ kiln_status kiln_conv_options(const struct kiln_conv2d_plan *plan, char *buf, si
     return KILN_SUCCESS;
 }
 
+int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)
+{
+    if (plan->s.d.constant_weights && plan->packed_from == w)
+        return 0;
+    plan->packed_from = plan->s.d.constant_weights ? w : NULL;
+    return 1;
+}
+
 kiln_status kiln_conv_workspace(struct kiln_conv2d_plan *plan, int slot, size_t bytes)
 {
     kiln_status st = kiln_buffer_create(plan->ctx, bytes ? bytes : 1, &plan->workspace[slot]);

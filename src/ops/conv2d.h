@@ -47,6 +47,8 @@ struct kiln_conv2d_plan {
     size_t global[KILN_CONV_MAX_KERNELS][3], local[KILN_CONV_MAX_KERNELS][3];
     kiln_buffer *workspace[KILN_CONV_MAX_KERNELS];
     size_t local_bytes; /* local memory argument of the main kernel, if any */
+    void *packed_from;  /* weights buffer whose packed form the workspace holds
+                           (constant_weights), else NULL */
     void *impl;         /* algorithm-private state, freed by release */
 };
 
@@ -69,6 +71,10 @@ kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape 
 kiln_status kiln_conv_find(kiln_context *ctx, const struct kiln_conv_shape *s,
                            const struct kiln_conv_algorithm *const *algorithms, size_t count,
                            const struct kiln_conv_algorithm **pick, char *reason, size_t reason_size);
+
+/* Whether the weights in `w` must be packed (again) for this execution; with
+   constant_weights, only the first time a given buffer is seen. Records `w`. */
+int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w);
 
 /* Compiler options of a convolution kernel: the profile's `conv` parameters
    plus the shape's epilogue switches (KILN_ACT, KILN_HAS_BIAS, KILN_HAS_Z,

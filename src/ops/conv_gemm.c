@@ -85,14 +85,20 @@ static kiln_status run(struct kiln_conv2d_plan *plan, const struct kiln_conv_arg
 {
     const struct lowering *l = plan->impl;
     const kiln_conv2d_desc *d = &plan->s.d;
+    /* The GEMM workspace holds one group's packed weights: reusable only
+       with a single group. */
+    int reuse = !kiln_conv_weights_stale(plan, x->w) && d->groups == 1;
     kiln_status st = KILN_SUCCESS;
     for (size_t g = 0; g < d->groups && st == KILN_SUCCESS; g++) {
         struct kiln_gemm_args a = {d->alpha,  d->beta,          l->data_is_a ? data : x->w,
                                    l->data_is_a ? x->w : data, x->y, g * l->group_a,
                                    g * l->group_b,             g * l->group_c, x->bias,
-                                   x->z,      g * plan->s.kg,  d->leaky_slope};
+                                   x->z,      g * plan->s.kg,  d->leaky_slope,
+                                   reuse && !l->data_is_a,     reuse && l->data_is_a};
         st = kiln_gemm_run(l->gemm, &a, g + 1 == d->groups ? event : NULL);
     }
+    if (st != KILN_SUCCESS || d->groups > 1)
+        plan->packed_from = NULL;
     return st;
 }
 

@@ -74,9 +74,13 @@ static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kil
     const struct kiln_arg pack[] = {
         {KILN_ARG_SCALAR, sizeof kg, &kg}, {KILN_ARG_SCALAR, sizeof kk, &kk}, {KILN_ARG_BUFFER, 0, x->w},
         {KILN_ARG_BUFFER, 0, wp}};
-    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, NULL);
-    if (st != KILN_SUCCESS)
-        return st;
+    if (kiln_conv_weights_stale(plan, x->w)) {
+        kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, NULL);
+        if (st != KILN_SUCCESS) {
+            plan->packed_from = NULL;
+            return st;
+        }
+    }
 
     const int32_t shape[16] = {(int32_t)d->n,        (int32_t)d->c,        (int32_t)d->h,       (int32_t)d->w,
                                (int32_t)d->k,        (int32_t)d->r,        (int32_t)d->s,       (int32_t)s->p,

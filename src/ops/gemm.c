@@ -261,7 +261,7 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
 
     const struct kiln_gemm_problem *p = &plan->p;
     struct kiln_gemm_args args = {alpha, beta, a->handle, b->handle, c->handle, offset_a, offset_b, offset_c,
-                                  NULL, NULL, 0, 0.0f};
+                                  NULL, NULL, 0, 0.0f, 0, 0};
     const kiln_buffer *ra = a, *rb = b; /* the row-major problem's A and B */
     if (p->swapped) {
         args.a = b->handle, args.b = a->handle;

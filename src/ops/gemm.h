@@ -39,6 +39,7 @@ struct kiln_gemm_args {
     void *bias, *z;  /* epilogue operands, NULL when unused */
     size_t off_bias;
     float slope;     /* leaky ReLU slope */
+    int reuse_a, reuse_b; /* the workspace already holds this operand packed */
 };
 
 struct kiln_gemm_family;

@@ -92,8 +92,10 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
         {KILN_ARG_SCALAR, sizeof x->slope, &x->slope},
     };
     static const size_t one[3] = {1, 1, 1};
-    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_A], pack_a, 8, 3, plan->dims[PACK_A], NULL, NULL);
-    if (st == KILN_SUCCESS)
+    kiln_status st = KILN_SUCCESS;
+    if (!x->reuse_a)
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_A], pack_a, 8, 3, plan->dims[PACK_A], NULL, NULL);
+    if (st == KILN_SUCCESS && !x->reuse_b)
         st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_B], pack_b, 8, 3, plan->dims[PACK_B], NULL, NULL);
     if (st == KILN_SUCCESS)
         st = kiln_kernel_launch(plan->ctx, plan->kernels[MICRO], micro, 17, 3, plan->dims[MICRO], one, event);
