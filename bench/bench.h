@@ -3,10 +3,13 @@
 #define KILN_BENCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "kiln/kiln.h"
 #include "peers.h"
+
+/* ---- Timing (bench_common.c) ---- */
 
 /* Monotonic time in milliseconds. */
 double bench_now_ms(void);
@@ -34,6 +37,79 @@ int bench_measure(int (*fn)(void *arg), void *arg, int warmup, int reps, double 
    on failure prints why, prefixed with "kiln-bench <command>", and returns 1. */
 int bench_open_context(const char *command, kiln_context **ctx, kiln_device_info *device);
 
+/* ---- Operands (bench_common.c) ---- */
+
+/* The next number of a splitmix64 sequence. */
+uint64_t bench_random_next(uint64_t *state);
+
+/* n values uniform in [-1, 1), rounded to the nearest fp16 value when dtype
+   is KILN_F16 (so that fp16 storage holds them exactly). */
+void bench_fill_random(float *x, size_t n, kiln_dtype dtype, uint64_t *rng);
+
+/* A buffer for n elements of `dtype`, rounded up to whole floats so that
+   bench_poison() can fill all of it; written from src unless NULL. `halves`
+   (n elements) stages fp16 storage; NULL for fp32. */
+kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dtype dtype, uint16_t *halves,
+                         kiln_buffer **out);
+
+/* Read n elements of `dtype` from buf into dst as floats. */
+kiln_status bench_download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, uint16_t *halves, float *dst);
+
+/* NaN in every element, so an entry a kernel never writes shows as an error.
+   For fp16 storage the float filled in has the bytes of two half NaNs. */
+kiln_status bench_poison(kiln_buffer *buf, kiln_dtype dtype);
+
+/* ---- Results and their output (bench_common.c) ---- */
+
+enum bench_state { BENCH_NOT_REQUESTED = 0, BENCH_NOT_BUILT, BENCH_NOT_APPLICABLE, BENCH_FAILED, BENCH_MEASURED };
+
+/* One library's measurement of one operation. */
+struct bench_result {
+    enum bench_state state;
+    char algo[64];   /* what ran: kiln's algorithm, or the peer's routine */
+    char error[256]; /* why it failed (BENCH_FAILED) or does not apply */
+    double median_ms, gflops, max_rel_err;
+    int reps;
+};
+
+/* With st != KILN_SUCCESS: mark r failed with "what: status: detail" and
+   return 1. Otherwise return 0. */
+int bench_fail(kiln_status st, struct bench_result *r, const char *what);
+
+/* n fp32 values in a host array and a device buffer: random (advancing rng)
+   or, with rng NULL, unset. Returns 0, or 1 with r failed (its error naming
+   `what`). */
+int bench_operand(kiln_context *ctx, size_t n, uint64_t *rng, float **host, kiln_buffer **dev, struct bench_result *r,
+                  const char *what);
+
+/* A JSON string literal of s. */
+void bench_json_string(FILE *out, const char *s);
+
+/* ,"key":v -- JSON has no NaN or infinity: a non-finite v is written as null. */
+void bench_json_number(FILE *out, const char *key, double v);
+
+/* A peer's result as a JSON object; `threads` is written when positive. */
+void bench_json_result(FILE *out, const struct bench_result *r, int threads);
+
+/* One table row: library, algorithm, median ms, GFLOP/s, kiln's GFLOP/s
+   over this one's, max relative error and reps; or why there is none. */
+void bench_print_result_row(const char *library, const struct bench_result *r, const struct bench_result *kiln);
+
+/* Header matching bench_print_result_row(). */
+void bench_print_result_header(void);
+
+/* ---- Command lines (bench_common.c) ---- */
+
+/* A positive decimal size up to 2^31; 0 on success, -1 otherwise. */
+int bench_parse_size(const char *s, size_t *out);
+
+/* A decimal integer in [min, max]; 0 on success, -1 otherwise. */
+int bench_parse_int(const char *s, long min, long max, int *out);
+
+/* Read the value of option argv[*i] into *value (advancing *i); 0 on success,
+   -1 with a message prefixed "kiln-bench <command>" when it is missing. */
+int bench_option_value(const char *command, int argc, char **argv, int *i, const char **value);
+
 /* ---- GEMM: shared by kiln-bench gemm and kiln-bench quick ---- */
 
 /* How one GEMM case is measured. */
@@ -45,23 +121,12 @@ struct bench_gemm_options {
     unsigned peers;                  /* peers to measure: bits 1u << enum bench_peer */
 };
 
-enum bench_state { BENCH_NOT_REQUESTED = 0, BENCH_NOT_BUILT, BENCH_FAILED, BENCH_MEASURED };
-
-/* One library's measurement of one GEMM. */
-struct bench_gemm_result {
-    enum bench_state state;
-    char algo[64];   /* what ran: kiln's family, or the peer's routine */
-    char error[256]; /* why it failed (BENCH_FAILED) */
-    double median_ms, gflops, max_rel_err;
-    int reps;
-};
-
 struct bench_gemm_report {
     kiln_gemm_desc desc;
     kiln_gemm_plan_info plan;  /* what kiln chose */
     double compile_ms;         /* kiln_gemm_plan_create(), not in the medians */
     unsigned long long builds; /* programs compiled from source by the plan */
-    struct bench_gemm_result kiln, peers[BENCH_PEER_COUNT];
+    struct bench_result kiln, peers[BENCH_PEER_COUNT];
 };
 
 /* kiln_gemm_desc_init() for a batch of `batch` tightly packed problems. */
@@ -92,9 +157,70 @@ void bench_gemm_print_json(FILE *out, const kiln_device_info *device, const stru
 /* Warn on stderr when an error exceeds what the storage type explains. */
 void bench_gemm_check_errors(const struct bench_gemm_report *report);
 
-/* Subcommands: argc/argv start at the subcommand's own arguments. */
+/* ---- Convolution: shared by kiln-bench conv and its --model mode ---- */
+
+/* How one convolution case is measured. */
+struct bench_conv_options {
+    int warmup;                         /* untimed runs first (>= 1: first calls compile) */
+    int reps;                           /* kiln's timed runs; 0: by budget_ms */
+    int peer_reps[BENCH_NN_PEER_COUNT]; /* each peer's; 0: by budget_ms */
+    double budget_ms;                   /* time to spend per library when reps are 0 */
+    unsigned peers;                     /* bits 1u << enum bench_nn_peer */
+};
+
+struct bench_conv_report {
+    kiln_conv2d_desc desc;      /* desc.algo: the algorithm requested */
+    kiln_conv2d_plan_info plan; /* what kiln chose (when its plan was created) */
+    double compile_ms;          /* kiln_conv2d_plan_create(), not in the medians */
+    unsigned long long builds;  /* programs compiled from source by the plan */
+    struct bench_result kiln, peers[BENCH_NN_PEER_COUNT];
+};
+
+/* Direct-convolution flops: 2 N K P Q (C/G) R S. */
+double bench_conv_flops(const kiln_conv2d_desc *desc);
+
+/*
+ * Measure `desc` with each of `count` algorithms (reports[i] for algos[i])
+ * and the requested peers once (their results copied into every report),
+ * all on the same random data in one run, each output checked against a
+ * double-precision reference on sampled entries. An algorithm kiln reports
+ * UNSUPPORTED for the shape is BENCH_NOT_APPLICABLE. Returns the number of
+ * algorithms that neither ran nor were unsupported.
+ */
+int bench_conv_run(kiln_context *ctx, const kiln_conv2d_desc *desc, const kiln_conv_algo *algos, size_t count,
+                   const struct bench_conv_options *opt, struct bench_conv_report *reports);
+
+/* "1x128x56x56,k128,3x3", then ",stride=2", ",pad=1" (or ",pad=t,b,l,r"),
+   ",dilation=2", ",groups=32" as they apply. */
+void bench_conv_shape(const kiln_conv2d_desc *desc, char *buf, size_t size);
+
+/* The report as one line of JSON; `extra` (NULL or JSON members ending in a
+   comma) is written right after "op". */
+void bench_conv_print_json(FILE *out, const kiln_device_info *device, const struct bench_conv_report *report,
+                           const char *extra);
+
+/* Warn on stderr when an error exceeds what fp32 explains. */
+void bench_conv_check_errors(const struct bench_conv_report *report);
+
+/* Prepare `op` on `peer` (not timed), time it as bench_measure() does and,
+   when `output` is non-zero, leave its result where bench_nn_peer_output()
+   does. Fills r: BENCH_MEASURED with routine, median_ms and reps, or why not.
+   Returns 0 when measured. */
+int bench_nn_peer_time(enum bench_nn_peer peer, const struct bench_nn_op *op, int warmup, int reps, double budget_ms,
+                       int output, struct bench_result *r);
+
+/* "implicit-gemm", ... for an algorithm; "auto" for KILN_CONV_AUTO. */
+const char *bench_conv_algo_name(kiln_conv_algo algo);
+
+/* ---- Subcommands: argc/argv start at the subcommand's own arguments ---- */
+
 int bench_jit(int argc, char **argv);
 int bench_gemm(int argc, char **argv);
 int bench_quick(int argc, char **argv);
+int bench_conv(int argc, char **argv);
+
+/* kiln-bench conv --model NAME ... (bench_models.c); argv holds every
+   argument of kiln-bench conv. */
+int bench_conv_models(int argc, char **argv);
 
 #endif /* KILN_BENCH_H */

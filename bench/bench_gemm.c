@@ -25,47 +25,6 @@ enum { ERROR_SAMPLES = 256 };
    alone costs up to 2^-11 (4.9e-4). */
 static double error_limit(kiln_dtype dtype) { return dtype == KILN_F16 ? 1e-3 : 1e-4; }
 
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u); /* splitmix64 */
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* ---- fp16 storage ---- */
-
-/* The nearest half-precision value (ties to even); magnitudes below the
-   smallest normal half become 0. Only for |f| <= 1, as the inputs here are. */
-static float round_to_half(float f)
-{
-    if (fabsf(f) < 0x1p-14f)
-        return 0.0f;
-    int e;
-    float m = frexpf(f, &e);
-    return ldexpf(nearbyintf(m * 2048.0f), e - 11);
-}
-
-/* Encode a float that round_to_half() produced (a normal half or zero). */
-static uint16_t half_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    if ((x & 0x7fffffffu) == 0)
-        return sign;
-    return (uint16_t)(sign | ((((x >> 23) & 0xffu) - 112u) << 10) | ((x >> 13) & 0x3ffu));
-}
-
-static float half_value(uint16_t h)
-{
-    unsigned exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    float v = exp == 0    ? ldexpf((float)mant, -24)
-              : exp == 31 ? (mant ? NAN : INFINITY)
-                          : ldexpf((float)(mant | 0x400u), (int)exp - 25);
-    return h & 0x8000u ? -v : v;
-}
-
 /* ---- operands ---- */
 
 /* Index of element (row, col) of op(X) in X stored with `layout` and `ld`. */
@@ -96,9 +55,9 @@ double bench_gemm_max_rel_err(const kiln_gemm_desc *d, const float *a, const flo
             j = d->n - 1;
             p = d->batch - 1;
         } else if (s > 1) {
-            i = next_random(&rng) % d->m;
-            j = next_random(&rng) % d->n;
-            p = next_random(&rng) % d->batch;
+            i = bench_random_next(&rng) % d->m;
+            j = bench_random_next(&rng) % d->n;
+            p = bench_random_next(&rng) % d->batch;
         }
         double sum = 0.0, magnitude = 0.0;
         for (size_t l = 0; l < d->k; l++) {
@@ -128,52 +87,6 @@ struct operands {
     kiln_buffer *fa, *fb, *fc;
 };
 
-static size_t dtype_size(kiln_dtype dtype) { return dtype == KILN_F16 ? 2 : 4; }
-
-static void fill_random(float *x, size_t n, kiln_dtype dtype, uint64_t *rng)
-{
-    for (size_t i = 0; i < n; i++) {
-        float v = (float)(next_random(rng) >> 40) * 0x1p-23f - 1.0f; /* uniform in [-1, 1) */
-        x[i] = dtype == KILN_F16 ? round_to_half(v) : v;
-    }
-}
-
-/* A buffer for n elements of `dtype`, rounded up to whole floats so that
-   kiln_buffer_fill_f32() can poison all of it; filled from src unless NULL. */
-static kiln_status upload(kiln_context *ctx, const float *src, size_t n, kiln_dtype dtype, uint16_t *halves,
-                          kiln_buffer **out)
-{
-    size_t bytes = (n * dtype_size(dtype) + 3) / 4 * 4;
-    kiln_status st = kiln_buffer_create(ctx, bytes, out);
-    if (st != KILN_SUCCESS || !src)
-        return st;
-    if (dtype == KILN_F32)
-        return kiln_buffer_write(*out, 0, n * sizeof(float), src);
-    for (size_t i = 0; i < n; i++)
-        halves[i] = half_bits(src[i]);
-    return kiln_buffer_write(*out, 0, n * sizeof(uint16_t), halves);
-}
-
-static kiln_status download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, uint16_t *halves, float *dst)
-{
-    if (dtype == KILN_F32)
-        return kiln_buffer_read(buf, 0, n * sizeof(float), dst);
-    kiln_status st = kiln_buffer_read(buf, 0, n * sizeof(uint16_t), halves);
-    for (size_t i = 0; st == KILN_SUCCESS && i < n; i++)
-        dst[i] = half_value(halves[i]);
-    return st;
-}
-
-/* NaN in every element, so an entry a kernel never writes shows as an error.
-   For fp16 storage the float filled in has the bytes of two half NaNs. */
-static kiln_status poison(kiln_buffer *buf, kiln_dtype dtype)
-{
-    uint32_t bits = dtype == KILN_F16 ? 0x7e007e00u : 0x7fc00000u;
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return kiln_buffer_fill_f32(buf, 0, kiln_buffer_size(buf) / sizeof(float), v);
-}
-
 static void release_operands(struct operands *o)
 {
     if (o->fa != o->da)
@@ -191,17 +104,8 @@ static void release_operands(struct operands *o)
     free(o->halves);
 }
 
-static int failed(kiln_status st, struct bench_gemm_result *r, const char *what)
-{
-    if (st == KILN_SUCCESS)
-        return 0;
-    r->state = BENCH_FAILED;
-    snprintf(r->error, sizeof r->error, "%s: %s: %s", what, kiln_status_string(st), kiln_last_error_detail());
-    return 1;
-}
-
 static int prepare_operands(kiln_context *ctx, const kiln_gemm_desc *d, int device_peers, struct operands *o,
-                            struct bench_gemm_result *r)
+                            struct bench_result *r)
 {
     o->na = extent(d, d->trans_a, d->m, d->k, d->lda, d->stride_a);
     o->nb = extent(d, d->trans_b, d->k, d->n, d->ldb, d->stride_b);
@@ -218,11 +122,11 @@ static int prepare_operands(kiln_context *ctx, const kiln_gemm_desc *d, int devi
         return 1;
     }
     uint64_t rng = 42;
-    fill_random(o->a, o->na, d->dtype, &rng);
-    fill_random(o->b, o->nb, d->dtype, &rng);
-    if (failed(upload(ctx, o->a, o->na, d->dtype, o->halves, &o->da), r, "A") ||
-        failed(upload(ctx, o->b, o->nb, d->dtype, o->halves, &o->db), r, "B") ||
-        failed(upload(ctx, NULL, o->nc, d->dtype, o->halves, &o->dc), r, "C"))
+    bench_fill_random(o->a, o->na, d->dtype, &rng);
+    bench_fill_random(o->b, o->nb, d->dtype, &rng);
+    if (bench_fail(bench_upload(ctx, o->a, o->na, d->dtype, o->halves, &o->da), r, "A") ||
+        bench_fail(bench_upload(ctx, o->b, o->nb, d->dtype, o->halves, &o->db), r, "B") ||
+        bench_fail(bench_upload(ctx, NULL, o->nc, d->dtype, o->halves, &o->dc), r, "C"))
         return 1;
     if (d->dtype == KILN_F32 || !device_peers) {
         o->fa = o->da;
@@ -230,15 +134,15 @@ static int prepare_operands(kiln_context *ctx, const kiln_gemm_desc *d, int devi
         o->fc = o->dc;
         return 0;
     }
-    return failed(upload(ctx, o->a, o->na, KILN_F32, NULL, &o->fa), r, "A (fp32 copy)") ||
-           failed(upload(ctx, o->b, o->nb, KILN_F32, NULL, &o->fb), r, "B (fp32 copy)") ||
-           failed(upload(ctx, NULL, o->nc, KILN_F32, NULL, &o->fc), r, "C (fp32 copy)");
+    return bench_fail(bench_upload(ctx, o->a, o->na, KILN_F32, NULL, &o->fa), r, "A (fp32 copy)") ||
+           bench_fail(bench_upload(ctx, o->b, o->nb, KILN_F32, NULL, &o->fb), r, "B (fp32 copy)") ||
+           bench_fail(bench_upload(ctx, NULL, o->nc, KILN_F32, NULL, &o->fc), r, "C (fp32 copy)");
 }
 
 /* ---- measuring ---- */
 
 static void finish_result(const kiln_gemm_desc *d, const struct bench_timing *t, const struct operands *o,
-                          struct bench_gemm_result *r)
+                          struct bench_result *r)
 {
     r->state = BENCH_MEASURED;
     r->median_ms = t->median_ms;
@@ -266,17 +170,17 @@ static int kiln_call_run(void *arg)
 static int measure_kiln(kiln_context *ctx, const kiln_gemm_desc *d, const struct bench_gemm_options *opt,
                         const struct operands *o, struct bench_gemm_report *rep)
 {
-    struct bench_gemm_result *r = &rep->kiln;
+    struct bench_result *r = &rep->kiln;
     kiln_cache_info before, after;
     struct kiln_call call = {ctx, NULL, o, KILN_SUCCESS};
-    if (failed(kiln_context_get_cache_info(ctx, &before), r, "cache info"))
+    if (bench_fail(kiln_context_get_cache_info(ctx, &before), r, "cache info"))
         return 1;
     double t0 = bench_now_ms();
     kiln_status st = kiln_gemm_plan_create(ctx, d, &call.plan);
     rep->compile_ms = bench_now_ms() - t0;
-    if (failed(st, r, "plan") || failed(kiln_gemm_plan_describe(call.plan, &rep->plan), r, "describe") ||
-        failed(kiln_context_get_cache_info(ctx, &after), r, "cache info") ||
-        failed(poison(o->dc, d->dtype), r, "poison C")) {
+    if (bench_fail(st, r, "plan") || bench_fail(kiln_gemm_plan_describe(call.plan, &rep->plan), r, "describe") ||
+        bench_fail(kiln_context_get_cache_info(ctx, &after), r, "cache info") ||
+        bench_fail(bench_poison(o->dc, d->dtype), r, "poison C")) {
         kiln_gemm_plan_destroy(call.plan);
         return 1;
     }
@@ -286,8 +190,8 @@ static int measure_kiln(kiln_context *ctx, const kiln_gemm_desc *d, const struct
     int rc = bench_measure(kiln_call_run, &call, opt->warmup, opt->reps, opt->budget_ms, &t);
     kiln_gemm_plan_destroy(call.plan);
     if (rc != 0)
-        return failed(call.st, r, "execute");
-    if (failed(download(o->dc, o->nc, d->dtype, o->halves, o->c), r, "C"))
+        return bench_fail(call.st, r, "execute");
+    if (bench_fail(bench_download(o->dc, o->nc, d->dtype, o->halves, o->c), r, "C"))
         return 1;
     finish_result(d, &t, o, r);
     return 0;
@@ -307,7 +211,7 @@ static int peer_call_run(void *arg)
 }
 
 static void measure_peer(kiln_context *ctx, enum bench_peer peer, const kiln_gemm_desc *d,
-                         const struct bench_gemm_options *opt, struct operands *o, struct bench_gemm_result *r)
+                         const struct bench_gemm_options *opt, struct operands *o, struct bench_result *r)
 {
     if (!bench_peer_built(peer)) {
         r->state = BENCH_NOT_BUILT;
@@ -317,8 +221,8 @@ static void measure_peer(kiln_context *ctx, enum bench_peer peer, const kiln_gem
     struct bench_peer_gemm g = {
         d, o->a, o->b, o->c, NULL, kiln_buffer_get_cl(o->fa), kiln_buffer_get_cl(o->fb), kiln_buffer_get_cl(o->fc)};
     if (bench_peer_on_device(peer)) {
-        if (failed(kiln_context_get_cl(ctx, NULL, NULL, &g.queue), r, "OpenCL queue") ||
-            failed(poison(o->fc, KILN_F32), r, "poison C"))
+        if (bench_fail(kiln_context_get_cl(ctx, NULL, NULL, &g.queue), r, "OpenCL queue") ||
+            bench_fail(bench_poison(o->fc, KILN_F32), r, "poison C"))
             return;
     } else {
         memset(o->c, 0xff, o->nc * sizeof *o->c); /* NaN */
@@ -329,7 +233,7 @@ static void measure_peer(kiln_context *ctx, enum bench_peer peer, const kiln_gem
         r->state = BENCH_FAILED;
         return;
     }
-    if (bench_peer_on_device(peer) && failed(download(o->fc, o->nc, KILN_F32, NULL, o->c), r, "C"))
+    if (bench_peer_on_device(peer) && bench_fail(bench_download(o->fc, o->nc, KILN_F32, NULL, o->c), r, "C"))
         return;
     finish_result(d, &t, o, r);
 }
@@ -391,110 +295,50 @@ void bench_gemm_check_errors(const struct bench_gemm_report *rep)
                     bench_peer_name((enum bench_peer)p), rep->peers[p].max_rel_err, error_limit(KILN_F32));
 }
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(out, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(out, "\\u%04x", ch);
-        else
-            fputc(ch, out);
-    }
-    fputc('"', out);
-}
-
-/* JSON has no NaN or infinity: a non-finite error is written as null. */
-static void json_number(FILE *out, const char *key, double v)
-{
-    if (isfinite(v))
-        fprintf(out, ",\"%s\":%.6g", key, v);
-    else
-        fprintf(out, ",\"%s\":null", key);
-}
-
-/* A peer's result; `threads` is written when positive. */
-static void json_result(FILE *out, const struct bench_gemm_result *r, int threads)
-{
-    if (r->state != BENCH_MEASURED) {
-        fputs("{\"error\":", out);
-        json_string(out, r->state == BENCH_NOT_BUILT ? "not built" : r->error);
-        fputc('}', out);
-        return;
-    }
-    fputs("{\"routine\":", out);
-    json_string(out, r->algo);
-    json_number(out, "median_ms", r->median_ms);
-    json_number(out, "gflops", r->gflops);
-    json_number(out, "max_rel_err", r->max_rel_err);
-    fprintf(out, ",\"reps\":%d", r->reps);
-    if (threads > 0)
-        fprintf(out, ",\"threads\":%d", threads);
-    fputc('}', out);
-}
-
 void bench_gemm_print_json(FILE *out, const kiln_device_info *device, const struct bench_gemm_report *rep)
 {
     const kiln_gemm_desc *d = &rep->desc;
     char shape[96];
     bench_gemm_shape(d, shape, sizeof shape);
     fputs("{\"op\":\"gemm\",\"shape\":", out);
-    json_string(out, shape);
+    bench_json_string(out, shape);
     fprintf(out, ",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"batch\":%zu,\"trans_a\":%s,\"trans_b\":%s,\"layout\":\"%s\"", d->m,
             d->n, d->k, d->batch, d->trans_a == KILN_TRANS ? "true" : "false",
             d->trans_b == KILN_TRANS ? "true" : "false", d->layout == KILN_COL_MAJOR ? "col" : "row");
     fprintf(out, ",\"dtype\":\"%s\",\"device\":", d->dtype == KILN_F16 ? "f16" : "f32");
-    json_string(out, device->name);
+    bench_json_string(out, device->name);
     if (rep->kiln.state != BENCH_MEASURED) {
         fputs(",\"error\":", out);
-        json_string(out, rep->kiln.error);
+        bench_json_string(out, rep->kiln.error);
     } else {
         fputs(",\"algo\":", out);
-        json_string(out, rep->plan.family);
+        bench_json_string(out, rep->plan.family);
         fputs(",\"kernel\":", out);
-        json_string(out, rep->plan.kernel);
+        bench_json_string(out, rep->plan.kernel);
         fputs(",\"params\":", out);
-        json_string(out, rep->plan.params);
+        bench_json_string(out, rep->plan.params);
         fputs(",\"profile\":", out);
-        json_string(out, rep->plan.profile);
+        bench_json_string(out, rep->plan.profile);
         fputs(",\"reason\":", out);
-        json_string(out, rep->plan.reason);
-        json_number(out, "median_ms", rep->kiln.median_ms);
-        json_number(out, "gflops", rep->kiln.gflops);
-        json_number(out, "max_rel_err", rep->kiln.max_rel_err);
-        json_number(out, "compile_ms", rep->compile_ms);
+        bench_json_string(out, rep->plan.reason);
+        bench_json_number(out, "median_ms", rep->kiln.median_ms);
+        bench_json_number(out, "gflops", rep->kiln.gflops);
+        bench_json_number(out, "max_rel_err", rep->kiln.max_rel_err);
+        bench_json_number(out, "compile_ms", rep->compile_ms);
         fprintf(out, ",\"builds\":%llu,\"reps\":%d", rep->builds, rep->kiln.reps);
     }
     fputs(",\"peers\":{", out);
     const char *sep = "";
     for (int p = 0; p < BENCH_PEER_COUNT; p++) {
-        const struct bench_gemm_result *r = &rep->peers[p];
+        const struct bench_result *r = &rep->peers[p];
         if (r->state == BENCH_NOT_REQUESTED)
             continue;
         fprintf(out, "%s\"%s\":", sep, bench_peer_name((enum bench_peer)p));
-        json_result(out, r, bench_peer_threads((enum bench_peer)p));
+        bench_json_result(out, r, bench_peer_threads((enum bench_peer)p));
         sep = ",";
     }
     fputs("}}\n", out);
     fflush(out);
-}
-
-static void print_row(const char *library, const struct bench_gemm_result *r, const struct bench_gemm_result *kiln)
-{
-    if (r->state == BENCH_NOT_BUILT) {
-        printf("%-9s not built\n", library);
-    } else if (r->state == BENCH_FAILED) {
-        printf("%-9s failed: %s\n", library, r->error);
-    } else if (r->state == BENCH_MEASURED) {
-        printf("%-9s %-27s %10.3f %9.1f", library, r->algo, r->median_ms, r->gflops);
-        if (kiln->state == BENCH_MEASURED)
-            printf(" %7.2f", kiln->gflops / r->gflops);
-        else
-            printf(" %7s", "-");
-        printf(" %12.2e %5d\n", r->max_rel_err, r->reps);
-    }
 }
 
 static void print_table(const kiln_device_info *device, const struct bench_gemm_report *rep)
@@ -510,24 +354,14 @@ static void print_table(const kiln_device_info *device, const struct bench_gemm_
                plan->reason);
         printf("kiln compile_ms %.1f (%llu programs built), not in the medians\n", rep->compile_ms, rep->builds);
     }
-    printf("\n%-9s %-27s %10s %9s %7s %12s %5s\n", "library", "algo", "median ms", "GFLOP/s", "kiln/x", "max rel err",
-           "reps");
-    print_row("kiln", &rep->kiln, &rep->kiln);
+    printf("\n");
+    bench_print_result_header();
+    bench_print_result_row("kiln", &rep->kiln, &rep->kiln);
     for (int p = 0; p < BENCH_PEER_COUNT; p++)
-        print_row(bench_peer_name((enum bench_peer)p), &rep->peers[p], &rep->kiln);
+        bench_print_result_row(bench_peer_name((enum bench_peer)p), &rep->peers[p], &rep->kiln);
 }
 
 /* ---- the subcommand ---- */
-
-static int parse_size(const char *s, size_t *out)
-{
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*s < '0' || *s > '9' || *end || v == 0 || v > (1ull << 31))
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
 
 static int parse_algo(const char *s, kiln_gemm_algo *out)
 {
@@ -549,17 +383,6 @@ static const char gemm_usage[] =
     "in about 1 s, at least 5), each to completion; medians reported. Peers run on the same data:\n"
     "openblas (cblas_sgemm, default threads) and clblast (on kiln's OpenCL queue), fp32 storage.\n";
 
-/* Reads the value of option argv[*i] into *value; 0 on success. */
-static int option_value(int argc, char **argv, int *i, const char **value)
-{
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "kiln-bench gemm: %s needs a value\n", argv[*i]);
-        return -1;
-    }
-    *value = argv[++*i];
-    return 0;
-}
-
 int bench_gemm(int argc, char **argv)
 {
     size_t m = 0, n = 0, k = 0, batch = 1;
@@ -580,35 +403,29 @@ int bench_gemm(int argc, char **argv)
         else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(gemm_usage, stdout);
             return 0;
-        } else if (strncmp(a, "--", 2) != 0 || option_value(argc, argv, &i, &v) != 0)
+        } else if (strncmp(a, "--", 2) != 0 || bench_option_value("gemm", argc, argv, &i, &v) != 0)
             bad = 1;
         else if (strcmp(a, "--m") == 0)
-            bad = parse_size(v, &m);
+            bad = bench_parse_size(v, &m);
         else if (strcmp(a, "--n") == 0)
-            bad = parse_size(v, &n);
+            bad = bench_parse_size(v, &n);
         else if (strcmp(a, "--k") == 0)
-            bad = parse_size(v, &k);
+            bad = bench_parse_size(v, &k);
         else if (strcmp(a, "--batch") == 0)
-            bad = parse_size(v, &batch);
+            bad = bench_parse_size(v, &batch);
         else if (strcmp(a, "--layout") == 0 && (strcmp(v, "row") == 0 || strcmp(v, "col") == 0))
             layout = v[0] == 'c' ? KILN_COL_MAJOR : KILN_ROW_MAJOR;
         else if (strcmp(a, "--dtype") == 0 && (strcmp(v, "f32") == 0 || strcmp(v, "f16") == 0))
             dtype = strcmp(v, "f16") == 0 ? KILN_F16 : KILN_F32;
         else if (strcmp(a, "--algo") == 0)
             bad = parse_algo(v, &algo);
-        else if (strcmp(a, "--reps") == 0 || strcmp(a, "--warmup") == 0) {
-            char *end;
-            long r = strtol(v, &end, 10);
-            int is_reps = a[2] == 'r';
-            bad = *end || end == v || r < (is_reps ? 1 : 0) || r > BENCH_MAX_REPS;
-            if (is_reps) {
-                opt.reps = (int)r;
-                for (int p = 0; p < BENCH_PEER_COUNT; p++)
-                    opt.peer_reps[p] = (int)r;
-            } else {
-                opt.warmup = (int)r;
-            }
-        } else if (strcmp(a, "--compare") == 0)
+        else if (strcmp(a, "--reps") == 0) {
+            bad = bench_parse_int(v, 1, BENCH_MAX_REPS, &opt.reps);
+            for (int p = 0; p < BENCH_PEER_COUNT; p++)
+                opt.peer_reps[p] = opt.reps;
+        } else if (strcmp(a, "--warmup") == 0)
+            bad = bench_parse_int(v, 0, BENCH_MAX_REPS, &opt.warmup);
+        else if (strcmp(a, "--compare") == 0)
             bad = bench_peer_parse(v, &opt.peers);
         else
             bad = 1;

@@ -19,7 +19,7 @@ static const struct {
 enum { CLBLAST_REPS = 3 };
 
 /* A GFLOP/s figure, or a dash when the library was not measured. */
-static void print_gflops(const struct bench_gemm_result *r)
+static void print_gflops(const struct bench_result *r)
 {
     if (r->state == BENCH_MEASURED)
         printf(" %9.1f", r->gflops);
@@ -27,7 +27,7 @@ static void print_gflops(const struct bench_gemm_result *r)
         printf(" %9s", r->state == BENCH_NOT_BUILT ? "n/b" : "-");
 }
 
-static void print_ratio(const struct bench_gemm_result *kiln, const struct bench_gemm_result *peer)
+static void print_ratio(const struct bench_result *kiln, const struct bench_result *peer)
 {
     if (peer->state == BENCH_MEASURED)
         printf(" %8.2f", kiln->gflops / peer->gflops);
@@ -37,8 +37,8 @@ static void print_ratio(const struct bench_gemm_result *kiln, const struct bench
 
 static void print_row(const struct bench_gemm_report *rep)
 {
-    const struct bench_gemm_result *k = &rep->kiln, *cb = &rep->peers[BENCH_PEER_CLBLAST],
-                                   *ob = &rep->peers[BENCH_PEER_OPENBLAS];
+    const struct bench_result *k = &rep->kiln, *cb = &rep->peers[BENCH_PEER_CLBLAST],
+                              *ob = &rep->peers[BENCH_PEER_OPENBLAS];
     char shape[96];
     bench_gemm_shape(&rep->desc, shape, sizeof shape);
     printf("%-22s %-7s", shape, k->state == BENCH_MEASURED ? k->algo : "FAILED");

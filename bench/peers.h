@@ -1,6 +1,8 @@
 /*
  * kiln-bench peers: the libraries kiln is measured against, each compiled in
- * only when CMake found it (KILN_BENCH_WITH_OPENBLAS, KILN_BENCH_WITH_CLBLAST).
+ * only when CMake found it (KILN_BENCH_WITH_OPENBLAS, KILN_BENCH_WITH_CLBLAST,
+ * KILN_BENCH_WITH_ONEDNN). GEMM has one set of peers, the neural-network
+ * operators (convolution and what a model needs around it) another.
  */
 #ifndef KILN_BENCH_PEERS_H
 #define KILN_BENCH_PEERS_H
@@ -8,6 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "kiln/kiln.h"
 #include "kiln/kiln_cl.h"
 
 /* In the order they are measured and printed. Device peers come first: OpenBLAS
@@ -52,5 +55,84 @@ int bench_peer_threads(enum bench_peer peer);
 /* Run the GEMM once, complete on return. Returns 0, or 1 with `err` filled
    ("not built" when the peer was not compiled in). */
 int bench_peer_gemm(enum bench_peer peer, const struct bench_peer_gemm *g, char *err, size_t err_size);
+
+/* ---- Peers of the neural-network operators (kiln-bench conv) ---- */
+
+/* In the order they are measured and printed: the device peer first, as for
+   GEMM (oneDNN's OpenMP threads also spin for a while after a call). */
+enum bench_nn_peer { BENCH_NN_PEER_CLBLAST, BENCH_NN_PEER_ONEDNN, BENCH_NN_PEER_COUNT };
+
+enum bench_nn_kind {
+    BENCH_NN_CONV,   /* `conv`, with its epilogue (bias, beta * residual, activation) */
+    BENCH_NN_POOL,   /* `pool` */
+    BENCH_NN_FC,     /* dst[rows][out] = src[rows][in] * weights[out][in]^T, no bias */
+    BENCH_NN_SOFTMAX /* over each row of src[rows][in] */
+};
+
+/* One operation as a peer runs it, on the data kiln runs on. Tensors use the
+   layouts of the descriptors, fp32. A host peer reads src, weights, bias and
+   residual (NULL when unused) and writes dst; a device peer uses the buffers
+   on `queue` (the queue kiln runs on). */
+struct bench_nn_op {
+    enum bench_nn_kind kind;
+    const kiln_conv2d_desc *conv;
+    const kiln_pool2d_desc *pool;
+    size_t rows, in, out;
+    const float *src, *weights, *bias, *residual;
+    float *dst;
+    cl_command_queue queue;
+    cl_mem src_mem, weights_mem, dst_mem;
+};
+
+/* An operation prepared on a peer: primitives created, weights and inputs
+   converted to the peer's preferred layouts, all outside the timed runs. */
+typedef struct bench_nn_prepared bench_nn_prepared;
+
+/* What bench_nn_peer_prepare() returns. */
+enum { BENCH_NN_READY = 0, BENCH_NN_FAILED = 1, BENCH_NN_UNSUPPORTED = 2 };
+
+/* "clblast", "onednn". */
+const char *bench_nn_peer_name(enum bench_nn_peer peer);
+
+/* Non-zero when the peer was compiled in. */
+int bench_nn_peer_built(enum bench_nn_peer peer);
+
+/* Non-zero when the peer works on device buffers rather than host arrays. */
+int bench_nn_peer_on_device(enum bench_nn_peer peer);
+
+/* Parse a comma-separated list of peer names (or "none") into bits
+   1u << enum bench_nn_peer. Returns 0, or -1 for an unknown name. */
+int bench_nn_peer_parse(const char *list, unsigned *mask);
+
+/* One line per peer in `mask` on how it runs here. */
+void bench_nn_peer_print_config(FILE *out, unsigned mask);
+
+/* Threads the peer computes with; 0 when not applicable or not built. */
+int bench_nn_peer_threads(enum bench_nn_peer peer);
+
+/*
+ * Prepare `op` (which must outlive the prepared operation) on the peer.
+ * @param routine  receives what will run, e.g. "CLBlastSconvgemm".
+ * @return BENCH_NN_READY with *out set; BENCH_NN_UNSUPPORTED with `err`
+ *         saying why when the peer cannot run the operation as described;
+ *         BENCH_NN_FAILED with `err` set otherwise ("not built" included).
+ */
+int bench_nn_peer_prepare(enum bench_nn_peer peer, const struct bench_nn_op *op, bench_nn_prepared **out, char *routine,
+                          size_t routine_size, char *err, size_t err_size);
+
+/* Run the prepared operation once, complete on return. A residual is added
+   to what dst holds, so after the first run dst no longer starts from it:
+   the timing is right, the values are not -- see bench_nn_peer_output().
+   Returns 0, or 1 with `err` filled. */
+int bench_nn_peer_run(bench_nn_prepared *prepared, char *err, size_t err_size);
+
+/* Leave the result of a run from the operation's original inputs in
+   op->dst (host peers, converted to the caller's layout) or op->dst_mem
+   (device peers), running once more when a residual made the runs
+   accumulate. Returns 0, or 1 with `err` filled. */
+int bench_nn_peer_output(bench_nn_prepared *prepared, char *err, size_t err_size);
+
+/* Release a prepared operation. NULL is ignored. */
+void bench_nn_peer_release(bench_nn_prepared *prepared);
 
 #endif /* KILN_BENCH_PEERS_H */

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
-    libclblast-dev libcmocka-dev libcjson-dev libopenblas-dev
+    libclblast-dev libcmocka-dev libcjson-dev libopenblas-dev libdnnl-dev
     cmake gcc make pkg-config cppcheck
 )
 

@@ -52,11 +52,8 @@ struct kiln_conv2d_plan {
     void *impl;         /* algorithm-private state, freed by release */
 };
 
-extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_conv_gemm1x1;
-/* Algorithms still being written: weak, so a build without them links and
-   reports them as not implemented. */
-extern const struct kiln_conv_algorithm kiln_conv_winograd2 __attribute__((weak)),
-    kiln_conv_winograd4 __attribute__((weak)), kiln_conv_direct __attribute__((weak));
+extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_conv_gemm1x1, kiln_conv_winograd2,
+    kiln_conv_winograd4, kiln_conv_direct;
 
 /* A prepared plan for `algorithm` (UNSUPPORTED if it does not apply). */
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,

@@ -63,7 +63,7 @@ static const struct kiln_conv_algorithm *by_name(const struct kiln_conv_algorith
                                                  const char *name)
 {
     for (size_t i = 0; i < count; i++)
-        if (algorithms[i] && strcmp(algorithms[i]->name, name) == 0)
+        if (strcmp(algorithms[i]->name, name) == 0)
             return algorithms[i];
     return NULL;
 }
@@ -176,7 +176,7 @@ kiln_status kiln_conv_find(kiln_context *ctx, const struct kiln_conv_shape *s,
     for (size_t i = 0; i < count && st == KILN_SUCCESS; i++) {
         kiln_conv2d_plan *plan = NULL;
         double ms = 0.0;
-        if (!algorithms[i] || algorithms[i]->unsupported(s) || kiln_conv_plan_with(ctx, s, algorithms[i], "find", &plan) != KILN_SUCCESS)
+        if (algorithms[i]->unsupported(s) || kiln_conv_plan_with(ctx, s, algorithms[i], "find", &plan) != KILN_SUCCESS)
             continue; /* does not apply, or cannot be built here: not a candidate */
         st = time_plan(plan, t, &ms);
         kiln_conv2d_plan_destroy(plan);

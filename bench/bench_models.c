@@ -1,0 +1,436 @@
+/*
+ * kiln-bench conv --model: the layers of an inference network at 224x224,
+ * each on kiln and oneDNN with the epilogue inference fuses into it, and the
+ * network's total (each distinct layer timed once, weighted by how often it
+ * occurs).
+ *
+ * MobileNet v1 (1.0, 224): every convolution with batch norm folded into a
+ * bias, then ReLU. ResNet-50 (v1.5: a block's stride sits on its 3x3):
+ * convolutions with bias and ReLU, the projection shortcut with bias only,
+ * and the last 1x1 of each block adds the shortcut (beta 1, z) before its
+ * ReLU. Pooling runs on kiln_pool2d, the classifier on kiln_gemm, the
+ * probabilities on kiln_softmax; every layer gets fresh random data.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "kiln/kiln_cl.h"
+
+enum layer_kind { CONV, MAXPOOL, AVGPOOL, FC, SOFTMAX };
+enum epilogue { BIAS_RELU, BIAS, BIAS_RESIDUAL_RELU };
+
+/* A layer with its input c x hw x hw (square). conv: k filters of rs x rs;
+   pools: window rs x rs; fc: c inputs, k outputs; softmax: c classes. */
+struct layer {
+    const char *name;
+    unsigned repeat; /* how often the network runs this layer's shape */
+    enum layer_kind kind;
+    size_t c, hw, k, rs, stride, pad, groups;
+    enum epilogue epilogue;
+};
+
+/* Depthwise 3x3 then pointwise 1x1, at the depthwise layer's input size. */
+#define DW_PW(name, repeat, c, hw, stride, k)                                                                          \
+    {name "/dw", repeat, CONV, c, hw, c, 3, stride, 1, c, BIAS_RELU},                                                  \
+    {                                                                                                                  \
+        name "/pw", repeat, CONV, c, (hw) / (stride), k, 1, 1, 0, 1, BIAS_RELU                                         \
+    }
+
+static const struct layer mobilenet_v1[] = {
+    {"conv1", 1, CONV, 3, 224, 32, 3, 2, 1, 1, BIAS_RELU},
+    DW_PW("conv2_1", 1, 32, 112, 1, 64),
+    DW_PW("conv2_2", 1, 64, 112, 2, 128),
+    DW_PW("conv3_1", 1, 128, 56, 1, 128),
+    DW_PW("conv3_2", 1, 128, 56, 2, 256),
+    DW_PW("conv4_1", 1, 256, 28, 1, 256),
+    DW_PW("conv4_2", 1, 256, 28, 2, 512),
+    DW_PW("conv5_1-5", 5, 512, 14, 1, 512),
+    DW_PW("conv5_6", 1, 512, 14, 2, 1024),
+    DW_PW("conv6", 1, 1024, 7, 1, 1024),
+    {"pool6", 1, AVGPOOL, 1024, 7, 0, 7, 1, 0, 1, BIAS},
+    {"fc7", 1, FC, 1024, 1, 1000, 1, 1, 0, 1, BIAS},
+    {"prob", 1, SOFTMAX, 1000, 1, 0, 1, 1, 0, 1, BIAS},
+};
+
+/* Names as in the original ResNet release: resNx_branch2a/2b/2c are a
+   block's 1x1, 3x3, 1x1 (x: a for the stage's first block, "b+" for the
+   others) and branch1 the projection. */
+#define CONV1X1(name, repeat, c, hw, k, stride, epilogue)                                                              \
+    {                                                                                                                  \
+        name, repeat, CONV, c, hw, k, 1, stride, 0, 1, epilogue                                                        \
+    }
+#define CONV3X3(name, repeat, c, hw, stride)                                                                           \
+    {                                                                                                                  \
+        name, repeat, CONV, c, hw, c, 3, stride, 1, 1, BIAS_RELU                                                       \
+    }
+
+static const struct layer resnet50[] = {
+    {"conv1", 1, CONV, 3, 224, 64, 7, 2, 3, 1, BIAS_RELU},
+    {"pool1", 1, MAXPOOL, 64, 112, 0, 3, 2, 1, 1, BIAS},
+    CONV1X1("res2a_branch2a", 1, 64, 56, 64, 1, BIAS_RELU),
+    CONV1X1("res2b+_branch2a", 2, 256, 56, 64, 1, BIAS_RELU),
+    CONV3X3("res2_branch2b", 3, 64, 56, 1),
+    CONV1X1("res2_branch2c", 3, 64, 56, 256, 1, BIAS_RESIDUAL_RELU),
+    CONV1X1("res2a_branch1", 1, 64, 56, 256, 1, BIAS),
+    CONV1X1("res3a_branch2a", 1, 256, 56, 128, 1, BIAS_RELU),
+    CONV3X3("res3a_branch2b", 1, 128, 56, 2),
+    CONV1X1("res3a_branch1", 1, 256, 56, 512, 2, BIAS),
+    CONV1X1("res3b+_branch2a", 3, 512, 28, 128, 1, BIAS_RELU),
+    CONV3X3("res3b+_branch2b", 3, 128, 28, 1),
+    CONV1X1("res3_branch2c", 4, 128, 28, 512, 1, BIAS_RESIDUAL_RELU),
+    CONV1X1("res4a_branch2a", 1, 512, 28, 256, 1, BIAS_RELU),
+    CONV3X3("res4a_branch2b", 1, 256, 28, 2),
+    CONV1X1("res4a_branch1", 1, 512, 28, 1024, 2, BIAS),
+    CONV1X1("res4b+_branch2a", 5, 1024, 14, 256, 1, BIAS_RELU),
+    CONV3X3("res4b+_branch2b", 5, 256, 14, 1),
+    CONV1X1("res4_branch2c", 6, 256, 14, 1024, 1, BIAS_RESIDUAL_RELU),
+    CONV1X1("res5a_branch2a", 1, 1024, 14, 512, 1, BIAS_RELU),
+    CONV3X3("res5a_branch2b", 1, 512, 14, 2),
+    CONV1X1("res5a_branch1", 1, 1024, 14, 2048, 2, BIAS),
+    CONV1X1("res5b+_branch2a", 2, 2048, 7, 512, 1, BIAS_RELU),
+    CONV3X3("res5b+_branch2b", 2, 512, 7, 1),
+    CONV1X1("res5_branch2c", 3, 512, 7, 2048, 1, BIAS_RESIDUAL_RELU),
+    {"pool5", 1, AVGPOOL, 2048, 7, 0, 7, 1, 0, 1, BIAS},
+    {"fc1000", 1, FC, 2048, 1, 1000, 1, 1, 0, 1, BIAS},
+    {"prob", 1, SOFTMAX, 1000, 1, 0, 1, 1, 0, 1, BIAS},
+};
+
+static const struct {
+    const char *name;
+    const struct layer *layers;
+    size_t count;
+} models[] = {
+    {"mobilenet_v1", mobilenet_v1, sizeof mobilenet_v1 / sizeof *mobilenet_v1},
+    {"resnet50", resnet50, sizeof resnet50 / sizeof *resnet50},
+};
+
+/* Timed runs per library and layer: about RUN_BUDGET_MS at an assumed
+   ASSUMED_GFLOPS, within [MIN_RUNS, MAX_RUNS]; the operators around the
+   convolutions are cheap and get MAX_RUNS. */
+enum { MIN_RUNS = 5, MAX_RUNS = 50 };
+static const double RUN_BUDGET_MS = 400.0, ASSUMED_GFLOPS = 20.0;
+
+static int runs_for(double flops)
+{
+    double runs = RUN_BUDGET_MS / (flops / (ASSUMED_GFLOPS * 1e6));
+    return runs < MIN_RUNS ? MIN_RUNS : runs > MAX_RUNS ? MAX_RUNS : (int)runs;
+}
+
+/* One layer's outcome. */
+struct row {
+    char shape[128];
+    char algo[32]; /* kiln's algorithm or operator */
+    struct bench_result kiln, onednn;
+};
+
+/* ---- convolutions ---- */
+
+static void conv_desc(const struct layer *l, size_t n, kiln_tensor_layout layout, kiln_conv2d_desc *d)
+{
+    kiln_conv2d_desc_init(d, layout, n, l->c, l->hw, l->hw, l->k, l->rs, l->rs);
+    d->stride_h = d->stride_w = l->stride;
+    d->pad_top = d->pad_bottom = d->pad_left = d->pad_right = l->pad;
+    d->groups = l->groups;
+    d->has_bias = 1;
+    d->activation = l->epilogue == BIAS ? KILN_ACT_NONE : KILN_ACT_RELU;
+    d->beta = l->epilogue == BIAS_RESIDUAL_RELU ? 1.0f : 0.0f;
+}
+
+static int run_conv(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
+                    size_t n, kiln_tensor_layout layout, unsigned peers, int json, struct row *row)
+{
+    kiln_conv2d_desc d;
+    conv_desc(l, n, layout, &d);
+    int runs = runs_for(bench_conv_flops(&d));
+    struct bench_conv_options opt = {.warmup = 1, .reps = runs, .peers = peers};
+    for (int p = 0; p < BENCH_NN_PEER_COUNT; p++)
+        opt.peer_reps[p] = runs;
+    const kiln_conv_algo algo = KILN_CONV_AUTO;
+    struct bench_conv_report rep;
+    int failed = bench_conv_run(ctx, &d, &algo, 1, &opt, &rep);
+    bench_conv_shape(&d, row->shape, sizeof row->shape);
+    snprintf(row->algo, sizeof row->algo, "%s", rep.kiln.state == BENCH_MEASURED ? rep.plan.name : "-");
+    row->kiln = rep.kiln;
+    row->onednn = rep.peers[BENCH_NN_PEER_ONEDNN];
+    if (json) {
+        char extra[160];
+        snprintf(extra, sizeof extra, "\"model\":\"%s\",\"layer\":\"%s\",\"repeat\":%u,", model, l->name, l->repeat);
+        bench_conv_print_json(stdout, device, &rep, extra);
+    }
+    bench_conv_check_errors(&rep);
+    return failed;
+}
+
+/* ---- pooling, classifier, softmax ---- */
+
+/* Operands of a layer other than a convolution: x (and w for fc) random, y
+   written; host arrays for oneDNN, device buffers for kiln. */
+struct other {
+    kiln_context *ctx;
+    const struct layer *l;
+    size_t n;
+    kiln_pool2d_desc pool;
+    kiln_gemm_plan *gemm;
+    float *x, *w, *y;
+    kiln_buffer *dx, *dw, *dy;
+    kiln_status st;
+};
+
+static int other_run(void *arg)
+{
+    struct other *o = arg;
+    if (o->l->kind == FC)
+        o->st = kiln_gemm_plan_execute(o->gemm, 1.0f, o->dx, 0, o->dw, 0, 0.0f, o->dy, 0, NULL);
+    else if (o->l->kind == SOFTMAX)
+        o->st = kiln_softmax(o->ctx, o->n, o->l->c, 1, o->dx, o->dy, NULL);
+    else
+        o->st = kiln_pool2d(o->ctx, &o->pool, o->dx, o->dy, NULL);
+    if (o->st == KILN_SUCCESS)
+        o->st = kiln_context_finish(o->ctx);
+    return o->st != KILN_SUCCESS;
+}
+
+static void print_other_json(const kiln_device_info *device, const char *model, const struct layer *l,
+                             const struct row *row)
+{
+    static const char *const ops[] = {[MAXPOOL] = "pool", [AVGPOOL] = "pool", [FC] = "fc", [SOFTMAX] = "softmax"};
+    fprintf(stdout, "{\"op\":\"%s\",\"model\":\"%s\",\"layer\":\"%s\",\"repeat\":%u,\"shape\":", ops[l->kind], model,
+            l->name, l->repeat);
+    bench_json_string(stdout, row->shape);
+    fputs(",\"device\":", stdout);
+    bench_json_string(stdout, device->name);
+    fprintf(stdout, ",\"algo\":\"%s\"", row->algo);
+    if (row->kiln.state == BENCH_MEASURED) {
+        bench_json_number(stdout, "median_ms", row->kiln.median_ms);
+        bench_json_number(stdout, "gflops", row->kiln.gflops);
+        fprintf(stdout, ",\"reps\":%d", row->kiln.reps);
+    } else {
+        fputs(",\"error\":", stdout);
+        bench_json_string(stdout, row->kiln.error);
+    }
+    fputs(",\"peers\":{", stdout);
+    if (row->onednn.state != BENCH_NOT_REQUESTED) {
+        fputs("\"onednn\":", stdout);
+        bench_json_result(stdout, &row->onednn, bench_nn_peer_threads(BENCH_NN_PEER_ONEDNN));
+    }
+    fputs("}}\n", stdout);
+    fflush(stdout);
+}
+
+static int run_other(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
+                     size_t n, kiln_tensor_layout layout, unsigned peers, int json, struct row *row)
+{
+    struct other o = {.ctx = ctx, .l = l, .n = n};
+    struct bench_nn_op op = {.rows = n, .in = l->c, .out = l->k};
+    size_t nx = n * l->c, ny = n * (l->kind == FC ? l->k : l->c);
+    if (l->kind == MAXPOOL || l->kind == AVGPOOL) {
+        kiln_pool2d_desc *p = &o.pool;
+        *p = (kiln_pool2d_desc){.layout = layout,
+                                .n = n,
+                                .c = l->c,
+                                .h = l->hw,
+                                .w = l->hw,
+                                .window_h = l->rs,
+                                .window_w = l->rs,
+                                .stride_h = l->stride,
+                                .stride_w = l->stride,
+                                .pad_top = l->pad,
+                                .pad_bottom = l->pad,
+                                .pad_left = l->pad,
+                                .pad_right = l->pad,
+                                .mode = l->kind == MAXPOOL ? KILN_POOL_MAX : KILN_POOL_AVG};
+        size_t out = (l->hw + 2 * l->pad - l->rs) / l->stride + 1;
+        nx *= l->hw * l->hw;
+        ny *= out * out;
+        op.kind = BENCH_NN_POOL;
+        op.pool = p;
+        snprintf(row->shape, sizeof row->shape, "%zux%zux%zux%zu,%s%zux%zu,stride=%zu,pad=%zu", n, l->c, l->hw, l->hw,
+                 l->kind == MAXPOOL ? "max" : "avg", l->rs, l->rs, l->stride, l->pad);
+        snprintf(row->algo, sizeof row->algo, "kiln_pool2d");
+    } else if (l->kind == FC) {
+        op.kind = BENCH_NN_FC;
+        snprintf(row->shape, sizeof row->shape, "%zux%zu,out=%zu", n, l->c, l->k);
+        snprintf(row->algo, sizeof row->algo, "kiln_gemm");
+    } else {
+        op.kind = BENCH_NN_SOFTMAX;
+        snprintf(row->shape, sizeof row->shape, "%zux%zu", n, l->c);
+        snprintf(row->algo, sizeof row->algo, "kiln_softmax");
+    }
+    snprintf(row->kiln.algo, sizeof row->kiln.algo, "%s", row->algo);
+    uint64_t rng = 7;
+    int have_operands = !(bench_operand(ctx, nx, &rng, &o.x, &o.dx, &row->kiln, "x") ||
+                          (l->kind == FC && bench_operand(ctx, l->k * l->c, &rng, &o.w, &o.dw, &row->kiln, "w")) ||
+                          bench_operand(ctx, ny, NULL, &o.y, &o.dy, &row->kiln, "y"));
+    kiln_gemm_desc g;
+    kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, n, l->k, l->c);
+    /* GFLOP/s only where they mean something: the classifier's GEMM. Outputs
+       are not checked here (that is the operators' tests' work). */
+    double flops = l->kind == FC ? 2.0 * (double)n * (double)l->c * (double)l->k : NAN;
+    struct bench_timing t;
+    if (have_operands && (l->kind != FC || !bench_fail(kiln_gemm_plan_create(ctx, &g, &o.gemm), &row->kiln, "plan"))) {
+        if (bench_measure(other_run, &o, 1, MAX_RUNS, 0.0, &t) != 0)
+            bench_fail(o.st, &row->kiln, "run");
+        else
+            row->kiln = (struct bench_result){.state = BENCH_MEASURED,
+                                              .median_ms = t.median_ms,
+                                              .reps = t.reps,
+                                              .gflops = flops / (t.median_ms * 1e6),
+                                              .max_rel_err = NAN};
+        snprintf(row->kiln.algo, sizeof row->kiln.algo, "%s", row->algo);
+    }
+    if (have_operands && (peers >> BENCH_NN_PEER_ONEDNN & 1u)) {
+        op.src = o.x;
+        op.weights = o.w;
+        op.dst = o.y;
+        if (bench_nn_peer_time(BENCH_NN_PEER_ONEDNN, &op, 1, MAX_RUNS, 0.0, 0, &row->onednn) == 0) {
+            row->onednn.gflops = flops / (row->onednn.median_ms * 1e6);
+            row->onednn.max_rel_err = NAN;
+        }
+    }
+    kiln_gemm_plan_destroy(o.gemm);
+    kiln_buffer_destroy(o.dx);
+    kiln_buffer_destroy(o.dw);
+    kiln_buffer_destroy(o.dy);
+    free(o.x);
+    free(o.w);
+    free(o.y);
+    if (json)
+        print_other_json(device, model, l, row);
+    return row->kiln.state != BENCH_MEASURED;
+}
+
+/* ---- the table ---- */
+
+static void print_ms(const struct bench_result *r)
+{
+    if (r->state == BENCH_MEASURED)
+        printf(" %10.3f", r->median_ms);
+    else
+        printf(" %10s", r->state == BENCH_NOT_APPLICABLE ? "n/a" : r->state == BENCH_NOT_REQUESTED ? "" : "-");
+}
+
+static void print_row(const struct layer *l, const struct row *row)
+{
+    printf("%-17s %-46s %3u %-14s", l->name, row->shape, l->repeat, row->algo);
+    print_ms(&row->kiln);
+    print_ms(&row->onednn);
+    if (row->kiln.state == BENCH_MEASURED && row->onednn.state == BENCH_MEASURED)
+        printf(" %7.2f", row->onednn.median_ms / row->kiln.median_ms);
+    else
+        printf(" %7s", "-");
+    if (row->kiln.state == BENCH_MEASURED && l->kind == CONV)
+        printf(" %11.1e", row->kiln.max_rel_err);
+    printf("\n");
+    if (row->kiln.state == BENCH_FAILED || row->kiln.state == BENCH_NOT_APPLICABLE)
+        printf("%17s kiln: %s\n", "", row->kiln.error);
+    if (row->onednn.state == BENCH_FAILED || row->onednn.state == BENCH_NOT_APPLICABLE)
+        printf("%17s onednn: %s\n", "", row->onednn.error);
+    fflush(stdout);
+}
+
+static const char models_usage[] =
+    "usage: kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc] [--compare onednn|none]\n"
+    "                       [--json]\n"
+    "The network's layers at 224x224, batch N (default 1), fp32, each with its inference epilogue: kiln\n"
+    "(convolution algorithm AUTO) against oneDNN (default: compared when built). Each distinct layer is\n"
+    "timed once (median of 5-50 runs after a warm-up) and counted as often as the network runs it; the\n"
+    "totals are these weighted sums. kiln's plan creation is not in the times; nor are oneDNN's reorders\n"
+    "to its preferred layouts.\n";
+
+int bench_conv_models(int argc, char **argv)
+{
+    const char *name = NULL;
+    size_t n = 1;
+    int json = 0;
+    kiln_tensor_layout layout = KILN_NCHW;
+    unsigned peers = bench_nn_peer_built(BENCH_NN_PEER_ONEDNN) ? 1u << BENCH_NN_PEER_ONEDNN : 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        int bad = 0;
+        if (strcmp(a, "--json") == 0)
+            json = 1;
+        else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(models_usage, stdout);
+            return 0;
+        } else if (strncmp(a, "--", 2) != 0 || bench_option_value("conv", argc, argv, &i, &v) != 0)
+            bad = 1;
+        else if (strcmp(a, "--model") == 0)
+            name = v;
+        else if (strcmp(a, "--n") == 0)
+            bad = bench_parse_size(v, &n);
+        else if (strcmp(a, "--layout") == 0 && (strcmp(v, "nchw") == 0 || strcmp(v, "nhwc") == 0))
+            layout = strcmp(v, "nhwc") == 0 ? KILN_NHWC : KILN_NCHW;
+        else if (strcmp(a, "--compare") == 0)
+            bad = bench_nn_peer_parse(v, &peers) || (peers & ~(1u << BENCH_NN_PEER_ONEDNN));
+        else
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "kiln-bench conv: bad argument \"%s%s%s\"\n%s", a, v ? " " : "", v ? v : "", models_usage);
+            return 2;
+        }
+    }
+    size_t m = 0;
+    while (m < sizeof models / sizeof *models && (!name || strcmp(models[m].name, name) != 0))
+        m++;
+    if (m == sizeof models / sizeof *models) {
+        fprintf(stderr, "kiln-bench conv: unknown model \"%s\"\n%s", name, models_usage);
+        return 2;
+    }
+
+    kiln_context *ctx = NULL;
+    kiln_device_info device;
+    if (bench_open_context("conv", &ctx, &device) != 0)
+        return 1;
+    if (!json) {
+        printf("%s, batch %zu, %s, fp32, on %s (profile %s)\n", models[m].name, n,
+               layout == KILN_NHWC ? "NHWC" : "NCHW", device.name, device.profile);
+        bench_nn_peer_print_config(stdout, peers);
+        printf("\n%-17s %-46s %3s %-14s %10s %10s %7s %11s\n", "layer", "shape", "x", "kiln algo", "kiln ms",
+               "onednn ms", "kiln/x", "max rel err");
+    }
+    double start = bench_now_ms(), kiln_total = 0.0, onednn_total = 0.0;
+    int failures = 0, kiln_missing = 0, onednn_missing = 0;
+    for (size_t i = 0; i < models[m].count; i++) {
+        const struct layer *l = &models[m].layers[i];
+        struct row row = {0};
+        failures += (l->kind == CONV ? run_conv : run_other)(ctx, &device, models[m].name, l, n, layout, peers, json,
+                                                             &row) != 0;
+        if (row.kiln.state == BENCH_MEASURED)
+            kiln_total += row.kiln.median_ms * l->repeat;
+        else
+            kiln_missing++;
+        if (row.onednn.state == BENCH_MEASURED)
+            onednn_total += row.onednn.median_ms * l->repeat;
+        else
+            onednn_missing++;
+        if (!json)
+            print_row(l, &row);
+    }
+    kiln_context_destroy(ctx);
+    if (json) {
+        printf("{\"op\":\"model\",\"model\":\"%s\",\"n\":%zu,\"layout\":\"%s\",\"device\":", models[m].name, n,
+               layout == KILN_NHWC ? "nhwc" : "nchw");
+        bench_json_string(stdout, device.name);
+        printf(",\"layers\":%zu", models[m].count);
+        bench_json_number(stdout, "kiln_ms", kiln_total);
+        printf(",\"kiln_missing\":%d", kiln_missing);
+        if (peers) {
+            bench_json_number(stdout, "onednn_ms", onednn_total);
+            printf(",\"onednn_missing\":%d", onednn_missing);
+        }
+        printf("}\n");
+    } else {
+        printf("%-17s %-46s %3s %-14s %10.3f", "total", "(ms x repeat, summed)", "", "", kiln_total);
+        if (peers)
+            printf(" %10.3f %7.2f", onednn_total, kiln_total > 0.0 ? onednn_total / kiln_total : 0.0);
+        printf("\n");
+        if (kiln_missing || (peers && onednn_missing))
+            printf("(totals leave out unmeasured layers: kiln %d, onednn %d)\n", kiln_missing,
+                   peers ? onednn_missing : 0);
+        printf("(kiln/x: oneDNN's time over kiln's, above 1 when kiln is faster; %.1f s in all)\n",
+               (bench_now_ms() - start) / 1e3);
+    }
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,27 @@
+/*
+ * Softmax of x viewed as [outer][dim][inner] over dim: one work-item per
+ * (outer, inner) column, three passes over its dim values (maximum; sum of
+ * exp(x - max); write exp(x - max) / sum). Subtracting the maximum keeps
+ * every exp in (0, 1], so large logits neither overflow nor lose the sum.
+ * y may be x: each element is read before it is written, by one work-item.
+ * KILN_UTIL_WG is the work-group size from the profile.
+ */
+
+__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1)))
+void nn_softmax(__global const float *x, __global float *y, const ulong columns, const ulong dim, const ulong inner)
+{
+    const size_t i = get_global_id(0);
+    if (i >= columns)
+        return;
+    const size_t base = i / inner * dim * inner + i % inner;
+    __global const float *xc = x + base;
+    __global float *yc = y + base;
+    float m = -INFINITY;
+    for (size_t d = 0; d < dim; d++)
+        m = fmax(m, xc[d * inner]);
+    float sum = 0.0f;
+    for (size_t d = 0; d < dim; d++)
+        sum += exp(xc[d * inner] - m);
+    for (size_t d = 0; d < dim; d++)
+        yc[d * inner] = exp(xc[d * inner] - m) / sum;
+}

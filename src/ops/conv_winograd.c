@@ -1,0 +1,239 @@
+/*
+ * Winograd convolution F(m x m, 3 x 3) for 3x3 filters, stride 1, dilation
+ * 1, one group: F(2x2, 3x3) ("winograd-2x2") and F(4x4, 3x3)
+ * ("winograd-4x4"), one implementation parameterised by m.
+ *
+ * Each execution transforms the weights (unless constant_weights says the
+ * same buffer was transformed before) and the input into the workspace,
+ * multiplies them as (m+2)^2 independent matrices with a batched kiln GEMM
+ * plan, and transforms the products back with the epilogue and the optional
+ * 2x2 max pool fused into the only write of y. cl/conv/conv_f32_winograd.cl
+ * describes the kernels and the workspace layout. The transformed weights
+ * are (m+2)^2 K C floats, 4 times the weights for m = 4, so Winograd pays
+ * only where the tiles outnumber the filters (docs/winograd.md).
+ *
+ * Accuracy (docs/winograd.md): error of y against a double-precision
+ * direct convolution, relative to S = sum |x||w| of each output, over 200k
+ * outputs of random data (x uniform in [-1, 1), weights of variance
+ * 1/(9C)), max / mean, u = 2^-24:
+ *                   C = 64              C = 256             C = 512
+ *   implicit GEMM   2.2e-7 / 1.7e-8     2.5e-7 / 1.7e-8     2.7e-7 / 1.7e-8
+ *   F(2x2, 3x3)     9.5e-8 / 1.1e-8     9.5e-8 / 1.1e-8     1.1e-7 / 1.1e-8
+ *   F(4x4, 3x3)     2.1e-6 / 5.9e-8     2.0e-6 / 5.4e-8     2.4e-6 / 5.3e-8
+ * F(2x2) is as accurate as the direct sum; F(4x4) is about 10 times worse
+ * at the maximum and 3 times on average, and worse still for few channels
+ * (1.9e-5 = 316 u at C = 1), since a tile's outputs are built from its
+ * whole 6x6 patch. tests/test_winograd.c allows 64 u and 2048 u.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "ops/conv2d.h"
+
+#define SOURCE "conv/conv_f32_winograd.cl"
+
+enum { FILTER, INPUT, OUTPUT }; /* kernels */
+enum { WS_U, WS_V, WS_M };      /* workspace: transformed weights, inputs, products */
+
+struct wino {
+    int m;                /* output tile side; the transform is m + 2 */
+    size_t th, tw, tiles; /* tile rows and columns per image, tiles in all */
+    uint64_t plane[3];    /* floats from one t to the next in U, V, M */
+    int local;            /* launch work-groups of one work-item */
+    kiln_gemm_plan *gemm;
+};
+
+static const char *wino_unsupported(const struct kiln_conv_shape *s)
+{
+    const kiln_conv2d_desc *d = &s->d;
+    if (d->r != 3 || d->s != 3 || d->stride_h != 1 || d->stride_w != 1 || d->dilation_h != 1 || d->dilation_w != 1 ||
+        d->groups != 1)
+        return "needs 3x3 filters, stride 1, dilation 1 and one group";
+    return NULL;
+}
+
+static size_t up(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* Floats between the (m+2)^2 matrices of a workspace buffer: whole 64-byte
+   lines, an odd number of them, so the transforms' (m+2)^2 concurrent store
+   streams fall in different cache sets (a multiple of 4 KiB would put them
+   all in one). */
+static size_t plane_of(size_t floats)
+{
+    size_t lines = up(floats, 16);
+    return (lines | 1) * 16;
+}
+
+static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    struct wino *w = calloc(1, sizeof *w);
+    if (!w)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a Winograd plan");
+    plan->impl = w;
+    w->m = plan->algorithm->algo == KILN_CONV_WINOGRAD_4X4 ? 4 : 2;
+    const size_t m = (size_t)w->m, a2 = (m + 2) * (m + 2);
+    w->th = up(s->p, m), w->tw = up(s->q, m), w->tiles = d->n * w->th * w->tw;
+    const size_t wide = d->c > d->k ? d->c : d->k;
+    if (w->tiles > INT32_MAX / wide)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d %s: %zu tiles x %zu channels exceed 2^31 transformed values per tile position",
+                          plan->algorithm->name, w->tiles, wide);
+
+    /* Vector width: the profile has none for Winograd; its direct
+       convolution's (conv.direct_vw) is the device's float vector for
+       element-wise kernels like these. NHWC lanes are channels and take it
+       as it is; NCHW lanes are tiles of a row, gathered with swizzles that
+       need m <= VW <= 8, and a row of fewer tiles takes a narrower vector
+       (down to m, below which lanes are masked). */
+    const int nhwc = d->layout == KILN_NHWC;
+    long vw;
+    kiln_status st = kiln_conv_param(plan, "direct_vw", &vw);
+    if (st != KILN_SUCCESS)
+        return st;
+    if (vw < 2)
+        vw = 2;
+    if (!nhwc) {
+        if (vw > 8)
+            vw = 8;
+        while (vw > w->m && (size_t)vw > w->tw)
+            vw /= 2;
+        if (vw < w->m)
+            vw = w->m;
+    }
+    char options[2048];
+    if ((st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        return st;
+    size_t used = strlen(options);
+    int n = snprintf(options + used, sizeof options - used, " -DKILN_WINO_M=%d -DKILN_WINO_VW=%ld", w->m, vw);
+    if (n < 0 || (size_t)n >= sizeof options - used)
+        return kiln_error(KILN_ERROR_INTERNAL, "conv2d %s: compiler options too long", plan->algorithm->name);
+    static const char *const suffix[] = {"filter", "in", "out"};
+    for (int i = FILTER; i <= OUTPUT; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "conv_f32_wino%dx%d_%s", w->m, w->m, suffix[i]);
+        if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, name, &plan->kernels[i])) != KILN_SUCCESS)
+            return st;
+    }
+
+    /* Launch geometry (cl/conv/conv_f32_winograd.cl). */
+    const size_t lanes = (size_t)vw;
+    const size_t geometry[3][3] = {
+        {up(d->k, lanes), d->c, 1},
+        {nhwc ? up(d->c, lanes) : w->th, nhwc ? w->tw : d->n * d->c, nhwc ? d->n * w->th : 1},
+        {nhwc ? up(d->k, lanes) : w->th, nhwc ? w->tw : d->n * d->k, nhwc ? d->n * w->th : 1},
+    };
+    memcpy(plan->global, geometry, sizeof geometry);
+    /* A CPU runs each work-item's vectors best alone: with POCL choosing
+       larger groups the layer of n = 1 (8), C = K = 128, 56x56 took 2.3
+       (20.1) ms instead of 2.2 (19.5). */
+    w->local = plan->ctx->desc.type == KILN_DEVICE_CPU;
+    for (int i = FILTER; i <= OUTPUT; i++)
+        for (int dim = 0; dim < 3; dim++)
+            plan->local[i][dim] = 1;
+
+    w->plane[WS_U] = plane_of(d->k * d->c);
+    w->plane[WS_V] = plane_of(d->c * w->tiles);
+    w->plane[WS_M] = plane_of(d->k * w->tiles);
+    for (int i = WS_U; i <= WS_M; i++)
+        if ((st = kiln_conv_workspace(plan, i, a2 * w->plane[i] * sizeof(float))) != KILN_SUCCESS)
+            return st;
+
+    /* NCHW: M[t] (K x T) = U[t]^T V[t] (U[t] is C x K, read transposed so
+       the GEMM packs it from contiguous runs); NHWC: M[t] (T x K) = V[t]
+       (T x C) U[t] (C x K). Row-major, one batch item per t. */
+    kiln_gemm_desc g;
+    if (nhwc)
+        kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, w->tiles, d->k, d->c);
+    else
+        kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_TRANS, KILN_NO_TRANS, d->k, w->tiles, d->c);
+    g.batch = a2;
+    g.stride_a = w->plane[nhwc ? WS_V : WS_U];
+    g.stride_b = w->plane[nhwc ? WS_U : WS_V];
+    g.stride_c = w->plane[WS_M];
+    if ((st = kiln_gemm_plan_create(plan->ctx, &g, &w->gemm)) != KILN_SUCCESS)
+        return st;
+    kiln_gemm_plan_info gi;
+    kiln_gemm_plan_describe(w->gemm, &gi);
+    plan->info.workspace_bytes += gi.workspace_bytes;
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_wino%dx%d + %.40s", w->m, w->m, gi.kernel);
+    snprintf(plan->info.params, sizeof plan->info.params, "VW=%ld, %zu tiles, %zu GEMMs %zux%zux%zu (%.120s)", vw,
+             w->tiles, a2, g.m, g.n, g.k, gi.params);
+    return KILN_SUCCESS;
+}
+
+static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    const struct wino *w = plan->impl;
+    void *u = plan->workspace[WS_U]->handle, *v = plan->workspace[WS_V]->handle, *m = plan->workspace[WS_M]->handle;
+    const int32_t k = (int32_t)d->k, c = (int32_t)d->c;
+    const struct kiln_arg filter[] = {
+        {KILN_ARG_SCALAR, sizeof k, &k},
+        {KILN_ARG_SCALAR, sizeof c, &c},
+        {KILN_ARG_BUFFER, 0, x->w},
+        {KILN_ARG_BUFFER, 0, u},
+        {KILN_ARG_SCALAR, sizeof w->plane[WS_U], &w->plane[WS_U]},
+    };
+    kiln_status st;
+    if (kiln_conv_weights_stale(plan, x->w) &&
+        (st = kiln_kernel_launch(plan->ctx, plan->kernels[FILTER], filter, 5, 2, plan->global[FILTER],
+                                 w->local ? plan->local[FILTER] : NULL, NULL)) != KILN_SUCCESS) {
+        plan->packed_from = NULL;
+        return st;
+    }
+
+    /* clang-format off */
+    const int32_t shape[11] = {(int32_t)d->n, c, (int32_t)d->h, (int32_t)d->w, k, (int32_t)s->p, (int32_t)s->q,
+                               (int32_t)d->pad_top, (int32_t)d->pad_left, (int32_t)w->th, (int32_t)w->tw};
+    /* clang-format on */
+    struct kiln_arg args[11 + 8];
+    for (int i = 0; i < 11; i++)
+        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
+    args[11] = (struct kiln_arg){KILN_ARG_BUFFER, 0, x->x};
+    args[12] = (struct kiln_arg){KILN_ARG_BUFFER, 0, v};
+    args[13] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof w->plane[WS_V], &w->plane[WS_V]};
+    if ((st = kiln_kernel_launch(plan->ctx, plan->kernels[INPUT], args, 14, 3, plan->global[INPUT],
+                                 w->local ? plan->local[INPUT] : NULL, NULL)) != KILN_SUCCESS)
+        return st;
+
+    kiln_buffer *ub = plan->workspace[WS_U], *vb = plan->workspace[WS_V];
+    const int nhwc = d->layout == KILN_NHWC;
+    if ((st = kiln_gemm_plan_execute(w->gemm, 1.0f, nhwc ? vb : ub, 0, nhwc ? ub : vb, 0, 0.0f, plan->workspace[WS_M],
+                                     0, NULL)) != KILN_SUCCESS)
+        return st;
+
+    /* Unused bias and z still need a buffer argument: pass y, never read. */
+    const struct kiln_arg rest[8] = {
+        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
+        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
+        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
+        {KILN_ARG_BUFFER, 0, m},
+        {KILN_ARG_SCALAR, sizeof w->plane[WS_M], &w->plane[WS_M]},
+        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->y},
+        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
+        {KILN_ARG_BUFFER, 0, x->y},
+    };
+    memcpy(args + 11, rest, sizeof rest);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[OUTPUT], args, 19, 3, plan->global[OUTPUT],
+                              w->local ? plan->local[OUTPUT] : NULL, event);
+}
+
+static void wino_release(struct kiln_conv2d_plan *plan)
+{
+    struct wino *w = plan->impl;
+    if (w)
+        kiln_gemm_plan_destroy(w->gemm);
+    free(w);
+    plan->impl = NULL;
+}
+
+const struct kiln_conv_algorithm kiln_conv_winograd2 = {"winograd-2x2", KILN_CONV_WINOGRAD_2X2, wino_unsupported,
+                                                        wino_prepare,   wino_execute,           wino_release};
+const struct kiln_conv_algorithm kiln_conv_winograd4 = {"winograd-4x4", KILN_CONV_WINOGRAD_4X4, wino_unsupported,
+                                                        wino_prepare,   wino_execute,           wino_release};

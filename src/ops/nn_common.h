@@ -1,0 +1,31 @@
+/*
+ * Helpers shared by the standalone neural-network operators (pool.c,
+ * softmax.c, activation.c) and the direct convolution: overflow-safe tensor
+ * sizes, operand checks and the one-dimensional launch they all use.
+ */
+#ifndef KILN_OPS_NN_COMMON_H
+#define KILN_OPS_NN_COMMON_H
+
+#include <stddef.h>
+
+#include "core/context.h"
+
+/* *out = a * b * c * d; 0 if the product overflows size_t (*out is then
+   SIZE_MAX), 1 otherwise. */
+int kiln_tensor_elements(size_t a, size_t b, size_t c, size_t d, size_t *out);
+
+/* Check an operand `name` of `func`: it belongs to ctx (INVALID_ARGUMENT
+   otherwise) and holds `elements` values of `elem_size` bytes
+   (OUT_OF_BOUNDS otherwise, also when the byte count overflows). */
+kiln_status kiln_tensor_check(const char *func, const char *name, const kiln_context *ctx, const kiln_buffer *buf,
+                              size_t elements, size_t elem_size);
+
+/* Launch kernel `name` of `source` (built once with the profile's `util`
+   defines followed by `defines`; the kernel declares
+   reqd_work_group_size(KILN_UTIL_WG, 1, 1)) over `items` work-items, and if
+   `event` is not NULL wrap the launch's event into *event. Nothing is queued
+   when the build fails. */
+kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *name, const char *defines,
+                           const struct kiln_arg *args, unsigned nargs, size_t items, kiln_event **event);
+
+#endif /* KILN_OPS_NN_COMMON_H */

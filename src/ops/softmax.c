@@ -1,0 +1,35 @@
+/* Softmax over the middle axis of [outer][dim][inner] (cl/nn/softmax.cl). */
+#include <stdint.h>
+
+#include "core/diag.h"
+#include "ops/nn_common.h"
+
+kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inner, const kiln_buffer *x,
+                         kiln_buffer *y, kiln_event **event)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(x);
+    KILN_CHECK_ARG(y);
+    if (outer == 0 || dim == 0 || inner == 0)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                          "%s: outer, dim and inner must be at least 1 (outer=%zu dim=%zu inner=%zu)", __func__, outer,
+                          dim, inner);
+    size_t count, columns;
+    kiln_tensor_elements(outer, dim, inner, 1, &count);
+    kiln_tensor_elements(outer, inner, 1, 1, &columns);
+    kiln_status st = kiln_tensor_check(__func__, "x", ctx, x, count, sizeof(float));
+    if (st == KILN_SUCCESS)
+        st = kiln_tensor_check(__func__, "y", ctx, y, count, sizeof(float));
+    if (st != KILN_SUCCESS)
+        return st;
+    const uint64_t columns64 = columns, dim64 = dim, inner64 = inner;
+    const struct kiln_arg args[] = {
+        {KILN_ARG_BUFFER, 0, x->handle},
+        {KILN_ARG_BUFFER, 0, y->handle},
+        {KILN_ARG_SCALAR, sizeof columns64, &columns64},
+        {KILN_ARG_SCALAR, sizeof dim64, &dim64},
+        {KILN_ARG_SCALAR, sizeof inner64, &inner64},
+    };
+    return kiln_nn_launch(ctx, "nn/softmax.cl", "nn_softmax", "", args, 5, columns, event);
+}
