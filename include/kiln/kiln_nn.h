@@ -32,12 +32,12 @@ typedef enum kiln_activation {
     applicable algorithm once per shape in benchmark mode (find). */
 typedef enum kiln_conv_algo {
     KILN_CONV_AUTO = 0,
-    KILN_CONV_IMPLICIT_GEMM = 1, /**< GEMM over the implicit im2col matrix */
+    KILN_CONV_IMPLICIT_GEMM = 1, /**< GEMM over the implicit im2col matrix (no fused pool) */
     KILN_CONV_WINOGRAD_2X2 = 2,  /**< F(2x2,3x3): 3x3, stride 1, dilation 1 */
     KILN_CONV_WINOGRAD_4X4 = 3,  /**< F(4x4,3x3): 3x3, stride 1, dilation 1 */
     KILN_CONV_DIRECT = 4,        /**< direct loops: depthwise, few channels */
-    KILN_CONV_IM2COL = 5,        /**< explicit im2col matrix, then GEMM */
-    KILN_CONV_GEMM_1X1 = 6       /**< 1x1, stride 1, no padding: a plain GEMM */
+    KILN_CONV_IM2COL = 5,        /**< explicit im2col matrix, then GEMM (no fused pool) */
+    KILN_CONV_GEMM_1X1 = 6       /**< 1x1, stride 1, no padding: a plain GEMM (no fused pool) */
 } kiln_conv_algo;
 
 /**
@@ -61,7 +61,9 @@ typedef struct kiln_conv2d_desc {
     int has_bias;
     kiln_activation activation;
     float leaky_slope;               /**< for KILN_ACT_LEAKY_RELU */
-    int fused_maxpool;               /**< non-zero: 2x2 stride-2 max pool of the result */
+    int fused_maxpool;               /**< non-zero: 2x2 stride-2 max pool of the result
+                                          (direct and Winograd; the other algorithms
+                                          answer KILN_ERROR_UNSUPPORTED, AUTO avoids them) */
     kiln_conv_algo algo;
     int constant_weights;            /**< non-zero: w holds the same values at every
                                           execution of the plan (inference), so kiln
