@@ -179,16 +179,19 @@ typedef CAT(int, VW) ivec;
 INLINE vec edge_load(__global const KILN_STORAGE *row, int start)
 {
     const int from = clamp(start, 0, W - VW * SW);
-    const ivec cols = start + LANES * SW;
-    const CAT(uint, VW) pick = CAT(as_uint, VW)(cols - from);
-#if SW == 1
-    const vec v = shuffle(VLOAD_S(row + from), pick);
-#elif VW == 16
-    const vec v = shuffle2(VLOAD_S(row + from), VLOAD_S(row + from + 16), pick);
+    const ivec cols = start + LANES * SW, inside = cols >= 0 && cols < W;
+#if SW == 2 && VW == 16
+    const vec v = shuffle2(VLOAD_S(row + from), VLOAD_S(row + from + 16), CAT(as_uint, VW)(cols - from));
+    return select((vec)(0.0f), v, inside);
 #else
-    const vec v = shuffle(VLOAD_W(VW2, row + from), pick);
+    /* Lanes outside the row pick from a zero vector. */
+    const CAT(uint, VW) pick = CAT(as_uint, VW)(select((ivec)(VW * SW), cols - from, inside));
+#if SW == 1
+    return shuffle2(VLOAD_S(row + from), (vec)(0.0f), pick);
+#else
+    return shuffle2(VLOAD_W(VW2, row + from), (CAT(float, VW2))(0.0f), pick);
 #endif
-    return select((vec)(0.0f), v, cols >= 0 && cols < W);
+#endif
 }
 #else
 INLINE vec edge_load(__global const KILN_STORAGE *row, int start) { return load_span(row, start, SW, W, false); }
