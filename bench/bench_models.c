@@ -136,6 +136,7 @@ static void conv_desc(const struct layer *l, size_t n, kiln_tensor_layout layout
     d->has_bias = 1;
     d->activation = l->epilogue == BIAS ? KILN_ACT_NONE : KILN_ACT_RELU;
     d->beta = l->epilogue == BIAS_RESIDUAL_RELU ? 1.0f : 0.0f;
+    d->constant_weights = 1; /* inference: as oneDNN's weights, reordered once outside the timing */
 }
 
 static int run_conv(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
