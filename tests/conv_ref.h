@@ -73,46 +73,6 @@ static inline size_t cr_w_at(const kiln_conv2d_desc *d, size_t cg, size_t k, siz
 /* fp16 storage                                                             */
 /* ------------------------------------------------------------------------ */
 
-static inline size_t cr_elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
-
-/* fp32 -> fp16, round to nearest even, NaN and overflow kept. */
-static inline uint16_t cr_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) /* 65520 and above round to infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    uint32_t e = a >> 23, mant = (a & 0x7fffffu) | 0x800000u, shift, h;
-    if (e >= 113) { /* normal half: drop 13 mantissa bits */
-        shift = 13;
-        h = ((e - 112) << 10) | ((a & 0x7fffffu) >> 13);
-    } else { /* subnormal half: units of 2^-24 */
-        shift = 126 - e;
-        if (shift > 24)
-            return (uint16_t)sign;
-        h = mant >> shift;
-    }
-    uint32_t rem = (shift == 13 ? a : mant) & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1)))
-        h++; /* a carry into the exponent is the correct rounding */
-    return (uint16_t)(sign | h);
-}
-
-static inline float cr_from_half(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
-    if (e == 0) {
-        float v = (float)mant * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    x = sign | (e == 31 ? 0x7f800000u | (mant << 13) : ((e + 112) << 23) | (mant << 13));
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Tolerances                                                               */
@@ -371,7 +331,7 @@ struct cr_case {
 
 static inline size_t cr_operand_elem_size(const struct cr_case *t, int which)
 {
-    return which == CR_BIAS ? 4 : cr_elem_size(t->desc.dtype); /* bias stays fp32 */
+    return which == CR_BIAS ? 4 : kt_elem_size(t->desc.dtype); /* bias stays fp32 */
 }
 
 /* Allocate exact-size buffers for `desc`: bias only if has_bias, z only if
@@ -412,7 +372,7 @@ static inline void cr_encode(const struct cr_case *t, int which, const float *v,
 {
     if (cr_operand_elem_size(t, which) == 2) {
         for (size_t i = 0; i < t->len[which]; i++) {
-            uint16_t h = cr_to_half(v[i]);
+            uint16_t h = kt_to_half(v[i]);
             memcpy(raw + 2 * i, &h, 2);
         }
     } else {
@@ -425,7 +385,7 @@ static inline float cr_decode(const struct cr_case *t, int which, const unsigned
     if (cr_operand_elem_size(t, which) == 2) {
         uint16_t h;
         memcpy(&h, raw + 2 * i, 2);
-        return cr_from_half(h);
+        return kt_from_half(h);
     }
     float f;
     memcpy(&f, raw + 4 * i, sizeof f);
@@ -461,7 +421,7 @@ static inline void cr_case_fill(struct cr_case *t, uint64_t *seed)
             kt_fill_uniform(v, t->len[i], i == CR_W ? -a : -1.0f, i == CR_W ? a : 1.0f, seed);
             if (cr_operand_elem_size(t, i) == 2)
                 for (size_t j = 0; j < t->len[i]; j++)
-                    v[j] = cr_from_half(cr_to_half(v[j]));
+                    v[j] = kt_from_half(kt_to_half(v[j]));
         }
         cr_upload(t, i);
     }
@@ -474,7 +434,7 @@ static inline void cr_case_refresh_x(struct cr_case *t, uint64_t *seed)
     kt_fill_uniform(t->val[CR_X], t->len[CR_X], -1.0f, 1.0f, seed);
     if (cr_operand_elem_size(t, CR_X) == 2)
         for (size_t j = 0; j < t->len[CR_X]; j++)
-            t->val[CR_X][j] = cr_from_half(cr_to_half(t->val[CR_X][j]));
+            t->val[CR_X][j] = kt_from_half(kt_to_half(t->val[CR_X][j]));
     for (size_t j = 0; j < t->len[CR_Y]; j++)
         t->val[CR_Y][j] = NAN;
     cr_upload(t, CR_X);
@@ -506,12 +466,12 @@ static inline void cr_case_check(const struct cr_case *t, double tol, const char
         free(back);
     }
     const size_t ny = t->len[CR_Y];
-    unsigned char *got = malloc(ny * cr_elem_size(d->dtype));
+    unsigned char *got = malloc(ny * kt_elem_size(d->dtype));
     double *ref = malloc(ny * sizeof *ref), *bound = malloc(ny * sizeof *bound);
     assert_non_null(got);
     assert_non_null(ref);
     assert_non_null(bound);
-    kt_assert_status(kiln_buffer_read(t->buf[CR_Y], 0, ny * cr_elem_size(d->dtype), got), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_read(t->buf[CR_Y], 0, ny * kt_elem_size(d->dtype), got), KILN_SUCCESS);
     cr_reference(d, t->val[CR_X], t->val[CR_W], t->val[CR_BIAS], t->val[CR_Z], tol, ref, bound);
 
     size_t bad = 0;

@@ -61,46 +61,6 @@ static inline size_t gr_extent(const kiln_gemm_desc *d, int which)
 }
 
 
-static inline size_t gr_elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
-
-/* fp32 -> fp16, round to nearest even, NaN and overflow kept. */
-static inline uint16_t gr_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) /* 65520 and above round to infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    uint32_t e = a >> 23, mant = (a & 0x7fffffu) | 0x800000u, shift, h;
-    if (e >= 113) { /* normal half: drop 13 mantissa bits */
-        shift = 13;
-        h = ((e - 112) << 10) | ((a & 0x7fffffu) >> 13);
-    } else { /* subnormal half: units of 2^-24 */
-        shift = 126 - e;
-        if (shift > 24)
-            return (uint16_t)sign;
-        h = mant >> shift;
-    }
-    uint32_t rem = (shift == 13 ? a : mant) & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1)))
-        h++; /* a carry into the exponent is the correct rounding */
-    return (uint16_t)(sign | h);
-}
-
-static inline float gr_from_half(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
-    if (e == 0) {
-        float v = (float)mant * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    x = sign | (e == 31 ? 0x7f800000u | (mant << 13) : ((e + 112) << 23) | (mant << 13));
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
 
 /*
  * Error bound of one element of C.
@@ -143,7 +103,7 @@ static inline void gr_case_init(struct gr_case *t, kiln_context *ctx, const kiln
     memset(t, 0, sizeof *t);
     t->desc = *desc;
     t->off[GR_A] = off_a, t->off[GR_B] = off_b, t->off[GR_C] = off_c;
-    const size_t es = gr_elem_size(desc->dtype);
+    const size_t es = kt_elem_size(desc->dtype);
     for (int w = GR_A; w <= GR_C; w++) {
         t->len[w] = t->off[w] + gr_extent(desc, w) + slack;
         t->val[w] = malloc(t->len[w] * sizeof(float));
@@ -177,11 +137,11 @@ static inline void gr_upload(struct gr_case *t, int w)
     if (t->desc.dtype == KILN_F16) {
         uint16_t *h = (uint16_t *)(void *)t->raw[w];
         for (size_t i = 0; i < n; i++)
-            h[i] = gr_to_half(t->val[w][i]);
+            h[i] = kt_to_half(t->val[w][i]);
     } else {
         memcpy(t->raw[w], t->val[w], n * sizeof(float));
     }
-    kt_assert_status(kiln_buffer_write(t->buf[w], 0, n * gr_elem_size(t->desc.dtype), t->raw[w]), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(t->buf[w], 0, n * kt_elem_size(t->desc.dtype), t->raw[w]), KILN_SUCCESS);
 }
 
 /* Fresh uniform values in [-1, 1) at every element of A and B, and of C unless
@@ -205,7 +165,7 @@ static inline void gr_case_fill(struct gr_case *t, int nan_c, uint64_t *seed)
             for (size_t r = 0; r < op.rows; r++) {
                 kt_fill_uniform(line, op.cols, -1.0f, 1.0f, seed);
                 for (size_t c = 0; c < op.cols; c++) {
-                    float x = d->dtype == KILN_F16 ? gr_from_half(gr_to_half(line[c])) : line[c];
+                    float x = d->dtype == KILN_F16 ? kt_from_half(kt_to_half(line[c])) : line[c];
                     v[t->off[w] + bi * op.stride + gr_at(&op, r, c)] = x;
                 }
             }
@@ -226,7 +186,7 @@ static inline float gr_stored(const struct gr_case *t, const unsigned char *raw,
     if (t->desc.dtype == KILN_F16) {
         uint16_t h;
         memcpy(&h, raw + 2 * i, sizeof h);
-        return gr_from_half(h);
+        return kt_from_half(h);
     }
     float f;
     memcpy(&f, raw + 4 * i, sizeof f);
@@ -239,7 +199,7 @@ static inline float gr_stored(const struct gr_case *t, const unsigned char *raw,
 static inline void gr_case_check(const struct gr_case *t, float alpha, float beta)
 {
     const kiln_gemm_desc *d = &t->desc;
-    const size_t es = gr_elem_size(d->dtype);
+    const size_t es = kt_elem_size(d->dtype);
     unsigned char *got = malloc(t->len[GR_C] * es);
     assert_non_null(got);
     for (int w = GR_A; w <= GR_B; w++) {

@@ -29,23 +29,6 @@
 #define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
 #define POISON_SIZE ((size_t)0x5c5c5c5c)
 
-static kiln_context *ctx;
-static uint64_t seed;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    seed = kt_seed();
-    return kiln_context_create(NULL, &ctx) == KILN_SUCCESS ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    kiln_context_destroy(ctx);
-    return 0;
-}
-
 static const char *algo_name(kiln_conv_algo algo)
 {
     static const char *const names[] = {"auto",   "implicit-gemm", "winograd-2x2", "winograd-4x4",
@@ -112,7 +95,7 @@ static void run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *lab
     kiln_conv_algo ran = assert_plan_describes(plan, c, d->algo);
     struct cr_case t;
     cr_case_init(&t, c, d);
-    cr_case_fill(&t, &seed);
+    cr_case_fill(&t, &kt_group_seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
     cr_case_check(&t, cr_algo_tol(ran, t.dims.k_eff), label);
     cr_case_free(&t);
@@ -251,7 +234,7 @@ static void test_row(void **state)
 {
     const struct row_test *rt = *state;
     kiln_conv2d_desc d = desc_of(rt->row, rt->algo);
-    run_case(ctx, &d, rt->name);
+    run_case(kt_ctx, &d, rt->name);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -332,7 +315,7 @@ static void test_epilogue(void **state)
     d.activation = et->e->act;
     d.leaky_slope = 0.1f;
     d.fused_maxpool = et->e->pool;
-    run_case(ctx, &d, et->name);
+    run_case(kt_ctx, &d, et->name);
 }
 
 /* fp16 with the residual (stored as fp16) and the pool, on the algorithms
@@ -350,7 +333,7 @@ static void test_f16_epilogue(void **state)
         d.fused_maxpool = 0; /* implicit-gemm and im2col have no fused pool */
     char label[96];
     snprintf(label, sizeof label, "%s f16 bias+residual relu%s", algo_name(*algo), d.fused_maxpool ? " pool" : "");
-    run_case(ctx, &d, label);
+    run_case(kt_ctx, &d, label);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -362,7 +345,7 @@ static void test_f16_epilogue(void **state)
 static void assert_unsupported(const kiln_conv2d_desc *d, const char *what)
 {
     kiln_conv2d_plan *plan = POISON_PLAN;
-    kiln_status st = kiln_conv2d_plan_create(ctx, d, &plan);
+    kiln_status st = kiln_conv2d_plan_create(kt_ctx, d, &plan);
     if (st != KILN_ERROR_UNSUPPORTED)
         fail_msg("%s %s: plan_create returned %s (%s), not UNSUPPORTED", algo_name(d->algo), what,
                  kiln_status_string(st), kiln_last_error_detail());
@@ -371,17 +354,17 @@ static void assert_unsupported(const kiln_conv2d_desc *d, const char *what)
     printf("# %s %s: %s\n", algo_name(d->algo), what, kiln_last_error_detail());
 
     struct cr_case t;
-    cr_case_init(&t, ctx, d);
-    cr_case_fill(&t, &seed);
+    cr_case_init(&t, kt_ctx, d);
+    cr_case_fill(&t, &kt_group_seed);
     kiln_event *ev = POISON_EVENT;
-    kt_assert_status(kiln_conv2d(ctx, d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y], &ev),
+    kt_assert_status(kiln_conv2d(kt_ctx, d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y], &ev),
                      KILN_ERROR_UNSUPPORTED);
     assert_ptr_equal(ev, POISON_EVENT);
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
-    unsigned char *back = malloc(t.len[CR_Y] * cr_elem_size(d->dtype));
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
+    unsigned char *back = malloc(t.len[CR_Y] * kt_elem_size(d->dtype));
     assert_non_null(back);
-    kt_assert_status(kiln_buffer_read(t.buf[CR_Y], 0, t.len[CR_Y] * cr_elem_size(d->dtype), back), KILN_SUCCESS);
-    assert_memory_equal(back, t.raw[CR_Y], t.len[CR_Y] * cr_elem_size(d->dtype));
+    kt_assert_status(kiln_buffer_read(t.buf[CR_Y], 0, t.len[CR_Y] * kt_elem_size(d->dtype), back), KILN_SUCCESS);
+    assert_memory_equal(back, t.raw[CR_Y], t.len[CR_Y] * kt_elem_size(d->dtype));
     free(back);
     cr_case_free(&t);
 }
@@ -424,7 +407,7 @@ static void test_unsupported(void **state)
     /* An algorithm not written yet answers "not implemented" everywhere. */
     kiln_conv2d_desc probe = desc_of(&epilogue_shapes[m->algo == KILN_CONV_GEMM_1X1][0], m->algo);
     kiln_conv2d_plan *plan = NULL;
-    kiln_status st = kiln_conv2d_plan_create(ctx, &probe, &plan);
+    kiln_status st = kiln_conv2d_plan_create(kt_ctx, &probe, &plan);
     if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented")) {
         printf("# skipped: %s\n", kiln_last_error_detail());
         skip();
@@ -507,11 +490,11 @@ static void test_describe(void **state)
     for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
         kiln_conv2d_desc d = desc_of(&epilogue_shapes[0][0], algos[i]); /* 3x3 pad 1 */
         kiln_conv2d_plan *plan = NULL;
-        kiln_status st = kiln_conv2d_plan_create(ctx, &d, &plan);
+        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
         if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented"))
             continue;
         kt_assert_status(st, KILN_SUCCESS);
-        assert_plan_describes(plan, ctx, algos[i]);
+        assert_plan_describes(plan, kt_ctx, algos[i]);
         kiln_conv2d_plan_info info;
         kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
         if (algos[i] != KILN_CONV_AUTO)
@@ -531,7 +514,7 @@ static void test_describe(void **state)
     assert_memory_equal(&info, &before, sizeof info);
     kiln_conv2d_desc d = desc_of(&epilogue_shapes[0][0], KILN_CONV_AUTO);
     kiln_conv2d_plan *plan = NULL;
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     kt_assert_status(kiln_conv2d_plan_describe(plan, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kiln_conv2d_plan_destroy(plan);
     kiln_conv2d_plan_destroy(NULL);
@@ -557,11 +540,11 @@ static void test_one_shot(void **state)
         kiln_conv2d_desc d = desc_of(&epilogue_shapes[0][i], KILN_CONV_AUTO);
         d.alpha = 1.5f, d.beta = 0.5f, d.activation = KILN_ACT_RELU;
         struct cr_case t;
-        cr_case_init(&t, ctx, &d);
+        cr_case_init(&t, kt_ctx, &d);
         for (int with_event = 0; with_event < 2; with_event++) {
-            cr_case_fill(&t, &seed);
+            cr_case_fill(&t, &kt_group_seed);
             kiln_event *ev = POISON_EVENT;
-            kt_assert_status(kiln_conv2d(ctx, &d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y],
+            kt_assert_status(kiln_conv2d(kt_ctx, &d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y],
                                          with_event ? &ev : NULL),
                              KILN_SUCCESS);
             if (with_event)
@@ -583,14 +566,14 @@ static void test_plan_reuse(void **state)
     kiln_conv2d_desc d = desc_of(&epilogue_shapes[0][0], KILN_CONV_AUTO);
     d.beta = 0.5f;
     kiln_conv2d_plan *plan = NULL;
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
-    kiln_conv_algo ran = assert_plan_describes(plan, ctx, KILN_CONV_AUTO);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    kiln_conv_algo ran = assert_plan_describes(plan, kt_ctx, KILN_CONV_AUTO);
     struct cr_case t1, t2;
-    cr_case_init(&t1, ctx, &d);
-    cr_case_init(&t2, ctx, &d);
+    cr_case_init(&t1, kt_ctx, &d);
+    cr_case_init(&t2, kt_ctx, &d);
     for (int round = 0; round < 3; round++) {
-        cr_case_fill(&t1, &seed);
-        cr_case_fill(&t2, &seed);
+        cr_case_fill(&t1, &kt_group_seed);
+        cr_case_fill(&t2, &kt_group_seed);
         kiln_event *ev = POISON_EVENT;
         kt_assert_status(cr_case_execute(&t1, plan, NULL), KILN_SUCCESS);
         kt_assert_status(cr_case_execute(&t2, plan, &ev), KILN_SUCCESS);
@@ -617,23 +600,23 @@ static void test_constant_weights(void **state)
         kiln_conv2d_desc d = desc_of(&epilogue_shapes[algos[i] == KILN_CONV_GEMM_1X1][0], algos[i]);
         d.constant_weights = 1;
         kiln_conv2d_plan *plan = NULL;
-        kiln_status st = kiln_conv2d_plan_create(ctx, &d, &plan);
+        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
         if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented"))
             continue;
         kt_assert_status(st, KILN_SUCCESS);
-        kiln_conv_algo algo = assert_plan_describes(plan, ctx, algos[i]);
+        kiln_conv_algo algo = assert_plan_describes(plan, kt_ctx, algos[i]);
         char label[96];
         snprintf(label, sizeof label, "%s constant_weights", algo_name(algos[i]));
         struct cr_case a, b;
-        cr_case_init(&a, ctx, &d);
-        cr_case_init(&b, ctx, &d);
-        cr_case_fill(&a, &seed);
-        cr_case_fill(&b, &seed);
+        cr_case_init(&a, kt_ctx, &d);
+        cr_case_init(&b, kt_ctx, &d);
+        cr_case_fill(&a, &kt_group_seed);
+        cr_case_fill(&b, &kt_group_seed);
         const double tol = cr_algo_tol(algo, a.dims.k_eff);
         struct cr_case *order[] = {&a, &a, &b, &a};
         for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
             struct cr_case *t = order[r];
-            cr_case_refresh_x(t, &seed);
+            cr_case_refresh_x(t, &kt_group_seed);
             kt_assert_status(cr_case_execute(t, plan, NULL), KILN_SUCCESS);
             cr_case_check(t, tol, label);
         }
@@ -661,10 +644,10 @@ static struct bn bn_make(size_t k)
     struct bn b = {k, malloc(k * sizeof(float)), malloc(k * sizeof(float)), malloc(k * sizeof(float)),
                    malloc(k * sizeof(float))};
     assert_true(b.scale && b.shift && b.mean && b.var);
-    kt_fill_uniform(b.scale, k, 0.5f, 2.0f, &seed);
-    kt_fill_uniform(b.shift, k, -1.0f, 1.0f, &seed);
-    kt_fill_uniform(b.mean, k, -1.0f, 1.0f, &seed);
-    kt_fill_uniform(b.var, k, 0.1f, 2.0f, &seed);
+    kt_fill_uniform(b.scale, k, 0.5f, 2.0f, &kt_group_seed);
+    kt_fill_uniform(b.shift, k, -1.0f, 1.0f, &kt_group_seed);
+    kt_fill_uniform(b.mean, k, -1.0f, 1.0f, &kt_group_seed);
+    kt_fill_uniform(b.var, k, 0.1f, 2.0f, &kt_group_seed);
     return b;
 }
 
@@ -683,8 +666,8 @@ static void test_fold_batchnorm_values(void **state)
     struct bn b = bn_make(K);
     const struct cr_bn bn = bn_view(&b, 1e-3f);
     float w[K * PER], w0[K * PER], bias[K], bias0[K], out[K];
-    kt_fill_uniform(w0, K * PER, -1.0f, 1.0f, &seed);
-    kt_fill_uniform(bias0, K, -1.0f, 1.0f, &seed);
+    kt_fill_uniform(w0, K * PER, -1.0f, 1.0f, &kt_group_seed);
+    kt_fill_uniform(bias0, K, -1.0f, 1.0f, &kt_group_seed);
     static const char *const modes[] = {"separate bias_out", "in place", "NULL bias"};
     for (int mode = 0; mode < 3; mode++) {
         memcpy(w, w0, sizeof w);
@@ -716,11 +699,11 @@ static void test_fold_batchnorm_conv(void **state)
     for (int lay = NCHW; lay <= NHWC; lay++) {
         kiln_conv2d_desc d = desc_of(&epilogue_shapes[0][lay], KILN_CONV_AUTO);
         kiln_conv2d_plan *plan = NULL;
-        kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
-        kiln_conv_algo ran = assert_plan_describes(plan, ctx, KILN_CONV_AUTO);
+        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        kiln_conv_algo ran = assert_plan_describes(plan, kt_ctx, KILN_CONV_AUTO);
         struct cr_case t;
-        cr_case_init(&t, ctx, &d);
-        cr_case_fill(&t, &seed);
+        cr_case_init(&t, kt_ctx, &d);
+        cr_case_fill(&t, &kt_group_seed);
         struct bn b = bn_make(d.k);
         const struct cr_bn bn = bn_view(&b, 1e-5f);
         float *w0 = malloc(t.len[CR_W] * sizeof *w0), *bias0 = malloc(d.k * sizeof *bias0);
@@ -774,9 +757,9 @@ static void test_fold_batchnorm_bad(void **state)
     for (size_t i = 0; i < sizeof bn_bads / sizeof *bn_bads; i++) {
         struct bn b = bn_make(K);
         float w[K * PER], w0[K * PER], bias[K], out[K], out0[K];
-        kt_fill_uniform(w0, K * PER, -1.0f, 1.0f, &seed);
-        kt_fill_uniform(bias, K, -1.0f, 1.0f, &seed);
-        kt_fill_uniform(out0, K, -1.0f, 1.0f, &seed);
+        kt_fill_uniform(w0, K * PER, -1.0f, 1.0f, &kt_group_seed);
+        kt_fill_uniform(bias, K, -1.0f, 1.0f, &kt_group_seed);
+        kt_fill_uniform(out0, K, -1.0f, 1.0f, &kt_group_seed);
         memcpy(w, w0, sizeof w);
         memcpy(out, out0, sizeof out);
         float eps = 1e-5f;
@@ -855,7 +838,7 @@ static void find_round(int by_env)
         }
         struct cr_case t;
         cr_case_init(&t, c, &d);
-        cr_case_fill(&t, &seed);
+        cr_case_fill(&t, &kt_group_seed);
         kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
         cr_case_check(&t, cr_algo_tol(ran, t.dims.k_eff), "find");
         cr_case_free(&t);
@@ -965,7 +948,7 @@ static kiln_buffer *poisoned_buffer(size_t bytes)
     assert_non_null(poison);
     memset(poison, 0xff, bytes);
     kiln_buffer *buf = NULL;
-    kt_assert_status(kiln_buffer_create(ctx, bytes, &buf), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(kt_ctx, bytes, &buf), KILN_SUCCESS);
     kt_assert_status(kiln_buffer_write(buf, 0, bytes, poison), KILN_SUCCESS);
     free(poison);
     return buf;
@@ -996,15 +979,15 @@ static void test_bad_desc(void **state)
     kt_assert_status(kiln_conv2d_output_size(&d, &p, &q, &yh, &yw), KILN_ERROR_INVALID_ARGUMENT);
     assert_true(p == POISON_SIZE && q == POISON_SIZE && yh == POISON_SIZE && yw == POISON_SIZE);
     kiln_conv2d_plan *plan = POISON_PLAN;
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
     /* The one-shot call fails the same way, with buffers large enough for
        any reading of the descriptor, and leaves y alone. */
     kiln_buffer *x = poisoned_buffer(32768), *w = poisoned_buffer(32768), *y = poisoned_buffer(32768);
     kiln_event *ev = POISON_EVENT;
-    kt_assert_status(kiln_conv2d(ctx, &d, x, w, NULL, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_conv2d(kt_ctx, &d, x, w, NULL, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(ev, POISON_EVENT);
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(y);
     kiln_buffer_destroy(x), kiln_buffer_destroy(w), kiln_buffer_destroy(y);
 }
@@ -1028,7 +1011,7 @@ static void test_edge_descs_accepted(void **state)
             d.w = 2;
         kt_assert_status(kiln_conv2d_output_size(&d, NULL, NULL, NULL, NULL), KILN_SUCCESS);
         kiln_conv2d_plan *plan = NULL;
-        kiln_status st = kiln_conv2d_plan_create(ctx, &d, &plan);
+        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
         if (st != KILN_SUCCESS)
             fail_msg("%s: %s (%s)", edges[i].name, kiln_status_string(st), kiln_last_error_detail());
         kiln_conv2d_plan_destroy(plan);
@@ -1090,11 +1073,11 @@ static void test_bad_exec(void **state)
     d.fused_maxpool = x->residual;
     d.activation = x->dtype == KILN_F16 ? KILN_ACT_RELU : KILN_ACT_NONE;
     const struct cr_dims m = cr_dims_of(&d);
-    const size_t es = cr_elem_size(d.dtype);
+    const size_t es = kt_elem_size(d.dtype);
     size_t bytes[CR_OPERANDS] = {d.n * d.c * d.h * d.w * es, d.k * m.cg * d.r * d.s * es, d.k * sizeof(float),
                                  d.n * d.k * m.p * m.q * es, d.n * d.k * m.yh * m.yw * es};
     kiln_conv2d_plan *plan = NULL;
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     if (x->kind >= X_SHORT_X)
         bytes[CR_X + (x->kind - X_SHORT_X)] -= x->kind == X_SHORT_BIAS ? sizeof(float) : es;
     kiln_buffer *buf[CR_OPERANDS];
@@ -1122,10 +1105,10 @@ static void test_bad_exec(void **state)
     kt_assert_status(kiln_conv2d_plan_execute(use, bx, bw, bb, bz, by, &ev), x->want);
     assert_ptr_equal(ev, POISON_EVENT);
     if (x->kind != X_NULL_PLAN) { /* the one-shot call checks the same */
-        kt_assert_status(kiln_conv2d(ctx, &d, bx, bw, bb, bz, by, &ev), x->want);
+        kt_assert_status(kiln_conv2d(kt_ctx, &d, bx, bw, bb, bz, by, &ev), x->want);
         assert_ptr_equal(ev, POISON_EVENT);
     }
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     for (int i = 0; i < CR_OPERANDS; i++) /* all poison still: nothing ran */
         assert_still_poisoned(buf[i]);
     for (int i = 0; i < CR_OPERANDS; i++)
@@ -1140,16 +1123,16 @@ static void test_null_arguments(void **state)
     kiln_conv2d_plan *plan = POISON_PLAN;
     kt_assert_status(kiln_conv2d_plan_create(NULL, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
-    kt_assert_status(kiln_conv2d_plan_create(ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kiln_buffer *x = poisoned_buffer(16384), *w = poisoned_buffer(16384), *b = poisoned_buffer(256),
                 *y = poisoned_buffer(16384);
     kiln_event *ev = POISON_EVENT;
     kt_assert_status(kiln_conv2d(NULL, &d, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_conv2d(ctx, NULL, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_conv2d(kt_ctx, NULL, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(ev, POISON_EVENT);
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(y);
     kiln_buffer_destroy(x), kiln_buffer_destroy(w), kiln_buffer_destroy(b), kiln_buffer_destroy(y);
 }
@@ -1255,5 +1238,5 @@ int main(void)
         tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
         t++;
     }
-    return _cmocka_run_group_tests("conv", tests, t, group_setup, group_teardown);
+    return _cmocka_run_group_tests("conv", tests, t, kt_group_setup, kt_group_teardown);
 }

@@ -17,23 +17,6 @@
 #define POISON_PLAN ((kiln_gemm_plan *)(uintptr_t)0x5a5a)
 #define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
 
-static kiln_context *ctx;
-static uint64_t seed;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    seed = kt_seed();
-    return kiln_context_create(NULL, &ctx) == KILN_SUCCESS ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    kiln_context_destroy(ctx);
-    return 0;
-}
-
 static const char *algo_name(kiln_gemm_algo algo)
 {
     static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast"};
@@ -53,7 +36,7 @@ static void assert_plan_describes(const kiln_gemm_plan *plan, kiln_gemm_algo alg
     assert_string_equal(info.family, algo_name(info.algo));
     assert_true(info.kernel[0] && info.params[0] && info.profile[0] && info.reason[0]);
     kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
     assert_string_equal(info.profile, dev.profile);
 }
 
@@ -199,8 +182,8 @@ struct row_test {
 static void run_row_plan(kiln_gemm_plan *plan, const kiln_gemm_desc *d, const struct row *r)
 {
     struct gr_case t;
-    gr_case_init(&t, ctx, d, r->off[GR_A], r->off[GR_B], r->off[GR_C], 0);
-    gr_case_run(&t, plan, r->all_scalars ? GR_SCALAR_PAIRS : 2, &seed);
+    gr_case_init(&t, kt_ctx, d, r->off[GR_A], r->off[GR_B], r->off[GR_C], 0);
+    gr_case_run(&t, plan, r->all_scalars ? GR_SCALAR_PAIRS : 2, &kt_group_seed);
     gr_case_free(&t);
     kiln_gemm_plan_destroy(plan);
 }
@@ -210,7 +193,7 @@ static void test_row(void **state)
     const struct row_test *rt = *state;
     kiln_gemm_desc d = desc_of(rt->row, rt->algo);
     kiln_gemm_plan *plan = NULL;
-    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     assert_plan_describes(plan, rt->algo);
     run_row_plan(plan, &d, rt->row);
 }
@@ -279,7 +262,7 @@ static void test_clblast_runs_or_is_unsupported(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_gemm_desc d = desc_of(&cases[i], KILN_GEMM_CLBLAST);
         kiln_gemm_plan *plan = POISON_PLAN;
-        kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
+        kiln_status st = kiln_gemm_plan_create(kt_ctx, &d, &plan);
         if (st == KILN_ERROR_UNSUPPORTED) {
             kt_assert_status(st, KILN_ERROR_UNSUPPORTED);
             assert_ptr_equal(plan, POISON_PLAN);
@@ -313,10 +296,10 @@ static void test_event_completes_the_work(void **state)
         kiln_gemm_desc_init(&d, RM, NO, TR, 65, 70, 33);
         d.algo = algos[i];
         kiln_gemm_plan *plan = NULL;
-        kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
         struct gr_case t;
-        gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
-        gr_case_fill(&t, 1, &seed);
+        gr_case_init(&t, kt_ctx, &d, 0, 0, 0, 0);
+        gr_case_fill(&t, 1, &kt_group_seed);
         kiln_event *ev = POISON_EVENT;
         kt_assert_status(gr_case_execute(&t, plan, 1.0f, 0.0f, &ev), KILN_SUCCESS);
         wait_and_release(ev);
@@ -334,13 +317,13 @@ static void test_plan_reuse_gives_fresh_results(void **state)
     kiln_gemm_desc d;
     kiln_gemm_desc_init(&d, CM, TR, NO, 37, 70, 19);
     kiln_gemm_plan *plan = NULL;
-    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     struct gr_case t1, t2;
-    gr_case_init(&t1, ctx, &d, 0, 0, 0, 0);
-    gr_case_init(&t2, ctx, &d, 5, 2, 9, 3);
+    gr_case_init(&t1, kt_ctx, &d, 0, 0, 0, 0);
+    gr_case_init(&t2, kt_ctx, &d, 5, 2, 9, 3);
     for (int round = 0; round < 3; round++) {
-        gr_case_fill(&t1, 1, &seed);
-        gr_case_fill(&t2, 0, &seed);
+        gr_case_fill(&t1, 1, &kt_group_seed);
+        gr_case_fill(&t2, 0, &kt_group_seed);
         kt_assert_status(gr_case_execute(&t1, plan, 1.0f, 0.0f, NULL), KILN_SUCCESS);
         kt_assert_status(gr_case_execute(&t2, plan, 0.5f, -1.0f, NULL), KILN_SUCCESS);
         gr_case_check(&t1, 1.0f, 0.0f);
@@ -358,14 +341,14 @@ static void test_one_shot(void **state)
     kiln_gemm_desc_init(&d, RM, TR, NO, 63, 65, 17);
     d.dtype = KILN_F16;
     struct gr_case t;
-    gr_case_init(&t, ctx, &d, 1, 2, 3, 0);
-    gr_case_fill(&t, 0, &seed);
-    kt_assert_status(kiln_gemm(ctx, &d, 2.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.5f, t.buf[GR_C], 3, NULL),
+    gr_case_init(&t, kt_ctx, &d, 1, 2, 3, 0);
+    gr_case_fill(&t, 0, &kt_group_seed);
+    kt_assert_status(kiln_gemm(kt_ctx, &d, 2.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.5f, t.buf[GR_C], 3, NULL),
                      KILN_SUCCESS);
     gr_case_check(&t, 2.0f, 0.5f);
-    gr_case_fill(&t, 1, &seed);
+    gr_case_fill(&t, 1, &kt_group_seed);
     kiln_event *ev = POISON_EVENT;
-    kt_assert_status(kiln_gemm(ctx, &d, -1.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.0f, t.buf[GR_C], 3, &ev),
+    kt_assert_status(kiln_gemm(kt_ctx, &d, -1.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.0f, t.buf[GR_C], 3, &ev),
                      KILN_SUCCESS);
     wait_and_release(ev);
     gr_case_check(&t, -1.0f, 0.0f);
@@ -379,10 +362,10 @@ static void test_a_and_b_share_a_buffer(void **state)
     kiln_gemm_desc d;
     kiln_gemm_desc_init(&d, RM, NO, TR, 33, 33, 17); /* A * A^T reads B = A */
     struct gr_case t;
-    gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
-    gr_case_fill(&t, 1, &seed);
+    gr_case_init(&t, kt_ctx, &d, 0, 0, 0, 0);
+    gr_case_fill(&t, 1, &kt_group_seed);
     memcpy(t.val[GR_B], t.val[GR_A], t.len[GR_A] * sizeof(float));
-    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, t.buf[GR_A], 0, t.buf[GR_A], 0, 0.0f, t.buf[GR_C], 0, NULL),
+    kt_assert_status(kiln_gemm(kt_ctx, &d, 1.0f, t.buf[GR_A], 0, t.buf[GR_A], 0, 0.0f, t.buf[GR_C], 0, NULL),
                      KILN_SUCCESS);
     gr_upload(&t, GR_B); /* B's buffer was not used; keep it equal for the check */
     gr_case_check(&t, 1.0f, 0.0f);
@@ -485,7 +468,7 @@ static kiln_buffer *poisoned_buffer(size_t floats)
     for (size_t i = 0; i < floats; i++)
         nan[i] = NAN;
     kiln_buffer *buf = NULL;
-    kt_assert_status(kiln_buffer_create(ctx, floats * sizeof(float), &buf), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(kt_ctx, floats * sizeof(float), &buf), KILN_SUCCESS);
     kt_assert_status(kiln_buffer_write(buf, 0, floats * sizeof(float), nan), KILN_SUCCESS);
     free(nan);
     return buf;
@@ -514,15 +497,15 @@ static void test_bad_desc(void **state)
     set_field(&d, b->f1, b->v1);
     set_field(&d, b->f2, b->v2);
     kiln_gemm_plan *plan = POISON_PLAN;
-    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
     /* The one-shot call fails the same way, with buffers large enough for
        any reading of the descriptor, and leaves C alone. */
     kiln_buffer *a = poisoned_buffer(4096), *bb = poisoned_buffer(4096), *c = poisoned_buffer(4096);
     kiln_event *ev = POISON_EVENT;
-    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, a, 0, bb, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_gemm(kt_ctx, &d, 1.0f, a, 0, bb, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(ev, POISON_EVENT);
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(c);
     kiln_buffer_destroy(a), kiln_buffer_destroy(bb), kiln_buffer_destroy(c);
 }
@@ -578,7 +561,7 @@ static void test_bad_exec(void **state)
     size_t len[3] = {gr_extent(&d, GR_A), gr_extent(&d, GR_B), gr_extent(&d, GR_C)};
     size_t off[3] = {0, 0, 0};
     kiln_gemm_plan *plan = NULL;
-    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
 
     /* Exact-fit buffers, then the one thing the row gets wrong. */
     switch (x->kind) {
@@ -645,10 +628,10 @@ static void test_bad_exec(void **state)
     kt_assert_status(kiln_gemm_plan_execute(use, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
     assert_ptr_equal(ev, POISON_EVENT);
     if (x->kind != X_NULL_PLAN) { /* the one-shot call checks the same */
-        kt_assert_status(kiln_gemm(ctx, &d, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
+        kt_assert_status(kiln_gemm(kt_ctx, &d, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
         assert_ptr_equal(ev, POISON_EVENT);
     }
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     for (int w = GR_A; w <= GR_C; w++) /* all NaN still: nothing ran */
         assert_still_poisoned(buf[w]);
     for (int w = GR_A; w <= GR_C; w++)
@@ -664,16 +647,16 @@ static void test_null_arguments(void **state)
     kiln_gemm_plan *plan = POISON_PLAN;
     kt_assert_status(kiln_gemm_plan_create(NULL, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
-    kt_assert_status(kiln_gemm_plan_create(ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
-    kt_assert_status(kiln_gemm_plan_create(ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
 
     kiln_buffer *a = poisoned_buffer(32), *b = poisoned_buffer(24), *c = poisoned_buffer(48);
     kiln_event *ev = POISON_EVENT;
     kt_assert_status(kiln_gemm(NULL, &d, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_gemm(ctx, NULL, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_gemm(kt_ctx, NULL, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(ev, POISON_EVENT);
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(c);
 
     kiln_gemm_plan_info info, before;
@@ -681,7 +664,7 @@ static void test_null_arguments(void **state)
     before = info;
     kt_assert_status(kiln_gemm_plan_describe(NULL, &info), KILN_ERROR_INVALID_ARGUMENT);
     assert_memory_equal(&info, &before, sizeof info);
-    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     kt_assert_status(kiln_gemm_plan_describe(plan, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_event_wait(NULL), KILN_ERROR_INVALID_ARGUMENT);
     assert_null(kiln_event_get_cl(NULL));
@@ -712,7 +695,7 @@ static void test_overflowing_sizes(void **state)
         d.stride_a = cases[i].stride_a;
         d.stride_c = d.batch > 1 ? 16 : d.stride_c;
         kiln_gemm_plan *plan = POISON_PLAN;
-        kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
+        kiln_status st = kiln_gemm_plan_create(kt_ctx, &d, &plan);
         if (st != KILN_SUCCESS) {
             if (st != KILN_ERROR_INVALID_ARGUMENT && st != KILN_ERROR_UNSUPPORTED && st != KILN_ERROR_OUT_OF_MEMORY)
                 fail_msg("case %zu: plan_create returned %s", i, kiln_status_string(st));
@@ -726,7 +709,7 @@ static void test_overflowing_sizes(void **state)
         assert_ptr_equal(ev, POISON_EVENT);
         kiln_gemm_plan_destroy(plan);
     }
-    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(c);
     kiln_buffer_destroy(a), kiln_buffer_destroy(b), kiln_buffer_destroy(c);
 }
@@ -777,5 +760,5 @@ int main(void)
         tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
         t++;
     }
-    return _cmocka_run_group_tests("gemm", tests, t, group_setup, group_teardown);
+    return _cmocka_run_group_tests("gemm", tests, t, kt_group_setup, kt_group_teardown);
 }

@@ -70,28 +70,5 @@ static void test_profile(void **state)
 int main(void)
 {
     seed = kt_seed();
-    struct kiln_profile_set *set = NULL;
-    if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {
-        fprintf(stderr, "cannot load the embedded profiles: %s\n", kiln_last_error_detail());
-        return 1;
-    }
-    const size_t count = kiln_profile_set_count(set);
-    struct CMUnitTest *tests = calloc(count, sizeof *tests);
-    char(*names)[96] = calloc(count, sizeof *names);
-    if (!tests || !names)
-        return 1;
-    size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
-        const struct kiln_profile *p = kiln_profile_set_at(set, i);
-        if (kiln_profile_is_abstract(p))
-            continue;
-        snprintf(names[n], sizeof names[n], "profile %s", kiln_profile_name(p));
-        tests[n] = (struct CMUnitTest){names[n], test_profile, NULL, NULL, (void *)kiln_profile_name(p)};
-        n++;
-    }
-    int failed = _cmocka_run_group_tests("gemm_conformance", tests, n, NULL, NULL);
-    free(tests);
-    free(names);
-    kiln_profile_set_free(set);
-    return failed;
+    return kt_run_per_profile("gemm_conformance", test_profile, NULL, NULL, 0);
 }

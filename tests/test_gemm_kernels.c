@@ -188,36 +188,16 @@ static int report_failed_case(void **state)
 /* Every embedded profile validates, so none drops out of the tests below. */
 static void test_profiles_load_cleanly(void **state)
 {
-    const struct kiln_profile_set *set = *state;
+    (void)state;
+    struct kiln_profile_set *set = NULL;
+    kt_assert_status(kiln_profile_set_load(NULL, &set), KILN_SUCCESS);
     assert_string_equal(kiln_profile_set_warnings(set), "");
+    kiln_profile_set_free(set);
 }
 
 int main(void)
 {
     seed = kt_seed();
-    struct kiln_profile_set *set = NULL;
-    if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {
-        fprintf(stderr, "cannot load the embedded profiles: %s\n", kiln_last_error_detail());
-        return 1;
-    }
-    const size_t count = kiln_profile_set_count(set);
-    struct CMUnitTest *tests = calloc(count + 1, sizeof *tests);
-    char(*names)[96] = calloc(count + 1, sizeof *names);
-    if (!tests || !names)
-        return 1;
-    tests[0] = (struct CMUnitTest){"profiles load cleanly", test_profiles_load_cleanly, NULL, NULL, set};
-    size_t n = 1;
-    for (size_t i = 0; i < count; i++) {
-        const struct kiln_profile *p = kiln_profile_set_at(set, i);
-        if (kiln_profile_is_abstract(p))
-            continue;
-        snprintf(names[n], sizeof names[n], "profile %s", kiln_profile_name(p));
-        tests[n] = (struct CMUnitTest){names[n], test_profile, NULL, report_failed_case, (void *)kiln_profile_name(p)};
-        n++;
-    }
-    int failed = _cmocka_run_group_tests("gemm_kernels", tests, n, NULL, NULL);
-    free(tests);
-    free(names);
-    kiln_profile_set_free(set);
-    return failed;
+    const struct CMUnitTest first[] = {cmocka_unit_test(test_profiles_load_cleanly)};
+    return kt_run_per_profile("gemm_kernels", test_profile, report_failed_case, first, 1);
 }

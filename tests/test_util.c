@@ -1,6 +1,9 @@
 #include "test_util.h"
 
+#include "profiles/profile.h"
+
 #include <ftw.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,4 +68,92 @@ void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, 
         print_error("%s:%d: status %s without a detail message\n", file, line, kiln_status_string(got));
         _fail(file, line);
     }
+}
+
+size_t kt_elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
+
+/* fp32 -> fp16, round to nearest even, NaN and overflow kept. */
+uint16_t kt_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (a >= 0x477ff000u) /* 65520 and above round to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    uint32_t e = a >> 23, mant = (a & 0x7fffffu) | 0x800000u, shift, h;
+    if (e >= 113) { /* normal half: drop 13 mantissa bits */
+        shift = 13;
+        h = ((e - 112) << 10) | ((a & 0x7fffffu) >> 13);
+    } else { /* subnormal half: units of 2^-24 */
+        shift = 126 - e;
+        if (shift > 24)
+            return (uint16_t)sign;
+        h = mant >> shift;
+    }
+    uint32_t rem = (shift == 13 ? a : mant) & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1)))
+        h++; /* a carry into the exponent is the correct rounding */
+    return (uint16_t)(sign | h);
+}
+
+float kt_from_half(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    if (e == 0) {
+        float v = (float)mant * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    x = sign | (e == 31 ? 0x7f800000u | (mant << 13) : ((e + 112) << 23) | (mant << 13));
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+kiln_context *kt_ctx;
+uint64_t kt_group_seed;
+
+int kt_group_setup(void **state)
+{
+    (void)state;
+    kt_group_seed = kt_seed();
+    return kiln_context_create(NULL, &kt_ctx) == KILN_SUCCESS ? 0 : -1;
+}
+
+int kt_group_teardown(void **state)
+{
+    (void)state;
+    kiln_context_destroy(kt_ctx);
+    return 0;
+}
+
+int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,
+                       const struct CMUnitTest *first, size_t first_count)
+{
+    struct kiln_profile_set *set = NULL;
+    if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {
+        fprintf(stderr, "cannot load the embedded profiles: %s\n", kiln_last_error_detail());
+        return 1;
+    }
+    const size_t count = kiln_profile_set_count(set);
+    struct CMUnitTest *tests = calloc(first_count + count, sizeof *tests);
+    char(*names)[96] = calloc(count, sizeof *names);
+    if (!tests || !names)
+        return 1;
+    size_t n = 0;
+    for (; n < first_count; n++)
+        tests[n] = first[n];
+    for (size_t i = 0; i < count; i++) {
+        const struct kiln_profile *p = kiln_profile_set_at(set, i);
+        if (kiln_profile_is_abstract(p))
+            continue;
+        snprintf(names[i], sizeof names[i], "profile %s", kiln_profile_name(p));
+        tests[n++] = (struct CMUnitTest){names[i], test, NULL, teardown, (void *)kiln_profile_name(p)};
+    }
+    int failed = _cmocka_run_group_tests(group, tests, n, NULL, NULL);
+    free(tests);
+    free(names);
+    kiln_profile_set_free(set);
+    return failed;
 }

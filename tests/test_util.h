@@ -29,4 +29,23 @@ void kt_write_file(const char *path, const char *text);
 #define kt_assert_status(status, expected) kt_assert_status_((status), (expected), __FILE__, __LINE__)
 void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, int line);
 
+/* Bytes of one element of a storage type. */
+size_t kt_elem_size(kiln_dtype t);
+/* fp32 -> fp16 bits, rounding to nearest even; NaN and overflow kept. */
+uint16_t kt_to_half(float f);
+float kt_from_half(uint16_t h);
+
+/* Group fixtures for test files that share one context on the default
+   device and one random seed (printed for replay) across their tests. */
+extern kiln_context *kt_ctx;
+extern uint64_t kt_group_seed;
+int kt_group_setup(void **state);
+int kt_group_teardown(void **state);
+
+/* Run cmocka group `group`: the `first` tests, then `test` once for every
+   shipped non-abstract device profile (its name as the state, "profile
+   <name>" as the test name) with `teardown`. Returns cmocka's failure count. */
+int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,
+                       const struct CMUnitTest *first, size_t first_count);
+
 #endif /* KILN_TEST_UTIL_H */

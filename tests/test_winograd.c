@@ -32,23 +32,6 @@
 #define WINO2X2_TOL 0x1p-18 /* 64 u */
 #define WINO4X4_TOL 0x1p-13 /* 2048 u */
 
-static kiln_context *ctx;
-static uint64_t seed;
-
-static int group_setup(void **state)
-{
-    (void)state;
-    seed = kt_seed();
-    return kiln_context_create(NULL, &ctx) == KILN_SUCCESS ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    kiln_context_destroy(ctx);
-    return 0;
-}
-
 static double tolerance(kiln_conv_algo algo) { return algo == KILN_CONV_WINOGRAD_4X4 ? WINO4X4_TOL : WINO2X2_TOL; }
 
 /* ------------------------------------------------------------------------ */
@@ -153,11 +136,11 @@ static void test_row(void **state)
              rt->row->what);
 
     struct cr_case t;
-    cr_case_init(&t, ctx, &d);
+    cr_case_init(&t, kt_ctx, &d);
     kiln_conv2d_plan *plan = NULL;
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     assert_plan_describes(plan, rt->algo);
-    cr_case_fill(&t, &seed);
+    cr_case_fill(&t, &kt_group_seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
     cr_case_check(&t, tolerance(rt->algo), label);
     kiln_conv2d_plan_destroy(plan);
@@ -189,11 +172,11 @@ static void test_reuse_with_new_weights(void **state)
             desc_of(&d, &rows[1], algos[a], (kiln_tensor_layout)layout);
             d.has_bias = 1;
             struct cr_case t;
-            cr_case_init(&t, ctx, &d);
+            cr_case_init(&t, kt_ctx, &d);
             kiln_conv2d_plan *plan = NULL;
-            kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+            kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
             for (int run = 0; run < 2; run++) {
-                cr_case_fill(&t, &seed);
+                cr_case_fill(&t, &kt_group_seed);
                 kiln_event *ev = NULL;
                 kt_assert_status(cr_case_execute(&t, plan, &ev), KILN_SUCCESS);
                 assert_non_null(ev);
@@ -219,15 +202,15 @@ static void test_constant_weights(void **state)
             desc_of(&d, &rows[1], algos[a], (kiln_tensor_layout)layout);
             d.constant_weights = 1;
             struct cr_case t;
-            cr_case_init(&t, ctx, &d);
+            cr_case_init(&t, kt_ctx, &d);
             kiln_conv2d_plan *plan = NULL;
-            kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
-            cr_case_fill(&t, &seed);
+            kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+            cr_case_fill(&t, &kt_group_seed);
             kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
             cr_case_check(&t, tolerance(algos[a]), "first execution");
 
             /* new input, same weights buffer (y poisoned again) */
-            kt_fill_uniform(t.val[CR_X], t.len[CR_X], -1.0f, 1.0f, &seed);
+            kt_fill_uniform(t.val[CR_X], t.len[CR_X], -1.0f, 1.0f, &kt_group_seed);
             cr_upload(&t, CR_X);
             cr_upload(&t, CR_Y);
             kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
@@ -235,8 +218,8 @@ static void test_constant_weights(void **state)
 
             /* another weights buffer with other values */
             kiln_buffer *first = t.buf[CR_W];
-            const size_t bytes = t.len[CR_W] * cr_elem_size(d.dtype);
-            kt_assert_status(kiln_buffer_create(ctx, bytes, &t.buf[CR_W]), KILN_SUCCESS);
+            const size_t bytes = t.len[CR_W] * kt_elem_size(d.dtype);
+            kt_assert_status(kiln_buffer_create(kt_ctx, bytes, &t.buf[CR_W]), KILN_SUCCESS);
             for (size_t i = 0; i < t.len[CR_W]; i++)
                 t.val[CR_W][i] = -t.val[CR_W][i];
             cr_upload(&t, CR_W);
@@ -288,15 +271,15 @@ static void test_unsupported(void **state)
     d.groups = u->groups;
     d.algo = ut->algo;
     kiln_conv2d_plan *plan = (kiln_conv2d_plan *)(uintptr_t)0x5a5a;
-    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_ERROR_UNSUPPORTED);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_ERROR_UNSUPPORTED);
     assert_ptr_equal(plan, (kiln_conv2d_plan *)(uintptr_t)0x5a5a);
     assert_non_null(strstr(kiln_last_error_detail(), variant_name(ut->algo)));
     assert_non_null(strstr(kiln_last_error_detail(), "3x3"));
 
     struct cr_case t;
-    cr_case_init(&t, ctx, &d);
-    cr_case_fill(&t, &seed);
-    kt_assert_status(kiln_conv2d(ctx, &d, t.buf[CR_X], t.buf[CR_W], NULL, NULL, t.buf[CR_Y], NULL),
+    cr_case_init(&t, kt_ctx, &d);
+    cr_case_fill(&t, &kt_group_seed);
+    kt_assert_status(kiln_conv2d(kt_ctx, &d, t.buf[CR_X], t.buf[CR_W], NULL, NULL, t.buf[CR_Y], NULL),
                      KILN_ERROR_UNSUPPORTED);
     const size_t ny = t.len[CR_Y];
     float *y = malloc(ny * sizeof *y);
@@ -335,5 +318,5 @@ int main(void)
             tests[t] = (struct CMUnitTest){names[t], test_unsupported, NULL, NULL, &unsupported_tests[ut]};
             t++;
         }
-    return _cmocka_run_group_tests("winograd", tests, t, group_setup, group_teardown);
+    return _cmocka_run_group_tests("winograd", tests, t, kt_group_setup, kt_group_teardown);
 }

@@ -20,18 +20,7 @@
  * KILN_F16, and the epilogue switches of common/epilogue.h.
  */
 #include "common/epilogue.h"
-#include "common/storage.h"
-
-#define MR KILN_GEMM_CPU_MR
-#define NR KILN_GEMM_CPU_NR
-#define VW KILN_GEMM_CPU_VW
-#define NV (NR / VW)
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define VEC CAT(float, VW)
-#define VLOAD CAT(vload, VW)
-#define VSTORE CAT(vstore, VW)
+#include "common/register_tile.h"
 
 /* Shape of the problem, passed as one struct-free argument list. */
 #define SHAPE_ARGS                                                                                                   \
@@ -135,24 +124,7 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
     for (int mt = 0; mt < panels; mt++) {
         const __global float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
         VEC acc[MR][NV];
-#pragma unroll
-        for (int i = 0; i < MR; i++)
-#pragma unroll
-            for (int v = 0; v < NV; v++)
-                acc[i][v] = 0.0f;
-        for (int t = 0; t < kk_count; t++) {
-            VEC bv[NV];
-#pragma unroll
-            for (int v = 0; v < NV; v++)
-                bv[v] = VLOAD(v, panel + t * NR);
-#pragma unroll
-            for (int i = 0; i < MR; i++) {
-                const VEC ai = (VEC)(a[t * MR + i]);
-#pragma unroll
-                for (int v = 0; v < NV; v++)
-                    acc[i][v] = fma(ai, bv[v], acc[i][v]);
-            }
-        }
+        KILN_TILE_MULTIPLY(acc, a, panel, kk_count);
 
         /* Epilogue and the only store. */
         for (int i = 0; i < MR; i++) {

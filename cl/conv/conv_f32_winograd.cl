@@ -52,18 +52,7 @@
 #define WA (WM + 2)
 #define VW KILN_WINO_VW
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define VEC CAT(float, VW)
-#define VLOAD CAT(vload, VW)
-#define VSTORE CAT(vstore, VW)
-#if KILN_F16
-#define VLOAD_S(i, p) CAT(vload_half, VW)((i), (p))
-#define VSTORE_S(v, i, p) CAT(vstore_half, VW)((v), (i), (p))
-#else
-#define VLOAD_S(i, p) VLOAD((i), (p))
-#define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
-#endif
+#include "common/vector.h"
 /* Kernel names carry the tile: conv_f32_wino4x4_in. */
 #define KERNEL(suffix) CAT(CAT(CAT(conv_f32_wino, WM), CAT(x, WM)), suffix)
 

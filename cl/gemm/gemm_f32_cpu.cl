@@ -32,7 +32,7 @@
  * (common/epilogue.h) last.
  */
 #include "common/epilogue.h"
-#include "common/storage.h"
+#include "common/register_tile.h"
 
 #ifndef KILN_EPI_BIAS
 #define KILN_EPI_BIAS 0
@@ -41,25 +41,7 @@
 #define KILN_EPI_Z 0
 #endif
 
-#define MR KILN_GEMM_CPU_MR
-#define NR KILN_GEMM_CPU_NR
-#define VW KILN_GEMM_CPU_VW
-#define NV (NR / VW)
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define VEC CAT(float, VW)
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
-#define VLOAD CAT(vload, VW)
-#define VSTORE CAT(vstore, VW)
-/* Vector loads and stores of the storage type. */
-#if KILN_F16
-#define VLOAD_S(i, p) CAT(vload_half, VW)((i), (p))
-#define VSTORE_S(v, i, p) CAT(vstore_half, VW)((v), (i), (p))
-#else
-#define VLOAD_S(i, p) VLOAD((i), (p))
-#define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
-#endif
 
 /* Global size (K, ceil(M/MR), batch_a): one k of one panel per work-item. */
 __kernel void gemm_f32_cpu_pack_a(const int M, const int K, __global const KILN_STORAGE *A, const ulong off_a,
@@ -110,25 +92,7 @@ __kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const fl
     const __global float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
 
     VEC acc[MR][NV];
-#pragma unroll
-    for (int i = 0; i < MR; i++)
-#pragma unroll
-        for (int v = 0; v < NV; v++)
-            acc[i][v] = 0.0f;
-
-    for (int k = 0; k < K; k++) {
-        VEC bv[NV];
-#pragma unroll
-        for (int v = 0; v < NV; v++)
-            bv[v] = VLOAD(v, bp + (size_t)k * NR);
-#pragma unroll
-        for (int i = 0; i < MR; i++) {
-            const VEC ai = (VEC)(a[(size_t)k * MR + i]);
-#pragma unroll
-            for (int v = 0; v < NV; v++)
-                acc[i][v] = fma(ai, bv[v], acc[i][v]);
-        }
-    }
+    KILN_TILE_MULTIPLY(acc, a, bp, K);
 
     const int row0 = it * MR, col0 = jt * NR;
     const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;

@@ -123,10 +123,12 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
     size_t volume = d->c * d->r * d->s, pixels = d->n * s->p * s->q;
-    char options[1024];
-    kiln_status st = kiln_conv_options(plan, options, sizeof options);
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col.cl", options, "conv_f32_im2col", &plan->kernels[0]);
+    /* The unfolding has no epilogue: only layout and storage select its
+       program, so every epilogue shares one build. */
+    char options[64];
+    snprintf(options, sizeof options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
+    kiln_status st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col.cl", options, "conv_f32_im2col",
+                                     &plan->kernels[0]);
     if (st == KILN_SUCCESS)
         st = kiln_conv_workspace(plan, 0, volume * pixels * (d->dtype == KILN_F16 ? 2 : 4));
     if (st != KILN_SUCCESS)
