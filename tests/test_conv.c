@@ -133,8 +133,9 @@ struct row {
  * per define set, shared by all rows. DIRECT builds one per shape (filter,
  * strides, dilation, width and padding are compile-time constants), about
  * 1 s under a cold POCL cache and 3 s for the 7x7 stem, so it runs on the
- * rows marked D: every row AUTO sends to it (fewer than 4 channels per
- * group: the stems, depthwise, the single pixel), plus one row for each of
+ * rows marked D: every row AUTO sends to it (fewer than 4 channels and
+ * 8 filters per group: depthwise, the single pixel), the stems, plus one
+ * row for each of
  * asymmetric padding, uneven strides, uneven dilation, a 1-wide filter,
  * groups and a strided 1x1, and the NCHW shape of the epilogue tests, which
  * the describe, find and constant-weights tests reuse. The 7x7 stems are
@@ -143,7 +144,10 @@ struct row {
  * Winograd tiles: F(2x2) outputs 2x2 and F(4x4) 4x4 per tile, so outputs of
  * 5, 6, 7, 9, 13 and 17 leave partial tiles; the implicit-GEMM tile is 6
  * filters by 32 pixels here (x86-64-avx512), so k of 7, 9, 12 and 24 and odd
- * pixel counts leave partial tiles too.
+ * pixel counts leave partial tiles too; its gather copies whole vectors of
+ * input rows at strides 1 and 2 where a run of pixels is 16 or more wide and
+ * clear of the padding (the "wide" rows), and small images split the
+ * filters over several work-groups (every row with fewer than 16 tiles).
  */
 static const struct row rows[] = {
     {CONV("1x1", NCHW, 1, 16, 8, 8, 24, 1, 1)},
@@ -174,6 +178,8 @@ static const struct row rows[] = {
     {CONV("3x3 stride2 pad1", NCHW, 1, 8, 15, 15, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
     {CONV("3x3 stride2 pad1", NHWC, 1, 8, 15, 15, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
     {CONV("3x3 stride1x2 pad1", NHWC, 2, 6, 9, 12, 8, 3, 3), PAD(1, 1, 1, 1), .sw = 2, D},
+    {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 9, 41, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+    {CONV("1x1 stride2 wide", NCHW, 1, 8, 5, 40, 12, 1, 1), .sh = 2, .sw = 2},
     {CONV("3x3 dilation2 pad2", NCHW, 1, 8, 13, 13, 8, 3, 3), PAD(2, 2, 2, 2), .dh = 2, .dw = 2},
     {CONV("3x3 dilation2 pad2", NHWC, 1, 8, 13, 13, 8, 3, 3), PAD(2, 2, 2, 2), .dh = 2, .dw = 2},
     {CONV("3x3 dilation2x3 pad0", NCHW, 1, 4, 11, 14, 6, 3, 3), .dh = 2, .dw = 3, D},
@@ -197,6 +203,8 @@ static const struct row rows[] = {
     {CONV("3x3 pad1", NHWC, 1, 16, 10, 10, 16, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 pad1 64ch", NHWC, 1, 64, 10, 10, 64, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("1x1", NHWC, 2, 16, 7, 9, 24, 1, 1), .dtype = KILN_F16},
+    {CONV("3x3 pad1 wide", NCHW, 1, 8, 6, 40, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
+    {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_F16},
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_F16, D},
 };
 

@@ -13,8 +13,10 @@
  *
  * conv_f32_igemm_pack_w: weights into zero-padded panels of MR filters,
  *   kk-major inside a panel: Wp[g][panel][kk][MR]. Global (KK, panels, groups).
- * conv_f32_igemm: global (ceil(N*P*Q / NR), groups), local (1, 1); the local
- *   buffer holds KK * NR floats.
+ * conv_f32_igemm: global (ceil(N*P*Q / NR), blocks, groups), local (1, 1, 1);
+ *   work-group (tile, block, g) multiplies its panel by weight panels
+ *   block * block_panels .. + block_panels (small images split the filters
+ *   so that every core has work); the local buffer holds KK * NR floats.
  *
  * Defines: KILN_GEMM_CPU_MR/NR/VW (the GEMM register tile), KILN_NHWC,
  * KILN_F16, and the epilogue switches of common/epilogue.h.
@@ -63,11 +65,31 @@ inline size_t y_at(int pix, int k, int K, int PQ)
 #endif
 }
 
-__kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, const float slope,
+/* dst[j] = src[j * stride] for j < len, where every element is inside the
+   input row: whole vectors for strides 1 and 2 (the even lanes of two). */
+inline void copy_row(__local float *dst, const __global KILN_STORAGE *src, int len, int stride)
+{
+    int j = 0;
+    if (stride == 1) {
+        for (; j + VW <= len; j += VW)
+            VSTORE(VLOAD_S(0, src + j), 0, dst + j);
+    } else if (stride == 2) {
+        for (; j + VW <= len; j += VW) {
+            const VEC lo = VLOAD_S(0, src + 2 * j), hi = VLOAD_S(0, src + 2 * j + VW);
+            VSTORE((VEC)(lo.even, hi.even), 0, dst + j);
+        }
+    }
+    for (; j < len; j++)
+        dst[j] = KILN_LOAD(src, j * stride);
+}
+
+KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
+
+__kernel void conv_f32_igemm(SHAPE_ARGS, const int block_panels, const float alpha, const float beta, const float slope,
                              __global const KILN_STORAGE *x, __global const float *wp, __global const float *bias,
                              __global const KILN_STORAGE *z, __global KILN_STORAGE *y, __local float *panel)
 {
-    const int tile = get_global_id(0), g = get_global_id(1);
+    const int tile = get_global_id(0), block = get_global_id(1), g = get_global_id(2);
     const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;
     const int kk_count = cg * R * S;
     const int pix0 = tile * NR;
@@ -106,9 +128,14 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
                         dst[c * NR + j] = inside ? KILN_LOAD(src, c) : 0.0f;
                 }
 #else
+                const bool interior = row_inside && w0 >= 0 && w0 + (len - 1) * stride_w < W;
                 for (int c = 0; c < cg; c++) {
                     __local float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
                     const __global KILN_STORAGE *src = x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);
+                    if (interior) {
+                        copy_row(dst, src + w0, len, stride_w);
+                        continue;
+                    }
                     for (int j = 0; j < len; j++) {
                         const int w = w0 + j * stride_w;
                         dst[j] = row_inside && (uint)w < (uint)W ? KILN_LOAD(src, w) : 0.0f;
@@ -120,8 +147,11 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
     }
 
     const int panels = (kg + MR - 1) / MR;
-    const bool full = pix0 + NR <= pixels;
-    for (int mt = 0; mt < panels; mt++) {
+    const int pq0 = pix0 % PQ;
+    /* NCHW tiles inside one image store each filter's row as vectors. */
+    const bool rows = !KILN_NHWC && pix0 + NR <= pixels && pq0 + NR <= PQ;
+    const int mt_end = min(panels, (block + 1) * block_panels);
+    for (int mt = block * block_panels; mt < mt_end; mt++) {
         const __global float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
         VEC acc[MR][NV];
         KILN_TILE_MULTIPLY(acc, a, panel, kk_count);
@@ -137,13 +167,23 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
 #else
             const float b = 0.0f;
 #endif
+            if (rows) {
+                const size_t at = ((size_t)(pix0 / PQ) * K + k) * PQ + pq0;
+#pragma unroll
+                for (int v = 0; v < NV; v++) {
+                    VEC r = alpha * acc[i][v];
+#if KILN_HAS_Z
+                    r = fma((VEC)beta, VLOAD_S(v, z + at), r);
+#endif
+                    VSTORE_S(activate_vec(r + b, slope), v, y + at);
+                }
+                continue;
+            }
             float lane[NR];
 #pragma unroll
             for (int v = 0; v < NV; v++)
                 VSTORE(acc[i][v], v, lane);
-            for (int j = 0; j < NR; j++) {
-                if (!full && pix0 + j >= pixels)
-                    break;
+            for (int j = 0; j < NR && pix0 + j < pixels; j++) {
                 const size_t at = y_at(pix0 + j, k, K, PQ);
                 float r = alpha * lane[j];
 #if KILN_HAS_Z
