@@ -483,6 +483,7 @@ static void print_table(const kiln_device_info *device, const struct bench_conv_
 static const char conv_usage[] =
     "usage: kiln-bench conv --n N --c C --h H --w W --k K --r R --s S [--stride S] [--pad P] [--dilation D]\n"
     "                       [--groups G] [--layout nchw|nhwc] [--bias] [--relu] [--residual] [--find]\n"
+    "                       [--constant-weights]\n"
     "                       [--algo auto|implicit-gemm|winograd-2x2|winograd-4x4|direct|im2col|gemm-1x1|all]\n"
     "                       [--reps R] [--warmup W] [--compare clblast,onednn] [--json]\n"
     "       kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc] [--compare onednn|none]\n"
@@ -490,6 +491,7 @@ static const char conv_usage[] =
     "y = act(conv(x, w) + bias + z) on random fp32 data: x NCHW with KCRS weights, or NHWC with KRSC\n"
     "(C per group). --residual adds z (beta 1), --relu applies ReLU. --algo all runs every algorithm\n"
     "(UNSUPPORTED where one does not apply); --find lets AUTO time the applicable ones at plan creation.\n"
+    "--constant-weights lets plans pack or transform the weights once, as inference does (--model sets it).\n"
     "kiln and each peer: W warm-up calls (default 1), then R timed calls (default: as many as fit in\n"
     "about 1 s, at least 5), each to completion; medians reported. GFLOP/s count 2*N*K*P*Q*(C/G)*R*S.\n"
     "Peers, same data: onednn (its CPU engine, default threads, layouts of its choice with reorders\n"
@@ -513,7 +515,7 @@ int bench_conv(int argc, char **argv)
         if (strcmp(argv[i], "--model") == 0)
             return bench_conv_models(argc, argv);
     size_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, stride = 1, pad = 0, dilation = 1, groups = 1;
-    int json = 0, bias = 0, relu = 0, residual = 0, find = 0, all = 0;
+    int json = 0, bias = 0, relu = 0, residual = 0, find = 0, constant = 0, all = 0;
     kiln_tensor_layout layout = KILN_NCHW;
     kiln_conv_algo algo = KILN_CONV_AUTO;
     struct bench_conv_options opt = {.warmup = 1, .budget_ms = 1000.0};
@@ -524,6 +526,7 @@ int bench_conv(int argc, char **argv)
                              : strcmp(a, "--relu") == 0     ? &relu
                              : strcmp(a, "--residual") == 0 ? &residual
                              : strcmp(a, "--find") == 0     ? &find
+                             : strcmp(a, "--constant-weights") == 0 ? &constant
                                                             : NULL;
         const struct {
             const char *name;
@@ -583,6 +586,7 @@ int bench_conv(int argc, char **argv)
     desc.activation = relu ? KILN_ACT_RELU : KILN_ACT_NONE;
     desc.beta = residual ? 1.0f : 0.0f;
     desc.find = find;
+    desc.constant_weights = constant;
 
     /* Every algorithm, AUTO first: the peers' kiln/x compares with its choice. */
     kiln_conv_algo algos[sizeof algo_names / sizeof *algo_names];

@@ -153,6 +153,7 @@ static const struct row rows[] = {
     {CONV("1x1", NCHW, 1, 16, 8, 8, 24, 1, 1)},
     {CONV("1x1", NHWC, 1, 16, 8, 8, 24, 1, 1)},
     {CONV("1x1 64ch", NCHW, 1, 64, 14, 14, 64, 1, 1)},
+    {CONV("1x1 n2", NCHW, 2, 16, 7, 9, 24, 1, 1)}, /* implicit-GEMM tiles cross the image boundary */
     {CONV("1x1 64ch", NHWC, 2, 64, 7, 7, 64, 1, 1)},
     {CONV("1x1 stride2", NCHW, 1, 8, 9, 9, 16, 1, 1), .sh = 2, .sw = 2},
     {CONV("1x1 stride2", NHWC, 1, 8, 9, 9, 16, 1, 1), .sh = 2, .sw = 2, D},
@@ -596,7 +597,17 @@ static void test_plan_reuse(void **state)
 
 /* constant_weights: the plan may pack the weights once. Executions with the
    same weights buffer and fresh inputs stay right, and so does a switch to
-   another weights buffer (which must be packed again) and back. */
+   another weights buffer (which must be packed again) and back, in both
+   layouts (Winograd's GEMM keeps the transformed weights packed as its A
+   operand in NCHW and as B in NHWC). */
+/* Winograd's batched GEMM packs its operands only above the profile's
+   gemm.direct_max (64^3 on the CPU profiles): K C T > 64^3 here for both
+   tile sizes (T = 81 tiles of F(4x4)). */
+static const struct row packed_shapes[2] = {
+    {CONV("3x3 pad1 64ch", NCHW, 1, 64, 34, 34, 64, 3, 3), PAD(1, 1, 1, 1)},
+    {CONV("3x3 pad1 64ch", NHWC, 1, 64, 34, 34, 64, 3, 3), PAD(1, 1, 1, 1)},
+};
+
 static void test_constant_weights(void **state)
 {
     (void)state;
@@ -604,8 +615,11 @@ static void test_constant_weights(void **state)
                                            KILN_CONV_DIRECT, KILN_CONV_GEMM_1X1,      KILN_CONV_WINOGRAD_2X2,
                                            KILN_CONV_WINOGRAD_4X4};
     size_t ran = 0;
-    for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
-        kiln_conv2d_desc d = desc_of(&epilogue_shapes[algos[i] == KILN_CONV_GEMM_1X1][0], algos[i]);
+    for (size_t run = 0; run < 2 * sizeof algos / sizeof *algos; run++) {
+        const size_t i = run / 2, layout = run % 2;
+        const int wino = algos[i] == KILN_CONV_WINOGRAD_2X2 || algos[i] == KILN_CONV_WINOGRAD_4X4;
+        kiln_conv2d_desc d = desc_of(wino ? &packed_shapes[layout] : &epilogue_shapes[algos[i] == KILN_CONV_GEMM_1X1][layout],
+                                     algos[i]);
         d.constant_weights = 1;
         kiln_conv2d_plan *plan = NULL;
         kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
@@ -614,7 +628,7 @@ static void test_constant_weights(void **state)
         kt_assert_status(st, KILN_SUCCESS);
         kiln_conv_algo algo = assert_plan_describes(plan, kt_ctx, algos[i]);
         char label[96];
-        snprintf(label, sizeof label, "%s constant_weights", algo_name(algos[i]));
+        snprintf(label, sizeof label, "%s %s constant_weights", algo_name(algos[i]), layout ? "nhwc" : "nchw");
         struct cr_case a, b;
         cr_case_init(&a, kt_ctx, &d);
         cr_case_init(&b, kt_ctx, &d);

@@ -96,12 +96,15 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const int block_panels, const float alp
 
     /* The tile's pixels as runs within one output row: run i covers panel
        columns seg_j[i] .. seg_j[i + 1], starting at output (img, p, q). Past
-       the last pixel, columns repeat it (their results are not stored). */
+       the last pixel, columns repeat it (their results are not stored). A
+       flat NCHW convolution (1x1, stride 1, no padding) reads each image
+       plane as one row, so its runs end only at image boundaries. */
+    const bool flat = !KILN_NHWC && R == 1 && S == 1 && stride_h == 1 && stride_w == 1 && P == H && Q == W;
     int seg_j[NR + 1], seg_img[NR], seg_p[NR], seg_q[NR], runs = 0;
     for (int j = 0; j < NR;) {
         const int pix = min(pix0 + j, pixels - 1);
         const int n = pix / PQ, pq = pix - n * PQ, p = pq / Q, q = pq - p * Q;
-        const int len = pix0 + j < pixels ? min(Q - q, NR - j) : NR - j;
+        const int len = pix0 + j < pixels ? min((flat ? PQ - pq : Q - q), NR - j) : NR - j;
         seg_j[runs] = j, seg_img[runs] = n, seg_p[runs] = p, seg_q[runs] = pix0 + j < pixels ? q : Q;
         runs++;
         j += len;
@@ -128,7 +131,7 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const int block_panels, const float alp
                         dst[c * NR + j] = inside ? KILN_LOAD(src, c) : 0.0f;
                 }
 #else
-                const bool interior = row_inside && w0 >= 0 && w0 + (len - 1) * stride_w < W;
+                const bool interior = row_inside && (flat || (w0 >= 0 && w0 + (len - 1) * stride_w < W));
                 for (int c = 0; c < cg; c++) {
                     __local float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
                     const __global KILN_STORAGE *src = x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);

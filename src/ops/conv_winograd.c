@@ -4,7 +4,8 @@
  * ("winograd-4x4"), one implementation parameterised by m.
  *
  * Each execution transforms the weights (unless constant_weights says the
- * same buffer was transformed before) and the input into the workspace,
+ * same buffer was transformed, and the GEMM has packed the result, before)
+ * and the input into the workspace,
  * multiplies them as (m+2)^2 independent matrices with a batched kiln GEMM
  * plan, and transforms the products back with the epilogue and the optional
  * 2x2 max pool fused into the only write of y. cl/conv/conv_f32_winograd.cl
@@ -32,6 +33,7 @@
 
 #include "core/diag.h"
 #include "ops/conv2d.h"
+#include "ops/gemm.h"
 
 #define SOURCE "conv/conv_f32_winograd.cl"
 
@@ -181,7 +183,8 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
         {KILN_ARG_SCALAR, sizeof w->plane[WS_U], &w->plane[WS_U]},
     };
     kiln_status st;
-    if (kiln_conv_weights_stale(plan, x->w) &&
+    const int fresh = kiln_conv_weights_stale(plan, x->w);
+    if (fresh &&
         (st = kiln_kernel_launch(plan->ctx, plan->kernels[FILTER], filter, 5, 2, plan->global[FILTER],
                                  w->local ? plan->local[FILTER] : NULL, NULL)) != KILN_SUCCESS) {
         plan->packed_from = NULL;
@@ -202,11 +205,15 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
                                  w->local ? plan->local[INPUT] : NULL, NULL)) != KILN_SUCCESS)
         return st;
 
-    kiln_buffer *ub = plan->workspace[WS_U], *vb = plan->workspace[WS_V];
+    /* With weights transformed on an earlier call, the GEMM's packed copy of
+       U is current too: 36 K C floats for F(4x4) not packed again. */
     const int nhwc = d->layout == KILN_NHWC;
-    if ((st = kiln_gemm_plan_execute(w->gemm, 1.0f, nhwc ? vb : ub, 0, nhwc ? ub : vb, 0, 0.0f, plan->workspace[WS_M],
-                                     0, NULL)) != KILN_SUCCESS)
+    const struct kiln_gemm_args product = {1.0f, 0.0f, nhwc ? v : u, nhwc ? u : v, m, 0, 0, 0, NULL, NULL, 0, 0.0f,
+                                           !fresh && !nhwc, !fresh && nhwc};
+    if ((st = kiln_gemm_run(w->gemm, &product, NULL)) != KILN_SUCCESS) {
+        plan->packed_from = NULL;
         return st;
+    }
 
     /* Unused bias and z still need a buffer argument: pass y, never read. */
     const struct kiln_arg rest[8] = {
