@@ -135,10 +135,13 @@ static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_sh
    A thin input with many filters and a large window is a GEMM with a deep
    enough reduction: ResNet's 7x7/2 stem on 3 channels (K = 64) takes 1.35 ms
    by implicit GEMM, 4.9 ms direct.
-   Winograd's batched products are K x C x T for T output tiles; measured
-   against implicit GEMM on the CPU device it wins about 2x for T >= K,
-   1.3x at T = K/4 (F(4x4)), breaks even near T = K/8 (where F(2x2) is the
-   better of the two) and loses below, e.g. 2.5x slower at 14x14, C=K=512. */
+   Winograd's batched products are K x C x T for T output tiles, with the
+   tiles along the GEMM's 32-wide column panels, so few tiles waste most of
+   a panel; the transformed weights are packed once (constant weights).
+   Measured against implicit GEMM on the CPU device (C = K, 3x3, ms): 14x14,
+   256: F(2x2) 1.52, F(4x4) 1.74, implicit 2.84; 14x14, 512: 8.3, 7.5, 15.2;
+   28x28, 256: 5.1, 3.5, 13.0; 7x7, 512: 2.95, 11.1, 3.16. Hence F(4x4)
+   from 32 tiles of 4x4, F(2x2) from 32 tiles of 2x2, else implicit GEMM. */
 static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const struct kiln_profile *profile,
                                                    char *why, size_t why_size)
 {
@@ -154,13 +157,13 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
         pick = &kiln_conv_gemm1x1;
         snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
     } else if (usable(&kiln_conv_winograd4, s) && d->c >= (size_t)wino_min && d->k >= (size_t)wino_min &&
-               4 * d->n * ((s->p + 3) / 4) * ((s->q + 3) / 4) >= d->k) {
+               d->n * ((s->p + 3) / 4) * ((s->q + 3) / 4) >= 32) {
         pick = &kiln_conv_winograd4;
-        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, output tiles >= k/4", wino_min);
+        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 32 or more 4x4 output tiles", wino_min);
     } else if (usable(&kiln_conv_winograd2, s) && d->c >= (size_t)wino_min && d->k >= (size_t)wino_min &&
-               8 * d->n * ((s->p + 3) / 4) * ((s->q + 3) / 4) >= d->k) {
+               d->n * ((s->p + 1) / 2) * ((s->q + 1) / 2) >= 32) {
         pick = &kiln_conv_winograd2;
-        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, output tiles >= k/8", wino_min);
+        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 32 or more 2x2 output tiles", wino_min);
     } else if (usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
         snprintf(why, why_size, "heuristic: implicit GEMM");
