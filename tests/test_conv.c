@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conv_ref.h"
 #include "kiln/kiln_cl.h"
@@ -527,6 +528,49 @@ static void test_describe(void **state)
     kt_assert_status(kiln_conv2d_plan_describe(plan, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kiln_conv2d_plan_destroy(plan);
     kiln_conv2d_plan_destroy(NULL);
+}
+
+/* The profile's conv.algo is what AUTO falls back on where no rule of the
+   heuristic applies (a 3x3 stride-2 layer with 8 channels). A profile
+   directory adds a child of the matched profile whose default is im2col. */
+static void test_profile_default_algo(void **state)
+{
+    (void)state;
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    char dir[] = "/tmp/kiln-conv-algo-XXXXXX", path[sizeof dir + 32];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/conv-algo-im2col.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"name\": \"conv-algo-im2col\", \"parent\": \"%s\", \"source\": \"test_conv\",\n"
+               " \"match\": {\"type\": \"cpu\", \"name\": [\"no device has this name\"]},\n"
+               " \"kernels\": {\"conv\": {\"algo\": \"im2col\"}}}\n",
+            dev.profile);
+    fclose(f);
+    setenv("KILN_PROFILE_DIR", dir, 1);
+    kiln_context_options o = {.device = "0", .profile = "conv-algo-im2col", .disable_disk_cache = 1};
+    kiln_context *ctx = NULL;
+    kiln_status st = kiln_context_create(&o, &ctx);
+    unsetenv("KILN_PROFILE_DIR");
+    remove(path);
+    rmdir(dir);
+    kt_assert_status(st, KILN_SUCCESS);
+
+    const struct row stride2 = {CONV("3x3 stride2 pad1", NCHW, 1, 8, 15, 15, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+                                .sw = 2};
+    kiln_context *contexts[] = {kt_ctx, ctx};
+    for (int i = 0; i < 2; i++) {
+        kiln_conv2d_desc d = desc_of(&stride2, KILN_CONV_AUTO);
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(contexts[i], &d, &plan), KILN_SUCCESS);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        assert_string_equal(info.name, i ? "im2col" : "implicit-gemm");
+        assert_non_null(strstr(info.reason, "conv.algo"));
+        kiln_conv2d_plan_destroy(plan);
+    }
+    kiln_context_destroy(ctx);
 }
 
 static void wait_and_release(kiln_event *ev)
@@ -1195,6 +1239,7 @@ int main(void)
         cmocka_unit_test(test_one_shot),
         cmocka_unit_test(test_plan_reuse),
         cmocka_unit_test(test_constant_weights),
+        cmocka_unit_test(test_profile_default_algo),
         cmocka_unit_test(test_fold_batchnorm_values),
         cmocka_unit_test(test_fold_batchnorm_conv),
         cmocka_unit_test(test_fold_batchnorm_bad),

@@ -141,7 +141,21 @@ static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_sh
    Measured against implicit GEMM on the CPU device (C = K, 3x3, ms): 14x14,
    256: F(2x2) 1.52, F(4x4) 1.74, implicit 2.84; 14x14, 512: 8.3, 7.5, 15.2;
    28x28, 256: 5.1, 3.5, 13.0; 7x7, 512: 2.95, 11.1, 3.16. Hence F(4x4)
-   from 32 tiles of 4x4, F(2x2) from 32 tiles of 2x2, else implicit GEMM. */
+   from 32 tiles of 4x4, F(2x2) from 32 tiles of 2x2, else the profile's
+   conv.algo (implicit GEMM in the shipped roots). */
+/* The profile's conv.algo: what the heuristic falls back on when no rule
+   above it applies. NULL if the profile names none this build has. */
+static const struct kiln_conv_algorithm *profile_default(const struct kiln_profile *profile)
+{
+    const char *name = NULL;
+    if (kiln_profile_get_string(profile, "conv", "algo", &name) != KILN_SUCCESS)
+        return NULL;
+    for (size_t i = 0; i < ALGORITHM_COUNT; i++)
+        if (strcmp(algorithms[i]->name, name) == 0)
+            return algorithms[i];
+    return NULL;
+}
+
 static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const struct kiln_profile *profile,
                                                    char *why, size_t why_size)
 {
@@ -164,6 +178,8 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
                d->n * ((s->p + 1) / 2) * ((s->q + 1) / 2) >= 32) {
         pick = &kiln_conv_winograd2;
         snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 32 or more 2x2 output tiles", wino_min);
+    } else if ((pick = profile_default(profile)) && usable(pick, s)) {
+        snprintf(why, why_size, "heuristic: the profile's default conv.algo, %s", pick->name);
     } else if (usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
         snprintf(why, why_size, "heuristic: implicit GEMM");
