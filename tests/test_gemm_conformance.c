@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "gemm_ref.h"
 #include "profiles/profile.h"
 #include "test_util.h"
@@ -26,7 +27,23 @@ static const struct shape {
     {KILN_TRANS, 37, 70, 19, 3, 1},    /* partial tiles in every dimension, B transposed */
     {KILN_NO_TRANS, 64, 96, 48, 0, 0}, /* whole tiles for most profiles */
     {KILN_NO_TRANS, 1, 1, 1, 0, 0},
+    {KILN_NO_TRANS, 40, 16, 33, 1, 2}, /* 16 columns: the CPU family's narrow tile, where a profile has one */
 };
+
+/* The CPU family's register tile: the narrow one (cpu_narrow_mr x cpu_vw)
+   for the 16-column shape on profiles that have it, else cpu_mr x cpu_nr. */
+static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *name, size_t size)
+{
+    const struct kiln_profile *p = ctx->profile;
+    long mr = 0, nr = 0, vw = 0, narrow = 0;
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_mr", &mr), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_nr", &nr), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_vw", &vw), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_narrow_mr", &narrow), KILN_SUCCESS);
+    if (narrow > 0 && s->n == 16 && vw == 16)
+        mr = narrow, nr = vw;
+    snprintf(name, size, "gemm_f32_cpu_%ldx%ld", mr, nr);
+}
 
 static void test_profile(void **state)
 {
@@ -56,6 +73,11 @@ static void test_profile(void **state)
             assert_int_equal(info.algo, algos[a]);
             assert_string_equal(info.profile, name);
             printf("# %s %zux%zux%zu: %s %s\n", name, d.m, d.n, d.k, info.kernel, info.params);
+            if (algos[a] == KILN_GEMM_CPU) {
+                char kernel[64];
+                expected_cpu_kernel(ctx, &shapes[s], kernel, sizeof kernel);
+                assert_string_equal(info.kernel, kernel);
+            }
 
             struct gr_case t;
             const size_t off = shapes[s].off;

@@ -1,15 +1,17 @@
 /*
- * The MR x NR register tile of the CPU kernels (the profile's gemm.cpu_mr,
- * cpu_nr and cpu_vw), shared by the CPU GEMM and implicit-GEMM convolution:
- * MR rows broadcast from a packed A panel (a[k][MR]) times NR columns loaded
- * as NR/VW vectors from a B panel (b[k][NR], in any address space).
+ * The MR x NR register tile of the CPU kernels, shared by the CPU GEMM and
+ * implicit-GEMM convolution: MR rows broadcast from a packed A panel
+ * (a[k][MR]) times NR columns loaded as NR/VW vectors from a B panel
+ * (b[k][NR], in any address space). The host picks the tile per problem
+ * (kiln_cpu_tile_choose: the profile's gemm.cpu_mr x cpu_nr, or its narrow
+ * cpu_narrow_mr x cpu_vw) and passes it as KILN_TILE_MR, _NR and _VW.
  */
 #ifndef KILN_CL_REGISTER_TILE_H
 #define KILN_CL_REGISTER_TILE_H
 
-#define MR KILN_GEMM_CPU_MR
-#define NR KILN_GEMM_CPU_NR
-#define VW KILN_GEMM_CPU_VW
+#define MR KILN_TILE_MR
+#define NR KILN_TILE_NR
+#define VW KILN_TILE_VW
 #define NV (NR / VW)
 
 #include "common/vector.h"

@@ -18,7 +18,7 @@
  *   block * block_panels .. + block_panels (small images split the filters
  *   so that every core has work); the local buffer holds KK * NR floats.
  *
- * Defines: KILN_GEMM_CPU_MR/NR/VW (the GEMM register tile), KILN_NHWC,
+ * Defines: KILN_TILE_MR/NR/VW (the GEMM register tile), KILN_NHWC,
  * KILN_F16, and the epilogue switches of common/epilogue.h.
  */
 #include "common/epilogue.h"

@@ -22,8 +22,9 @@
  *    The epilogue scales by alpha, adds beta * C only when beta != 0 (C is
  *    never read otherwise) and masks the edge tiles.
  *
- * Parameters (-D): KILN_GEMM_CPU_MR, KILN_GEMM_CPU_NR, KILN_GEMM_CPU_VW
- * (NR % VW == 0), KILN_F16 for fp16 storage of A, B and C.
+ * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
+ * the profile's gemm.cpu_* tile or its narrow one, common/register_tile.h),
+ * KILN_F16 for fp16 storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
  * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds

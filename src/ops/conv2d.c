@@ -137,13 +137,13 @@ static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_sh
    by implicit GEMM, 4.9 ms direct; MobileNet's 3x3/2 stem (K = 32, a
    reduction of 27) 0.36 ms of CPU time per call against 0.48.
    Winograd's batched products are K x C x T for T output tiles, with the
-   tiles along the GEMM's 32-wide column panels, so few tiles waste most of
-   a panel; the transformed weights are packed once (constant weights).
-   Measured against implicit GEMM on the CPU device (C = K, 3x3, ms): 14x14,
-   256: F(2x2) 1.52, F(4x4) 1.74, implicit 2.84; 14x14, 512: 8.3, 7.5, 15.2;
-   28x28, 256: 5.1, 3.5, 13.0; 7x7, 512: 2.95, 11.1, 3.16. Hence F(4x4)
-   from 32 tiles of 4x4, F(2x2) from 32 tiles of 2x2, else the profile's
-   conv.algo (implicit GEMM in the shipped roots). */
+   tiles along the GEMM's column panels (32 wide, or 16 with the narrow
+   tile); the transformed weights are packed once (constant weights).
+   Measured against implicit GEMM on the CPU device (C = K, 3x3, CPU ms per
+   call): 14x14, 256: F(4x4) 0.95, F(2x2) 1.6, implicit 2.8; 14x14, 512:
+   5.0, 6.2, 10.9; 7x7, 512: F(2x2) 2.0, implicit 3.3 (F(4x4) has 4 tiles
+   there). Hence F(4x4) from 16 tiles of 4x4, F(2x2) from 16 tiles of 2x2,
+   else the profile's conv.algo (implicit GEMM in the shipped roots). */
 /* The profile's conv.algo: what the heuristic falls back on when no rule
    above it applies. NULL if the profile names none this build has. */
 static const struct kiln_conv_algorithm *profile_default(const struct kiln_profile *profile)
@@ -172,13 +172,13 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
         pick = &kiln_conv_gemm1x1;
         snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
     } else if (usable(&kiln_conv_winograd4, s) && d->c >= (size_t)wino_min && d->k >= (size_t)wino_min &&
-               d->n * ((s->p + 3) / 4) * ((s->q + 3) / 4) >= 32) {
+               d->n * ((s->p + 3) / 4) * ((s->q + 3) / 4) >= 16) {
         pick = &kiln_conv_winograd4;
-        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 32 or more 4x4 output tiles", wino_min);
+        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 16 or more 4x4 output tiles", wino_min);
     } else if (usable(&kiln_conv_winograd2, s) && d->c >= (size_t)wino_min && d->k >= (size_t)wino_min &&
-               d->n * ((s->p + 1) / 2) * ((s->q + 1) / 2) >= 32) {
+               d->n * ((s->p + 1) / 2) * ((s->q + 1) / 2) >= 16) {
         pick = &kiln_conv_winograd2;
-        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 32 or more 2x2 output tiles", wino_min);
+        snprintf(why, why_size, "heuristic: 3x3 stride 1, c, k >= %ld, 16 or more 2x2 output tiles", wino_min);
     } else if ((pick = profile_default(profile)) && usable(pick, s)) {
         snprintf(why, why_size, "heuristic: the profile's default conv.algo, %s", pick->name);
     } else if (usable(&kiln_conv_igemm, s)) {

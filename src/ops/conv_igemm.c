@@ -11,6 +11,7 @@
 
 #include "core/diag.h"
 #include "ops/conv2d.h"
+#include "ops/gemm.h"
 #include "profiles/profile.h"
 
 #define SOURCE "conv/conv_f32_igemm.cl"
@@ -46,38 +47,37 @@ static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    long mr, nr, vw;
+    struct kiln_cpu_tile tile;
     char options[2048];
     kiln_status st;
-    const struct kiln_profile *profile = plan->ctx->profile;
-    if ((st = kiln_profile_get_int(profile, "gemm", "cpu_mr", &mr)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "gemm", "cpu_nr", &nr)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "gemm", "cpu_vw", &vw)) != KILN_SUCCESS ||
+    size_t pixels = d->n * s->p * s->q;
+    if ((st = kiln_cpu_tile_choose(plan->ctx->profile, s->kg, pixels, &tile)) != KILN_SUCCESS ||
         (st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
         return st;
     size_t used = strlen(options);
-    options[used++] = ' ';
-    if ((st = kiln_profile_defines(profile, "gemm", options + used, sizeof options - used)) != KILN_SUCCESS)
-        return st;
+    if (snprintf(options + used, sizeof options - used, " %s", tile.defines) >= (int)(sizeof options - used))
+        return kiln_error(KILN_ERROR_INTERNAL, "conv2d implicit-gemm: compiler options longer than %zu bytes",
+                          sizeof options);
 
-    size_t kk = s->cg * d->r * d->s, panels = (s->kg + (size_t)mr - 1) / (size_t)mr;
-    size_t local_bytes = kk * (size_t)nr * sizeof(float);
+    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
+    size_t kk = s->cg * d->r * d->s, panels = (s->kg + mr - 1) / mr;
+    size_t local_bytes = kk * nr * sizeof(float);
     if (local_bytes > plan->ctx->desc.local_mem_bytes)
         return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "conv2d implicit-gemm: a %zu x %ld im2col panel (%zu bytes) exceeds the device's %llu bytes "
+                          "conv2d implicit-gemm: a %zu x %zu im2col panel (%zu bytes) exceeds the device's %llu bytes "
                           "of local memory",
                           kk, nr, local_bytes, plan->ctx->desc.local_mem_bytes);
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_%ldx%ld", mr, nr);
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_%zux%zu", mr, nr);
     if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_igemm_pack_w", &plan->kernels[PACK])) !=
             KILN_SUCCESS ||
         (st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_igemm", &plan->kernels[MAIN])) != KILN_SUCCESS)
         return st;
-    size_t pixels = d->n * s->p * s->q, tiles = (pixels + (size_t)nr - 1) / (size_t)nr;
+    size_t tiles = (pixels + nr - 1) / nr;
     size_t blocks = filter_blocks(tiles * d->groups, panels, plan->ctx->desc.compute_units);
     plan->block_panels = (panels + blocks - 1) / blocks;
     blocks = (panels + plan->block_panels - 1) / plan->block_panels;
     snprintf(plan->info.params, sizeof plan->info.params,
-             "MR=%ld NR=%ld VW=%ld, im2col panel %zux%ld in local memory, %zu filter blocks", mr, nr, vw, kk, nr,
+             "MR=%zu NR=%zu VW=%ld, im2col panel %zux%zu in local memory, %zu filter blocks", mr, nr, tile.vw, kk, nr,
              blocks);
     size_t g[2][3] = {{kk, panels, d->groups}, {tiles, blocks, d->groups}};
     memcpy(plan->global, g, sizeof g);

@@ -87,4 +87,15 @@ kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t by
 
 static inline size_t kiln_div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 
+struct kiln_profile;
+
+/* The CPU register tile (cl/common/register_tile.h) for a product of m rows
+   by n columns (filters by pixels in implicit GEMM), and its compiler
+   options "-DKILN_TILE_MR=.. -DKILN_TILE_NR=.. -DKILN_TILE_VW=..". */
+struct kiln_cpu_tile {
+    long mr, nr, vw;
+    char defines[96];
+};
+kiln_status kiln_cpu_tile_choose(const struct kiln_profile *profile, size_t m, size_t n, struct kiln_cpu_tile *tile);
+
 #endif /* KILN_OPS_GEMM_H */

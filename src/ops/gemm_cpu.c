@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
@@ -16,29 +17,31 @@ enum { PACK_A, PACK_B, MICRO };
 static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 {
     const struct kiln_gemm_problem *p = &plan->p;
-    long mr, nr, vw;
+    struct kiln_cpu_tile tile;
     char options[1024];
     kiln_status st;
-    if ((st = kiln_gemm_param(plan, "cpu_mr", &mr)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, "cpu_nr", &nr)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, "cpu_vw", &vw)) != KILN_SUCCESS ||
+    if ((st = kiln_cpu_tile_choose(plan->ctx->profile, p->m, p->n, &tile)) != KILN_SUCCESS ||
         (st = kiln_gemm_options(plan, options, sizeof options)) != KILN_SUCCESS)
         return st;
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "gemm_f32_cpu_%ldx%ld", mr, nr);
-    snprintf(plan->info.params, sizeof plan->info.params, "MR=%ld NR=%ld VW=%ld", mr, nr, vw);
+    size_t used = strlen(options);
+    if (snprintf(options + used, sizeof options - used, " %s", tile.defines) >= (int)(sizeof options - used))
+        return kiln_error(KILN_ERROR_INTERNAL, "gemm: compiler options longer than %zu bytes", sizeof options);
+    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "gemm_f32_cpu_%zux%zu", mr, nr);
+    snprintf(plan->info.params, sizeof plan->info.params, "MR=%zu NR=%zu VW=%ld", mr, nr, tile.vw);
     static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
     for (int i = 0; i < 3; i++)
         if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, names[i], &plan->kernels[i])) != KILN_SUCCESS)
             return st;
 
-    size_t panels_m = kiln_div_up(p->m, (size_t)mr), panels_n = kiln_div_up(p->n, (size_t)nr);
+    size_t panels_m = kiln_div_up(p->m, mr), panels_n = kiln_div_up(p->n, nr);
     size_t batch_a = p->stride_a ? p->batch : 1, batch_b = p->stride_b ? p->batch : 1;
     size_t geometry[3][3] = {{p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {panels_m, panels_n, p->batch}};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 3; d++)
             plan->dims[i][d] = geometry[i][d];
     /* Floats between batch items' panels; 0 for an operand packed once. */
-    size_t span_a = panels_m * (size_t)mr * p->k, span_b = panels_n * (size_t)nr * p->k;
+    size_t span_a = panels_m * mr * p->k, span_b = panels_n * nr * p->k;
     plan->aux[0] = p->stride_a ? span_a : 0;
     plan->aux[1] = p->stride_b ? span_b : 0;
     if ((st = kiln_gemm_workspace(plan, 0, batch_a * span_a * sizeof(float))) != KILN_SUCCESS)

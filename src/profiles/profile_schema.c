@@ -54,6 +54,9 @@ const struct kiln_schema_field kiln_schema[] = {
     INT("gemm", "cpu_kc", 1, "CPU route: K block kept in L1/L2"),
     INT("gemm", "cpu_nc", 1, "CPU route: N block kept in L3"),
     VW("gemm", "cpu_vw", "CPU route: SIMD vector width in floats"),
+    INT("gemm", "cpu_narrow_mr", 0,
+        "CPU route: rows of a second register tile one vector (cpu_vw) wide, taken where a problem's columns fill it "
+        "better (0: none)"),
 
     STRING("conv", "algo", conv_algos, "default algorithm when the heuristic has no stronger preference"),
     INT("conv", "igemm_mwg", 1, "implicit GEMM: work-group tile in output pixels"),
