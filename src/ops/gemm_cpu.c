@@ -22,7 +22,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     if ((st = kiln_gemm_param(plan, "cpu_mr", &mr)) != KILN_SUCCESS ||
         (st = kiln_gemm_param(plan, "cpu_nr", &nr)) != KILN_SUCCESS ||
         (st = kiln_gemm_param(plan, "cpu_vw", &vw)) != KILN_SUCCESS ||
-        (st = kiln_gemm_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        (st = kiln_gemm_options(plan, NULL, options, sizeof options)) != KILN_SUCCESS)
         return st;
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "gemm_f32_cpu_%ldx%ld", mr, nr);
     snprintf(plan->info.params, sizeof plan->info.params, "MR=%ld NR=%ld VW=%ld", mr, nr, vw);
