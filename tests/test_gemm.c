@@ -1,17 +1,20 @@
 /*
  * GEMM through the public API against the plain-C reference of gemm_ref.h:
- * a shape table run over AUTO and each of the CPU, TILED and DIRECT families
- * (one test per row and family, named by its shape), CLBlast where built,
- * events, plan reuse, the one-shot call, and a table of bad inputs that must
- * fail with a specific status and write nothing.
+ * a shape table run over AUTO and each of the CPU, TILED, DIRECT and SMALLM
+ * families (one test per row and family, named by its shape; AUTO's choice of
+ * the small-M kernels checked against the profile on every row), CLBlast
+ * where built, events, plan reuse, the one-shot call, and a table of bad
+ * inputs that must fail with a specific status and write nothing.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "gemm_ref.h"
 #include "kiln/kiln_cl.h"
+#include "profiles/profile.h"
 #include "test_util.h"
 
 #define POISON_PLAN ((kiln_gemm_plan *)(uintptr_t)0x5a5a)
@@ -19,7 +22,7 @@
 
 static const char *algo_name(kiln_gemm_algo algo)
 {
-    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast"};
+    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm"};
     return (unsigned)algo < sizeof names / sizeof *names ? names[algo] : "?";
 }
 
@@ -30,7 +33,7 @@ static void assert_plan_describes(const kiln_gemm_plan *plan, kiln_gemm_algo alg
     memset(&info, 0, sizeof info);
     kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
     if (algo == KILN_GEMM_AUTO)
-        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_CLBLAST);
+        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_SMALLM);
     else
         assert_int_equal(info.algo, algo);
     assert_string_equal(info.family, algo_name(info.algo));
@@ -67,7 +70,11 @@ struct row {
 
 /* The CPU family's micro-tile here is 6x32 with a K block of 384 (x86-64-avx512,
    256 in generic-cpu) and an N block of 4096; the tiled family's work-group
-   tile 64x64x16 and the direct family's 32 (generic-cpu). Rows straddle all. */
+   tile 64x64x16 and the direct family's 32 (generic-cpu). The small-M
+   kernels hold blocks of 4 rows (gemm.smallm_mr; 2 in generic-cpu) with
+   vectors of 16 (8) along K (B transposed: 4 columns per work-item) or N (one
+   vector per work-item), and AUTO takes them up to 8 rows (smallm_max). Rows
+   straddle all. */
 static const struct row rows[] = {
     {SHAPE("single", RM, NO, NO, 1, 1, 1)},
     /* K below, at and above the K tiles (16, 32, 64) at a full 64x64 tile. */
@@ -154,6 +161,51 @@ static const struct row rows[] = {
     {SHAPE("f16", CM, TR, NO, 37, 70, 19), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
     {SHAPE("f16", RM, TR, TR, 23, 17, 29), .dtype = KILN_F16, .batch = 3, .gap = {3, SHARED, 1}, .off = {1, 0, 1}},
     {SHAPE("f16", RM, NO, NO, 37, 70, 19), .dtype = KILN_F16, .all_scalars = 1},
+    /* Few rows of C (in row-major terms: n for column-major). The classifier
+       of a network at batch 1 (weights transposed or not), K and N prime,
+       K below, at and above a vector, M around the row block and around
+       smallm_max (9: AUTO takes another family). */
+    {SHAPE("small-m", RM, NO, TR, 1, 1000, 2048)},
+    {SHAPE("small-m", RM, NO, NO, 1, 1000, 2048)},
+    {SHAPE("small-m", RM, NO, TR, 1, 7, 1031)},
+    {SHAPE("small-m", RM, NO, NO, 1, 7, 1031)},
+    {SHAPE("small-m", RM, NO, TR, 2, 33, 17)},
+    {SHAPE("small-m", RM, NO, TR, 3, 4097, 5)},
+    {SHAPE("small-m", RM, NO, NO, 3, 4097, 5)},
+    {SHAPE("small-m", RM, NO, TR, 4, 64, 64)},
+    {SHAPE("small-m", RM, NO, NO, 4, 64, 64)},
+    {SHAPE("small-m", RM, NO, NO, 5, 65, 33)},
+    {SHAPE("small-m", RM, NO, TR, 7, 129, 15)},
+    {SHAPE("small-m", RM, NO, NO, 7, 129, 15)},
+    {SHAPE("small-m", RM, NO, TR, 8, 17, 16)},
+    {SHAPE("small-m", RM, NO, NO, 8, 31, 16)},
+    {SHAPE("small-m", RM, NO, TR, 9, 31, 97)},
+    {SHAPE("small-m", RM, NO, NO, 9, 31, 97)},
+    /* Every layout and transpose with 3 rows of C in row-major terms. */
+    {SHAPE("small-m-trans", RM, NO, NO, 3, 70, 37)},
+    {SHAPE("small-m-trans", RM, NO, TR, 3, 70, 37)},
+    {SHAPE("small-m-trans", RM, TR, NO, 3, 70, 37)},
+    {SHAPE("small-m-trans", RM, TR, TR, 3, 70, 37)},
+    {SHAPE("small-m-trans", CM, NO, NO, 70, 3, 37)},
+    {SHAPE("small-m-trans", CM, NO, TR, 70, 3, 37)},
+    {SHAPE("small-m-trans", CM, TR, NO, 70, 3, 37)},
+    {SHAPE("small-m-trans", CM, TR, TR, 70, 3, 37)},
+    {SHAPE("small-m-trans", RM, TR, TR, 1, 70, 37)},
+    /* Padded leading dimensions (NaN), odd offsets, shared operands. */
+    {SHAPE("small-m-ld+offsets", RM, NO, TR, 2, 37, 41), .pad = {3, 5, 7}, .off = {1, 3, 5}},
+    {SHAPE("small-m-ld+offsets", RM, TR, NO, 3, 37, 41), .pad = {1, 2, 9}, .off = {7, 1, 3}},
+    {SHAPE("small-m-ld+offsets", CM, TR, TR, 45, 2, 19), .pad = {5, 1, 2}, .off = {3, 1, 7}},
+    {SHAPE("small-m-batch", RM, NO, TR, 1, 100, 67), .batch = 4, .gap = {0, SHARED, 3}},
+    {SHAPE("small-m-batch", RM, NO, NO, 2, 33, 17), .batch = 3, .gap = {SHARED, 5, 0}},
+    {SHAPE("small-m-batch", RM, NO, TR, 3, 33, 41), .batch = 3, .gap = {SHARED, 5, 0}},
+    {SHAPE("small-m-batch", CM, NO, TR, 21, 4, 19), .batch = 3, .gap = {SHARED, SHARED, 1}},
+    {SHAPE("small-m-scalars", RM, NO, TR, 3, 70, 19), .all_scalars = 1},
+    {SHAPE("small-m-scalars", RM, TR, NO, 4, 33, 40), .all_scalars = 1},
+    {SHAPE("small-m-f16", RM, NO, TR, 1, 1000, 1024), .dtype = KILN_F16},
+    {SHAPE("small-m-f16", RM, NO, NO, 1, 1000, 1024), .dtype = KILN_F16},
+    {SHAPE("small-m-f16", RM, TR, TR, 3, 37, 41), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
+    {SHAPE("small-m-f16", CM, NO, NO, 33, 2, 31), .dtype = KILN_F16, .batch = 2, .gap = {1, SHARED, 2}},
+    {SHAPE("small-m-f16", RM, NO, NO, 4, 37, 19), .dtype = KILN_F16, .all_scalars = 1},
 };
 
 static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
@@ -188,6 +240,31 @@ static void run_row_plan(kiln_gemm_plan *plan, const kiln_gemm_desc *d, const st
     kiln_gemm_plan_destroy(plan);
 }
 
+/* AUTO takes the small-M kernels exactly when C has at most the profile's
+   smallm_max rows in row-major terms, and a small-M plan runs the kernel of
+   its B: dot products along K for B transposed (row-major terms), else rows
+   of B along N. */
+static void assert_small_m_choice(const kiln_gemm_plan *plan, const kiln_gemm_desc *d)
+{
+    kiln_gemm_plan_info info;
+    kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+    const int row_major = d->layout == KILN_ROW_MAJOR;
+    const size_t c_rows = row_major ? d->m : d->n;
+    const kiln_transpose tb = row_major ? d->trans_b : d->trans_a;
+    if (d->algo == KILN_GEMM_AUTO) {
+        long smallm_max = 0;
+        kt_assert_status(kiln_profile_get_int(kt_ctx->profile, "gemm", "smallm_max", &smallm_max), KILN_SUCCESS);
+        if (c_rows > (size_t)smallm_max) {
+            assert_int_not_equal(info.algo, KILN_GEMM_SMALLM);
+            return;
+        }
+        assert_int_equal(info.algo, KILN_GEMM_SMALLM);
+        assert_non_null(strstr(info.reason, "smallm_max"));
+    }
+    if (info.algo == KILN_GEMM_SMALLM)
+        assert_string_equal(info.kernel, tb == KILN_TRANS ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy");
+}
+
 static void test_row(void **state)
 {
     const struct row_test *rt = *state;
@@ -195,6 +272,7 @@ static void test_row(void **state)
     kiln_gemm_plan *plan = NULL;
     kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     assert_plan_describes(plan, rt->algo);
+    assert_small_m_choice(plan, &d);
     run_row_plan(plan, &d, rt->row);
 }
 
@@ -290,7 +368,8 @@ static void wait_and_release(kiln_event *ev)
 static void test_event_completes_the_work(void **state)
 {
     (void)state;
-    static const kiln_gemm_algo algos[] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT};
+    static const kiln_gemm_algo algos[] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT,
+                                           KILN_GEMM_SMALLM};
     for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, RM, NO, TR, 65, 70, 33);
@@ -411,7 +490,7 @@ static const struct bad_desc {
     {"trans_a = 2", RM, NO, NO, F_TA, 2, F_NONE, 0},
     {"trans_b = 7", RM, NO, NO, F_TB, 7, F_NONE, 0},
     {"dtype = 2", RM, NO, NO, F_DTYPE, 2, F_NONE, 0},
-    {"algo = 5", RM, NO, NO, F_ALGO, 5, F_NONE, 0},
+    {"algo = 6", RM, NO, NO, F_ALGO, 6, F_NONE, 0},
 };
 
 static void set_field(kiln_gemm_desc *d, enum field f, size_t v)
@@ -717,13 +796,14 @@ static void test_overflowing_sizes(void **state)
 /* ------------------------------------------------------------------------ */
 
 #define ROWS (sizeof rows / sizeof *rows)
-#define ALGOS 4
+#define ALGOS 5
 #define BAD_DESCS (sizeof bad_descs / sizeof *bad_descs)
 #define BAD_EXECS (sizeof bad_execs / sizeof *bad_execs)
 
 int main(void)
 {
-    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT};
+    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT,
+                                                KILN_GEMM_SMALLM};
     static const struct CMUnitTest fixed[] = {
         cmocka_unit_test(test_desc_init_is_tight),
         cmocka_unit_test(test_clblast_runs_or_is_unsupported),

@@ -1,9 +1,11 @@
 /*
  * Every shipped device profile's GEMM parameters compile and compute right:
  * for each non-abstract embedded profile, a context on this machine's device
- * forced to that profile runs the CPU, TILED and DIRECT families on an edge
- * shape, a tile-ish shape and 1x1x1 through the public API, checked against
- * the plain-C reference of gemm_ref.h. One test per profile.
+ * forced to that profile runs the CPU, TILED, DIRECT and SMALLM families on
+ * an edge shape, a tile-ish shape, a few-row shape and 1x1x1 through the
+ * public API, checked against the plain-C reference of gemm_ref.h, and AUTO
+ * takes the small-M kernels for one row of C exactly when the profile's
+ * gemm.smallm_max allows. One test per profile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,7 @@
 
 static uint64_t seed;
 
-static const kiln_gemm_algo algos[] = {KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT};
+static const kiln_gemm_algo algos[] = {KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT, KILN_GEMM_SMALLM};
 
 /* The edge shape also has odd offsets and padded leading dimensions, so no
    profile's vector widths may assume aligned operands. */
@@ -26,6 +28,7 @@ static const struct shape {
 } shapes[] = {
     {KILN_TRANS, 37, 70, 19, 3, 1},    /* partial tiles in every dimension, B transposed */
     {KILN_NO_TRANS, 64, 96, 48, 0, 0}, /* whole tiles for most profiles */
+    {KILN_NO_TRANS, 5, 67, 35, 1, 2},  /* few rows: small-M row blocks and vectors with edges */
     {KILN_NO_TRANS, 1, 1, 1, 0, 0},
     {KILN_NO_TRANS, 40, 16, 33, 1, 2}, /* 16 columns: the CPU family's narrow tile, where a profile has one */
 };
@@ -86,6 +89,21 @@ static void test_profile(void **state)
             gr_case_free(&t);
             kiln_gemm_plan_destroy(plan);
         }
+
+    long smallm_max = 0;
+    kt_assert_status(kiln_profile_get_int(ctx->profile, "gemm", "smallm_max", &smallm_max), KILN_SUCCESS);
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, 1, 1000, 1024);
+    kiln_gemm_plan *plan = NULL;
+    kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kiln_gemm_plan_info info;
+    kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+    printf("# %s AUTO 1x1000x1024: %s (%s)\n", name, info.kernel, info.reason);
+    if (smallm_max >= 1)
+        assert_int_equal(info.algo, KILN_GEMM_SMALLM);
+    else
+        assert_int_not_equal(info.algo, KILN_GEMM_SMALLM);
+    kiln_gemm_plan_destroy(plan);
     kiln_context_destroy(ctx);
 }
 

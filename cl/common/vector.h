@@ -10,6 +10,13 @@
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
+#if VW == 1 /* OpenCL has no float1, vload1 or vload_half1 */
+#define VEC float
+#define VLOAD(i, p) ((p)[i])
+#define VSTORE(v, i, p) ((p)[i] = (v))
+#define VLOAD_S(i, p) KILN_LOAD((p), (i))
+#define VSTORE_S(v, i, p) KILN_STORE((v), (p), (i))
+#else
 #define VEC CAT(float, VW)
 #define VLOAD CAT(vload, VW)
 #define VSTORE CAT(vstore, VW)
@@ -19,6 +26,7 @@
 #else
 #define VLOAD_S(i, p) VLOAD((i), (p))
 #define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
+#endif
 #endif
 
 #endif

@@ -237,13 +237,22 @@ typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose
 /** Storage type of tensors. Arithmetic is always fp32. */
 typedef enum kiln_dtype { KILN_F32 = 0, KILN_F16 = 1 } kiln_dtype;
 
-/** Kernel family of a GEMM. AUTO lets the device profile choose. */
+/**
+ * Kernel family of a GEMM. AUTO lets the device profile choose: SMALLM when
+ * C has at most gemm.smallm_max rows (m; n for a column-major GEMM; 8 on the
+ * CPU profiles, never on the GPU ones), else DIRECT when m*n*k is at most
+ * gemm.direct_max, else the profile's gemm.route. The families differ in
+ * speed, not in what they accept: each runs every valid descriptor, CLBLAST
+ * aside (see kiln_gemm_plan_create()).
+ */
 typedef enum kiln_gemm_algo {
     KILN_GEMM_AUTO = 0,
     KILN_GEMM_CPU = 1,     /**< packed panels and a register micro-tile (CPUs) */
     KILN_GEMM_TILED = 2,   /**< local-memory tiles, register blocking (GPUs) */
     KILN_GEMM_DIRECT = 3,  /**< no packing or padding: small problems */
-    KILN_GEMM_CLBLAST = 4  /**< CLBlast's SGEMM, where kiln was built with it */
+    KILN_GEMM_CLBLAST = 4, /**< CLBlast's SGEMM, where kiln was built with it */
+    KILN_GEMM_SMALLM = 5   /**< operands read in place, a few rows of C per
+                                work-item: matrix-vector-like products (CPUs) */
 } kiln_gemm_algo;
 
 /**
@@ -308,7 +317,7 @@ KILN_API kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, c
 /** What a plan chose. */
 typedef struct kiln_gemm_plan_info {
     kiln_gemm_algo algo;       /**< the family chosen (never AUTO) */
-    char family[16];           /**< "cpu", "tiled", "direct" or "clblast" */
+    char family[16];           /**< "cpu", "tiled", "direct", "clblast" or "smallm" */
     char kernel[64];           /**< kernel name, e.g. "gemm_f32_cpu_6x32" */
     char params[256];          /**< its parameters, "MR=6 NR=32 ..." */
     char profile[64];          /**< the profile that supplied them */

@@ -54,7 +54,7 @@ static size_t footprint(size_t rows, size_t cols, size_t ld, size_t stride, size
 static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *p)
 {
     if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
-        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_CLBLAST)
+        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_SMALLM)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: layout, transpose, dtype or algo is not a valid value");
     if (d->m == 0 || d->n == 0 || d->k == 0 || d->batch == 0)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: m, n, k and batch must be at least 1 (m=%zu n=%zu k=%zu batch=%zu)",
@@ -110,13 +110,17 @@ static const struct kiln_gemm_family *family_of(kiln_gemm_algo algo)
         return &kiln_gemm_direct;
     case KILN_GEMM_CLBLAST:
         return &kiln_gemm_clblast;
+    case KILN_GEMM_SMALLM:
+        return &kiln_gemm_smallm;
     default:
         return NULL;
     }
 }
 
-/* AUTO: small problems go to the direct kernel; the rest take the profile's
-   route (CLBlast's only where kiln was built with it). */
+/* AUTO: few rows of C (in row-major terms) go to the small-M kernels, other
+   small problems to the direct kernel; the rest take the profile's route
+   (CLBlast's only where kiln was built with it). Fused epilogues never come
+   here: kiln_gemm_plan_create_fused asks for the CPU family. */
 static kiln_status choose(struct kiln_gemm_plan *plan, kiln_gemm_algo requested)
 {
     if (requested != KILN_GEMM_AUTO) {
@@ -124,16 +128,22 @@ static kiln_status choose(struct kiln_gemm_plan *plan, kiln_gemm_algo requested)
         snprintf(plan->info.reason, sizeof plan->info.reason, "requested");
         return KILN_SUCCESS;
     }
-    long direct_max = 0;
+    long smallm_max = 0, direct_max = 0;
     const char *route = NULL;
-    kiln_status st = kiln_gemm_param(plan, "direct_max", &direct_max);
+    kiln_status st = kiln_gemm_param(plan, "smallm_max", &smallm_max);
+    if (st == KILN_SUCCESS)
+        st = kiln_gemm_param(plan, "direct_max", &direct_max);
     if (st == KILN_SUCCESS)
         st = kiln_profile_get_string(plan->ctx->profile, "gemm", "route", &route);
     if (st != KILN_SUCCESS)
         return st;
     const struct kiln_gemm_problem *p = &plan->p;
     double volume = (double)p->m * (double)p->n * (double)p->k;
-    if (volume <= (double)direct_max) {
+    if (p->m <= (size_t)smallm_max) {
+        plan->family = &kiln_gemm_smallm;
+        snprintf(plan->info.reason, sizeof plan->info.reason, "%s = %zu <= smallm_max %ld", p->swapped ? "n" : "m",
+                 p->m, smallm_max);
+    } else if (volume <= (double)direct_max) {
         plan->family = &kiln_gemm_direct;
         snprintf(plan->info.reason, sizeof plan->info.reason, "m*n*k = %.0f <= direct_max %ld", volume,
                  direct_max);
@@ -153,7 +163,7 @@ kiln_status kiln_gemm_param(const struct kiln_gemm_plan *plan, const char *key, 
     return kiln_profile_get_int(plan->ctx->profile, "gemm", key, value);
 }
 
-kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, char *buf, size_t size)
+kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, const char *extra, char *buf, size_t size)
 {
     kiln_status st = kiln_profile_defines(plan->ctx->profile, "gemm", buf, size);
     if (st != KILN_SUCCESS)
@@ -161,8 +171,9 @@ kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, char *buf, size
     size_t used = strlen(buf);
     const struct kiln_gemm_epilogue *e = &plan->p.epi;
     int n = snprintf(buf + used, size - used,
-                     " -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d",
-                     plan->p.trans_a, plan->p.trans_b, plan->p.f16, e->bias, e->residual, (int)e->act);
+                     " -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d%s%s",
+                     plan->p.trans_a, plan->p.trans_b, plan->p.f16, e->bias, e->residual, (int)e->act,
+                     extra ? " " : "", extra ? extra : "");
     if (n < 0 || (size_t)n >= size - used)
         return kiln_error(KILN_ERROR_INTERNAL, "gemm: compiler options longer than %zu bytes", size);
     return KILN_SUCCESS;

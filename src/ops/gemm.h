@@ -65,7 +65,8 @@ struct kiln_gemm_family {
     kiln_status (*execute)(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
 };
 
-extern const struct kiln_gemm_family kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast;
+extern const struct kiln_gemm_family kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
+    kiln_gemm_smallm;
 
 /* A row-major GEMM plan with a fused epilogue, always on the CPU family
    (the only one with epilogues; it runs on any device). */
@@ -75,9 +76,15 @@ kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc 
 /* Queue a plan on operands the caller has already checked. */
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
 
-/* Compiler options of a GEMM kernel: the profile's gemm parameters plus the
-   problem's transposes and storage type. */
-kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, char *buf, size_t size);
+/* The execute of the families whose one kernel reads A, B and C in place
+   with gemm_f32_tiled.cl's arguments: kernels[0] over global size dims[0],
+   local size dims[1]. */
+kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
+
+/* Compiler options of a GEMM kernel: the profile's gemm parameters, the
+   problem's transposes, storage type and epilogue, then `extra` (the
+   family's own options, or NULL). */
+kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, const char *extra, char *buf, size_t size);
 
 /* An integer gemm parameter of the plan's profile. */
 kiln_status kiln_gemm_param(const struct kiln_gemm_plan *plan, const char *key, long *value);

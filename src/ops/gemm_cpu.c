@@ -5,7 +5,6 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
@@ -21,11 +20,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     char options[1024];
     kiln_status st;
     if ((st = kiln_cpu_tile_choose(plan->ctx->profile, p->m, p->n, &tile)) != KILN_SUCCESS ||
-        (st = kiln_gemm_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        (st = kiln_gemm_options(plan, tile.defines, options, sizeof options)) != KILN_SUCCESS)
         return st;
-    size_t used = strlen(options);
-    if (snprintf(options + used, sizeof options - used, " %s", tile.defines) >= (int)(sizeof options - used))
-        return kiln_error(KILN_ERROR_INTERNAL, "gemm: compiler options longer than %zu bytes", sizeof options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "gemm_f32_cpu_%zux%zu", mr, nr);
     snprintf(plan->info.params, sizeof plan->info.params, "MR=%zu NR=%zu VW=%ld", mr, nr, tile.vw);

@@ -1,8 +1,9 @@
 /*
- * The GPU-style GEMM families, which share one kernel interface
- * (cl/gemm/gemm_f32_tiled.cl, cl/gemm/gemm_f32_direct.cl): the kernels read
- * A, B and C in place with their leading dimensions, offsets and batch
- * strides and handle edge tiles themselves, so no workspace is needed.
+ * The GPU-style GEMM families, whose kernels (cl/gemm/gemm_f32_tiled.cl,
+ * cl/gemm/gemm_f32_direct.cl) read A, B and C in place with their leading
+ * dimensions, offsets and batch strides and handle edge tiles themselves, so
+ * no workspace is needed; the launch of that interface, which the small-M
+ * family (gemm_smallm.c) shares, is kiln_gemm_inplace_execute.
  *   tiled:  MWG x NWG tiles staged in local memory, MDIMC x NDIMC work-items;
  *   direct: WGD x WGD tiles, MDIMCD x NDIMCD work-items, for small problems.
  */
@@ -24,7 +25,7 @@ static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, cons
         (st = kiln_gemm_param(plan, tile_n, &tn)) != KILN_SUCCESS ||
         (st = kiln_gemm_param(plan, wg_m, &dm)) != KILN_SUCCESS ||
         (st = kiln_gemm_param(plan, wg_n, &dn)) != KILN_SUCCESS ||
-        (st = kiln_gemm_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        (st = kiln_gemm_options(plan, NULL, options, sizeof options)) != KILN_SUCCESS)
         return st;
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
     snprintf(plan->info.params, sizeof plan->info.params, "tile %ldx%ld, work-group %ldx%ld", tm, tn, dm, dn);
@@ -48,7 +49,7 @@ static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
     return prepare(plan, "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "mdimcd", "ndimcd");
 }
 
-static kiln_status gpu_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
 {
     const struct kiln_gemm_problem *p = &plan->p;
     const int32_t m = (int32_t)p->m, n = (int32_t)p->n, k = (int32_t)p->k;
@@ -77,5 +78,6 @@ static kiln_status gpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], event);
 }
 
-const struct kiln_gemm_family kiln_gemm_tiled = {"tiled", KILN_GEMM_TILED, tiled_prepare, gpu_execute};
-const struct kiln_gemm_family kiln_gemm_direct = {"direct", KILN_GEMM_DIRECT, direct_prepare, gpu_execute};
+const struct kiln_gemm_family kiln_gemm_tiled = {"tiled", KILN_GEMM_TILED, tiled_prepare, kiln_gemm_inplace_execute};
+const struct kiln_gemm_family kiln_gemm_direct = {"direct", KILN_GEMM_DIRECT, direct_prepare,
+                                                  kiln_gemm_inplace_execute};

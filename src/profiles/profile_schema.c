@@ -57,6 +57,12 @@ const struct kiln_schema_field kiln_schema[] = {
     INT("gemm", "cpu_narrow_mr", 0,
         "CPU route: rows of a second register tile one vector (cpu_vw) wide, taken where a problem's columns fill it "
         "better (0: none)"),
+    INT("gemm", "smallm_max", 0,
+        "AUTO: GEMMs whose C has at most this many rows (m; n if column-major) use the small-M kernels (0: never)"),
+    INT("gemm", "smallm_mr", 1, "small-M kernels: rows of C a work-item accumulates at once"),
+    INT("gemm", "smallm_nc", 1,
+        "small-M kernels: columns of C per work-item (B not transposed: rounded up to a multiple of smallm_vw)"),
+    VW("gemm", "smallm_vw", "small-M kernels: vector width in floats, along K (B transposed) or N"),
 
     STRING("conv", "algo", conv_algos, "default algorithm when the heuristic has no stronger preference"),
     INT("conv", "igemm_mwg", 1, "implicit GEMM: work-group tile in output pixels"),

@@ -1,0 +1,263 @@
+/*
+ * Small-M GEMM for CPUs: a few rows of C from A and B read where they are (no
+ * packing, no workspace). Made for the classifier of a network at batch 1,
+ * C[1 x n] = x[1 x k] . W^T, a matrix-vector product bound by reading B.
+ *
+ * ABI: gemm_f32_tiled's (gemm_f32_tiled.cl), in row-major terms, for batch
+ * item b = get_global_id(2):
+ *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j),  i < M, j < N
+ *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
+ *   opB(k,j) = KILN_TRANS_B ? B[j*ldb + k] : B[k*ldb + j]
+ *   C(i,j)   = C[i*ldc + j]
+ * where every index is offset by off_x + b * stride_x (a stride of 0 shares
+ * the operand between batch items). Any M, N, K >= 1, any ld and offset (no
+ * alignment assumed); with beta == 0, C is written but never read. Storage is
+ * fp32, or fp16 with KILN_F16=1; arithmetic is fp32.
+ *
+ * Compile options: kiln_profile_defines(profile, "gemm") (VW below is
+ * KILN_GEMM_SMALLM_VW), KILN_TRANS_A, KILN_TRANS_B and KILN_F16, plus the
+ * work-item's register block from the plan: KILN_SMALLM_MB rows of C by
+ * KILN_SMALLM_NB accumulator vectors per row.
+ *
+ * gemm_f32_smallm_dot (KILN_TRANS_B = 1): column j of opB is row j of B,
+ * contiguous along K, so C(i,j) is a dot product along K. A work-item owns NB
+ * columns of C; per step of VW along K it loads MB vectors of opA
+ * (contiguous with KILN_TRANS_A = 0, gathered with stride lda otherwise) and
+ * one vector of each of its NB rows of B into MB x NB accumulators, which are
+ * summed across lanes at the end; the last K % VW terms are added one by one.
+ * Launch: global = (ceil(N / NB), 1, batch).
+ *
+ * gemm_f32_smallm_axpy (KILN_TRANS_B = 0): row k of opB is row k of B,
+ * contiguous along N. A work-item owns NB vectors of VW columns of C and per
+ * k broadcasts MB values of opA against them. The work-item whose columns
+ * cross N loads its row segments of B lane by lane, zero-filled past N.
+ * Launch: global = (ceil(N / (NB * VW)), 1, batch).
+ *
+ * Both: any local size (1 on CPUs: one work-item per work-group). A
+ * work-item runs over all M rows, MB at a time, so the lines of B it loaded
+ * for the first block are in cache for the next; in the last block, rows
+ * past M repeat row M - 1 (computed, not stored), as do the dot kernel's
+ * columns past N, so the inner loops have no bounds checks.
+ */
+#define VW KILN_GEMM_SMALLM_VW
+#define MB KILN_SMALLM_MB
+#define NB KILN_SMALLM_NB
+
+#include "common/vector.h"
+
+#if KILN_TRANS_A
+#define A_AT(i, k) ((size_t)(k)*lda + (i))
+#else
+#define A_AT(i, k) ((size_t)(i)*lda + (k))
+#endif
+
+/* VW consecutive elements of row i of opA from column k. */
+inline VEC load_a(__global const KILN_STORAGE *A, const int lda, const int i, const int k)
+{
+#if KILN_TRANS_A
+    float lane[VW];
+    for (int e = 0; e < VW; e++)
+        lane[e] = KILN_LOAD(A, A_AT(i, k + e));
+    return VLOAD(0, lane);
+#else
+    return VLOAD_S(0, A + A_AT(i, k));
+#endif
+}
+
+/* The sum of a vector's lanes, halving the vector. */
+inline float lane_sum(const VEC v)
+{
+#if VW == 16
+    const float8 v8 = v.lo + v.hi;
+#elif VW == 8
+    const float8 v8 = v;
+#endif
+#if VW >= 8
+    const float4 v4 = v8.lo + v8.hi;
+#elif VW == 4
+    const float4 v4 = v;
+#endif
+#if VW >= 4
+    const float2 v2 = v4.lo + v4.hi;
+#elif VW == 2
+    const float2 v2 = v;
+#endif
+#if VW >= 2
+    return v2.x + v2.y;
+#else
+    return v;
+#endif
+}
+
+/* C[at] = alpha * sum + beta * C[at], reading C only for beta != 0. */
+inline void store_c(__global KILN_STORAGE *C, const size_t at, const float sum, const float alpha, const float beta)
+{
+    float r = alpha * sum;
+    if (beta != 0.0f)
+        r = fma(beta, KILN_LOAD(C, at), r);
+    KILN_STORE(r, C, at);
+}
+
+/* int row[MB]: the row of opA that line i of the block from row i0 computes
+   (M - 1 past M). */
+#define BLOCK_ROWS(row, i0)                                                                                            \
+    int row[MB];                                                                                                       \
+    _Pragma("unroll") for (int i_ = 0; i_ < MB; i_++) row[i_] = min((i0) + i_, M - 1)
+
+/* VEC acc[MB][NB], zero. */
+#define ZERO(acc)                                                                                                      \
+    VEC acc[MB][NB];                                                                                                   \
+    _Pragma("unroll") for (int i_ = 0; i_ < MB; i_++) _Pragma("unroll") for (int v_ = 0; v_ < NB; v_++) acc[i_][v_] =  \
+        0.0f
+
+__kernel void gemm_f32_smallm_dot(const int M, const int N, const int K, const float alpha, const float beta,
+                                  __global const KILN_STORAGE *A, const ulong off_a, const int lda,
+                                  const ulong stride_a, __global const KILN_STORAGE *B, const ulong off_b,
+                                  const int ldb, const ulong stride_b, __global KILN_STORAGE *C, const ulong off_c,
+                                  const int ldc, const ulong stride_c)
+{
+    const int j0 = get_global_id(0) * NB, b = get_global_id(2);
+    if (j0 >= N)
+        return;
+    A += off_a + b * stride_a;
+    B += off_b + b * stride_b;
+    C += off_c + b * stride_c;
+    __global const KILN_STORAGE *col[NB];
+#pragma unroll
+    for (int c = 0; c < NB; c++)
+        col[c] = B + (size_t)min(j0 + c, N - 1) * ldb;
+
+    for (int i0 = 0; i0 < M; i0 += MB) {
+        BLOCK_ROWS(row, i0);
+        ZERO(acc);
+        int k = 0;
+        for (; k + VW <= K; k += VW) {
+            VEC a[MB];
+#pragma unroll
+            for (int i = 0; i < MB; i++)
+                a[i] = load_a(A, lda, row[i], k);
+#pragma unroll
+            for (int c = 0; c < NB; c++) {
+                const VEC bv = VLOAD_S(0, col[c] + k);
+#pragma unroll
+                for (int i = 0; i < MB; i++)
+                    acc[i][c] = fma(a[i], bv, acc[i][c]);
+            }
+        }
+        float sum[MB][NB];
+#pragma unroll
+        for (int i = 0; i < MB; i++)
+#pragma unroll
+            for (int c = 0; c < NB; c++)
+                sum[i][c] = lane_sum(acc[i][c]);
+        for (; k < K; k++)
+#pragma unroll
+            for (int i = 0; i < MB; i++) {
+                const float a = KILN_LOAD(A, A_AT(row[i], k));
+#pragma unroll
+                for (int c = 0; c < NB; c++)
+                    sum[i][c] = fma(a, KILN_LOAD(col[c], k), sum[i][c]);
+            }
+        for (int i = 0; i < MB && i0 + i < M; i++)
+            for (int c = 0; c < NB && j0 + c < N; c++)
+                store_c(C, (size_t)(i0 + i) * ldc + j0 + c, sum[i][c], alpha, beta);
+    }
+}
+
+/* The NB vectors of row k of B from the work-item's first column (B points
+   there): with `full` all NB * VW columns exist, else only the first `cols`,
+   loaded lane by lane and zero past them. */
+inline void load_b_row(VEC *bv, __global const KILN_STORAGE *B, const int ldb, const int k, const int cols,
+                       const int full)
+{
+    __global const KILN_STORAGE *bk = B + (size_t)k * ldb;
+    for (int v = 0; v < NB; v++) {
+        if (full) {
+            bv[v] = VLOAD_S(v, bk);
+            continue;
+        }
+        float lane[VW];
+        for (int e = 0; e < VW; e++)
+            lane[e] = v * VW + e < cols ? KILN_LOAD(bk, v * VW + e) : 0.0f;
+        bv[v] = VLOAD(0, lane);
+    }
+}
+
+/* acc[i][v] += sum over k of opA(row[i], k) * (row k of B, vector v), `full`
+   and `cols` as for load_b_row. Per VW steps along K it loads VW values of
+   each row of opA as a vector (converted from fp16 together) and broadcasts
+   them in turn. The kernel calls it with `full` constant, so the loop is
+   compiled twice and its steps test nothing; POCL does not inline it
+   unasked, hence always_inline. */
+__attribute__((always_inline)) inline void axpy_rows(VEC (*acc)[NB], __global const KILN_STORAGE *A, const int lda,
+                                                     const int *row, __global const KILN_STORAGE *B, const int ldb,
+                                                     const int K, const int cols, const int full)
+{
+    VEC bv[NB];
+    int k = 0;
+    for (; k + VW <= K; k += VW) {
+        float a[MB][VW];
+#pragma unroll
+        for (int i = 0; i < MB; i++)
+            VSTORE(load_a(A, lda, row[i], k), 0, a[i]);
+#pragma unroll
+        for (int e = 0; e < VW; e++) {
+            load_b_row(bv, B, ldb, k + e, cols, full);
+#pragma unroll
+            for (int i = 0; i < MB; i++)
+#pragma unroll
+                for (int v = 0; v < NB; v++)
+                    acc[i][v] = fma((VEC)(a[i][e]), bv[v], acc[i][v]);
+        }
+    }
+    for (; k < K; k++) {
+        load_b_row(bv, B, ldb, k, cols, full);
+#pragma unroll
+        for (int i = 0; i < MB; i++) {
+            const VEC a = (VEC)(KILN_LOAD(A, A_AT(row[i], k)));
+#pragma unroll
+            for (int v = 0; v < NB; v++)
+                acc[i][v] = fma(a, bv[v], acc[i][v]);
+        }
+    }
+}
+
+__kernel void gemm_f32_smallm_axpy(const int M, const int N, const int K, const float alpha, const float beta,
+                                   __global const KILN_STORAGE *A, const ulong off_a, const int lda,
+                                   const ulong stride_a, __global const KILN_STORAGE *B, const ulong off_b,
+                                   const int ldb, const ulong stride_b, __global KILN_STORAGE *C, const ulong off_c,
+                                   const int ldc, const ulong stride_c)
+{
+    const int j0 = get_global_id(0) * NB * VW, b = get_global_id(2);
+    if (j0 >= N)
+        return;
+    A += off_a + b * stride_a;
+    B += off_b + b * stride_b + j0;
+    C += off_c + b * stride_c + j0;
+    const int cols = N - j0; /* of C from j0 on; fewer than NB * VW at the edge */
+
+    for (int i0 = 0; i0 < M; i0 += MB) {
+        BLOCK_ROWS(row, i0);
+        ZERO(acc);
+        if (cols >= NB * VW)
+            axpy_rows(acc, A, lda, row, B, ldb, K, cols, 1);
+        else
+            axpy_rows(acc, A, lda, row, B, ldb, K, cols, 0);
+        for (int i = 0; i < MB && i0 + i < M; i++) {
+            __global KILN_STORAGE *c = C + (size_t)(i0 + i) * ldc;
+            for (int v = 0; v < NB && v * VW < cols; v++) {
+                if (cols >= (v + 1) * VW) {
+                    VEC r = alpha * acc[i][v];
+                    if (beta != 0.0f)
+                        r = fma((VEC)(beta), VLOAD_S(v, c), r);
+                    VSTORE_S(r, v, c);
+                    continue;
+                }
+                float lane[VW];
+                VSTORE(acc[i][v], 0, lane);
+                for (int e = 0; v * VW + e < cols; e++)
+                    store_c(c, v * VW + e, lane[e], alpha, beta);
+            }
+        }
+    }
+}

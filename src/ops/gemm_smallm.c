@@ -1,0 +1,50 @@
+/*
+ * The small-M GEMM family (cl/gemm/gemm_f32_smallm.cl): a few rows of C from
+ * A and B read in place, for CPUs, where the CPU family's packing of B costs
+ * far more than the product itself when M is small (a matrix-vector product
+ * reads each element of B once). The kernels take the in-place interface of
+ * gemm_f32_tiled.cl and launch through kiln_gemm_inplace_execute; no
+ * workspace, no epilogue.
+ *
+ * A work-item owns smallm_nc columns of C (B transposed: the dot kernel) or
+ * ceil(smallm_nc / smallm_vw) vectors of smallm_vw columns (B as stored: the
+ * axpy kernel) and runs over all M rows, MB at a time, MB the even split of M
+ * into blocks of at most smallm_mr rows: its B lines, loaded for the first
+ * block, are still in cache for the next. MB is a compile-time constant: one
+ * program per MB (1 to smallm_mr), transposes and storage type.
+ */
+#include <stdio.h>
+
+#include "core/diag.h"
+#include "ops/gemm.h"
+
+#define SOURCE "gemm/gemm_f32_smallm.cl"
+
+static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    long mr, nc, vw;
+    kiln_status st;
+    if ((st = kiln_gemm_param(plan, "smallm_mr", &mr)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, "smallm_nc", &nc)) != KILN_SUCCESS ||
+        (st = kiln_gemm_param(plan, "smallm_vw", &vw)) != KILN_SUCCESS)
+        return st;
+    const size_t mb = kiln_div_up(p->m, kiln_div_up(p->m, (size_t)mr));
+    /* Accumulator vectors per row: columns (dot) or column vectors (axpy). */
+    const size_t nb = p->trans_b ? (size_t)nc : kiln_div_up((size_t)nc, (size_t)vw);
+    char block[64], options[1024];
+    snprintf(block, sizeof block, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
+    if ((st = kiln_gemm_options(plan, block, options, sizeof options)) != KILN_SUCCESS)
+        return st;
+    const char *kernel = p->trans_b ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy";
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
+    snprintf(plan->info.params, sizeof plan->info.params, "MB=%zu NB=%zu VW=%ld", mb, nb, vw);
+    plan->dims[0][0] = kiln_div_up(p->n, p->trans_b ? nb : nb * (size_t)vw);
+    plan->dims[0][1] = 1;
+    plan->dims[0][2] = p->batch;
+    plan->dims[1][0] = plan->dims[1][1] = plan->dims[1][2] = 1;
+    return kiln_kernel_get(plan->ctx, SOURCE, options, kernel, &plan->kernels[0]);
+}
+
+const struct kiln_gemm_family kiln_gemm_smallm = {"smallm", KILN_GEMM_SMALLM, smallm_prepare,
+                                                  kiln_gemm_inplace_execute};
