@@ -10,12 +10,20 @@
  * vector width can assume whole tiles. Algorithms still being written
  * (UNSUPPORTED "not implemented") are listed and passed over; a profile whose
  * every algorithm is unwritten is skipped.
+ *
+ * Implicit GEMM runs the GPU-style tiled kernel on profiles whose GEMM route
+ * is not "cpu" and the CPU kernel on the others (src/ops/conv_igemm.c); each
+ * profile checks that its plan names the kernel the rule gives. On this CPU
+ * device the GPU profiles' tiles run nowhere else, so those profiles also
+ * run the implicit-GEMM table below (the CPU kernel has test_conv.c's table
+ * under the device's own profile).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conv_ref.h"
+#include "core/context.h"
 #include "profiles/profile.h"
 #include "test_util.h"
 
@@ -37,6 +45,125 @@ static const struct shape {
     {"1x1", KILN_NHWC, 1, 20, 7, 9, 13, 1, 0, for_1x1, sizeof for_1x1 / sizeof *for_1x1},
 };
 
+/*
+ * The implicit-GEMM table, for the tiled kernel's tiles: 64 or 128 pixels,
+ * 64 filters and K steps of 16 in the shipped GPU profiles. Pixel counts,
+ * filters per group and K = C/groups * R * S are mostly not multiples of
+ * those and span several tiles (198 pixels, 70 filters, K 108), with one row
+ * of whole tiles and a whole single K step, rows whose K is below one step
+ * (depthwise, a grouped 1x1), and stride, asymmetric padding, dilation and
+ * groups in both layouts.
+ *
+ * Compile budget: a layout, storage type and epilogue switch set is one
+ * build per distinct set of tile parameters (three among the shipped GPU
+ * profiles), and POCL compiles the tiled kernel's unrolled epilogue slowly:
+ * about 2 s for fp32 and 5 s for fp16 under a cold cache, most of it the
+ * fp16 conversions of the MWI x NWI outputs each work-item stores. So the
+ * fp32 rows use bias and ReLU, the switch set the shapes above already
+ * build, and the fp16 rows, all NHWC, carry the rest of the epilogue: a
+ * residual with alpha and beta, and leaky ReLU with its slope. The kernel's
+ * storage and epilogue code does not depend on the layout.
+ */
+enum epilogue { BIAS_RELU, RESIDUAL_LEAKY };
+
+/* Pads are top, bottom, left, right; zero stride, dilation and groups mean 1. */
+static const struct igemm_row {
+    const char *what;
+    kiln_tensor_layout layout;
+    kiln_dtype dtype;
+    size_t n, c, h, w, k, r, s;
+    size_t sh, sw, pad[4], dh, dw, groups;
+    enum epilogue epilogue;
+} igemm_rows[] = {
+#define ROW(what_, lay, type, n_, c_, h_, w_, k_, r_, s_)                                                              \
+    .what = what_, .layout = KILN_##lay, .dtype = KILN_##type, .n = n_, .c = c_, .h = h_, .w = w_, .k = k_, .r = r_,   \
+    .s = s_
+#define PAD(t, b, l, r) .pad = {t, b, l, r}
+    {ROW("3x3 pad1 n2, 198 pixels, 70 filters, K 108", NCHW, F32, 2, 12, 9, 11, 70, 3, 3), PAD(1, 1, 1, 1)},
+    {ROW("3x3 pad1 n2, 198 pixels, 70 filters, K 108", NHWC, F32, 2, 12, 9, 11, 70, 3, 3), PAD(1, 1, 1, 1)},
+    {ROW("1x1 whole tiles: 128 pixels, 64 filters, K 16", NCHW, F32, 2, 16, 8, 8, 64, 1, 1)},
+    {ROW("3x3 stride2 pad1, 13 filters, K 72", NCHW, F32, 1, 8, 17, 23, 13, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+    {ROW("3x3 dilation2 pad t2b1l2r0", NCHW, F32, 1, 6, 13, 14, 20, 3, 3), PAD(2, 1, 2, 0), .dh = 2, .dw = 2},
+    {ROW("3x3 groups3, 6 channels and 9 filters per group", NCHW, F32, 1, 18, 10, 10, 27, 3, 3), PAD(1, 1, 1, 1),
+     .groups = 3},
+    {ROW("7x7 stride2 pad3 stem, K 147", NCHW, F32, 1, 3, 16, 16, 70, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2},
+    {ROW("3x3 depthwise stride2 n2, K 9", NCHW, F32, 2, 16, 14, 13, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2,
+     .groups = 16},
+    {ROW("3x3 stride1x2 dilation2x1 pad t1b0l2r1", NHWC, F32, 2, 5, 9, 12, 13, 3, 3), PAD(1, 0, 2, 1), .sw = 2,
+     .dh = 2},
+    {ROW("1x1 groups2, K 5, 70 filters per group", NHWC, F32, 1, 10, 9, 15, 140, 1, 1), .groups = 2},
+    {ROW("5x5 pad2, K 200", NHWC, F32, 1, 8, 11, 11, 24, 5, 5), PAD(2, 2, 2, 2)},
+    {ROW("3x3 pad1 n2, 198 pixels, 70 filters, K 108", NHWC, F16, 2, 12, 9, 11, 70, 3, 3), PAD(1, 1, 1, 1),
+     .epilogue = RESIDUAL_LEAKY},
+    {ROW("1x1, 63 pixels, K 20", NHWC, F16, 1, 20, 7, 9, 13, 1, 1), .epilogue = RESIDUAL_LEAKY},
+    {ROW("3x3 stride2 pad1 groups2 n2, 70 filters per group", NHWC, F16, 2, 16, 11, 13, 140, 3, 3), PAD(1, 1, 1, 1),
+     .sh = 2, .sw = 2, .groups = 2, .epilogue = RESIDUAL_LEAKY},
+#undef ROW
+#undef PAD
+};
+
+static size_t or_one(size_t v) { return v ? v : 1; }
+
+/* Whether the profile's implicit GEMM runs the tiled kernel: the rule of
+   src/ops/conv_igemm.c. */
+static int takes_tiled_igemm(const kiln_context *ctx)
+{
+    const char *route = NULL;
+    kt_assert_status(kiln_profile_get_string(ctx->profile, "gemm", "route", &route), KILN_SUCCESS);
+    return strcmp(route, "cpu") != 0;
+}
+
+/* Plan `d` on ctx, run it on fresh inputs and check it; `label` names the
+   case. Returns 0 if the algorithm is not written yet. */
+static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *label)
+{
+    kiln_conv2d_plan *plan = NULL;
+    kiln_status st = kiln_conv2d_plan_create(ctx, d, &plan);
+    if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented")) {
+        printf("# %s: %s\n", label, kiln_last_error_detail());
+        return 0;
+    }
+    if (st != KILN_SUCCESS)
+        fail_msg("%s: plan_create: %s: %s", label, kiln_status_string(st), kiln_last_error_detail());
+    kiln_conv2d_plan_info info;
+    kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+    assert_int_equal(info.algo, d->algo);
+    assert_string_equal(info.profile, kiln_profile_name(ctx->profile));
+    if (d->algo == KILN_CONV_IMPLICIT_GEMM &&
+        (strncmp(info.kernel, "conv_f32_igemm_tiled_", 21) == 0) != takes_tiled_igemm(ctx))
+        fail_msg("%s: implicit GEMM runs %s, not the kernel its GEMM route gives", label, info.kernel);
+    printf("# %s: %s [%s]\n", label, info.kernel, info.params);
+
+    struct cr_case t;
+    cr_case_init(&t, ctx, d);
+    cr_case_fill(&t, &seed);
+    kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
+    cr_case_check(&t, cr_algo_tol(d->algo, t.dims.k_eff), label);
+    cr_case_free(&t);
+    kiln_conv2d_plan_destroy(plan);
+    return 1;
+}
+
+static kiln_conv2d_desc igemm_desc(const struct igemm_row *row)
+{
+    kiln_conv2d_desc d;
+    kiln_conv2d_desc_init(&d, row->layout, row->n, row->c, row->h, row->w, row->k, row->r, row->s);
+    d.dtype = row->dtype;
+    d.stride_h = or_one(row->sh), d.stride_w = or_one(row->sw);
+    d.pad_top = row->pad[0], d.pad_bottom = row->pad[1], d.pad_left = row->pad[2], d.pad_right = row->pad[3];
+    d.dilation_h = or_one(row->dh), d.dilation_w = or_one(row->dw);
+    d.groups = or_one(row->groups);
+    d.algo = KILN_CONV_IMPLICIT_GEMM;
+    d.has_bias = 1;
+    d.activation = row->epilogue == BIAS_RELU ? KILN_ACT_RELU : KILN_ACT_LEAKY_RELU;
+    if (row->epilogue == RESIDUAL_LEAKY) {
+        d.alpha = 0.75f;
+        d.beta = -1.25f;
+        d.leaky_slope = 0.125f;
+    }
+    return d;
+}
+
 static void test_profile(void **state)
 {
     const char *name = *state;
@@ -50,6 +177,7 @@ static void test_profile(void **state)
     assert_string_equal(dev.profile, name);
 
     size_t ran = 0, unwritten = 0;
+    char label[256];
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (size_t a = 0; a < shapes[i].algo_count; a++) {
             const struct shape *sh = &shapes[i];
@@ -59,31 +187,19 @@ static void test_profile(void **state)
             d.has_bias = 1;
             d.activation = KILN_ACT_RELU;
             d.algo = sh->algos[a];
-            kiln_conv2d_plan *plan = NULL;
-            kiln_status st = kiln_conv2d_plan_create(ctx, &d, &plan);
-            if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented")) {
-                printf("# %s %s algo %d: %s\n", name, sh->what, (int)d.algo, kiln_last_error_detail());
+            snprintf(label, sizeof label, "profile %s, %s, algo %d", name, sh->what, (int)d.algo);
+            if (run_case(ctx, &d, label))
+                ran++;
+            else
                 unwritten++;
-                continue;
-            }
-            if (st != KILN_SUCCESS)
-                fail_msg("profile %s, %s, algo %d: plan_create: %s: %s", name, sh->what, (int)d.algo,
-                         kiln_status_string(st), kiln_last_error_detail());
-            kiln_conv2d_plan_info info;
-            kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
-            assert_int_equal(info.algo, d.algo);
-            assert_string_equal(info.profile, name);
-            printf("# %s %s: %s %s [%s]\n", name, sh->what, info.name, info.kernel, info.params);
-
-            char label[160];
-            snprintf(label, sizeof label, "profile %s, %s, %s", name, sh->what, info.name);
-            struct cr_case t;
-            cr_case_init(&t, ctx, &d);
-            cr_case_fill(&t, &seed);
-            kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-            cr_case_check(&t, cr_algo_tol(d.algo, t.dims.k_eff), label);
-            cr_case_free(&t);
-            kiln_conv2d_plan_destroy(plan);
+        }
+    if (takes_tiled_igemm(ctx))
+        for (size_t i = 0; i < sizeof igemm_rows / sizeof *igemm_rows; i++) {
+            const struct igemm_row *row = &igemm_rows[i];
+            const kiln_conv2d_desc d = igemm_desc(row);
+            snprintf(label, sizeof label, "profile %s, implicit GEMM, %s %s %s", name, row->what,
+                     row->layout == KILN_NHWC ? "NHWC" : "NCHW", row->dtype == KILN_F16 ? "f16" : "f32");
+            assert_true(run_case(ctx, &d, label));
             ran++;
         }
     kiln_context_destroy(ctx);
@@ -91,8 +207,57 @@ static void test_profile(void **state)
         skip();
 }
 
+/* A profile whose implicit-GEMM parameters the tiled kernel cannot use, or
+   the device cannot run, still loads, and makes that algorithm UNSUPPORTED
+   with a reason naming the profile and the parameters. */
+static void test_igemm_parameters_checked(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *conv, *cause;
+    } bad[] = {
+        {"igemm-mwg", "\"igemm_mwg\": 60", "igemm_mwg = 60 must be a multiple of igemm_mdimc * igemm_vw = 16"},
+        {"igemm-nwg", "\"igemm_nwg\": 8, \"igemm_vw\": 4", "igemm_nwg = 8 of igemm_ndimc * igemm_vw = 32"},
+        {"igemm-threads", "\"igemm_mwg\": 256, \"igemm_nwg\": 128, \"igemm_mdimc\": 128, \"igemm_ndimc\": 64",
+         "work-groups of igemm_mdimc x igemm_ndimc = 128 x 64"},
+        {"igemm-local", "\"igemm_mwg\": 65536, \"igemm_nwg\": 65536", "bytes of local memory"},
+    };
+    char *dir = kt_temp_dir();
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char path[1024], text[512];
+        snprintf(path, sizeof path, "%s/%s.json", dir, bad[i].name);
+        snprintf(text, sizeof text,
+                 "{\"name\": \"%s\", \"parent\": \"generic-gpu\", \"match\": {\"name\": [\"no such device\"]},"
+                 " \"kernels\": {\"conv\": {%s}}}",
+                 bad[i].name, bad[i].conv);
+        kt_write_file(path, text);
+    }
+    assert_int_equal(setenv("KILN_PROFILE_DIR", dir, 1), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kiln_context_options opt;
+        kiln_context_options_init(&opt);
+        opt.profile = bad[i].name;
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+        kiln_conv2d_desc d;
+        kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 8, 9, 9, 8, 3, 3);
+        d.algo = KILN_CONV_IMPLICIT_GEMM;
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_ERROR_UNSUPPORTED);
+        assert_null(plan);
+        const char *detail = kiln_last_error_detail();
+        if (!strstr(detail, bad[i].name) || !strstr(detail, bad[i].cause))
+            fail_msg("profile %s: \"%s\" does not name the profile and \"%s\"", bad[i].name, detail, bad[i].cause);
+        kiln_context_destroy(ctx);
+    }
+    assert_int_equal(unsetenv("KILN_PROFILE_DIR"), 0);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     seed = kt_seed();
-    return kt_run_per_profile("conv_conformance", test_profile, NULL, NULL, 0);
+    const struct CMUnitTest first[] = {cmocka_unit_test(test_igemm_parameters_checked)};
+    return kt_run_per_profile("conv_conformance", test_profile, NULL, first, 1);
 }

@@ -1,7 +1,8 @@
 /*
  * Vector helpers for a kernel that defines its vector width VW (1, 2, 4, 8
- * or 16) before including this: VEC is floatVW, VLOAD / VSTORE move floats,
- * VLOAD_S / VSTORE_S move the storage type (fp16 converted on the way).
+ * or 16) before including this: VEC is floatVW (float for 1), VLOAD / VSTORE
+ * move floats, VLOAD_S / VSTORE_S move the storage type (fp16 converted on
+ * the way).
  */
 #ifndef KILN_CL_VECTOR_H
 #define KILN_CL_VECTOR_H

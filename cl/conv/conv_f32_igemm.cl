@@ -23,12 +23,7 @@
  */
 #include "common/epilogue.h"
 #include "common/register_tile.h"
-
-/* Shape of the problem, passed as one struct-free argument list. */
-#define SHAPE_ARGS                                                                                                   \
-    const int N, const int C, const int H, const int W, const int K, const int R, const int S, const int P,        \
-        const int Q, const int stride_h, const int stride_w, const int pad_top, const int pad_left, const int dil_h, \
-        const int dil_w, const int groups
+#include "conv/igemm_shape.h"
 
 __kernel void conv_f32_igemm_pack_w(const int kg, const int kk_count, __global const KILN_STORAGE *w,
                                     __global float *wp)
@@ -85,9 +80,10 @@ inline void copy_row(__local float *dst, const __global KILN_STORAGE *src, int l
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
-__kernel void conv_f32_igemm(SHAPE_ARGS, const int block_panels, const float alpha, const float beta, const float slope,
+__kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, const float slope,
                              __global const KILN_STORAGE *x, __global const float *wp, __global const float *bias,
-                             __global const KILN_STORAGE *z, __global KILN_STORAGE *y, __local float *panel)
+                             __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int block_panels,
+                             __local float *panel)
 {
     const int tile = get_global_id(0), block = get_global_id(1), g = get_global_id(2);
     const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;

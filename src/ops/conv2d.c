@@ -279,8 +279,8 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
     }
     st = kiln_conv_plan_with(ctx, &s, algorithm, reason, out);
     if (st == KILN_SUCCESS)
-        kiln_log(KILN_LOG_INFO, "conv2d %zux%zux%zux%zu k%zu %zux%zu: %s (%s)", s.d.n, s.d.c, s.d.h, s.d.w, s.d.k,
-                 s.d.r, s.d.s, algorithm->name, reason);
+        kiln_log(KILN_LOG_INFO, "conv2d %zux%zux%zux%zu k%zu %zux%zu: %s, %s (%s)", s.d.n, s.d.c, s.d.h, s.d.w,
+                 s.d.k, s.d.r, s.d.s, algorithm->name, (*out)->info.kernel, reason);
     return st;
 }
 

@@ -47,7 +47,8 @@ struct kiln_conv2d_plan {
     size_t global[KILN_CONV_MAX_KERNELS][3], local[KILN_CONV_MAX_KERNELS][3];
     kiln_buffer *workspace[KILN_CONV_MAX_KERNELS];
     size_t local_bytes; /* local memory argument of the main kernel, if any */
-    size_t block_panels; /* implicit GEMM: weight panels per work-group */
+    size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group */
+    int tiled;          /* implicit GEMM: the GPU-style tiled kernel runs */
     void *packed_from;  /* weights buffer whose packed form the workspace holds
                            (constant_weights), else NULL */
     void *impl;         /* algorithm-private state, freed by release */

@@ -1,9 +1,20 @@
 /*
- * Implicit-GEMM convolution (cl/conv/conv_f32_igemm.cl): the weights are
- * packed into MR-filter panels on each execution (they may change between
- * calls; the pack is a few hundred KiB), then each work-group gathers the
- * im2col panel of NR output pixels into local memory and multiplies it by
- * every weight panel with the GEMM register tile (the profile's gemm.cpu_*).
+ * Implicit-GEMM convolution, in one of two kernels chosen by one rule: the
+ * profile's GEMM route. A profile that sends GEMM to the CPU micro-kernel
+ * (gemm.route "cpu") is a CPU profile and gets the CPU kernel here too; any
+ * other route ("tiled", "clblast") marks a GPU profile, which gets the
+ * GPU-style tiled kernel.
+ *
+ * CPU (cl/conv/conv_f32_igemm.cl): the weights are packed into MR-filter
+ * panels (on each execution, or once with constant_weights), then each
+ * work-group of one work-item gathers the im2col panel of NR output pixels
+ * into local memory and multiplies it by every weight panel with the GEMM
+ * register tile (the profile's gemm.cpu_*).
+ *
+ * Tiled (cl/conv/conv_f32_igemm_tiled.cl): work-groups of igemm_mdimc x
+ * igemm_ndimc work-items compute igemm_mwg pixels x igemm_nwg filters,
+ * staging igemm_kwg-deep blocks of the im2col matrix and of the weights,
+ * read in place, through local memory; no workspace.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +26,7 @@
 #include "profiles/profile.h"
 
 #define SOURCE "conv/conv_f32_igemm.cl"
+#define TILED_SOURCE "conv/conv_f32_igemm_tiled.cl"
 
 enum { PACK, MAIN };
 
@@ -43,7 +55,7 @@ static size_t filter_blocks(size_t tiles, size_t panels, unsigned units)
     return blocks < panels ? blocks : panels;
 }
 
-static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
+static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
@@ -87,15 +99,114 @@ static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
     return kiln_conv_workspace(plan, 0, d->groups * panels * (size_t)mr * kk * sizeof(float));
 }
 
-static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
+/* The tiled kernel's parameters, checked against its constraints and the
+   device: UNSUPPORTED, naming the profile, where they cannot work. */
+static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    const int32_t kg = (int32_t)s->kg, kk = (int32_t)(s->cg * d->r * d->s);
+    const struct kiln_device_desc *dev = &plan->ctx->desc;
+    const char *profile = kiln_profile_name(plan->ctx->profile);
+    long mwg, nwg, kwg, mdimc, ndimc, vw;
+    char options[2048];
+    kiln_status st;
+    if ((st = kiln_conv_param(plan, "igemm_mwg", &mwg)) != KILN_SUCCESS ||
+        (st = kiln_conv_param(plan, "igemm_nwg", &nwg)) != KILN_SUCCESS ||
+        (st = kiln_conv_param(plan, "igemm_kwg", &kwg)) != KILN_SUCCESS ||
+        (st = kiln_conv_param(plan, "igemm_mdimc", &mdimc)) != KILN_SUCCESS ||
+        (st = kiln_conv_param(plan, "igemm_ndimc", &ndimc)) != KILN_SUCCESS ||
+        (st = kiln_conv_param(plan, "igemm_vw", &vw)) != KILN_SUCCESS ||
+        (st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
+        return st;
+    if (mwg % (mdimc * vw) || nwg % (ndimc * vw))
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d implicit-gemm: profile %s: igemm_mwg = %ld must be a multiple of igemm_mdimc * "
+                          "igemm_vw = %ld and igemm_nwg = %ld of igemm_ndimc * igemm_vw = %ld",
+                          profile, mwg, mdimc * vw, nwg, ndimc * vw);
+    const size_t threads = (size_t)(mdimc * ndimc);
+    if (threads > dev->max_work_group_size)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d implicit-gemm: profile %s: work-groups of igemm_mdimc x igemm_ndimc = %ld x %ld "
+                          "exceed the device's %zu work-items",
+                          profile, mdimc, ndimc, dev->max_work_group_size);
+    /* The kernel's blocks of X and W (rows padded as its XLD and WLD say)
+       and its index tables (a long and two ints per pixel and per kk, the
+       kk table twice). */
+    const long xld = mwg + (d->layout == KILN_NHWC ? vw : 0), wld = nwg + vw;
+    const size_t local_bytes = (size_t)(kwg * (xld + wld)) * sizeof(float) + (size_t)(mwg + 2 * kwg) * 16;
+    if (local_bytes > dev->local_mem_bytes)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d implicit-gemm: profile %s: a %ld x %ld x %ld tile needs %zu bytes of local memory, "
+                          "the device has %llu",
+                          profile, mwg, nwg, kwg, local_bytes, dev->local_mem_bytes);
+
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_tiled_%ldx%ld", mwg, nwg);
+    snprintf(plan->info.params, sizeof plan->info.params,
+             "tile %ld pixels x %ld filters, K step %ld, work-group %ldx%ld, VW=%ld, %zu bytes of local memory", mwg,
+             nwg, kwg, mdimc, ndimc, vw, local_bytes);
+    const size_t pixels = d->n * s->p * s->q;
+    const size_t g[3] = {kiln_div_up(pixels, (size_t)mwg) * threads, kiln_div_up(s->kg, (size_t)nwg), d->groups};
+    memcpy(plan->global[MAIN], g, sizeof g);
+    plan->local[MAIN][0] = threads;
+    plan->local[MAIN][1] = plan->local[MAIN][2] = 1;
+    plan->tiled = 1;
+    return kiln_kernel_get(plan->ctx, TILED_SOURCE, options, "conv_f32_igemm_tiled", &plan->kernels[MAIN]);
+}
+
+static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
+{
+    const char *route;
+    kiln_status st = kiln_profile_get_string(plan->ctx->profile, "gemm", "route", &route);
+    if (st != KILN_SUCCESS)
+        return st;
+    return strcmp(route, "cpu") == 0 ? cpu_prepare(plan) : tiled_prepare(plan);
+}
+
+/* Launch the main kernel of either variant: the arguments both start with
+   (shape, epilogue scalars, x, the weights as the kernel reads them `w`,
+   bias, z, y), then the CPU kernel's block_panels and local panel. */
+static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    const int32_t shape[16] = {
+        (int32_t)d->n,        (int32_t)d->c,          (int32_t)d->h,          (int32_t)d->w,
+        (int32_t)d->k,        (int32_t)d->r,          (int32_t)d->s,          (int32_t)s->p,
+        (int32_t)s->q,        (int32_t)d->stride_h,   (int32_t)d->stride_w,   (int32_t)d->pad_top,
+        (int32_t)d->pad_left, (int32_t)d->dilation_h, (int32_t)d->dilation_w, (int32_t)d->groups};
+    const int32_t block_panels = (int32_t)plan->block_panels;
+    struct kiln_arg args[16 + 10];
+    for (int i = 0; i < 16; i++)
+        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
+    /* Unused bias and z still need a buffer argument: pass y, never read. */
+    const struct kiln_arg rest[10] = {
+        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
+        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
+        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
+        {KILN_ARG_BUFFER, 0, x->x},
+        {KILN_ARG_BUFFER, 0, w},
+        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->y},
+        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
+        {KILN_ARG_BUFFER, 0, x->y},
+        {KILN_ARG_SCALAR, sizeof block_panels, &block_panels},
+        {KILN_ARG_LOCAL, plan->local_bytes, NULL},
+    };
+    memcpy(args + 16, rest, sizeof rest);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[MAIN], args, plan->tiled ? 24 : 26, 3, plan->global[MAIN],
+                              plan->local[MAIN], event);
+}
+
+static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
+{
+    if (plan->tiled)
+        return launch(plan, x, x->w, event);
+    const struct kiln_conv_shape *s = &plan->s;
+    const int32_t kg = (int32_t)s->kg, kk = (int32_t)(s->cg * s->d.r * s->d.s);
     void *wp = plan->workspace[0]->handle;
-    const struct kiln_arg pack[] = {
-        {KILN_ARG_SCALAR, sizeof kg, &kg}, {KILN_ARG_SCALAR, sizeof kk, &kk}, {KILN_ARG_BUFFER, 0, x->w},
-        {KILN_ARG_BUFFER, 0, wp}};
+    const struct kiln_arg pack[] = {{KILN_ARG_SCALAR, sizeof kg, &kg},
+                                    {KILN_ARG_SCALAR, sizeof kk, &kk},
+                                    {KILN_ARG_BUFFER, 0, x->w},
+                                    {KILN_ARG_BUFFER, 0, wp}};
     if (kiln_conv_weights_stale(plan, x->w)) {
         kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, NULL);
         if (st != KILN_SUCCESS) {
@@ -103,33 +214,8 @@ static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kil
             return st;
         }
     }
-
-    const int32_t shape[16] = {(int32_t)d->n,        (int32_t)d->c,        (int32_t)d->h,       (int32_t)d->w,
-                               (int32_t)d->k,        (int32_t)d->r,        (int32_t)d->s,       (int32_t)s->p,
-                               (int32_t)s->q,        (int32_t)d->stride_h, (int32_t)d->stride_w, (int32_t)d->pad_top,
-                               (int32_t)d->pad_left, (int32_t)d->dilation_h, (int32_t)d->dilation_w,
-                               (int32_t)d->groups};
-    const int32_t block_panels = (int32_t)plan->block_panels;
-    struct kiln_arg args[16 + 10];
-    for (int i = 0; i < 16; i++)
-        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
-    /* Unused bias and z still need a buffer argument: pass y, never read. */
-    const struct kiln_arg rest[10] = {
-        {KILN_ARG_SCALAR, sizeof block_panels, &block_panels},
-        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
-        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
-        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
-        {KILN_ARG_BUFFER, 0, x->x},
-        {KILN_ARG_BUFFER, 0, wp},
-        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->y},
-        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
-        {KILN_ARG_BUFFER, 0, x->y},
-        {KILN_ARG_LOCAL, plan->local_bytes, NULL},
-    };
-    memcpy(args + 16, rest, sizeof rest);
-    return kiln_kernel_launch(plan->ctx, plan->kernels[MAIN], args, 26, 3, plan->global[MAIN], plan->local[MAIN],
-                              event);
+    return launch(plan, x, wp, event);
 }
 
 const struct kiln_conv_algorithm kiln_conv_igemm = {"implicit-gemm", KILN_CONV_IMPLICIT_GEMM, igemm_unsupported,
-                                                    igemm_prepare, igemm_execute, NULL};
+                                                    igemm_prepare,   igemm_execute,           NULL};
