@@ -1,7 +1,9 @@
 /*
  * Vector helpers for a kernel that defines its vector width VW (1, 2, 4, 8
- * or 16) before including this: VEC is floatVW, VLOAD / VSTORE move floats,
- * VLOAD_S / VSTORE_S move the storage type (fp16 converted on the way).
+ * or 16) before including this: VEC is floatVW (float for 1), IVEC the int
+ * vector of the same width (what comparing two VECs gives), VLOAD / VSTORE
+ * move floats, VLOAD_S / VSTORE_S move the storage type (fp16 converted on
+ * the way).
  */
 #ifndef KILN_CL_VECTOR_H
 #define KILN_CL_VECTOR_H
@@ -10,7 +12,16 @@
 
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
+#if VW == 1
+#define VEC float
+#define IVEC int
+#define VLOAD(i, p) ((p)[i])
+#define VSTORE(v, i, p) ((p)[i] = (v))
+#define VLOAD_S(i, p) KILN_LOAD((p), (i))
+#define VSTORE_S(v, i, p) KILN_STORE((v), (p), (i))
+#else
 #define VEC CAT(float, VW)
+#define IVEC CAT(int, VW)
 #define VLOAD CAT(vload, VW)
 #define VSTORE CAT(vstore, VW)
 #if KILN_F16
@@ -19,6 +30,7 @@
 #else
 #define VLOAD_S(i, p) VLOAD((i), (p))
 #define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
+#endif
 #endif
 
 #endif

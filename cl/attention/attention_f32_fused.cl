@@ -1,0 +1,253 @@
+/*
+ * Fused attention, flash style: O = softmax(scale * Q K^T + mask) V without
+ * the score matrix. fp32 arithmetic; KILN_F16 stores Q, K, V and O as fp16.
+ *
+ * The rows of one (batch, kv head) are the query positions of its `group`
+ * query heads, interleaved: row r is query position r / group of head
+ * kv_head * group + r % group, so a grouped-query or multi-query tile shares
+ * every K and V load between its heads, and the rows of a tile sit at
+ * neighbouring positions (what causal skipping needs).
+ *
+ * A work-item owns BQ rows, held as QV = BQ / VW vectors whose lanes are
+ * rows. For each block of BK keys it computes the BQ x BK scores S as
+ * QV x BK vector accumulators: per head-dimension index d, QV vectors of the
+ * transposed query block (kept in private memory, pre-scaled by
+ * scale * log2(e)) times BK keys broadcast one scalar each from K. Then per
+ * lane: the running maximum m, one rescale factor exp2(m_old - m_new) for
+ * the block, P = exp2(S - m_new), the running sum l, and O = O * rescale +
+ * P V with O (D x BQ, transposed, private) updated per d from BK broadcast
+ * values of V. Every softmax statistic is a vector over rows: no horizontal
+ * reductions. The output is divided by l and written once, at the end.
+ * Memory beyond Q, K, V and O: none (the log-sum-exp only when asked).
+ *
+ * Keys visible to row r: j < lim_r = min(key limit, i_r + seq_kv - seq_q + 1)
+ * with causal masking (aligned to the end of the key sequence), else the key
+ * limit (key_lengths[b] clamped to [0, seq_kv], or seq_kv). Blocks past the
+ * tile's largest lim are never visited; blocks below its smallest need no
+ * masking; only the blocks in between compare keys with lim. A row that sees
+ * no key (or only -inf masks) gets O = 0 and lse = -inf.
+ *
+ * On CPUs the work-group is one work-item (wg = 1) and the vectors are the
+ * SIMD registers: with VW = 16, BQ = 32, BK = 8 the scores are 16 of the 32
+ * AVX-512 registers.
+ *
+ * Parameters (-D): KILN_ATTENTION_BLOCK_Q (BQ, a multiple of VW),
+ * KILN_ATTENTION_BLOCK_KV (BK), KILN_ATTENTION_VW (VW), KILN_ATTENTION_WG
+ * (work-group size), KILN_ATTN_D (a head dimension fixed at compile time)
+ * or else KILN_ATTN_DMAX (the bound of the run-time head_dim), and the
+ * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK (additive fp32 mask),
+ * KILN_ATTN_KEY_LENGTHS (per-batch int32 key lengths), KILN_ATTN_LSE (write
+ * the per-row natural log-sum-exp), KILN_F16.
+ */
+#define BQ KILN_ATTENTION_BLOCK_Q
+#define BK KILN_ATTENTION_BLOCK_KV
+#define VW KILN_ATTENTION_VW
+#define QV (BQ / VW)
+
+#include "common/vector.h"
+
+#ifdef KILN_ATTN_D
+#define HEAD_DIM KILN_ATTN_D
+#define DMAX KILN_ATTN_D
+#else
+#define HEAD_DIM head_dim
+#define DMAX KILN_ATTN_DMAX
+#endif
+
+#if VW == 1
+#define IOTA 0
+#elif VW == 2
+#define IOTA ((IVEC)(0, 1))
+#elif VW == 4
+#define IOTA ((IVEC)(0, 1, 2, 3))
+#elif VW == 8
+#define IOTA ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7))
+#else
+#define IOTA ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#endif
+
+/* Global size (tiles rounded up to the work-group, batch * kv_heads). Q and
+   O have element strides q_sb, q_sh, q_ss per batch item, head and position;
+   K and V kv_sb, kv_sh, kv_ss. The mask row of (b, h, i) starts at
+   b * m_sb + h * m_sh + i * nk. Unused buffers are never read. */
+__kernel __attribute__((reqd_work_group_size(KILN_ATTENTION_WG, 1, 1)))
+void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STORAGE *K,
+                         __global const KILN_STORAGE *V, __global const float *mask,
+                         __global const int *key_lengths, __global KILN_STORAGE *O, __global float *lse,
+                         const int nq, const int nk, const int head_dim, const int heads, const int group,
+                         const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
+                         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2)
+{
+    const int rows = nq * group, tiles = (rows + BQ - 1) / BQ;
+    int tile = get_global_id(0);
+    if (tile >= tiles)
+        return;
+#if KILN_ATTN_CAUSAL
+    tile = tiles - 1 - tile; /* the tiles with the most keys first */
+#endif
+    const int kv_heads = heads / group, b = get_global_id(1) / kv_heads, hk = get_global_id(1) % kv_heads;
+    const int row0 = tile * BQ;
+    (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)head_dim;
+
+    int klimit = nk;
+#if KILN_ATTN_KEY_LENGTHS
+    klimit = clamp(key_lengths[b], 0, nk);
+#endif
+    /* Per row the keys it sees, [0, lim); the tile visits [0, kend), and
+       keys below kfull are visible to all its rows. Tail rows past `rows`
+       repeat the last row (computed, never stored). */
+    IVEC lim[QV];
+#pragma unroll
+    for (int v = 0; v < QV; v++) {
+#if KILN_ATTN_CAUSAL
+        const IVEC pos = min((IVEC)(row0 + v * VW) + IOTA, (IVEC)(rows - 1)) / group;
+        lim[v] = clamp(pos + (nk - nq + 1), 0, klimit);
+#else
+        lim[v] = (IVEC)(klimit);
+#endif
+    }
+    const int last = min(row0 + BQ, rows) - 1;
+#if KILN_ATTN_CAUSAL
+    const int kend = clamp(last / group + nk - nq + 1, 0, klimit);
+    const int kfull = clamp(row0 / group + nk - nq + 1, 0, klimit);
+#else
+    const int kend = klimit, kfull = klimit;
+#endif
+
+    /* The query block, transposed (qt[d][r]) and scaled into the log2 domain,
+       and the output accumulators, transposed too (acc[d][v] holds rows
+       v * VW ..). */
+    float qt[DMAX * BQ];
+    VEC acc[DMAX * QV];
+#if KILN_ATTN_MASK
+    ulong mrow[BQ];
+#endif
+    for (int r = 0; r < BQ; r++) {
+        const int row = min(row0 + r, last), i = row / group, h = hk * group + row % group;
+        const ulong at = b * q_sb + h * q_sh + i * q_ss;
+        for (int d = 0; d < HEAD_DIM; d++)
+            qt[d * BQ + r] = KILN_LOAD(Q, at + d) * scale_log2;
+#if KILN_ATTN_MASK
+        mrow[r] = b * m_sb + h * m_sh + (ulong)i * nk;
+#endif
+    }
+
+    for (int x = 0; x < HEAD_DIM * QV; x++)
+        acc[x] = (VEC)(0.0f);
+    VEC m[QV], l[QV];
+#pragma unroll
+    for (int v = 0; v < QV; v++) {
+        m[v] = (VEC)(-INFINITY);
+        l[v] = (VEC)(0.0f);
+    }
+    const ulong kv0 = b * kv_sb + hk * kv_sh;
+    for (int j0 = 0; j0 < kend; j0 += BK) {
+        /* Rows of this block's keys; keys past kend read the last visible one. */
+        ulong kp[BK];
+#pragma unroll
+        for (int j = 0; j < BK; j++)
+            kp[j] = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
+
+        VEC s[QV][BK];
+#pragma unroll
+        for (int v = 0; v < QV; v++)
+#pragma unroll
+            for (int j = 0; j < BK; j++)
+                s[v][j] = (VEC)(0.0f);
+        for (int d = 0; d < HEAD_DIM; d++) {
+            VEC q[QV];
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                q[v] = VLOAD(0, qt + d * BQ + v * VW);
+#pragma unroll
+            for (int j = 0; j < BK; j++) {
+                const VEC kj = (VEC)(KILN_LOAD(K, kp[j] + d));
+#pragma unroll
+                for (int v = 0; v < QV; v++)
+                    s[v][j] = fma(q[v], kj, s[v][j]);
+            }
+        }
+#if KILN_ATTN_MASK
+        {
+            float mt[BK * BQ]; /* mask block, transposed: mt[j][r] */
+            for (int r = 0; r < BQ; r++)
+#pragma unroll
+                for (int j = 0; j < BK; j++)
+                    mt[j * BQ + r] = mask[mrow[r] + min(j0 + j, nk - 1)];
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+#pragma unroll
+                for (int j = 0; j < BK; j++)
+                    s[v][j] = fma(VLOAD(0, mt + j * BQ + v * VW), (VEC)(M_LOG2E_F), s[v][j]);
+        }
+#endif
+        if (j0 + BK > kfull) /* a key of the block is hidden from some row */
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+#pragma unroll
+                for (int j = 0; j < BK; j++)
+                    s[v][j] = select(s[v][j], (VEC)(-INFINITY), (IVEC)(j0 + j) >= lim[v]);
+
+        /* Online softmax: new maximum, one rescale, P = exp2(S - m). A row
+           that has seen only -inf keeps m = -inf and uses 0 as its base. */
+        VEC corr[QV];
+#pragma unroll
+        for (int v = 0; v < QV; v++) {
+            VEC top = m[v];
+#pragma unroll
+            for (int j = 0; j < BK; j++)
+                top = fmax(top, s[v][j]);
+            const VEC base = select(top, (VEC)(0.0f), top == (VEC)(-INFINITY));
+            corr[v] = exp2(m[v] - base);
+            VEC sum = (VEC)(0.0f);
+#pragma unroll
+            for (int j = 0; j < BK; j++) {
+                s[v][j] = exp2(s[v][j] - base);
+                sum += s[v][j];
+            }
+            l[v] = fma(l[v], corr[v], sum);
+            m[v] = top;
+        }
+
+        /* O = O * corr + P V, per head-dimension index. */
+        for (int d = 0; d < HEAD_DIM; d++) {
+            VEC a[QV];
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                a[v] = acc[d * QV + v] * corr[v];
+#pragma unroll
+            for (int j = 0; j < BK; j++) {
+                const VEC vj = (VEC)(KILN_LOAD(V, kp[j] + d));
+#pragma unroll
+                for (int v = 0; v < QV; v++)
+                    a[v] = fma(s[v][j], vj, a[v]);
+            }
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                acc[d * QV + v] = a[v];
+        }
+    }
+
+    float mf[BQ], lf[BQ], inv[BQ], of[BQ];
+    ulong at[BQ];
+#pragma unroll
+    for (int v = 0; v < QV; v++) {
+        VSTORE(m[v], v, mf);
+        VSTORE(l[v], v, lf);
+    }
+    for (int r = 0; row0 + r <= last; r++) {
+        const int row = row0 + r, i = row / group, h = hk * group + row % group;
+        at[r] = b * q_sb + h * q_sh + i * q_ss; /* O has Q's layout */
+        inv[r] = lf[r] > 0.0f ? 1.0f / lf[r] : 0.0f;
+#if KILN_ATTN_LSE
+        lse[((ulong)b * heads + h) * nq + i] = lf[r] > 0.0f ? (mf[r] + log2(lf[r])) * M_LN2_F : -INFINITY;
+#endif
+    }
+    for (int d = 0; d < HEAD_DIM; d++) {
+#pragma unroll
+        for (int v = 0; v < QV; v++)
+            VSTORE(acc[d * QV + v], v, of);
+        for (int r = 0; row0 + r <= last; r++)
+            KILN_STORE(of[r] * inv[r], O, at[r] + d);
+    }
+}
