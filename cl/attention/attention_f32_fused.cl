@@ -54,6 +54,13 @@
 #define DMAX KILN_ATTN_DMAX
 #endif
 
+/* Scores are in base 2 (Q is scaled by scale * log2(e)); the running
+   maximum lags by up to SLACK, so weights reach 2^SLACK. */
+#define SLACK 8.0f
+/* The base a row's weights are taken against: its maximum, or 0 while that
+   is still -inf (so that exp2(-inf - base) is 0, not NaN). */
+#define BASE(top) select((top), (VEC)(0.0f), (top) == (VEC)(-INFINITY))
+
 #if VW == 1
 #define IOTA 0
 #elif VW == 2
@@ -188,33 +195,50 @@ void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STO
                 for (int j = 0; j < BK; j++)
                     s[v][j] = select(s[v][j], (VEC)(-INFINITY), (IVEC)(j0 + j) >= lim[v]);
 
-        /* Online softmax: new maximum, one rescale, P = exp2(S - m). A row
-           that has seen only -inf keeps m = -inf and uses 0 as its base. */
-        VEC corr[QV];
+        /* Online softmax with a lazy maximum: m moves, and O and l are
+           rescaled by exp2(m_old - m_new), only when a row's scores exceed
+           it by more than SLACK; otherwise P = exp2(S - m) stays below
+           2^SLACK, which neither overflows nor costs precision. A row that
+           has seen only -inf keeps m = -inf and uses 0 as its base. */
+        VEC top[QV];
+        int rescale = 0;
 #pragma unroll
         for (int v = 0; v < QV; v++) {
-            VEC top = m[v];
+            top[v] = m[v];
 #pragma unroll
             for (int j = 0; j < BK; j++)
-                top = fmax(top, s[v][j]);
-            const VEC base = select(top, (VEC)(0.0f), top == (VEC)(-INFINITY));
-            corr[v] = exp2(m[v] - base);
-            VEC sum = (VEC)(0.0f);
+                top[v] = fmax(top[v], s[v][j]);
+            rescale |= ANY(top[v] > m[v] + SLACK);
+        }
+        if (rescale) {
+            VEC corr[QV];
+#pragma unroll
+            for (int v = 0; v < QV; v++) {
+                corr[v] = exp2(m[v] - BASE(top[v]));
+                l[v] *= corr[v];
+                m[v] = top[v];
+            }
+            for (int d = 0; d < HEAD_DIM; d++)
+#pragma unroll
+                for (int v = 0; v < QV; v++)
+                    acc[d * QV + v] *= corr[v];
+        }
+#pragma unroll
+        for (int v = 0; v < QV; v++) {
+            const VEC base = BASE(m[v]);
 #pragma unroll
             for (int j = 0; j < BK; j++) {
                 s[v][j] = exp2(s[v][j] - base);
-                sum += s[v][j];
+                l[v] += s[v][j];
             }
-            l[v] = fma(l[v], corr[v], sum);
-            m[v] = top;
         }
 
-        /* O = O * corr + P V, per head-dimension index. */
+        /* O += P V, per head-dimension index. */
         for (int d = 0; d < HEAD_DIM; d++) {
             VEC a[QV];
 #pragma unroll
             for (int v = 0; v < QV; v++)
-                a[v] = acc[d * QV + v] * corr[v];
+                a[v] = acc[d * QV + v];
 #pragma unroll
             for (int j = 0; j < BK; j++) {
                 const VEC vj = (VEC)(KILN_LOAD(V, kp[j] + d));

@@ -1,9 +1,9 @@
 /*
  * Vector helpers for a kernel that defines its vector width VW (1, 2, 4, 8
  * or 16) before including this: VEC is floatVW (float for 1), IVEC the int
- * vector of the same width (what comparing two VECs gives), VLOAD / VSTORE
- * move floats, VLOAD_S / VSTORE_S move the storage type (fp16 converted on
- * the way).
+ * vector of the same width (what comparing two VECs gives), ANY(c) whether
+ * any lane of such a comparison holds, VLOAD / VSTORE move floats, VLOAD_S /
+ * VSTORE_S move the storage type (fp16 converted on the way).
  */
 #ifndef KILN_CL_VECTOR_H
 #define KILN_CL_VECTOR_H
@@ -15,6 +15,7 @@
 #if VW == 1
 #define VEC float
 #define IVEC int
+#define ANY(c) (c) /* a scalar comparison gives 1, whose sign bit any() would miss */
 #define VLOAD(i, p) ((p)[i])
 #define VSTORE(v, i, p) ((p)[i] = (v))
 #define VLOAD_S(i, p) KILN_LOAD((p), (i))
@@ -22,6 +23,7 @@
 #else
 #define VEC CAT(float, VW)
 #define IVEC CAT(int, VW)
+#define ANY(c) any(c)
 #define VLOAD CAT(vload, VW)
 #define VSTORE CAT(vstore, VW)
 #if KILN_F16
