@@ -396,7 +396,8 @@ static const struct bad_desc {
     {"algo = 3", F_ALGO, 3, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
     {"seq_q = 2^31", F_SEQ_Q, 2147483648.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
     {"seq_kv = 2^32", F_SEQ_KV, 4294967296.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
-    {"seq_q * group above 2^31 - 1", F_SEQ_Q, 1073741824.0, F_KV_HEADS, 1, KILN_ERROR_UNSUPPORTED},
+    {"seq_q * group above 2^30", F_SEQ_Q, 268435457.0, F_KV_HEADS, 1, KILN_ERROR_UNSUPPORTED},
+    {"seq_kv above 2^30", F_SEQ_KV, 1073741825.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
 };
 
 static void set_field(kiln_attention_desc *d, enum field f, double v)

@@ -1,6 +1,8 @@
 /*
  * Fused attention, flash style: O = softmax(scale * Q K^T + mask) V without
- * the score matrix. fp32 arithmetic; KILN_F16 stores Q, K, V and O as fp16.
+ * the score matrix. fp32 arithmetic; KILN_F16 stores Q, K, V and O as fp16
+ * (each block of K and V rows is converted to fp32 in private memory once,
+ * where vector conversions do it, rather than at every broadcast).
  *
  * The rows of one (batch, kv head) are the query positions of its `group`
  * query heads, interleaved: row r is query position r / group of head
@@ -154,6 +156,20 @@ void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STO
 #pragma unroll
         for (int j = 0; j < BK; j++)
             kp[j] = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
+#if KILN_F16
+        /* fp16 K and V rows of the block, converted once (not per use). */
+        float kf[BK * DMAX], vf[BK * DMAX];
+        for (int j = 0; j < BK; j++)
+            for (int d = 0; d < HEAD_DIM; d++) {
+                kf[j * DMAX + d] = vload_half(kp[j] + d, K);
+                vf[j * DMAX + d] = vload_half(kp[j] + d, V);
+            }
+#define KEY(j, d) kf[(j) * DMAX + (d)]
+#define VALUE(j, d) vf[(j) * DMAX + (d)]
+#else
+#define KEY(j, d) K[kp[j] + (d)]
+#define VALUE(j, d) V[kp[j] + (d)]
+#endif
 
         VEC s[QV][BK];
 #pragma unroll
@@ -168,7 +184,7 @@ void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STO
                 q[v] = VLOAD(0, qt + d * BQ + v * VW);
 #pragma unroll
             for (int j = 0; j < BK; j++) {
-                const VEC kj = (VEC)(KILN_LOAD(K, kp[j] + d));
+                const VEC kj = (VEC)(KEY(j, d));
 #pragma unroll
                 for (int v = 0; v < QV; v++)
                     s[v][j] = fma(q[v], kj, s[v][j]);
@@ -241,7 +257,7 @@ void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STO
                 a[v] = acc[d * QV + v];
 #pragma unroll
             for (int j = 0; j < BK; j++) {
-                const VEC vj = (VEC)(KILN_LOAD(V, kp[j] + d));
+                const VEC vj = (VEC)(VALUE(j, d));
 #pragma unroll
                 for (int v = 0; v < QV; v++)
                     a[v] = fma(s[v][j], vj, a[v]);

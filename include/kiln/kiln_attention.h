@@ -100,8 +100,8 @@ typedef struct kiln_attention_plan kiln_attention_plan;
  * @return KILN_ERROR_INVALID_ARGUMENT for NULL pointers, invalid enum values,
  *         a zero size, kv_heads that do not divide heads, or a scale that is
  *         not finite; KILN_ERROR_UNSUPPORTED for head_dim above
- *         KILN_ATTENTION_MAX_HEAD_DIM or sizes beyond 2^31 - 1 (per
- *         dimension, and for seq_q * heads / kv_heads);
+ *         KILN_ATTENTION_MAX_HEAD_DIM, a size above 2^31 - 1, seq_kv or
+ *         seq_q * heads / kv_heads above 2^30;
  *         KILN_ERROR_OUT_OF_MEMORY if the naive algorithm's workspace does
  *         not fit on the device; KILN_ERROR_BUILD if a kernel fails to
  *         compile. The detail names the field.

@@ -15,6 +15,8 @@
 #include "ops/nn_common.h"
 #include "profiles/profile.h"
 
+#define KILN_ATTENTION_MAX_ROWS (1 << 30)
+
 void kiln_attention_desc_init(kiln_attention_desc *desc, kiln_attention_layout layout, size_t batch, size_t heads,
                               size_t seq_q, size_t seq_kv, size_t head_dim)
 {
@@ -71,9 +73,13 @@ static kiln_status validate(const kiln_attention_desc *d, struct kiln_attention_
     memset(s, 0, sizeof *s);
     s->d = *d;
     s->group = d->heads / d->kv_heads;
-    if (s->group * d->seq_q > INT_MAX || d->batch * d->kv_heads > INT_MAX)
+    /* The kernels index rows and keys in int, a block past the last. */
+    if (s->group * d->seq_q > KILN_ATTENTION_MAX_ROWS || d->seq_kv > KILN_ATTENTION_MAX_ROWS ||
+        d->batch * d->kv_heads > INT_MAX)
         return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "attention: seq_q * heads / kv_heads and batch * kv_heads must not exceed %d", INT_MAX);
+                          "attention: seq_q * heads / kv_heads = %zu and seq_kv = %zu must not exceed %d, "
+                          "batch * kv_heads = %zu not %d",
+                          s->group * d->seq_q, d->seq_kv, KILN_ATTENTION_MAX_ROWS, d->batch * d->kv_heads, INT_MAX);
     strides(d->layout, d->seq_q, d->heads, d->head_dim, s->q_stride);
     strides(d->layout, d->seq_kv, d->kv_heads, d->head_dim, s->kv_stride);
     size_t per_head = d->seq_q * d->seq_kv; /* below 2^62: both are below 2^31 */
