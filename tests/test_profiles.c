@@ -369,8 +369,8 @@ static void test_defines(void **state)
     assert_null(strstr(buf, "ROUTE"));
     assert_int_equal(strncmp(buf, "-DKILN_GEMM_", 12), 0);
     kt_assert_status(kiln_profile_defines(p, "attention", buf, sizeof buf), KILN_SUCCESS);
-    assert_string_equal(buf, "-DKILN_ATTENTION_BLOCK_Q=4 -DKILN_ATTENTION_BLOCK_KV=8 -DKILN_ATTENTION_WG=64 "
-                             "-DKILN_ATTENTION_VW=4");
+    assert_string_equal(buf, "-DKILN_ATTENTION_BLOCK_Q=4 -DKILN_ATTENTION_BLOCK_KV=8 -DKILN_ATTENTION_Q_BLOCKS=1 "
+                             "-DKILN_ATTENTION_CHUNK_KV=64 -DKILN_ATTENTION_WG=64 -DKILN_ATTENTION_VW=4");
     kt_assert_status(kiln_profile_defines(p, "attention", buf, 20), KILN_ERROR_OUT_OF_MEMORY);
     kt_assert_status(kiln_profile_defines(p, "blas", buf, sizeof buf), KILN_ERROR_NOT_FOUND);
 }
