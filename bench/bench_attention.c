@@ -181,6 +181,7 @@ static int measure_kiln(kiln_context *ctx, const kiln_attention_desc *d, int war
     kiln_cache_info before, after;
     kiln_attention_plan_info info;
     struct kiln_call call = {ctx, NULL, x, KILN_SUCCESS};
+    snprintf(r->algo, sizeof r->algo, "%s", d->algo == KILN_ATTENTION_NAIVE ? "naive" : "fused");
     if (bench_fail(kiln_context_get_cache_info(ctx, &before), r, "cache info"))
         return 1;
     double t0 = bench_now_ms();
@@ -192,7 +193,6 @@ static int measure_kiln(kiln_context *ctx, const kiln_attention_desc *d, int war
         kiln_attention_plan_destroy(call.plan);
         return 1;
     }
-    snprintf(r->algo, sizeof r->algo, "%s", info.name);
     r->has_workspace = 1;
     r->workspace_bytes = info.workspace_bytes;
     if (rep) {
