@@ -164,6 +164,19 @@ int kt_group_teardown(void **state)
     return 0;
 }
 
+kiln_context *kt_profile_context(const char *name)
+{
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile = name;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    assert_string_equal(dev.profile, name);
+    return ctx;
+}
+
 int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,
                        const struct CMUnitTest *first, size_t first_count)
 {

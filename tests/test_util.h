@@ -50,6 +50,10 @@ extern uint64_t kt_group_seed;
 int kt_group_setup(void **state);
 int kt_group_teardown(void **state);
 
+/* A context on the default device forced to profile `name` (the test fails
+   unless the context reports it); the caller destroys it. */
+kiln_context *kt_profile_context(const char *name);
+
 /* Run cmocka group `group`: the `first` tests, then `test` once for every
    shipped non-abstract device profile (its name as the state, "profile
    <name>" as the test name) with `teardown`. Returns cmocka's failure count. */
