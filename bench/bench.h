@@ -70,6 +70,8 @@ struct bench_result {
     char error[256]; /* why it failed (BENCH_FAILED) or does not apply */
     double median_ms, gflops, max_rel_err;
     int reps;
+    int has_workspace;      /* workspace_bytes is known (and written to JSON) */
+    size_t workspace_bytes; /* memory the library used beyond the operands */
 };
 
 /* With st != KILN_SUCCESS: mark r failed with "what: status: detail" and
@@ -218,6 +220,7 @@ int bench_jit(int argc, char **argv);
 int bench_gemm(int argc, char **argv);
 int bench_quick(int argc, char **argv);
 int bench_conv(int argc, char **argv);
+int bench_attention(int argc, char **argv);
 
 /* kiln-bench conv --model NAME ... (bench_models.c); argv holds every
    argument of kiln-bench conv. */

@@ -214,6 +214,8 @@ void bench_json_result(FILE *out, const struct bench_result *r, int threads)
     bench_json_number(out, "gflops", r->gflops);
     bench_json_number(out, "max_rel_err", r->max_rel_err);
     fprintf(out, ",\"reps\":%d", r->reps);
+    if (r->has_workspace)
+        fprintf(out, ",\"workspace_bytes\":%zu", r->workspace_bytes);
     if (threads > 0)
         fprintf(out, ",\"threads\":%d", threads);
     fputc('}', out);

@@ -13,6 +13,7 @@ static const struct {
     {"gemm", bench_gemm, "one GEMM shape on kiln and its peers (OpenBLAS, CLBlast), same data, one run"},
     {"quick", bench_quick, "a fixed set of GEMM shapes against the peers: the main benchmark, under a minute"},
     {"conv", bench_conv, "one convolution (or a model's layers) on kiln and its peers (oneDNN, CLBlast)"},
+    {"attention", bench_attention, "fused attention against kiln's naive path and OpenBLAS three-step attention"},
 };
 
 static void usage(FILE *out)

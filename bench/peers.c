@@ -45,8 +45,7 @@ int bench_peer_built(enum bench_peer peer)
 
 int bench_peer_on_device(enum bench_peer peer) { return peer == BENCH_PEER_CLBLAST; }
 
-/* Bits 1u << i of the names[i] in a comma-separated list, or "none". */
-static int parse_names(const char *list, const char *const *names, int count, unsigned *mask)
+int bench_parse_names(const char *list, const char *const *names, int count, unsigned *mask)
 {
     *mask = 0;
     if (strcmp(list, "none") == 0)
@@ -66,7 +65,10 @@ static int parse_names(const char *list, const char *const *names, int count, un
     return 0;
 }
 
-int bench_peer_parse(const char *list, unsigned *mask) { return parse_names(list, peer_names, BENCH_PEER_COUNT, mask); }
+int bench_peer_parse(const char *list, unsigned *mask)
+{
+    return bench_parse_names(list, peer_names, BENCH_PEER_COUNT, mask);
+}
 
 void bench_peer_routine(enum bench_peer peer, const kiln_gemm_desc *desc, char *buf, size_t size)
 {
@@ -201,7 +203,7 @@ int bench_nn_peer_on_device(enum bench_nn_peer peer) { return peer == BENCH_NN_P
 
 int bench_nn_peer_parse(const char *list, unsigned *mask)
 {
-    return parse_names(list, nn_peer_names, BENCH_NN_PEER_COUNT, mask);
+    return bench_parse_names(list, nn_peer_names, BENCH_NN_PEER_COUNT, mask);
 }
 
 int bench_nn_peer_threads(enum bench_nn_peer peer)

@@ -29,6 +29,10 @@ struct bench_peer_gemm {
     cl_mem a_mem, b_mem, c_mem;
 };
 
+/* Bits 1u << i of the names[i] in a comma-separated list, or "none".
+   Returns 0, or -1 for a name not in the list. */
+int bench_parse_names(const char *list, const char *const *names, int count, unsigned *mask);
+
 /* "clblast", "openblas". */
 const char *bench_peer_name(enum bench_peer peer);
 
@@ -134,5 +138,30 @@ int bench_nn_peer_output(bench_nn_prepared *prepared, char *err, size_t err_size
 
 /* Release a prepared operation. NULL is ignored. */
 void bench_nn_peer_release(bench_nn_prepared *prepared);
+
+/* ---- The host peer of attention (kiln-bench attention, peer_attention.c) ---- */
+
+/* Attention as a framework without a fused kernel computes it on the host,
+   one (batch item, head) at a time: S = scale Q K^T by cblas_sgemm, a C
+   softmax over the rows of S (causal masking applied; parallel over rows
+   where OpenMP is available), O = P V by cblas_sgemm. desc gives the
+   layout, sizes, scale and causal flag (no mask, no key lengths); the
+   tensors are fp32 in that layout. `scores` is seq_q * seq_kv floats of
+   scratch. */
+struct bench_peer_attention {
+    const kiln_attention_desc *desc;
+    const float *q, *k, *v;
+    float *o, *scores;
+};
+
+/* Non-zero when the peer was compiled in (it needs OpenBLAS). */
+int bench_peer_attention_built(void);
+
+/* What runs, e.g. "cblas_sgemm + C softmax (2 threads) + cblas_sgemm". */
+void bench_peer_attention_routine(char *buf, size_t size);
+
+/* Run the attention once. Returns 0, or 1 with `err` filled ("not built"
+   without OpenBLAS). */
+int bench_peer_attention(const struct bench_peer_attention *a, char *err, size_t err_size);
 
 #endif /* KILN_BENCH_PEERS_H */

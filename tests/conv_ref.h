@@ -382,14 +382,7 @@ static inline void cr_encode(const struct cr_case *t, int which, const float *v,
 
 static inline float cr_decode(const struct cr_case *t, int which, const unsigned char *raw, size_t i)
 {
-    if (cr_operand_elem_size(t, which) == 2) {
-        uint16_t h;
-        memcpy(&h, raw + 2 * i, 2);
-        return kt_from_half(h);
-    }
-    float f;
-    memcpy(&f, raw + 4 * i, sizeof f);
-    return f;
+    return kt_stored(raw, cr_operand_elem_size(t, which), i);
 }
 
 static inline void cr_upload(struct cr_case *t, int which)

@@ -183,14 +183,7 @@ static inline kiln_status gr_case_execute(struct gr_case *t, kiln_gemm_plan *pla
 
 static inline float gr_stored(const struct gr_case *t, const unsigned char *raw, size_t i)
 {
-    if (t->desc.dtype == KILN_F16) {
-        uint16_t h;
-        memcpy(&h, raw + 2 * i, sizeof h);
-        return kt_from_half(h);
-    }
-    float f;
-    memcpy(&f, raw + 4 * i, sizeof f);
-    return f;
+    return kt_stored(raw, kt_elem_size(t->desc.dtype), i);
 }
 
 /* Read A, B and C back after C = alpha * op(A) op(B) + beta * C ran on the

@@ -1007,31 +1007,6 @@ static void set_field(kiln_conv2d_desc *d, enum field f, size_t v)
     }
 }
 
-/* A buffer of `bytes` all 0xff: NaN as fp32 and as fp16. */
-static kiln_buffer *poisoned_buffer(size_t bytes)
-{
-    unsigned char *poison = malloc(bytes);
-    assert_non_null(poison);
-    memset(poison, 0xff, bytes);
-    kiln_buffer *buf = NULL;
-    kt_assert_status(kiln_buffer_create(kt_ctx, bytes, &buf), KILN_SUCCESS);
-    kt_assert_status(kiln_buffer_write(buf, 0, bytes, poison), KILN_SUCCESS);
-    free(poison);
-    return buf;
-}
-
-static void assert_still_poisoned(const kiln_buffer *buf)
-{
-    size_t n = kiln_buffer_size(buf);
-    unsigned char *back = malloc(n);
-    assert_non_null(back);
-    kt_assert_status(kiln_buffer_read(buf, 0, n, back), KILN_SUCCESS);
-    for (size_t i = 0; i < n; i++)
-        if (back[i] != 0xff)
-            fail_msg("byte %zu of %zu of a buffer was written (0x%02x)", i, n, back[i]);
-    free(back);
-}
-
 static const struct row bad_base = {CONV("base", NCHW, 2, 8, 10, 9, 12, 3, 3), PAD(1, 1, 1, 1)};
 
 static void test_bad_desc(void **state)
@@ -1049,12 +1024,13 @@ static void test_bad_desc(void **state)
     assert_ptr_equal(plan, POISON_PLAN);
     /* The one-shot call fails the same way, with buffers large enough for
        any reading of the descriptor, and leaves y alone. */
-    kiln_buffer *x = poisoned_buffer(32768), *w = poisoned_buffer(32768), *y = poisoned_buffer(32768);
+    kiln_buffer *x = kt_poisoned_buffer(kt_ctx, 32768), *w = kt_poisoned_buffer(kt_ctx, 32768),
+                *y = kt_poisoned_buffer(kt_ctx, 32768);
     kiln_event *ev = POISON_EVENT;
     kt_assert_status(kiln_conv2d(kt_ctx, &d, x, w, NULL, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(ev, POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
-    assert_still_poisoned(y);
+    kt_assert_still_poisoned(y);
     kiln_buffer_destroy(x), kiln_buffer_destroy(w), kiln_buffer_destroy(y);
 }
 
@@ -1148,7 +1124,7 @@ static void test_bad_exec(void **state)
         bytes[CR_X + (x->kind - X_SHORT_X)] -= x->kind == X_SHORT_BIAS ? sizeof(float) : es;
     kiln_buffer *buf[CR_OPERANDS];
     for (int i = 0; i < CR_OPERANDS; i++)
-        buf[i] = poisoned_buffer(bytes[i]);
+        buf[i] = kt_poisoned_buffer(kt_ctx, bytes[i]);
     const kiln_buffer *bx = buf[CR_X], *bw = buf[CR_W], *bb = x->bias ? buf[CR_BIAS] : NULL,
                       *bz = x->residual ? buf[CR_Z] : NULL;
     kiln_buffer *by = buf[CR_Y];
@@ -1176,7 +1152,7 @@ static void test_bad_exec(void **state)
     }
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     for (int i = 0; i < CR_OPERANDS; i++) /* all poison still: nothing ran */
-        assert_still_poisoned(buf[i]);
+        kt_assert_still_poisoned(buf[i]);
     for (int i = 0; i < CR_OPERANDS; i++)
         kiln_buffer_destroy(buf[i]);
     kiln_conv2d_plan_destroy(plan);
@@ -1192,14 +1168,14 @@ static void test_null_arguments(void **state)
     kt_assert_status(kiln_conv2d_plan_create(kt_ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(plan, POISON_PLAN);
     kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
-    kiln_buffer *x = poisoned_buffer(16384), *w = poisoned_buffer(16384), *b = poisoned_buffer(256),
-                *y = poisoned_buffer(16384);
+    kiln_buffer *x = kt_poisoned_buffer(kt_ctx, 16384), *w = kt_poisoned_buffer(kt_ctx, 16384),
+                *b = kt_poisoned_buffer(kt_ctx, 256), *y = kt_poisoned_buffer(kt_ctx, 16384);
     kiln_event *ev = POISON_EVENT;
     kt_assert_status(kiln_conv2d(NULL, &d, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_conv2d(kt_ctx, NULL, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
     assert_ptr_equal(ev, POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
-    assert_still_poisoned(y);
+    kt_assert_still_poisoned(y);
     kiln_buffer_destroy(x), kiln_buffer_destroy(w), kiln_buffer_destroy(b), kiln_buffer_destroy(y);
 }
 

@@ -167,14 +167,7 @@ static kiln_conv2d_desc igemm_desc(const struct igemm_row *row)
 static void test_profile(void **state)
 {
     const char *name = *state;
-    kiln_context_options opt;
-    kiln_context_options_init(&opt);
-    opt.profile = name;
-    kiln_context *ctx = NULL;
-    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
-    kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
-    assert_string_equal(dev.profile, name);
+    kiln_context *ctx = kt_profile_context(name);
 
     size_t ran = 0, unwritten = 0;
     char label[256];

@@ -51,14 +51,7 @@ static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *
 static void test_profile(void **state)
 {
     const char *name = *state;
-    kiln_context_options opt;
-    kiln_context_options_init(&opt);
-    opt.profile = name;
-    kiln_context *ctx = NULL;
-    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
-    kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
-    assert_string_equal(dev.profile, name);
+    kiln_context *ctx = kt_profile_context(name);
 
     for (size_t a = 0; a < sizeof algos / sizeof *algos; a++)
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {

@@ -369,8 +369,8 @@ static void test_defines(void **state)
     assert_null(strstr(buf, "ROUTE"));
     assert_int_equal(strncmp(buf, "-DKILN_GEMM_", 12), 0);
     kt_assert_status(kiln_profile_defines(p, "attention", buf, sizeof buf), KILN_SUCCESS);
-    assert_string_equal(buf, "-DKILN_ATTENTION_BLOCK_Q=32 -DKILN_ATTENTION_BLOCK_KV=32 -DKILN_ATTENTION_WG=64 "
-                             "-DKILN_ATTENTION_VW=4");
+    assert_string_equal(buf, "-DKILN_ATTENTION_BLOCK_Q=4 -DKILN_ATTENTION_BLOCK_KV=8 -DKILN_ATTENTION_Q_BLOCKS=1 "
+                             "-DKILN_ATTENTION_CHUNK_KV=64 -DKILN_ATTENTION_WG=64 -DKILN_ATTENTION_VW=4");
     kt_assert_status(kiln_profile_defines(p, "attention", buf, 20), KILN_ERROR_OUT_OF_MEMORY);
     kt_assert_status(kiln_profile_defines(p, "blas", buf, sizeof buf), KILN_ERROR_NOT_FOUND);
 }
@@ -543,8 +543,8 @@ static void test_override_parent_cycle(void **state)
     kiln_profile_set_free(set);
 }
 
-/* A profile failing the GEMM constraints is skipped, with its children; an
-   override failing them leaves the embedded profile in place. */
+/* A profile failing the GEMM or attention constraints is skipped, with its
+   children; an override failing them leaves the embedded profile in place. */
 static void test_override_constraint_failure(void **state)
 {
     (void)state;
@@ -552,8 +552,10 @@ static void test_override_constraint_failure(void **state)
         "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'match': {'arch': ['sm_86']},"
                               " 'kernels': {'gemm': {'vwm': 16}}}",
         "odd.json", "{'name': 'odd', 'parent': 'generic-gpu', 'kernels': {'gemm': {'mwg': 100}}}",
-        "odd-child.json", "{'name': 'odd-child', 'parent': 'odd', 'match': {'name': ['Mystery']}}");
+        "odd-child.json", "{'name': 'odd-child', 'parent': 'odd', 'match': {'name': ['Mystery']}}",
+        "odd-rows.json", "{'name': 'odd-rows', 'parent': 'generic-cpu', 'kernels': {'attention': {'block_q': 6}}}");
     assert_warning(set, "nvidia-ampere.json", "mwg = 128 is not a multiple of mdimc*vwm = 256");
+    assert_warning(set, "odd-rows.json", "attention constraint fails: block_q = 6 is not a multiple of vw = 4");
     assert_warning(set, "nvidia-ampere.json", "the embedded profile is kept");
     assert_warning(set, "odd.json", "gemm constraint fails");
     assert_warning(set, "odd-child.json", "parent 'odd' was skipped");

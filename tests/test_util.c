@@ -111,6 +111,42 @@ float kt_from_half(uint16_t h)
     return f;
 }
 
+float kt_stored(const unsigned char *raw, size_t elem_size, size_t i)
+{
+    if (elem_size == 2) {
+        uint16_t h;
+        memcpy(&h, raw + 2 * i, sizeof h);
+        return kt_from_half(h);
+    }
+    float f;
+    memcpy(&f, raw + 4 * i, sizeof f);
+    return f;
+}
+
+kiln_buffer *kt_poisoned_buffer(kiln_context *ctx, size_t bytes)
+{
+    unsigned char *poison = malloc(bytes);
+    assert_non_null(poison);
+    memset(poison, 0xff, bytes);
+    kiln_buffer *buf = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, bytes, &buf), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(buf, 0, bytes, poison), KILN_SUCCESS);
+    free(poison);
+    return buf;
+}
+
+void kt_assert_still_poisoned(const kiln_buffer *buf)
+{
+    size_t n = kiln_buffer_size(buf);
+    unsigned char *back = malloc(n);
+    assert_non_null(back);
+    kt_assert_status(kiln_buffer_read(buf, 0, n, back), KILN_SUCCESS);
+    for (size_t i = 0; i < n; i++)
+        if (back[i] != 0xff)
+            fail_msg("byte %zu of %zu of a buffer was written (0x%02x)", i, n, back[i]);
+    free(back);
+}
+
 kiln_context *kt_ctx;
 uint64_t kt_group_seed;
 
@@ -126,6 +162,19 @@ int kt_group_teardown(void **state)
     (void)state;
     kiln_context_destroy(kt_ctx);
     return 0;
+}
+
+kiln_context *kt_profile_context(const char *name)
+{
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile = name;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    assert_string_equal(dev.profile, name);
+    return ctx;
 }
 
 int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,

@@ -34,6 +34,14 @@ size_t kt_elem_size(kiln_dtype t);
 /* fp32 -> fp16 bits, rounding to nearest even; NaN and overflow kept. */
 uint16_t kt_to_half(float f);
 float kt_from_half(uint16_t h);
+/* Element i of raw bytes holding elements of elem_size bytes: fp16 (2) or
+   fp32 (4), as a float. */
+float kt_stored(const unsigned char *raw, size_t elem_size, size_t i);
+
+/* A buffer of `bytes` on ctx, all 0xff: NaN as fp32 and as fp16. */
+kiln_buffer *kt_poisoned_buffer(kiln_context *ctx, size_t bytes);
+/* Fail unless every byte of buf is still 0xff (nothing was written). */
+void kt_assert_still_poisoned(const kiln_buffer *buf);
 
 /* Group fixtures for test files that share one context on the default
    device and one random seed (printed for replay) across their tests. */
@@ -41,6 +49,10 @@ extern kiln_context *kt_ctx;
 extern uint64_t kt_group_seed;
 int kt_group_setup(void **state);
 int kt_group_teardown(void **state);
+
+/* A context on the default device forced to profile `name` (the test fails
+   unless the context reports it); the caller destroys it. */
+kiln_context *kt_profile_context(const char *name);
 
 /* Run cmocka group `group`: the `first` tests, then `test` once for every
    shipped non-abstract device profile (its name as the state, "profile

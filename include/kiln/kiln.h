@@ -9,8 +9,9 @@
  *  - handles are opaque; inputs are const; outputs come last;
  *  - every create has a destroy; ownership is stated per function.
  *
- * OpenCL interoperation (wrapping a caller's context, queue or cl_mem) is
- * declared in kiln/kiln_cl.h.
+ * Neural-network operators are declared in kiln/kiln_nn.h and attention in
+ * kiln/kiln_attention.h, both included here. OpenCL interoperation (wrapping
+ * a caller's context, queue or cl_mem) is declared in kiln/kiln_cl.h.
  */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
@@ -342,5 +343,6 @@ KILN_API kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, fl
 #endif
 
 #include "kiln_nn.h"
+#include "kiln_attention.h"
 
 #endif /* KILN_KILN_H */

@@ -81,10 +81,16 @@ const struct kiln_schema_field kiln_schema[] = {
     INT("conv", "direct_wg", 1, "direct convolution: work-group size"),
     VW("conv", "direct_vw", "direct convolution: vector width"),
 
-    INT("attention", "block_q", 1, "queries per work-group tile"),
-    INT("attention", "block_kv", 1, "keys/values per inner tile"),
-    INT("attention", "wg", 1, "work-group size"),
-    VW("attention", "vw", "vector width along the head dimension"),
+    INT("attention", "block_q", 1,
+        "query rows per work-item, as block_q / vw vectors of vw rows (fewer when a batch item's key/value head has "
+        "fewer rows)"),
+    INT("attention", "block_kv", 1, "keys per block: a work-item's scores are block_q / vw x block_kv vectors"),
+    INT("attention", "q_blocks", 1,
+        "blocks of block_q rows per work-item, taking each chunk of keys in turn while it is in cache (fewer for "
+        "head dimensions above 64, small problems)"),
+    INT("attention", "chunk_kv", 1, "keys per chunk (a multiple of block_kv)"),
+    INT("attention", "wg", 1, "work-items per work-group (1 on CPUs: a work-group is one thread's task)"),
+    VW("attention", "vw", "vector width: query rows per vector"),
 };
 const size_t kiln_schema_count = sizeof kiln_schema / sizeof kiln_schema[0];
 
@@ -107,6 +113,8 @@ static const struct constraint constraints[] = {
     {"gemm", "wgd", NULL, "ndimcd", "vwnd", NULL},
     {"gemm", "wgd", NULL, "kwid", NULL, NULL},
     {"gemm", "cpu_nr", NULL, "cpu_vw", NULL, NULL},
+    {"attention", "block_q", NULL, "vw", NULL, NULL},
+    {"attention", "chunk_kv", NULL, "block_kv", NULL, NULL},
 };
 
 int kiln_schema_find(const char *family, const char *key)

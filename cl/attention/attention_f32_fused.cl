@@ -1,0 +1,329 @@
+/*
+ * Fused attention, flash style: O = softmax(scale * Q K^T + mask) V without
+ * the score matrix. fp32 arithmetic; KILN_F16 stores Q, K, V and O as fp16
+ * (each block of K and V rows is converted to fp32 in private memory once,
+ * where vector conversions do it, rather than at every broadcast).
+ *
+ * The rows of one (batch, kv head) are the query positions of its `group`
+ * query heads, interleaved: row r is query position r / group of head
+ * kv_head * group + r % group, so a grouped-query or multi-query block shares
+ * every K and V load between its heads, and the rows of a block sit at
+ * neighbouring positions (what causal skipping needs).
+ *
+ * A block of BQ rows is held as QV = BQ / VW vectors whose lanes are rows.
+ * For each step of BK keys it computes the BQ x BK scores S as QV x BK
+ * vector accumulators: per head-dimension index d, QV vectors of the
+ * transposed queries (kept in private memory, pre-scaled by
+ * scale * log2(e)) times BK keys broadcast one scalar each from K. Then per
+ * lane: the running maximum m (moved lazily, see below), P = exp2(S - m),
+ * the running sum l, and O += P V with O (D x BQ, transposed, private)
+ * updated per d from BK broadcast values of V. Every softmax statistic is a
+ * vector over rows: no horizontal reductions. O is divided by l and written
+ * once, at the end. Memory beyond Q, K, V and O: none (the log-sum-exp only
+ * when asked).
+ *
+ * A work-item owns NB such blocks (fewer at the end of the rows) and walks
+ * the keys in chunks of CK: each block in turn takes the whole chunk, so K
+ * and V are read from memory once per NB * BQ rows and from cache by the
+ * other blocks (the blocks' private state and the chunk are sized for L2).
+ *
+ * Keys visible to row r: j < lim_r = min(key limit, i_r + seq_kv - seq_q + 1)
+ * with causal masking (aligned to the end of the key sequence), else the key
+ * limit (key_lengths[b] clamped to [0, seq_kv], or seq_kv). A block never
+ * visits keys past its largest lim; steps below its smallest need no
+ * masking; only the steps in between compare keys with lim. A row that sees
+ * no key (or only -inf masks) gets O = 0 and lse = -inf.
+ *
+ * On CPUs the work-group is one work-item (wg = 1) and the vectors are the
+ * SIMD registers: with VW = 16, BQ = 32, BK = 8 the scores are 16 of the 32
+ * AVX-512 registers.
+ *
+ * Parameters (-D): KILN_ATTENTION_BLOCK_Q (BQ, a multiple of VW),
+ * KILN_ATTENTION_BLOCK_KV (BK), KILN_ATTENTION_CHUNK_KV (CK, a multiple of
+ * BK), KILN_ATTENTION_VW (VW), KILN_ATTENTION_WG (work-group size),
+ * KILN_ATTN_BLOCKS (NB, chosen by the plan from the profile's q_blocks),
+ * KILN_ATTN_D (a head dimension fixed at compile time) or else KILN_ATTN_DMAX
+ * (the bound of the run-time head_dim), and the switches KILN_ATTN_CAUSAL,
+ * KILN_ATTN_MASK (additive fp32 mask), KILN_ATTN_KEY_LENGTHS (per-batch int32
+ * key lengths), KILN_ATTN_LSE (write the per-row natural log-sum-exp),
+ * KILN_F16.
+ */
+#define BQ KILN_ATTENTION_BLOCK_Q
+#define BK KILN_ATTENTION_BLOCK_KV
+#define VW KILN_ATTENTION_VW
+#define QV (BQ / VW)
+#define NB KILN_ATTN_BLOCKS
+#define CK KILN_ATTENTION_CHUNK_KV
+
+#include "common/vector.h"
+
+#ifdef KILN_ATTN_D
+#define HEAD_DIM KILN_ATTN_D
+#define DMAX KILN_ATTN_D
+#else
+#define HEAD_DIM head_dim
+#define DMAX KILN_ATTN_DMAX
+#endif
+
+/* Scores are in base 2 (Q is scaled by scale * log2(e)); the running
+   maximum lags by up to SLACK, so weights reach 2^SLACK. */
+#define SLACK 8.0f
+/* The base a row's weights are taken against: its maximum, or 0 while that
+   is still -inf (so that exp2(-inf - base) is 0, not NaN). */
+#define BASE(top) select((top), (VEC)(0.0f), (top) == (VEC)(-INFINITY))
+
+#if VW == 1
+#define IOTA 0
+#elif VW == 2
+#define IOTA ((IVEC)(0, 1))
+#elif VW == 4
+#define IOTA ((IVEC)(0, 1, 2, 3))
+#elif VW == 8
+#define IOTA ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7))
+#else
+#define IOTA ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#endif
+
+/* What a work-item keeps for each of its blocks of BQ rows. */
+typedef struct {
+    float qt[DMAX * BQ];   /* the queries, transposed (qt[d][r]), scaled into base 2 */
+    VEC acc[DMAX * QV];    /* the output accumulators, transposed (acc[d][v]: rows v * VW ..) */
+    VEC m[QV], l[QV];      /* running maximum and sum of each row */
+    IVEC lim[QV];          /* each row sees keys [0, lim) */
+    int row0, last;        /* first and last row */
+    int kend, kfull;       /* the block visits keys [0, kend); those below kfull all its rows see */
+#if KILN_ATTN_MASK
+    ulong mrow[BQ];        /* start of each row's mask row */
+#endif
+} row_block;
+
+/* Global size (work-items rounded up to the work-group, batch * kv_heads).
+   Q and O have element strides q_sb, q_sh, q_ss per batch item, head and
+   position; K and V kv_sb, kv_sh, kv_ss. The mask row of (b, h, i) starts at
+   b * m_sb + h * m_sh + i * nk. Unused buffers are never read. */
+__kernel __attribute__((reqd_work_group_size(KILN_ATTENTION_WG, 1, 1)))
+void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STORAGE *K,
+                         __global const KILN_STORAGE *V, __global const float *mask,
+                         __global const int *key_lengths, __global KILN_STORAGE *O, __global float *lse,
+                         const int nq, const int nk, const int head_dim, const int heads, const int group,
+                         const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
+                         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2)
+{
+    const int rows = nq * group, items = (rows + NB * BQ - 1) / (NB * BQ);
+    int item = get_global_id(0);
+    if (item >= items)
+        return;
+#if KILN_ATTN_CAUSAL
+    item = items - 1 - item; /* the work-items with the most keys first */
+#endif
+    const int kv_heads = heads / group, b = get_global_id(1) / kv_heads, hk = get_global_id(1) % kv_heads;
+    (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)head_dim;
+    int klimit = nk;
+#if KILN_ATTN_KEY_LENGTHS
+    klimit = clamp(key_lengths[b], 0, nk);
+#endif
+
+    /* Set up the row blocks. Tail rows past `rows` repeat the last row
+       (computed, never stored). */
+    row_block blocks[NB];
+    int nb = 0, kend = 0;
+    for (int t = 0; t < NB && (item * NB + t) * BQ < rows; t++, nb++) {
+        row_block *x = &blocks[t];
+        x->row0 = (item * NB + t) * BQ;
+        x->last = min(x->row0 + BQ, rows) - 1;
+#pragma unroll
+        for (int v = 0; v < QV; v++) {
+#if KILN_ATTN_CAUSAL
+            const IVEC pos = min((IVEC)(x->row0 + v * VW) + IOTA, (IVEC)(x->last)) / group;
+            x->lim[v] = clamp(pos + (nk - nq + 1), 0, klimit);
+#else
+            x->lim[v] = (IVEC)(klimit);
+#endif
+            x->m[v] = (VEC)(-INFINITY);
+            x->l[v] = (VEC)(0.0f);
+        }
+#if KILN_ATTN_CAUSAL
+        x->kend = clamp(x->last / group + nk - nq + 1, 0, klimit);
+        x->kfull = clamp(x->row0 / group + nk - nq + 1, 0, klimit);
+#else
+        x->kend = x->kfull = klimit;
+#endif
+        kend = max(kend, x->kend);
+        for (int r = 0; r < BQ; r++) {
+            const int row = min(x->row0 + r, x->last), i = row / group, h = hk * group + row % group;
+            const ulong at = b * q_sb + h * q_sh + i * q_ss;
+            for (int d = 0; d < HEAD_DIM; d++)
+                x->qt[d * BQ + r] = KILN_LOAD(Q, at + d) * scale_log2;
+#if KILN_ATTN_MASK
+            x->mrow[r] = b * m_sb + h * m_sh + (ulong)i * nk;
+#endif
+        }
+        for (int e = 0; e < HEAD_DIM * QV; e++)
+            x->acc[e] = (VEC)(0.0f);
+    }
+
+    /* Keys in chunks of CK; every row block takes each chunk in turn, so the
+       chunk is read from memory once and from cache by the other blocks. */
+    const ulong kv0 = b * kv_sb + hk * kv_sh;
+    for (int c0 = 0; c0 < kend; c0 += CK)
+        for (int t = 0; t < nb; t++) {
+            row_block *x = &blocks[t];
+            const int cend = min(c0 + CK, x->kend);
+            VEC m[QV], l[QV];
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                m[v] = x->m[v], l[v] = x->l[v];
+            for (int j0 = c0; j0 < cend; j0 += BK) {
+                /* Rows of this block's keys; keys past kend read the last visible one. */
+                ulong kp[BK];
+#pragma unroll
+                for (int j = 0; j < BK; j++)
+                    kp[j] = kv0 + (ulong)min(j0 + j, x->kend - 1) * kv_ss;
+#if KILN_F16
+                /* fp16 K and V rows of the block, converted once (not per use). */
+                float kf[BK * DMAX], vf[BK * DMAX];
+                for (int j = 0; j < BK; j++)
+                    for (int d = 0; d < HEAD_DIM; d++) {
+                        kf[j * DMAX + d] = vload_half(kp[j] + d, K);
+                        vf[j * DMAX + d] = vload_half(kp[j] + d, V);
+                    }
+#define KEY(j, d) kf[(j) * DMAX + (d)]
+#define VALUE(j, d) vf[(j) * DMAX + (d)]
+#else
+                __global const float *kr[BK], *vr[BK];
+#pragma unroll
+                for (int j = 0; j < BK; j++)
+                    kr[j] = K + kp[j], vr[j] = V + kp[j];
+#define KEY(j, d) kr[j][d]
+#define VALUE(j, d) vr[j][d]
+#endif
+
+                VEC s[QV][BK];
+#pragma unroll
+                for (int v = 0; v < QV; v++)
+#pragma unroll
+                    for (int j = 0; j < BK; j++)
+                        s[v][j] = (VEC)(0.0f);
+                for (int d = 0; d < HEAD_DIM; d++) {
+                    VEC q[QV];
+#pragma unroll
+                    for (int v = 0; v < QV; v++)
+                        q[v] = VLOAD(0, x->qt + d * BQ + v * VW);
+#pragma unroll
+                    for (int j = 0; j < BK; j++) {
+                        const VEC kj = (VEC)(KEY(j, d));
+#pragma unroll
+                        for (int v = 0; v < QV; v++)
+                            s[v][j] = fma(q[v], kj, s[v][j]);
+                    }
+                }
+#if KILN_ATTN_MASK
+                {
+                    float mt[BK * BQ]; /* mask block, transposed: mt[j][r] */
+                    for (int r = 0; r < BQ; r++)
+#pragma unroll
+                        for (int j = 0; j < BK; j++)
+                            mt[j * BQ + r] = mask[x->mrow[r] + min(j0 + j, nk - 1)];
+#pragma unroll
+                    for (int v = 0; v < QV; v++)
+#pragma unroll
+                        for (int j = 0; j < BK; j++)
+                            s[v][j] = fma(VLOAD(0, mt + j * BQ + v * VW), (VEC)(M_LOG2E_F), s[v][j]);
+                }
+#endif
+                if (j0 + BK > x->kfull) /* a key of the block is hidden from some row */
+#pragma unroll
+                    for (int v = 0; v < QV; v++)
+#pragma unroll
+                        for (int j = 0; j < BK; j++)
+                            s[v][j] = select(s[v][j], (VEC)(-INFINITY), (IVEC)(j0 + j) >= x->lim[v]);
+
+                /* Online softmax with a lazy maximum: m moves, and O and l
+                   are rescaled by exp2(m_old - m_new), only when a row's
+                   scores exceed it by more than SLACK; otherwise P =
+                   exp2(S - m) stays below 2^SLACK, which neither overflows
+                   nor costs precision. A row that has seen only -inf keeps
+                   m = -inf and uses 0 as its base. */
+                VEC top[QV];
+                int rescale = 0;
+#pragma unroll
+                for (int v = 0; v < QV; v++) {
+                    top[v] = m[v];
+#pragma unroll
+                    for (int j = 0; j < BK; j++)
+                        top[v] = fmax(top[v], s[v][j]);
+                    rescale |= ANY(top[v] > m[v] + SLACK);
+                }
+                if (rescale) {
+                    VEC corr[QV];
+#pragma unroll
+                    for (int v = 0; v < QV; v++) {
+                        corr[v] = exp2(m[v] - BASE(top[v]));
+                        l[v] *= corr[v];
+                        m[v] = top[v];
+                    }
+                    for (int d = 0; d < HEAD_DIM; d++)
+#pragma unroll
+                        for (int v = 0; v < QV; v++)
+                            x->acc[d * QV + v] *= corr[v];
+                }
+#pragma unroll
+                for (int v = 0; v < QV; v++) {
+                    const VEC base = BASE(m[v]);
+#pragma unroll
+                    for (int j = 0; j < BK; j++) {
+                        s[v][j] = exp2(s[v][j] - base);
+                        l[v] += s[v][j];
+                    }
+                }
+
+                /* O += P V, per head-dimension index. */
+                for (int d = 0; d < HEAD_DIM; d++) {
+                    VEC a[QV];
+#pragma unroll
+                    for (int v = 0; v < QV; v++)
+                        a[v] = x->acc[d * QV + v];
+#pragma unroll
+                    for (int j = 0; j < BK; j++) {
+                        const VEC vj = (VEC)(VALUE(j, d));
+#pragma unroll
+                        for (int v = 0; v < QV; v++)
+                            a[v] = fma(s[v][j], vj, a[v]);
+                    }
+#pragma unroll
+                    for (int v = 0; v < QV; v++)
+                        x->acc[d * QV + v] = a[v];
+                }
+            }
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                x->m[v] = m[v], x->l[v] = l[v];
+        }
+
+    /* O = acc / l, written once; lse = (m + log2 l) ln 2. */
+    for (int t = 0; t < nb; t++) {
+        const row_block *x = &blocks[t];
+        float mf[BQ], lf[BQ], inv[BQ], of[BQ];
+        ulong at[BQ];
+#pragma unroll
+        for (int v = 0; v < QV; v++) {
+            VSTORE(x->m[v], v, mf);
+            VSTORE(x->l[v], v, lf);
+        }
+        for (int r = 0; x->row0 + r <= x->last; r++) {
+            const int row = x->row0 + r, i = row / group, h = hk * group + row % group;
+            at[r] = b * q_sb + h * q_sh + i * q_ss; /* O has Q's layout */
+            inv[r] = lf[r] > 0.0f ? 1.0f / lf[r] : 0.0f;
+#if KILN_ATTN_LSE
+            lse[((ulong)b * heads + h) * nq + i] = lf[r] > 0.0f ? (mf[r] + log2(lf[r])) * M_LN2_F : -INFINITY;
+#endif
+        }
+        for (int d = 0; d < HEAD_DIM; d++) {
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                VSTORE(x->acc[d * QV + v], v, of);
+            for (int r = 0; x->row0 + r <= x->last; r++)
+                KILN_STORE(of[r] * inv[r], O, at[r] + d);
+        }
+    }
+}

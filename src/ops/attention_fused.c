@@ -1,0 +1,131 @@
+/*
+ * The fused attention algorithm (cl/attention/attention_f32_fused.cl): one
+ * kernel, no workspace. The profile's attention parameters give the rows of
+ * a register block (block_q, in vectors of vw rows), the keys per step
+ * (block_kv), the blocks per work-item sharing each chunk of chunk_kv keys
+ * (q_blocks, adjusted here to the head dimension and the problem) and the
+ * work-group size (wg); head dimensions 64 and 128 are compiled as
+ * constants, others as a run-time bound within a power of two.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/diag.h"
+#include "ops/attention.h"
+#include "profiles/profile.h"
+
+#define SOURCE "attention/attention_f32_fused.cl"
+
+/* Parameters of one plan's kernel. */
+struct fused_params {
+    long bq, bk, vw, wg, chunk;
+    long blocks; /* row blocks per work-item */
+    size_t dmax; /* bound of the private arrays; the head dimension itself for 64 and 128 */
+    int exact;   /* head_dim compiled in */
+};
+
+static kiln_status fused_params(const struct kiln_attention_plan *plan, struct fused_params *p)
+{
+    const struct kiln_profile *profile = plan->ctx->profile;
+    kiln_status st;
+    if ((st = kiln_profile_get_int(profile, "attention", "block_q", &p->bq)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "attention", "block_kv", &p->bk)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "attention", "vw", &p->vw)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "attention", "wg", &p->wg)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "attention", "q_blocks", &p->blocks)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(profile, "attention", "chunk_kv", &p->chunk)) != KILN_SUCCESS)
+        return st;
+    /* A (batch, kv head) with fewer rows than a block (decoding) takes as
+       few vectors of rows as hold them. */
+    const kiln_attention_desc *d = &plan->s.d;
+    const long rows = (long)(plan->s.group * d->seq_q);
+    if (rows < p->bq)
+        p->bq = (rows + p->vw - 1) / p->vw * p->vw;
+    p->exact = d->head_dim == 64 || d->head_dim == 128;
+    for (p->dmax = 16; p->dmax < d->head_dim; p->dmax *= 2)
+        ;
+    /* Row blocks per work-item: the profile's for head dimensions up to 64,
+       fewer above so that their private state stays the same size; no more
+       than the rows hold, and fewer while that leaves under four work-items
+       per compute unit. */
+    const long row_blocks = (rows + p->bq - 1) / p->bq;
+    const size_t items_wanted = 4 * (size_t)plan->ctx->desc.compute_units;
+    if (p->dmax > 64)
+        p->blocks = p->blocks * 64 / (long)p->dmax;
+    p->blocks = p->blocks < 1 ? 1 : p->blocks > row_blocks ? row_blocks : p->blocks;
+    while (p->blocks > 1 && (size_t)((row_blocks + p->blocks - 1) / p->blocks) * d->batch * d->kv_heads < items_wanted)
+        p->blocks /= 2;
+    return KILN_SUCCESS;
+}
+
+static kiln_status fused_prepare(struct kiln_attention_plan *plan)
+{
+    const struct kiln_attention_shape *s = &plan->s;
+    const kiln_attention_desc *d = &s->d;
+    struct fused_params p;
+    kiln_status st = fused_params(plan, &p);
+    if (st != KILN_SUCCESS)
+        return st;
+    char options[512];
+    int n = snprintf(options, sizeof options,
+                     "-DKILN_ATTENTION_BLOCK_Q=%ld -DKILN_ATTENTION_BLOCK_KV=%ld -DKILN_ATTENTION_VW=%ld "
+                     "-DKILN_ATTENTION_WG=%ld -DKILN_ATTENTION_CHUNK_KV=%ld -DKILN_ATTN_BLOCKS=%ld -DKILN_ATTN_%s=%zu",
+                     p.bq, p.bk, p.vw, p.wg, p.chunk, p.blocks, p.exact ? "D" : "DMAX", p.dmax);
+    if (n < 0 || (size_t)n >= sizeof options)
+        return kiln_error(KILN_ERROR_INTERNAL, "attention: compiler options longer than %zu bytes", sizeof options);
+    if ((st = kiln_attention_switches(s, options, sizeof options)) != KILN_SUCCESS ||
+        (st = kiln_kernel_get(plan->ctx, SOURCE, options, "attention_f32_fused", &plan->kernels[0])) != KILN_SUCCESS)
+        return st;
+    snprintf(plan->info.kernel, sizeof plan->info.kernel, "attention_f32_fused_%ldx%ld", p.bq, p.bk);
+    snprintf(plan->info.params, sizeof plan->info.params, "BQ=%ld BK=%ld VW=%ld WG=%ld blocks=%ld chunk=%ld %s=%zu",
+             p.bq, p.bk, p.vw, p.wg, p.blocks, p.chunk, p.exact ? "D" : "DMAX", p.dmax);
+    const size_t rows_per_item = (size_t)(p.bq * p.blocks);
+    const size_t items = (s->group * d->seq_q + rows_per_item - 1) / rows_per_item;
+    plan->local[0] = (size_t)p.wg, plan->local[1] = 1;
+    plan->global[0] = (items + plan->local[0] - 1) / plan->local[0] * plan->local[0];
+    plan->global[1] = d->batch * d->kv_heads;
+    return KILN_SUCCESS;
+}
+
+static kiln_status fused_execute(struct kiln_attention_plan *plan, const struct kiln_attention_args *x, void **event)
+{
+    const struct kiln_attention_shape *s = &plan->s;
+    const kiln_attention_desc *d = &s->d;
+    /* The kernel's int and ulong arguments. */
+    const int32_t nq = (int32_t)d->seq_q, nk = (int32_t)d->seq_kv, dim = (int32_t)d->head_dim;
+    const int32_t heads = (int32_t)d->heads, group = (int32_t)s->group;
+    const uint64_t q_sb = s->q_stride[0], q_sh = s->q_stride[1], q_ss = s->q_stride[2];
+    const uint64_t kv_sb = s->kv_stride[0], kv_sh = s->kv_stride[1], kv_ss = s->kv_stride[2];
+    const uint64_t m_sb = s->mask_stride[0], m_sh = s->mask_stride[1];
+    const float scale_log2 = (float)(d->scale * M_LOG2E);
+    const struct kiln_arg args[] = {
+        {KILN_ARG_BUFFER, 0, x->q},
+        {KILN_ARG_BUFFER, 0, x->k},
+        {KILN_ARG_BUFFER, 0, x->v},
+        /* O stands in for the operands not used (never read). */
+        {KILN_ARG_BUFFER, 0, x->mask ? x->mask : x->o},
+        {KILN_ARG_BUFFER, 0, x->key_lengths ? x->key_lengths : x->o},
+        {KILN_ARG_BUFFER, 0, x->o},
+        {KILN_ARG_BUFFER, 0, x->lse ? x->lse : x->o},
+        {KILN_ARG_SCALAR, sizeof nq, &nq},
+        {KILN_ARG_SCALAR, sizeof nk, &nk},
+        {KILN_ARG_SCALAR, sizeof dim, &dim},
+        {KILN_ARG_SCALAR, sizeof heads, &heads},
+        {KILN_ARG_SCALAR, sizeof group, &group},
+        {KILN_ARG_SCALAR, sizeof q_sb, &q_sb},
+        {KILN_ARG_SCALAR, sizeof q_sh, &q_sh},
+        {KILN_ARG_SCALAR, sizeof q_ss, &q_ss},
+        {KILN_ARG_SCALAR, sizeof kv_sb, &kv_sb},
+        {KILN_ARG_SCALAR, sizeof kv_sh, &kv_sh},
+        {KILN_ARG_SCALAR, sizeof kv_ss, &kv_ss},
+        {KILN_ARG_SCALAR, sizeof m_sb, &m_sb},
+        {KILN_ARG_SCALAR, sizeof m_sh, &m_sh},
+        {KILN_ARG_SCALAR, sizeof scale_log2, &scale_log2},
+    };
+    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, sizeof args / sizeof *args, 2, plan->global,
+                              plan->local, event);
+}
+
+const struct kiln_attention_algorithm kiln_attention_fused = {"fused", KILN_ATTENTION_FUSED, fused_prepare,
+                                                              fused_execute, NULL};

@@ -1,0 +1,645 @@
+/*
+ * Attention through the public API against the plain-C reference of
+ * attention_ref.h: a shape table run with the fused and the naive algorithm
+ * (one test per row and algorithm, named by its shape) -- sequence lengths
+ * around the blocks, decoding, query and key lengths that differ, causal
+ * masking with both, grouped- and multi-query heads, head dimensions 1 to
+ * 256, key lengths, the three mask extents, both layouts, fp16 storage, and
+ * logits large enough to overflow a naive exp -- then AUTO, events, plan
+ * reuse, the one-shot call, the naive algorithm's memory limit, and tables
+ * of bad descriptors and bad executions that must fail with a specific
+ * status and write nothing.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_ref.h"
+#include "test_util.h"
+
+#define POISON_PLAN ((kiln_attention_plan *)(uintptr_t)0x5a5a)
+#define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
+
+#define BSHD KILN_BSHD
+#define BHSD KILN_BHSD
+#define F16 KILN_F16
+#define M_QK KILN_ATTENTION_MASK_QK
+#define M_BQK KILN_ATTENTION_MASK_BQK
+#define M_BHQK KILN_ATTENTION_MASK_BHQK
+
+/* Q scale of the numerically hard rows: scores reach several hundred, and
+   exp of them overflows fp32 unless the row maximum is subtracted first. */
+#define HARD 2000.0f
+
+/* ------------------------------------------------------------------------ */
+/* The shape table                                                          */
+/* ------------------------------------------------------------------------ */
+
+struct row {
+    const char *what;
+    kiln_attention_layout layout;
+    size_t batch, heads, kv_heads, seq_q, seq_kv, dim;
+    int causal;
+    kiln_attention_mask mask;
+    int key_lengths, lse;
+    kiln_dtype dtype;
+    float logits; /* Q scale; 0 means 1 */
+};
+
+#define SHAPE(what_, lay, b, h, hk, nq, nk, d)                                                                         \
+    .what = what_, .layout = lay, .batch = b, .heads = h, .kv_heads = hk, .seq_q = nq, .seq_kv = nk, .dim = d
+
+/* On this machine's profile the fused kernel takes 32 query rows (2 vectors
+   of 16) per work-item and 8 keys per block; generic-cpu 8 rows and 4 keys.
+   Lengths below, at and past those, and not multiples of either. */
+static const struct row rows[] = {
+    /* Sequence lengths. */
+    {SHAPE("seq 1", BSHD, 1, 2, 2, 1, 1, 64), .lse = 1},
+    {SHAPE("seq 17", BSHD, 2, 2, 2, 17, 17, 64)},
+    {SHAPE("seq 100", BHSD, 1, 3, 3, 100, 100, 64), .lse = 1},
+    {SHAPE("seq 255", BSHD, 1, 2, 2, 255, 255, 64)},
+    {SHAPE("seq 1000", BHSD, 1, 2, 2, 1000, 1000, 64), .lse = 1},
+    /* Query length 1 (decoding) and lengths that differ. */
+    {SHAPE("decode", BSHD, 2, 4, 4, 1, 1000, 128), .lse = 1},
+    {SHAPE("decode gqa", BHSD, 2, 8, 2, 1, 300, 64), .lse = 1},
+    {SHAPE("decode mqa", BSHD, 1, 8, 1, 1, 255, 128)},
+    {SHAPE("q < kv", BSHD, 1, 2, 2, 17, 100, 64)},
+    {SHAPE("q > kv", BHSD, 1, 2, 2, 100, 17, 64), .lse = 1},
+    /* Causal masking, aligned to the end of the keys. */
+    {SHAPE("causal", BSHD, 1, 2, 2, 100, 100, 64), .causal = 1, .lse = 1},
+    {SHAPE("causal q < kv", BHSD, 1, 2, 2, 33, 255, 64), .causal = 1, .lse = 1},
+    {SHAPE("causal q > kv", BSHD, 1, 2, 2, 100, 17, 64), .causal = 1, .lse = 1},
+    {SHAPE("causal decode", BSHD, 2, 4, 4, 1, 100, 64), .causal = 1, .lse = 1},
+    {SHAPE("causal 1000", BSHD, 1, 1, 1, 1000, 1000, 64), .causal = 1},
+    /* Grouped-query and multi-query heads. */
+    {SHAPE("gqa", BSHD, 2, 8, 2, 100, 100, 64)},
+    {SHAPE("gqa causal", BHSD, 1, 6, 2, 77, 77, 80), .causal = 1, .lse = 1},
+    {SHAPE("mqa causal", BHSD, 1, 4, 1, 64, 64, 64), .causal = 1},
+    /* Head dimensions (64 and 128 compiled in, the others a run-time bound). */
+    {SHAPE("dim 1", BSHD, 1, 2, 2, 33, 40, 1), .lse = 1},
+    {SHAPE("dim 16", BSHD, 1, 2, 2, 100, 100, 16)},
+    {SHAPE("dim 80", BSHD, 1, 2, 1, 100, 100, 80)},
+    {SHAPE("dim 128", BHSD, 1, 2, 2, 100, 100, 128), .causal = 1},
+    {SHAPE("dim 200", BHSD, 1, 1, 1, 65, 70, 200)},
+    {SHAPE("dim 256", BSHD, 1, 1, 1, 100, 100, 256), .lse = 1},
+    /* Key lengths (the first batch item full, the second above seq_kv, the
+       third negative: both clamped), with and without causal masking. */
+    {SHAPE("key lengths", BSHD, 4, 2, 2, 50, 100, 64), .key_lengths = 1, .lse = 1},
+    {SHAPE("key lengths causal", BHSD, 3, 2, 1, 100, 100, 64), .causal = 1, .key_lengths = 1, .lse = 1},
+    /* Additive masks of each extent (about one entry in eight -inf). */
+    {SHAPE("mask qk", BSHD, 1, 2, 2, 33, 100, 64), .mask = M_QK, .lse = 1},
+    {SHAPE("mask bqk", BHSD, 2, 2, 2, 33, 100, 64), .mask = M_BQK},
+    {SHAPE("mask bhqk", BSHD, 2, 4, 2, 40, 40, 64), .mask = M_BHQK, .causal = 1, .key_lengths = 1, .lse = 1},
+    /* Logits that overflow a naive exp in fp32. */
+    {SHAPE("hard", BSHD, 1, 2, 2, 100, 100, 64), .logits = HARD, .lse = 1},
+    {SHAPE("hard causal", BHSD, 1, 2, 2, 100, 100, 128), .causal = 1, .logits = HARD, .lse = 1},
+    {SHAPE("hard mask", BSHD, 1, 2, 2, 33, 70, 64), .mask = M_BHQK, .logits = HARD, .lse = 1},
+    /* fp16 storage, fp32 arithmetic. */
+    {SHAPE("f16", BSHD, 1, 2, 2, 100, 100, 64), .dtype = F16},
+    {SHAPE("f16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = F16, .causal = 1, .lse = 1},
+    {SHAPE("f16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = F16, .key_lengths = 1},
+    {SHAPE("f16 hard", BSHD, 1, 2, 2, 64, 64, 64), .dtype = F16, .logits = HARD, .lse = 1},
+};
+
+static kiln_attention_desc desc_of(const struct row *r, kiln_attention_algo algo)
+{
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, r->layout, r->batch, r->heads, r->seq_q, r->seq_kv, r->dim);
+    d.kv_heads = r->kv_heads;
+    d.causal = r->causal;
+    d.mask = r->mask;
+    d.key_lengths = r->key_lengths;
+    d.lse = r->lse;
+    d.dtype = r->dtype;
+    d.algo = algo;
+    return d;
+}
+
+/* The plan for `d` chose `algo` (FUSED for AUTO) and says what it runs: the
+   fused kernel holds no memory, the naive algorithm at least its score
+   matrix. */
+static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_attention_desc *d)
+{
+    kiln_attention_plan_info info;
+    memset(&info, 0, sizeof info);
+    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+    const kiln_attention_algo want = d->algo == KILN_ATTENTION_NAIVE ? KILN_ATTENTION_NAIVE : KILN_ATTENTION_FUSED;
+    assert_int_equal(info.algo, want);
+    assert_string_equal(info.name, want == KILN_ATTENTION_FUSED ? "fused" : "naive");
+    assert_true(info.kernel[0] && info.params[0] && info.profile[0] && info.reason[0]);
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    assert_string_equal(info.profile, dev.profile);
+    if (want == KILN_ATTENTION_FUSED)
+        assert_int_equal(info.workspace_bytes, 0);
+    else
+        assert_true(info.workspace_bytes >= d->batch * d->heads * d->seq_q * d->seq_kv * sizeof(float));
+}
+
+struct row_test {
+    const struct row *row;
+    kiln_attention_algo algo;
+};
+
+static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, float logits, const char *label)
+{
+    struct ar_case t;
+    ar_case_init(&t, kt_ctx, d);
+    ar_case_fill(&t, logits > 0.0f ? logits : 1.0f, 1, &kt_group_seed);
+    kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
+    ar_case_check(&t, label);
+    ar_case_free(&t);
+}
+
+static void test_row(void **state)
+{
+    const struct row_test *rt = *state;
+    kiln_attention_desc d = desc_of(rt->row, rt->algo);
+    kiln_attention_plan *plan = NULL;
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    assert_plan_describes(plan, &d);
+    run_case(plan, &d, rt->row->logits, rt->row->what);
+    kiln_attention_plan_destroy(plan);
+}
+
+static void row_name(char *buf, size_t size, const struct row *r, kiln_attention_algo algo)
+{
+    static const char *const masks[] = {"", " mask=qk", " mask=bqk", " mask=bhqk"};
+    snprintf(buf, size, "%s %s: b%zu h%zu/%zu q%zu kv%zu d%zu %s%s%s%s%s%s%s",
+             algo == KILN_ATTENTION_NAIVE ? "naive" : "fused", r->what, r->batch, r->heads, r->kv_heads, r->seq_q,
+             r->seq_kv, r->dim, r->layout == BSHD ? "bshd" : "bhsd", r->causal ? " causal" : "", masks[r->mask],
+             r->key_lengths ? " key-lengths" : "", r->lse ? " lse" : "", r->dtype == F16 ? " f16" : "",
+             r->logits > 0.0f ? " hard" : "");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Defaults, AUTO, events, reuse, one-shot, memory, rows that see nothing   */
+/* ------------------------------------------------------------------------ */
+
+static void test_desc_init(void **state)
+{
+    (void)state;
+    kiln_attention_desc d;
+    memset(&d, 0xa5, sizeof d);
+    kiln_attention_desc_init(&d, BHSD, 2, 8, 5, 7, 64);
+    assert_int_equal(d.layout, BHSD);
+    assert_int_equal(d.dtype, KILN_F32);
+    assert_int_equal(d.batch, 2);
+    assert_int_equal(d.heads, 8);
+    assert_int_equal(d.kv_heads, 8);
+    assert_int_equal(d.seq_q, 5);
+    assert_int_equal(d.seq_kv, 7);
+    assert_int_equal(d.head_dim, 64);
+    assert_true(d.scale == 0.125f);
+    assert_int_equal(d.causal, 0);
+    assert_int_equal(d.mask, KILN_ATTENTION_MASK_NONE);
+    assert_int_equal(d.key_lengths, 0);
+    assert_int_equal(d.lse, 0);
+    assert_int_equal(d.algo, KILN_ATTENTION_AUTO);
+    kiln_attention_desc_init(&d, BSHD, 1, 1, 1, 1, 80);
+    assert_true(fabsf(d.scale - 0.1118034f) < 1e-7f);
+    kiln_attention_desc_init(NULL, BSHD, 1, 1, 1, 1, 80); /* ignored */
+}
+
+static void test_auto_is_fused(void **state)
+{
+    (void)state;
+    static const struct row r = {SHAPE("auto", BSHD, 2, 4, 2, 37, 45, 64), .causal = 1, .lse = 1};
+    kiln_attention_desc d = desc_of(&r, KILN_ATTENTION_AUTO);
+    kiln_attention_plan *plan = NULL;
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    assert_plan_describes(plan, &d);
+    kiln_attention_plan_info info;
+    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+    assert_non_null(strstr(info.reason, "auto"));
+    run_case(plan, &d, 1.0f, "auto");
+    kiln_attention_plan_destroy(plan);
+}
+
+static void wait_and_release(kiln_event *ev)
+{
+    assert_true(ev != NULL && ev != POISON_EVENT);
+    kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
+    kiln_event_destroy(ev);
+}
+
+/* The event of an execution covers all of its work: the result is complete
+   when it has been waited for (fp16 makes the naive algorithm end with a
+   conversion kernel, fp32 with a GEMM). */
+static void test_event_completes_the_work(void **state)
+{
+    (void)state;
+    static const struct row r = {SHAPE("event", BHSD, 2, 2, 1, 65, 70, 64), .causal = 1, .lse = 1};
+    for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++)
+        for (int f16 = 0; f16 <= 1; f16++) {
+            kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+            d.dtype = f16 ? KILN_F16 : KILN_F32;
+            kiln_attention_plan *plan = NULL;
+            kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+            struct ar_case t;
+            ar_case_init(&t, kt_ctx, &d);
+            ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
+            kiln_event *ev = POISON_EVENT;
+            kt_assert_status(ar_case_execute(&t, plan, &ev), KILN_SUCCESS);
+            wait_and_release(ev);
+            ar_case_check(&t, "event");
+            ar_case_free(&t);
+            kiln_attention_plan_destroy(plan);
+        }
+}
+
+/* One plan, two sets of buffers, executions queued back to back before
+   anything is read: each result reflects its own inputs. */
+static void test_plan_reuse(void **state)
+{
+    (void)state;
+    static const struct row r = {SHAPE("reuse", BSHD, 2, 4, 2, 33, 40, 80), .key_lengths = 1, .lse = 1};
+    for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++) {
+        kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+        kiln_attention_plan *plan = NULL;
+        kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        struct ar_case t1, t2;
+        ar_case_init(&t1, kt_ctx, &d);
+        ar_case_init(&t2, kt_ctx, &d);
+        for (int round = 0; round < 3; round++) {
+            ar_case_fill(&t1, 1.0f, 1, &kt_group_seed);
+            ar_case_fill(&t2, 3.0f, 0, &kt_group_seed);
+            kt_assert_status(ar_case_execute(&t1, plan, NULL), KILN_SUCCESS);
+            kt_assert_status(ar_case_execute(&t2, plan, NULL), KILN_SUCCESS);
+            ar_case_check(&t1, "reuse, first buffers");
+            ar_case_check(&t2, "reuse, second buffers");
+        }
+        ar_case_free(&t1);
+        ar_case_free(&t2);
+        kiln_attention_plan_destroy(plan);
+    }
+}
+
+static void test_one_shot(void **state)
+{
+    (void)state;
+    static const struct row r = {SHAPE("one-shot", BHSD, 1, 4, 4, 20, 30, 64), .mask = M_BQK, .dtype = F16};
+    for (int algo = KILN_ATTENTION_AUTO; algo <= KILN_ATTENTION_NAIVE; algo++) {
+        kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+        struct ar_case t;
+        ar_case_init(&t, kt_ctx, &d);
+        ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
+        kiln_event *ev = POISON_EVENT;
+        kt_assert_status(kiln_attention(kt_ctx, &d, t.buf[AR_Q], t.buf[AR_K], t.buf[AR_V], t.buf[AR_MASK], NULL,
+                                        t.buf[AR_O], NULL, &ev),
+                         KILN_SUCCESS);
+        wait_and_release(ev);
+        ar_case_check(&t, "one-shot");
+        ar_case_free(&t);
+    }
+}
+
+/* B = 1, H = 8, seq 16384, D = 64: the naive score matrix (8 GiB) cannot be
+   allocated and its plan says so; the fused plan holds no memory at all. */
+static void test_naive_memory_limit(void **state)
+{
+    (void)state;
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, BSHD, 1, 8, 16384, 16384, 64);
+    d.algo = KILN_ATTENTION_NAIVE;
+    kiln_attention_plan *plan = POISON_PLAN;
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_ERROR_OUT_OF_MEMORY);
+    assert_ptr_equal(plan, POISON_PLAN);
+    assert_non_null(strstr(kiln_last_error_detail(), "score matrix"));
+    d.algo = KILN_ATTENTION_FUSED;
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    assert_plan_describes(plan, &d);
+    kiln_attention_plan_destroy(plan);
+}
+
+/* Rows that see no key -- a key length of 0, a mask row of -inf only, the
+   first rows of a causal problem with more queries than keys -- give O = 0
+   and lse = -inf, from both algorithms. */
+static void test_rows_that_see_nothing(void **state)
+{
+    (void)state;
+    static const struct row r = {SHAPE("nothing", BSHD, 3, 2, 2, 40, 20, 64), .causal = 1, .mask = M_BQK,
+                                 .key_lengths = 1, .lse = 1};
+    for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++) {
+        kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+        kiln_attention_plan *plan = NULL;
+        kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        struct ar_case t;
+        ar_case_init(&t, kt_ctx, &d);
+        ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
+        t.key_lengths[1] = 0;
+        ar_upload(&t, AR_KEYLEN);
+        for (size_t j = 0; j < d.seq_kv; j++) /* batch item 2, query 30: all -inf */
+            t.val[AR_MASK][ar_mask_at(&d, 2, 0, 30, j)] = -INFINITY;
+        memcpy(t.raw[AR_MASK], t.val[AR_MASK], t.count[AR_MASK] * sizeof(float));
+        ar_upload(&t, AR_MASK);
+        kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
+        ar_case_check(&t, "rows that see nothing");
+        float lse[3];
+        const size_t at[3] = {0 * 40 + 0, (1 * 2 + 0) * 40 + 35, (2 * 2 + 1) * 40 + 30}; /* causal, length 0, mask */
+        for (int i = 0; i < 3; i++) {
+            kt_assert_status(kiln_buffer_read(t.buf[AR_LSE], at[i] * sizeof(float), sizeof(float), &lse[i]),
+                             KILN_SUCCESS);
+            assert_true(isinf(lse[i]) && lse[i] < 0.0f);
+        }
+        ar_case_free(&t);
+        kiln_attention_plan_destroy(plan);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bad inputs: a specific status, a detail, nothing written                 */
+/* ------------------------------------------------------------------------ */
+
+enum field {
+    F_NONE,
+    F_BATCH,
+    F_HEADS,
+    F_KV_HEADS,
+    F_SEQ_Q,
+    F_SEQ_KV,
+    F_DIM,
+    F_SCALE,
+    F_LAYOUT,
+    F_DTYPE,
+    F_MASK,
+    F_ALGO
+};
+
+/* A descriptor plan_create (and the one-shot call) rejects: the base problem
+   b2 h4/2 q5 kv7 d16 with up to two fields changed. */
+static const struct bad_desc {
+    const char *name;
+    enum field f1;
+    double v1;
+    enum field f2;
+    double v2;
+    kiln_status want;
+} bad_descs[] = {
+    {"batch = 0", F_BATCH, 0, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"heads = 0", F_HEADS, 0, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"kv_heads = 0", F_KV_HEADS, 0, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"seq_q = 0", F_SEQ_Q, 0, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"seq_kv = 0", F_SEQ_KV, 0, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"head_dim = 0", F_DIM, 0, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"heads 6 not a multiple of kv_heads 4", F_HEADS, 6, F_KV_HEADS, 4, KILN_ERROR_INVALID_ARGUMENT},
+    {"kv_heads 8 above heads 4", F_KV_HEADS, 8, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"head_dim = 257", F_DIM, 257, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
+    {"head_dim = 4096", F_DIM, 4096, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
+    {"scale = NaN", F_SCALE, NAN, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"scale = inf", F_SCALE, INFINITY, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"layout = 2", F_LAYOUT, 2, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"dtype = 2", F_DTYPE, 2, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"mask = 4", F_MASK, 4, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"algo = 3", F_ALGO, 3, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"seq_q = 2^31", F_SEQ_Q, 2147483648.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
+    {"seq_kv = 2^32", F_SEQ_KV, 4294967296.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
+    {"seq_q * group above 2^30", F_SEQ_Q, 268435457.0, F_KV_HEADS, 1, KILN_ERROR_UNSUPPORTED},
+    {"seq_kv above 2^30", F_SEQ_KV, 1073741825.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
+};
+
+static void set_field(kiln_attention_desc *d, enum field f, double v)
+{
+    switch (f) {
+    case F_NONE:
+        break;
+    case F_BATCH:
+        d->batch = (size_t)v;
+        break;
+    case F_HEADS:
+        d->heads = (size_t)v;
+        break;
+    case F_KV_HEADS:
+        d->kv_heads = (size_t)v;
+        break;
+    case F_SEQ_Q:
+        d->seq_q = (size_t)v;
+        break;
+    case F_SEQ_KV:
+        d->seq_kv = (size_t)v;
+        break;
+    case F_DIM:
+        d->head_dim = (size_t)v;
+        break;
+    case F_SCALE:
+        d->scale = (float)v;
+        break;
+    case F_LAYOUT:
+        d->layout = (kiln_attention_layout)v;
+        break;
+    case F_DTYPE:
+        d->dtype = (kiln_dtype)v;
+        break;
+    case F_MASK:
+        d->mask = (kiln_attention_mask)v;
+        break;
+    case F_ALGO:
+        d->algo = (kiln_attention_algo)v;
+        break;
+    }
+}
+
+static void test_bad_desc(void **state)
+{
+    const struct bad_desc *b = *state;
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, BSHD, 2, 4, 5, 7, 16);
+    d.kv_heads = 2;
+    set_field(&d, b->f1, b->v1);
+    set_field(&d, b->f2, b->v2);
+    kiln_attention_plan *plan = POISON_PLAN;
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), b->want);
+    assert_ptr_equal(plan, POISON_PLAN);
+    /* The one-shot call fails the same way, with buffers large enough for
+       the base problem, and leaves O alone. */
+    kiln_buffer *q = kt_poisoned_buffer(kt_ctx, 4096), *k = kt_poisoned_buffer(kt_ctx, 4096),
+                *v = kt_poisoned_buffer(kt_ctx, 4096), *o = kt_poisoned_buffer(kt_ctx, 4096);
+    kiln_event *ev = POISON_EVENT;
+    kt_assert_status(kiln_attention(kt_ctx, &d, q, k, v, NULL, NULL, o, NULL, &ev), b->want);
+    assert_ptr_equal(ev, POISON_EVENT);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
+    kt_assert_still_poisoned(o);
+    kiln_buffer_destroy(q), kiln_buffer_destroy(k), kiln_buffer_destroy(v), kiln_buffer_destroy(o);
+}
+
+/* Executions the plan must reject. The base problem uses every operand:
+   b2 h4/2 q5 kv7 d16, causal, a [batch][heads][q][kv] mask, key lengths and
+   the lse; buffers are exact, and each row gets one thing wrong. */
+enum bad_exec_kind {
+    X_NULL_PLAN,
+    X_NULL,  /* operand `which` NULL */
+    X_SHORT, /* operand `which` one element short */
+    X_ALIAS, /* operand `which` is operand `other`'s buffer */
+    X_OTHER_CONTEXT,
+    X_SUPERFLUOUS, /* operand `which` given though the descriptor does not use it */
+};
+
+static const struct bad_exec {
+    const char *name;
+    enum bad_exec_kind kind;
+    int which, other;
+    kiln_status want;
+} bad_execs[] = {
+    {"NULL plan", X_NULL_PLAN, 0, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL q", X_NULL, AR_Q, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL k", X_NULL, AR_K, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL v", X_NULL, AR_V, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"NULL o", X_NULL, AR_O, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"mask missing", X_NULL, AR_MASK, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"key_lengths missing", X_NULL, AR_KEYLEN, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"lse missing", X_NULL, AR_LSE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"mask superfluous", X_SUPERFLUOUS, AR_MASK, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"key_lengths superfluous", X_SUPERFLUOUS, AR_KEYLEN, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"lse superfluous", X_SUPERFLUOUS, AR_LSE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"q one element short", X_SHORT, AR_Q, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"k one element short", X_SHORT, AR_K, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"v one element short", X_SHORT, AR_V, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"mask one element short", X_SHORT, AR_MASK, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"key_lengths one short", X_SHORT, AR_KEYLEN, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"o one element short", X_SHORT, AR_O, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"lse one element short", X_SHORT, AR_LSE, 0, KILN_ERROR_OUT_OF_BOUNDS},
+    {"o is q's buffer", X_ALIAS, AR_O, AR_Q, KILN_ERROR_INVALID_ARGUMENT},
+    {"o is k's buffer", X_ALIAS, AR_O, AR_K, KILN_ERROR_INVALID_ARGUMENT},
+    {"o is v's buffer", X_ALIAS, AR_O, AR_V, KILN_ERROR_INVALID_ARGUMENT},
+    {"o is the mask's buffer", X_ALIAS, AR_O, AR_MASK, KILN_ERROR_INVALID_ARGUMENT},
+    {"lse is o's buffer", X_ALIAS, AR_LSE, AR_O, KILN_ERROR_INVALID_ARGUMENT},
+    {"lse is q's buffer", X_ALIAS, AR_LSE, AR_Q, KILN_ERROR_INVALID_ARGUMENT},
+    {"k from another context", X_OTHER_CONTEXT, AR_K, 0, KILN_ERROR_INVALID_ARGUMENT},
+};
+
+static void test_bad_exec(void **state)
+{
+    const struct bad_exec *x = *state;
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, BSHD, 2, 4, 5, 7, 16);
+    d.kv_heads = 2;
+    d.causal = 1;
+    d.mask = M_BHQK;
+    d.key_lengths = 1;
+    d.lse = 1;
+    if (x->kind == X_SUPERFLUOUS) { /* the descriptor leaves the operand out */
+        d.mask = x->which == AR_MASK ? KILN_ATTENTION_MASK_NONE : d.mask;
+        d.key_lengths = x->which != AR_KEYLEN;
+        d.lse = x->which != AR_LSE;
+    }
+    const size_t counts[AR_OPERANDS] = {2 * 5 * 4 * 16, 2 * 7 * 2 * 16, 2 * 7 * 2 * 16, 2 * 4 * 5 * 7, 2,
+                                        2 * 5 * 4 * 16, 2 * 4 * 5};
+    kiln_attention_plan *plan = NULL;
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    kiln_context *other = NULL;
+    kiln_buffer *buf[AR_OPERANDS];
+    for (int w = 0; w < AR_OPERANDS; w++)
+        buf[w] = kt_poisoned_buffer(kt_ctx, (counts[w] - (x->kind == X_SHORT && x->which == w)) * 4);
+    kiln_buffer *use[AR_OPERANDS];
+    memcpy(use, buf, sizeof use);
+    if (x->kind == X_NULL)
+        use[x->which] = NULL;
+    if (x->kind == X_ALIAS)
+        use[x->which] = buf[x->other];
+    if (x->kind == X_OTHER_CONTEXT) {
+        kt_assert_status(kiln_context_create(NULL, &other), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_create(other, counts[x->which] * 4, &use[x->which]), KILN_SUCCESS);
+    }
+    kiln_event *ev = POISON_EVENT;
+    kiln_attention_plan *p = x->kind == X_NULL_PLAN ? NULL : plan;
+    kt_assert_status(kiln_attention_plan_execute(p, use[AR_Q], use[AR_K], use[AR_V], use[AR_MASK], use[AR_KEYLEN],
+                                                 use[AR_O], use[AR_LSE], &ev),
+                     x->want);
+    assert_ptr_equal(ev, POISON_EVENT);
+    if (x->kind != X_NULL_PLAN) /* the one-shot call checks the same */
+        kt_assert_status(kiln_attention(kt_ctx, &d, use[AR_Q], use[AR_K], use[AR_V], use[AR_MASK], use[AR_KEYLEN],
+                                        use[AR_O], use[AR_LSE], &ev),
+                         x->want);
+    assert_ptr_equal(ev, POISON_EVENT);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
+    for (int w = 0; w < AR_OPERANDS; w++) { /* all poison still: nothing ran */
+        kt_assert_still_poisoned(buf[w]);
+        kiln_buffer_destroy(buf[w]);
+    }
+    if (other) {
+        kiln_buffer_destroy(use[x->which]);
+        kiln_context_destroy(other);
+    }
+    kiln_attention_plan_destroy(plan);
+}
+
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, BSHD, 1, 2, 5, 7, 16);
+    kiln_attention_plan *plan = POISON_PLAN;
+    kt_assert_status(kiln_attention_plan_create(NULL, &d, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, NULL, &plan), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(plan, POISON_PLAN);
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kiln_buffer *q = kt_poisoned_buffer(kt_ctx, 1024), *o = kt_poisoned_buffer(kt_ctx, 1024);
+    kiln_event *ev = POISON_EVENT;
+    kt_assert_status(kiln_attention(NULL, &d, q, q, q, NULL, NULL, o, NULL, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_attention(kt_ctx, NULL, q, q, q, NULL, NULL, o, NULL, &ev), KILN_ERROR_INVALID_ARGUMENT);
+    assert_ptr_equal(ev, POISON_EVENT);
+    kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
+    kt_assert_still_poisoned(o);
+
+    kiln_attention_plan_info info, before;
+    memset(&info, 0x3c, sizeof info);
+    before = info;
+    kt_assert_status(kiln_attention_plan_describe(NULL, &info), KILN_ERROR_INVALID_ARGUMENT);
+    assert_memory_equal(&info, &before, sizeof info);
+    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_attention_plan_describe(plan, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kiln_attention_plan_destroy(plan);
+    kiln_attention_plan_destroy(NULL);
+    kiln_buffer_destroy(q), kiln_buffer_destroy(o);
+}
+
+/* ------------------------------------------------------------------------ */
+
+#define ROWS (sizeof rows / sizeof *rows)
+#define ALGOS 2
+#define BAD_DESCS (sizeof bad_descs / sizeof *bad_descs)
+#define BAD_EXECS (sizeof bad_execs / sizeof *bad_execs)
+
+int main(void)
+{
+    static const kiln_attention_algo algos[ALGOS] = {KILN_ATTENTION_FUSED, KILN_ATTENTION_NAIVE};
+    static const struct CMUnitTest fixed[] = {
+        cmocka_unit_test(test_desc_init),
+        cmocka_unit_test(test_auto_is_fused),
+        cmocka_unit_test(test_event_completes_the_work),
+        cmocka_unit_test(test_plan_reuse),
+        cmocka_unit_test(test_one_shot),
+        cmocka_unit_test(test_naive_memory_limit),
+        cmocka_unit_test(test_rows_that_see_nothing),
+        cmocka_unit_test(test_null_arguments),
+    };
+    enum { FIXED = sizeof fixed / sizeof *fixed, TOTAL = FIXED + ROWS * ALGOS + BAD_DESCS + BAD_EXECS };
+    static struct CMUnitTest tests[TOTAL];
+    static struct row_test row_tests[ROWS * ALGOS];
+    static char names[TOTAL][192];
+    size_t t = 0;
+    for (size_t i = 0; i < FIXED; i++)
+        tests[t++] = fixed[i];
+    for (size_t a = 0; a < ALGOS; a++)
+        for (size_t i = 0; i < ROWS; i++) {
+            struct row_test *rt = &row_tests[a * ROWS + i];
+            rt->row = &rows[i];
+            rt->algo = algos[a];
+            row_name(names[t], sizeof names[t], &rows[i], algos[a]);
+            tests[t] = (struct CMUnitTest){names[t], test_row, NULL, NULL, rt};
+            t++;
+        }
+    for (size_t i = 0; i < BAD_DESCS; i++) {
+        snprintf(names[t], sizeof names[t], "bad desc: %s", bad_descs[i].name);
+        tests[t] = (struct CMUnitTest){names[t], test_bad_desc, NULL, NULL, (void *)&bad_descs[i]};
+        t++;
+    }
+    for (size_t i = 0; i < BAD_EXECS; i++) {
+        snprintf(names[t], sizeof names[t], "bad execute: %s", bad_execs[i].name);
+        tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
+        t++;
+    }
+    return _cmocka_run_group_tests("attention", tests, t, kt_group_setup, kt_group_teardown);
+}
