@@ -8,8 +8,6 @@
 
 #include "common/storage.h"
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 #define VEC CAT(float, VW)
 #define VLOAD CAT(vload, VW)
 #define VSTORE CAT(vstore, VW)
