@@ -194,33 +194,36 @@ static const struct row rows[] = {
     {CONV("5x5 depthwise x2", NHWC, 1, 8, 9, 9, 16, 5, 5), PAD(2, 2, 2, 2), .groups = 8, D},
     {CONV("single pixel", NCHW, 1, 1, 1, 1, 1, 1, 1), D},
     /* Direct NCHW row tiles (cl/common/window.h) with the CPU profiles'
-       vector of 8 and work-groups of 16: 128 or more planes of at most 16
-       rows make one row tile per plane, whose rows the kernel knows; rows
-       narrower than a vector then load clamped into the plane and the
-       plane's last row stores a vector made of its last rows' values. */
+       vectors of 8 (16 on amd-zen4) and work-groups of 16: 128 or more
+       planes of at most 16 rows make one row tile per plane, whose rows the
+       kernel knows; rows narrower than a vector then load clamped into the
+       plane and the plane's last row stores a vector made of its last
+       rows' values. */
     {CONV("3x3 depthwise 7x7 one row tile", NCHW, 1, 128, 7, 7, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128, D},
     {CONV("3x3 depthwise stride2 14x14 one row tile", NCHW, 1, 128, 14, 14, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
      .sw = 2, .groups = 128, D},
     {CONV("3x3 depthwise 5x6 one row tile", NCHW, 2, 64, 5, 6, 64, 3, 3), PAD(1, 1, 1, 1), .groups = 64, D},
     {CONV("1x3 depthwise 1x3 plane under a vector", NCHW, 1, 128, 1, 3, 128, 1, 3), PAD(0, 0, 1, 1), .groups = 128,
      D},
-    {CONV("3x3 depthwise 14x14 one row tile, last tile shifted", NCHW, 1, 128, 14, 14, 128, 3, 3), PAD(1, 1, 1, 1),
+    {CONV("3x3 depthwise 12x20 one row tile, last tile shifted", NCHW, 1, 128, 12, 20, 128, 3, 3), PAD(1, 1, 1, 1),
      .groups = 128, D},
+    {CONV("3x3 depthwise stride2 28x28 one row tile", NCHW, 1, 128, 28, 28, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+     .sw = 2, .groups = 128, D},
     {CONV("3x3 two filters per group 7x7 one row tile", NCHW, 1, 128, 7, 7, 256, 3, 3), PAD(1, 1, 1, 1),
      .groups = 128, D},
     {CONV("3x3 depthwise 6x6 one row tile pool", NCHW, 1, 128, 6, 6, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128, D,
      .pool = 1},
     /* Stride 2 with interior tiles: the row's 2 * VW columns loaded once
        and the window's columns shuffled out of them (3, 5 and 1 wide), and
-       dilated, a load per window column. Output rows of 24, so no tile
-       overlaps the interior one (an overlapping tile would rewrite its last
+       dilated, a load per window column. Output rows of 48, so no tile
+       overlaps an interior one (an overlapping tile would rewrite its
        lanes). */
-    {CONV("3x3 depthwise stride2 48x47", NCHW, 1, 8, 48, 47, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 8,
+    {CONV("3x3 depthwise stride2 16x96", NCHW, 1, 8, 16, 96, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 8,
      D},
-    {CONV("5x5 depthwise stride2 48x48", NCHW, 1, 8, 48, 48, 8, 5, 5), PAD(2, 2, 2, 2), .sh = 2, .sw = 2, .groups = 8,
+    {CONV("5x5 depthwise stride2 16x96", NCHW, 1, 8, 16, 96, 8, 5, 5), PAD(2, 2, 2, 2), .sh = 2, .sw = 2, .groups = 8,
      D},
-    {CONV("1x1 stride2 48x48", NCHW, 1, 8, 48, 48, 16, 1, 1), .sh = 2, .sw = 2, D},
-    {CONV("3x3 depthwise stride2 dilation2 48x48", NCHW, 1, 4, 48, 48, 4, 3, 3), PAD(2, 2, 2, 2), .sh = 2, .sw = 2,
+    {CONV("1x1 stride2 16x96", NCHW, 1, 8, 16, 96, 16, 1, 1), .sh = 2, .sw = 2, D},
+    {CONV("3x3 depthwise stride2 dilation2 16x96", NCHW, 1, 4, 16, 96, 4, 3, 3), PAD(2, 2, 2, 2), .sh = 2, .sw = 2,
      .dh = 2, .dw = 2, .groups = 4, D},
     /* MobileNet v1's last depthwise layers. */
     {CONV("3x3 depthwise 14x14 mobilenet", NCHW, 1, 512, 14, 14, 512, 3, 3), PAD(1, 1, 1, 1), .groups = 512, D},
