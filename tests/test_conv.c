@@ -201,6 +201,41 @@ static const struct row rows[] = {
     {CONV("3x3 depthwise stride2", NCHW, 2, 32, 14, 13, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 32, D},
     {CONV("5x5 depthwise x2", NHWC, 1, 8, 9, 9, 16, 5, 5), PAD(2, 2, 2, 2), .groups = 8, D},
     {CONV("single pixel", NCHW, 1, 1, 1, 1, 1, 1, 1), D},
+    /* Direct NCHW row tiles (cl/common/window.h) with the CPU profiles'
+       vectors of 8 (16 on amd-zen4) and work-groups of 16: 128 or more
+       planes of at most 16 rows make one row tile per plane, whose rows the
+       kernel knows; rows narrower than a vector then load clamped into the
+       plane and the plane's last row stores a vector made of its last
+       rows' values. */
+    {CONV("3x3 depthwise 7x7 one row tile", NCHW, 1, 128, 7, 7, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128, D},
+    {CONV("3x3 depthwise stride2 14x14 one row tile", NCHW, 1, 128, 14, 14, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+     .sw = 2, .groups = 128, D},
+    {CONV("3x3 depthwise 5x6 one row tile", NCHW, 2, 64, 5, 6, 64, 3, 3), PAD(1, 1, 1, 1), .groups = 64, D},
+    {CONV("1x3 depthwise 1x3 plane under a vector", NCHW, 1, 128, 1, 3, 128, 1, 3), PAD(0, 0, 1, 1), .groups = 128,
+     D},
+    {CONV("3x3 depthwise 12x20 one row tile, last tile shifted", NCHW, 1, 128, 12, 20, 128, 3, 3), PAD(1, 1, 1, 1),
+     .groups = 128, D},
+    {CONV("3x3 depthwise stride2 28x28 one row tile", NCHW, 1, 128, 28, 28, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+     .sw = 2, .groups = 128, D},
+    {CONV("3x3 two filters per group 7x7 one row tile", NCHW, 1, 128, 7, 7, 256, 3, 3), PAD(1, 1, 1, 1),
+     .groups = 128, D},
+    {CONV("3x3 depthwise 6x6 one row tile pool", NCHW, 1, 128, 6, 6, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128, D,
+     .pool = 1},
+    /* Stride 2 with interior tiles: the row's 2 * VW columns loaded once
+       and the window's columns shuffled out of them (3, 5 and 1 wide), and
+       dilated, a load per window column. Output rows of 48, so no tile
+       overlaps an interior one (an overlapping tile would rewrite its
+       lanes). */
+    {CONV("3x3 depthwise stride2 16x96", NCHW, 1, 8, 16, 96, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 8,
+     D},
+    {CONV("5x5 depthwise stride2 16x96", NCHW, 1, 8, 16, 96, 8, 5, 5), PAD(2, 2, 2, 2), .sh = 2, .sw = 2, .groups = 8,
+     D},
+    {CONV("1x1 stride2 16x96", NCHW, 1, 8, 16, 96, 16, 1, 1), .sh = 2, .sw = 2, D},
+    {CONV("3x3 depthwise stride2 dilation2 16x96", NCHW, 1, 4, 16, 96, 4, 3, 3), PAD(2, 2, 2, 2), .sh = 2, .sw = 2,
+     .dh = 2, .dw = 2, .groups = 4, D},
+    /* MobileNet v1's last depthwise layers. */
+    {CONV("3x3 depthwise 14x14 mobilenet", NCHW, 1, 512, 14, 14, 512, 3, 3), PAD(1, 1, 1, 1), .groups = 512, D},
+    {CONV("3x3 depthwise 7x7 mobilenet", NCHW, 1, 1024, 7, 7, 1024, 3, 3), PAD(1, 1, 1, 1), .groups = 1024, D},
     /* fp16 storage, fp32 arithmetic. */
     {CONV("3x3 pad1", NHWC, 1, 16, 10, 10, 16, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 pad1 64ch", NHWC, 1, 64, 10, 10, 64, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
@@ -208,6 +243,8 @@ static const struct row rows[] = {
     {CONV("3x3 pad1 wide", NCHW, 1, 8, 6, 40, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_F16},
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_F16, D},
+    {CONV("3x3 depthwise 7x7 one row tile", NCHW, 1, 128, 7, 7, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128,
+     .dtype = KILN_F16, D},
 };
 
 static kiln_conv2d_desc desc_of(const struct row *r, kiln_conv_algo algo)
@@ -306,6 +343,16 @@ static const struct row epilogue_shapes[2][2] = {
     {{CONV("3x3 pad1", NCHW, 2, 8, 9, 11, 12, 3, 3), PAD(1, 1, 1, 1)},
      {CONV("3x3 pad1", NHWC, 1, 12, 8, 8, 8, 3, 3), PAD(1, 1, 1, 1)}},
     {{CONV("1x1", NCHW, 2, 8, 9, 11, 12, 1, 1)}, {CONV("1x1", NHWC, 1, 12, 8, 8, 8, 1, 1)}},
+};
+
+/* Direct NCHW planes in one row tile with rows narrower than a vector (on
+   the CPU profiles): the residual loads clamped into the plane, and the
+   plane's last row stores a vector of several rows' values. Every direct
+   epilogue runs on one of the two. */
+static const struct row plane_shapes[2] = {
+    {CONV("3x3 depthwise 7x7 one row tile", NCHW, 1, 128, 7, 7, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128},
+    {CONV("3x3 depthwise stride2 14x14 one row tile", NCHW, 1, 128, 14, 14, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+     .sw = 2, .groups = 128},
 };
 
 struct epilogue_test {
@@ -1226,11 +1273,11 @@ int main(void)
     };
     enum {
         FIXED = sizeof fixed / sizeof *fixed,
-        MAX_TESTS = FIXED + ROWS * ALGOS + (ALGOS - 1) * EPILOGUES + F16_EPILOGUES + MISFITS + BAD_DESCS + BAD_EXECS
+        MAX_TESTS = FIXED + ROWS * ALGOS + ALGOS * EPILOGUES + F16_EPILOGUES + MISFITS + BAD_DESCS + BAD_EXECS
     };
     static struct CMUnitTest tests[MAX_TESTS];
     static struct row_test row_tests[ROWS * ALGOS];
-    static struct epilogue_test epilogue_tests[(ALGOS - 1) * EPILOGUES];
+    static struct epilogue_test epilogue_tests[ALGOS * EPILOGUES];
     static char names[MAX_TESTS][160];
     size_t t = 0, nr = 0, ne = 0;
     for (size_t i = 0; i < FIXED; i++)
@@ -1259,6 +1306,17 @@ int main(void)
                      et->shape->n, et->shape->c, et->shape->h, et->shape->w, et->shape->k);
             tests[t++] = (struct CMUnitTest){et->name, test_epilogue, NULL, NULL, et};
         }
+    for (size_t i = 0; i < EPILOGUES; i++) {
+        if (!(epilogues[i].algos & B(KILN_CONV_DIRECT)))
+            continue;
+        struct epilogue_test *et = &epilogue_tests[ne++];
+        et->e = &epilogues[i];
+        et->algo = KILN_CONV_DIRECT;
+        et->shape = &plane_shapes[i % 2];
+        snprintf(et->name, sizeof et->name, "direct epilogue %s on %s nchw n%zu c%zu %zux%zu k%zu", et->e->name,
+                 et->shape->what, et->shape->n, et->shape->c, et->shape->h, et->shape->w, et->shape->k);
+        tests[t++] = (struct CMUnitTest){et->name, test_epilogue, NULL, NULL, et};
+    }
     for (size_t i = 0; i < F16_EPILOGUES; i++) {
         snprintf(names[t], sizeof names[t], "%s f16 epilogue bias+residual relu (pool where fused) on 3x3 pad1 nchw",
                  algo_name(f16_epilogue_algos[i]));

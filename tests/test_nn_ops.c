@@ -146,6 +146,36 @@ static const struct pool_row pool_rows[] = {
     {"avg global 13x17", NHWC, 3, 5, 13, 17, 13, 17, 1, 1, 0, 0, 0, 0, AVG, 0},
     {"max 1x1/2 subsample", NHWC, 1, 3, 7, 8, 1, 1, 2, 2, 0, 0, 0, 0, MAX, 0},
     {"max window 5x5/3 pad 2", NCHW, 1, 2, 17, 16, 5, 5, 3, 3, 2, 2, 2, 2, MAX, 0},
+    /* NCHW row tiles (cl/common/window.h) with the CPU profiles' vector of 8
+       and work-groups of 64. Rows wide enough for interior tiles: stride 2
+       takes the window's columns out of one load of 2 * 8 (3 and 5 wide).
+       Output rows of 24, where no tile overlaps an interior one, and of 19
+       and 20, where the last tile of a row overlaps its neighbour. */
+    {"max 3x3/2 pad 1 wide", NCHW, 1, 4, 48, 47, 3, 3, 2, 2, 1, 1, 1, 1, MAX, 0},
+    {"avg 3x3/2 pad 1 wide", NCHW, 2, 3, 48, 48, 3, 3, 2, 2, 1, 1, 1, 1, AVG, 0},
+    {"avg 3x3/2 pad 1 wide, last tile shifted", NCHW, 2, 3, 40, 37, 3, 3, 2, 2, 1, 1, 1, 1, AVG, 0},
+    {"avg 3x3/2 pad 1 wide count-pad", NCHW, 2, 3, 40, 37, 3, 3, 2, 2, 1, 1, 1, 1, AVG, 1},
+    {"max 5x5/2 pad 2 wide", NCHW, 1, 3, 48, 48, 5, 5, 2, 2, 2, 2, 2, 2, MAX, 0},
+    {"avg 5x5/2 pad 2 wide", NCHW, 1, 3, 48, 48, 5, 5, 2, 2, 2, 2, 2, 2, AVG, 0},
+    {"avg 3x3/1 pad 1 wide", NCHW, 1, 3, 21, 35, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 0},
+    /* 512 planes of at most 16 rows: one row tile per plane; rows narrower
+       than a vector load clamped into the plane and the last row stores a
+       vector of several rows' values. */
+    {"max 3x3/1 pad 1 one row tile", NCHW, 1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, MAX, 0},
+    {"avg 3x3/2 pad 1 one row tile", NCHW, 1, 512, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, AVG, 0},
+    {"avg 3x3/1 pad 1 one row tile 5x6", NCHW, 2, 256, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 0},
+    {"avg 3x3/1 pad 1 one row tile count-pad", NCHW, 1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 1},
+    /* Global pooling a plane per work-item: tails of 1, of all of a plane
+       under a vector, and none. */
+    {"max global 2x3", NCHW, 2, 7, 2, 3, 2, 3, 1, 1, 0, 0, 0, 0, MAX, 0},
+    {"avg global 4x4", NCHW, 1, 9, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, AVG, 0},
+    {"avg 3x3/1 pad 1 on 3x3 count-pad", NCHW, 1, 5, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 1},
+    /* NHWC: three vectors of channels. */
+    {"avg 3x3/2 pad 1", NHWC, 2, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, AVG, 0},
+    {"max 3x3/2 pad 1 count-pad", NHWC, 1, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, MAX, 1},
+    /* ResNet-50's pool1 and pool5. */
+    {"max 3x3/2 pad 1 resnet pool1", NCHW, 1, 64, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, MAX, 0},
+    {"avg global 7x7 resnet pool5", NCHW, 1, 2048, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, AVG, 0},
 };
 enum { POOL_ROWS = sizeof pool_rows / sizeof *pool_rows };
 

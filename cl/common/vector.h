@@ -10,8 +10,6 @@
 
 #include "common/storage.h"
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
 #if VW == 1 /* OpenCL has no float1, vload1 or vload_half1 */
 #define VEC float
 #define IVEC int

@@ -6,21 +6,20 @@
  * with few input channels.
  *
  * The filter geometry (KILN_DIRECT_R, _S, _SH, _SW, _DH, _DW: size, stride,
- * dilation), the input width and left padding are compiled in, so the loops
- * over taps and over a tile's footprint unroll, which output each loaded
- * input feeds is resolved at compile time, and row offsets are constants.
- * Each work-item computes a tile of outputs, loading every input element of
- * its footprint once per input channel, and keeps the tile in registers.
+ * dilation) and every size but the batch are compiled in, so the loops over
+ * taps and over a tile's footprint unroll, which output each loaded input
+ * feeds is resolved at compile time, and offsets are constants. Each
+ * work-item computes a tile of outputs, loading every input element of its
+ * footprint once per input channel, and keeps the tile in registers.
  *
- * NCHW: VW outputs along a row (contiguous w) x TH rows x KT filters of one
- * group. Per input channel and footprint row, one vector load per filter
- * column (stride 2 loads 2*VW and keeps the even lanes), multiplied by the
- * KT weights into each output row it reaches. Rows outside the image are
- * skipped. Tiles whose columns lie inside the row load plainly; edge tiles
- * load VW*SW columns clamped into the row and shuffle and mask them into
- * place. The host lists up to three edge tiles (KILN_DIRECT_EDGE_A..C) that
- * are compiled with their columns as constants, which folds that shuffle
- * into one permute; any others do it at run time.
+ * NCHW: row tiles (common/window.h) of VW outputs along a row (contiguous
+ * w) x TH rows x KT filters of one group. Per input channel and footprint
+ * row, the S window columns as vectors (row_taps), multiplied by the KT
+ * weights into each output row they reach; rows outside the image are
+ * skipped. When a plane has one row tile (small images), every row a tile
+ * reads is a constant, so rows narrower than a vector load clamped into the
+ * plane and the plane's last row is stored as a vector ending at the
+ * plane's end.
  *
  * NHWC: VW filters (contiguous k) x TQ columns x TH rows. Depthwise
  * (KILN_DIRECT_DEPTHWISE: c == k == groups), one vector load of VW channels
@@ -34,122 +33,60 @@
  * KILN_POOL the tile (even in both dimensions) is max-pooled 2x2 after the
  * activation and stored at half the coordinates.
  *
- * One kernel, conv_f32_direct, over a 1-D range of tiles in work-groups of
- * KILN_DIRECT_WG; KILN_NHWC chooses the layout.
+ * One kernel, conv_f32_direct, over a 1-D range of tiles (the argument
+ * `tiles` bounds them) in work-groups of KILN_DIRECT_WG; KILN_NHWC chooses
+ * the layout.
  */
 #include "common/epilogue.h"
 #include "common/storage.h"
 
+/* The filter, its strides and dilations. */
 #define FR KILN_DIRECT_R
 #define FS KILN_DIRECT_S
 #define SH KILN_DIRECT_SH
 #define SW KILN_DIRECT_SW
 #define DH KILN_DIRECT_DH
 #define DL KILN_DIRECT_DW
+/* Every size but the batch: input channels C, height H, width W; K filters,
+   KG per group and CG channels per group; the convolution output P x Q and
+   the stored output YH x YW (halved by the pool); top and left padding. */
+#define C KILN_DIRECT_C
+#define H KILN_DIRECT_H
+#define W KILN_DIRECT_W
+#define K KILN_DIRECT_K
+#define KG KILN_DIRECT_KG
+#define CG KILN_DIRECT_CG
+#define P KILN_DIRECT_P
+#define Q KILN_DIRECT_Q
+#define YH KILN_DIRECT_YH
+#define YW KILN_DIRECT_YW
+#define PT KILN_DIRECT_PT
+#define PL KILN_DIRECT_PL
+/* The tiling: VW lanes, TH rows, TILES_P row tiles (and the host's row
+   tiling, NCHW) or TILES_P x TILES_Q pixel tiles (NHWC) per plane, KBLOCKS
+   blocks of filters. */
 #define VW KILN_DIRECT_VW
 #define TH KILN_DIRECT_TH
-#define W KILN_DIRECT_W
-#define TILES_Q KILN_DIRECT_TILES_Q
-#define CG KILN_DIRECT_CG
+#define TILES_P KILN_DIRECT_TILES_P
+#define KBLOCKS KILN_DIRECT_KBLOCKS
+/* The output columns the tiles cover: the convolution's, or the pooled
+   ones. */
+#if KILN_POOL
+#define QE (2 * YW)
+#else
+#define QE Q
+#endif
+#include "common/window.h"
+
 /* Input rows a tile of TH output rows reads. */
 #define IR ((TH - 1) * SH + (FR - 1) * DH + 1)
 
-/* Helpers must inline: their constant arguments select code paths. */
-#define INLINE inline __attribute__((always_inline))
-
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-
-/* vec: VW floats; VLOAD_S / VSTORE_S move them from / to storage, VFROM /
-   VTO from / to a float array. */
-#if VW == 1
-typedef float vec;
-#define VLOAD_S(p) KILN_LOAD((p), 0)
-#define VSTORE_S(v, p) KILN_STORE((v), (p), 0)
-#define VFROM(a) ((a)[0])
-#define VTO(v, a) ((a)[0] = (v))
-#else
-typedef CAT(float, VW) vec;
-#if KILN_F16
-#define VLOAD_W(n, p) CAT(vload_half, n)(0, (p))
-#define VSTORE_S(v, p) CAT(vstore_half, VW)((v), 0, (p))
-#else
-#define VLOAD_W(n, p) CAT(vload, n)(0, (p))
-#define VSTORE_S(v, p) CAT(vstore, VW)((v), 0, (p))
-#endif
-#define VLOAD_S(p) VLOAD_W(VW, p)
-#define VFROM(a) CAT(vload, VW)(0, (a))
-#define VTO(v, a) CAT(vstore, VW)((v), 0, (a))
-/* The even elements of 2*VW consecutive ones: a stride-2 row. */
-#if VW == 16
-#define VLOAD_EVEN(p) ((float16)(VLOAD_W(16, p).even, VLOAD_W(16, (p) + 16).even))
-#else
-#define VLOAD_EVEN(p) (VLOAD_W(VW2, p).even)
-#endif
-#if VW == 2
-#define VW2 4
-#elif VW == 4
-#define VW2 8
-#elif VW == 8
-#define VW2 16
-#endif
-#endif
-
-/* p[col], p[col + step], ... for VW lanes. Unless `full` (every lane inside
-   [0, limit)), a lane outside reads zero. step and full are constants at
-   every call, so the branches fold. */
-INLINE vec load_span(__global const KILN_STORAGE *p, int col, int step, int limit, bool full)
-{
-    if (full && step == 1)
-        return VLOAD_S(p + col);
-#if VW > 1
-    if (full && step == 2)
-        return VLOAD_EVEN(p + col);
-#endif
-    float t[VW];
-#pragma unroll
-    for (int l = 0; l < VW; l++) {
-        const int c = col + l * step;
-        t[l] = full || (uint)c < (uint)limit ? KILN_LOAD(p, c) : 0.0f;
-    }
-    return VFROM(t);
-}
-
-/* Lanes [0, n) of v to p[0..n). */
-INLINE void store_span(vec v, __global KILN_STORAGE *p, int n)
-{
-    if (n >= VW) {
-        VSTORE_S(v, p);
-        return;
-    }
-    float t[VW];
-    VTO(v, t);
-    for (int l = 0; l < n; l++)
-        KILN_STORE(t[l], p, l);
-}
-
-INLINE vec activate(vec v, float slope)
-{
-#if KILN_ACT
-    float t[VW];
-    VTO(v, t);
-#pragma unroll
-    for (int l = 0; l < VW; l++)
-        t[l] = kiln_activate(t[l], slope);
-    return VFROM(t);
-#else
-    (void)slope;
-    return v;
-#endif
-}
+/* The activation, on every lane at once. */
+KILN_ACTIVATION_FUNCTION(vec, activate)
 
 #if !KILN_NHWC
 
 #define KT KILN_DIRECT_KT
-#define PL KILN_DIRECT_PL
-/* Tiles [INNER_FIRST, INNER_END) of a row read only columns inside it. */
-#define INNER_FIRST KILN_DIRECT_INNER_FIRST
-#define INNER_END KILN_DIRECT_INNER_END
 
 /* Lane-wise 2x2 max pool of rows a and b into `out` (VW / 2 values). */
 INLINE void pool_pairs(vec a, vec b, float *out)
@@ -161,56 +98,17 @@ INLINE void pool_pairs(vec a, vec b, float *out)
         out[l] = fmax(t[2 * l], t[2 * l + 1]);
 }
 
-/* VW columns start, start + SW, ... of a row, zero outside it. With stride 1
-   or 2 and rows of at least VW * SW, one load of VW * SW columns clamped
-   into the row, then a lane permutation and a mask, which fold into one
-   shuffle when `start` is a constant; otherwise lane by lane. */
-#if VW > 1 && SW <= 2 && W >= VW * SW
-typedef CAT(int, VW) ivec;
-#if VW == 2
-#define LANES ((ivec)(0, 1))
-#elif VW == 4
-#define LANES ((ivec)(0, 1, 2, 3))
-#elif VW == 8
-#define LANES ((ivec)(0, 1, 2, 3, 4, 5, 6, 7))
-#else
-#define LANES ((ivec)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
-#endif
-INLINE vec edge_load(__global const KILN_STORAGE *row, int start)
-{
-    const int from = clamp(start, 0, W - VW * SW);
-    const ivec cols = start + LANES * SW, inside = cols >= 0 && cols < W;
-#if SW == 2 && VW == 16
-    const vec v = shuffle2(VLOAD_S(row + from), VLOAD_S(row + from + 16), CAT(as_uint, VW)(cols - from));
-    return select((vec)(0.0f), v, inside);
-#else
-    /* Lanes outside the row pick from a zero vector. */
-    const CAT(uint, VW) pick = CAT(as_uint, VW)(select((ivec)(VW * SW), cols - from, inside));
-#if SW == 1
-    return shuffle2(VLOAD_S(row + from), (vec)(0.0f), pick);
-#else
-    return shuffle2(VLOAD_W(VW2, row + from), (CAT(float, VW2))(0.0f), pick);
-#endif
-#endif
-}
-#else
-INLINE vec edge_load(__global const KILN_STORAGE *row, int start) { return load_span(row, start, SW, W, false); }
-#endif
-
 /* Add input channel xc's contribution (weights wk) to the tile. */
-INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const vec wk[KT][FR][FS], int row0,
-                         int col0, int h, bool interior)
+INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const vec wk[KT][FR][FS], int row0, int col0,
+                         bool interior)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
-        const int ih = row0 + i;
-        if ((uint)ih >= (uint)h)
+        vec xv[FS];
+        if (!footprint_row(xv, xc, row0, i, col0, interior, 0.0f))
             continue;
-        __global const KILN_STORAGE *row = xc + ih * W;
 #pragma unroll
-        for (int s = 0; s < FS; s++) {
-            const int start = col0 + s * DL;
-            const vec xv = interior ? load_span(row, start, SW, W, true) : edge_load(row, start);
+        for (int s = 0; s < FS; s++)
 #pragma unroll
             for (int r = 0; r < FR; r++) {
                 const int d = i - r * DH; /* = t * SH for the output row t this tap reaches */
@@ -218,16 +116,15 @@ INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const
                     continue;
 #pragma unroll
                 for (int kt = 0; kt < KT; kt++)
-                    acc[kt][d / SH] = fma(wk[kt][r][s], xv, acc[kt][d / SH]);
+                    acc[kt][d / SH] = fma(wk[kt][r][s], xv[s], acc[kt][d / SH]);
             }
-        }
     }
 }
 
 /* The tile's sums over the CG input channels from c0 of filters k0.. of
    image n. */
 INLINE void nchw_tile(vec acc[KT][TH], __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, int n, int k0,
-                      int c0, int C, int H, int row0, int col0, bool interior)
+                      int c0, int row0, int col0, bool interior)
 {
     for (int c = 0; c < CG; c++) {
         vec wk[KT][FR][FS];
@@ -238,29 +135,27 @@ INLINE void nchw_tile(vec acc[KT][TH], __global const KILN_STORAGE *x, __global 
 #pragma unroll
                 for (int s = 0; s < FS; s++)
                     wk[kt][r][s] = KILN_LOAD(w, ((size_t)(k0 + kt) * CG + c) * (FR * FS) + r * FS + s);
-        nchw_channel(acc, x + ((size_t)n * C + c0 + c) * H * W, wk, row0, col0, H, interior);
+        nchw_channel(acc, x + ((size_t)n * C + c0 + c) * H * W, wk, row0, col0, interior);
     }
 }
 
-/* Tile index = ((n * kblocks + kb) * tiles_p + tp) * TILES_Q + tq. */
+/* Tile index = ((n * KBLOCKS + kb) * TILES_P + tp) * TILES_Q + tq. */
 __kernel __attribute__((reqd_work_group_size(KILN_DIRECT_WG, 1, 1))) void
 conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int C, const int H, const int K,
-                const int P, const int Q, const int YH, const int YW, const int kg, const int pad_top,
-                const int tiles_p, const int kblocks, const int tiles, const float alpha, const float beta,
-                const float slope)
+                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
+                const float beta, const float slope)
 {
     int id = get_global_id(0);
     if (id >= tiles)
         return;
     const int tq = id % TILES_Q;
     id /= TILES_Q;
-    const int tp = id % tiles_p;
-    id /= tiles_p;
-    const int k0 = id % kblocks * KT, n = id / kblocks;
-    const int p0 = tp * TH, q0 = tq * VW;
-    const int row0 = p0 * SH - pad_top;
-    const int c0 = k0 / kg * CG;
+    const int tp = id % TILES_P;
+    id /= TILES_P;
+    const int k0 = id % KBLOCKS * KT, n = id / KBLOCKS;
+    const int p0 = tp * TH, q0 = TILE_Q0(tq);
+    const int row0 = p0 * SH - PT;
+    const int c0 = k0 / KG * CG;
 
     vec acc[KT][TH];
 #pragma unroll
@@ -268,24 +163,9 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
         for (int t = 0; t < TH; t++)
             acc[kt][t] = 0.0f;
-    /* Interior tiles; then up to three edge tiles, each compiled with its
-       columns as constants (KILN_DIRECT_EDGE_A.. C, -1 for none); then any
-       others (KILN_DIRECT_EDGE_REST). */
-    const int step = VW * SW;
-    if (tq >= INNER_FIRST && tq < INNER_END)
-        nchw_tile(acc, x, w, n, k0, c0, C, H, row0, tq * step - PL, true);
-    else if (tq == KILN_DIRECT_EDGE_A)
-        nchw_tile(acc, x, w, n, k0, c0, C, H, row0, KILN_DIRECT_EDGE_A * step - PL, false);
-    else if (tq == KILN_DIRECT_EDGE_B)
-        nchw_tile(acc, x, w, n, k0, c0, C, H, row0, KILN_DIRECT_EDGE_B * step - PL, false);
-    else if (tq == KILN_DIRECT_EDGE_C)
-        nchw_tile(acc, x, w, n, k0, c0, C, H, row0, KILN_DIRECT_EDGE_C * step - PL, false);
-#if KILN_DIRECT_EDGE_REST
-    else
-        nchw_tile(acc, x, w, n, k0, c0, C, H, row0, tq * step - PL, false);
-#endif
+#define CONV_TILE(col0, interior) nchw_tile(acc, x, w, n, k0, c0, row0, col0, interior)
+    ROW_TILE(tq, CONV_TILE)
 
-    const bool qfull = q0 + VW <= Q;
 #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
         const size_t plane = (size_t)n * K + k0 + kt;
@@ -294,8 +174,17 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
         for (int t = 0; t < TH; t++) {
             v[t] = alpha * acc[kt][t];
 #if KILN_HAS_Z
-            if (p0 + t < P)
-                v[t] = fma((vec)(beta), load_span(z + (plane * P + p0 + t) * Q, q0, 1, Q, qfull), v[t]);
+            if (p0 + t < P) {
+                __global const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
+#if QE >= VW
+                const vec zv = VLOAD_S(zrow + q0);
+#elif TILES_P == 1
+                const vec zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
+#else
+                const vec zv = load_span(zrow, 0, 1, Q, false, 0.0f);
+#endif
+                v[t] = fma((vec)(beta), zv, v[t]);
+            }
 #endif
 #if KILN_HAS_BIAS
             v[t] += bias[k0 + kt];
@@ -318,7 +207,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
         for (int t = 0; t < TH; t++)
             if (p0 + t < P)
-                store_span(v[t], y + (plane * P + p0 + t) * Q + q0, Q - q0);
+                store_row(v, t, p0, q0, y + plane * P * Q);
 #endif
     }
 }
@@ -326,6 +215,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #else /* KILN_NHWC */
 
 #define TQ KILN_DIRECT_TQ
+#define TILES_Q KILN_DIRECT_TILES_Q
 /* Input columns a tile of TQ output columns reads. */
 #define IC ((TQ - 1) * SW + (FS - 1) * DL + 1)
 
@@ -352,8 +242,8 @@ INLINE void nhwc_pixel(vec acc[TH][TQ], const vec wv[FR][FS], vec xv, int i, int
    values (broadcast unless `vector`) through weights wv. row0 and col0 are
    the footprint's first row and column; x points at the tile's image and
    channel. */
-INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const KILN_STORAGE *x, int C, int H,
-                         int row0, int col0, bool vector)
+INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const KILN_STORAGE *x, int row0, int col0,
+                         bool vector)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
@@ -371,20 +261,20 @@ INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const K
 }
 
 /* Image n and first output row p0 and column q0 of pixel tile `pixel`,
-   numbered (n * tiles_p + tp) * TILES_Q + tq. */
-INLINE void pixel_tile(int pixel, int tiles_p, int *n, int *p0, int *q0)
+   numbered (n * TILES_P + tp) * TILES_Q + tq. */
+INLINE void pixel_tile(int pixel, int *n, int *p0, int *q0)
 {
     *q0 = pixel % TILES_Q * TQ;
-    *p0 = pixel / TILES_Q % tiles_p * TH;
-    *n = pixel / TILES_Q / tiles_p;
+    *p0 = pixel / TILES_Q % TILES_P * TH;
+    *n = pixel / TILES_Q / TILES_P;
 }
 
 #if !KILN_DIRECT_DEPTHWISE
 #define CC KILN_DIRECT_CC
 #endif
 
-/* Depthwise: work-item id computes pixel tile id / kblocks of k-block
-   id % kblocks, so neighbouring work-items read neighbouring channels.
+/* Depthwise: work-item id computes pixel tile id / KBLOCKS of k-block
+   id % KBLOCKS, so neighbouring work-items read neighbouring channels.
    Otherwise work-group g computes pixel tiles g % groups * WG + [0, WG) of
    k-block g / groups: its work-items share their filters, which they stage
    in local memory as VW-wide vectors, CC of the CG input channels at a
@@ -392,10 +282,8 @@ INLINE void pixel_tile(int pixel, int tiles_p, int *n, int *p0, int *q0)
    computed, so nothing lives across it). */
 __kernel __attribute__((reqd_work_group_size(KILN_DIRECT_WG, 1, 1))) void
 conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int C, const int H, const int K,
-                const int P, const int Q, const int YH, const int YW, const int kg, const int pad_top,
-                const int tiles_p, const int kblocks, const int tiles, const float alpha, const float beta,
-                const float slope)
+                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
+                const float beta, const float slope)
 {
     vec acc[TH][TQ];
 #pragma unroll
@@ -409,8 +297,8 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
     const int id = get_global_id(0);
     if (id >= tiles)
         return;
-    const int k0 = id % kblocks * VW;
-    pixel_tile(id / kblocks, tiles_p, &n, &p0, &q0);
+    const int k0 = id % KBLOCKS * VW;
+    pixel_tile(id / KBLOCKS, &n, &p0, &q0);
     /* w[k0 + l][r][s] for the VW lanes l. */
 #pragma unroll
     for (int r = 0; r < FR; r++)
@@ -422,9 +310,9 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
                 t[l] = KILN_LOAD(w, (size_t)(k0 + l) * (FR * FS) + r * FS + s);
             wv[r][s] = VFROM(t);
         }
-    nhwc_channel(acc, wv, x + (size_t)n * H * W * C + k0, C, H, p0 * SH - pad_top, q0 * SW - KILN_DIRECT_PL, true);
+    nhwc_channel(acc, wv, x + (size_t)n * H * W * C + k0, p0 * SH - PT, q0 * SW - PL, true);
 #else
-    const int pixels = tiles / kblocks, groups = (pixels + KILN_DIRECT_WG - 1) / KILN_DIRECT_WG;
+    const int pixels = tiles / KBLOCKS, groups = (pixels + KILN_DIRECT_WG - 1) / KILN_DIRECT_WG;
     const int k0 = get_group_id(0) / groups * VW;
     __local float wl[CC][FR * FS][VW];
     for (int c0 = 0; c0 < CG; c0 += CC) {
@@ -439,21 +327,21 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
         const int pixel = get_group_id(0) % groups * KILN_DIRECT_WG + get_local_id(0);
         if (pixel >= pixels)
             continue;
-        pixel_tile(pixel, tiles_p, &n, &p0, &q0);
-        __global const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / kg * CG + c0;
+        pixel_tile(pixel, &n, &p0, &q0);
+        __global const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / KG * CG + c0;
         for (int c = 0; c < CC && c0 + c < CG; c++) {
 #pragma unroll
             for (int r = 0; r < FR; r++)
 #pragma unroll
                 for (int s = 0; s < FS; s++)
                     wv[r][s] = VFROM(wl[c][r * FS + s]);
-            nhwc_channel(acc, wv, xc + c, C, H, p0 * SH - pad_top, q0 * SW - KILN_DIRECT_PL, false);
+            nhwc_channel(acc, wv, xc + c, p0 * SH - PT, q0 * SW - PL, false);
         }
     }
     const int pixel = get_group_id(0) % groups * KILN_DIRECT_WG + get_local_id(0);
     if (pixel >= pixels)
         return;
-    pixel_tile(pixel, tiles_p, &n, &p0, &q0);
+    pixel_tile(pixel, &n, &p0, &q0);
 #endif
 
 #if KILN_HAS_BIAS

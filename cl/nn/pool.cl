@@ -1,60 +1,213 @@
 /*
- * 2-D max and average pooling, one output element per work-item, in the
- * output's memory order (KILN_NHWC: channels innermost, so neighbouring
- * work-items read neighbouring channels). The window is clipped to the
- * input: max ignores padding; average divides by the clipped window, or by
- * the whole window with KILN_POOL_COUNT_PAD. KILN_POOL_AVG selects average.
- * KILN_UTIL_WG is the work-group size from the profile.
+ * 2-D max and average pooling of fp32 tensors. The window (KILN_POOL_R x
+ * KILN_POOL_S, strides _SH x _SW, top and left padding _PT, _PL) and every
+ * size but the batch are compiled in, so the loops over the window unroll.
+ * The window is clipped to the input: max ignores padding; average divides
+ * by the clipped window, or by the whole window with KILN_POOL_COUNT_PAD.
+ * KILN_POOL_AVG selects average.
+ *
+ * nn_pool2d_nchw: row tiles (common/window.h) of VW outputs along a row x
+ * TH rows of one plane. The window is separable: per input row of the
+ * tile's footprint, the S window columns are reduced as vectors, then
+ * folded into each output row the input row reaches. Lanes outside the
+ * input read the reduction's identity (-inf or 0).
+ * nn_pool2d_nchw_plane: the window is the whole plane (global pooling):
+ * one work-item reduces a plane as vectors of VW.
+ * nn_pool2d_nhwc: VW channels (contiguous) of one output pixel per
+ * work-item, one vector load per window cell inside the input.
+ *
+ * KILN_NHWC selects the layout. Work-groups of KILN_UTIL_WG; the argument
+ * `items` bounds the work-items.
+ * Offsets inside a plane (NCHW) are ints: the host refuses planes of 2^31
+ * values or more.
  */
+#include "common/storage.h"
 
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1)))
-void nn_pool2d(__global const float *x, __global float *y, const ulong total, const int C, const int H, const int W,
-               const int YH, const int YW, const int window_h, const int window_w, const int stride_h,
-               const int stride_w, const int pad_top, const int pad_left)
+#define FR KILN_POOL_R
+#define FS KILN_POOL_S
+#define SH KILN_POOL_SH
+#define SW KILN_POOL_SW
+#define PT KILN_POOL_PT
+#define PL KILN_POOL_PL
+#define DL 1
+/* Input channels, height and width; output height P and width Q. */
+#define C KILN_POOL_C
+#define H KILN_POOL_H
+#define W KILN_POOL_W
+#define P KILN_POOL_P
+#define Q KILN_POOL_Q
+#define QE Q
+#define VW KILN_POOL_VW
+#define TH KILN_POOL_TH
+#define TILES_P KILN_POOL_TILES_P
+#include "common/window.h"
+
+#if KILN_POOL_AVG
+#define IDENTITY 0.0f
+#define COMBINE(a, b) ((a) + (b))
+#else
+/* b where it is larger, else a: a compare and a select, which the compiler
+   turns into one max instruction (fmax must also honour a NaN in a, which
+   costs two more on x86). The accumulator a starts at -inf and never
+   becomes NaN, so NaN inputs are ignored, as fmax would. */
+#define IDENTITY (-INFINITY)
+#define COMBINE(a, b) ((b) > (a) ? (b) : (a))
+#endif
+
+#if VW == 1
+#define TO_FLOATS(v) convert_float(v)
+#else
+#define TO_FLOATS(v) CAT(convert_float, VW)(v)
+#endif
+
+/* The window cells inside the input along one dimension, for windows
+   starting at `start` (any integer or integer vector type). */
+#define CELLS(start, window, size) (min((start) + (window), (size)) - max((start), 0))
+
+#if !KILN_NHWC
+#ifdef KILN_ROW_TILES_Q
+
+/* Input rows a tile of TH output rows reads. */
+#define IR ((TH - 1) * SH + FR)
+
+/* Fold the window over the tile's footprint, rows from row0 and columns
+   from col0 of the plane at xc, into acc. */
+INLINE void pool_tile(vec acc[TH], __global const float *xc, int row0, int col0, bool interior)
 {
-    const size_t i = get_global_id(0);
-    if (i >= total)
+#pragma unroll
+    for (int i = 0; i < IR; i++) {
+        vec taps[FS], across = IDENTITY;
+        if (!footprint_row(taps, xc, row0, i, col0, interior, IDENTITY))
+            continue;
+#pragma unroll
+        for (int s = 0; s < FS; s++)
+            across = COMBINE(across, taps[s]);
+#pragma unroll
+        for (int r = 0; r < FR; r++) {
+            const int d = i - r; /* = t * SH for the output row t this row reaches */
+            if (d >= 0 && d % SH == 0 && d / SH < TH)
+                acc[d / SH] = COMBINE(acc[d / SH], across);
+        }
+    }
+}
+
+/* Tile index = (plane * TILES_P + tp) * TILES_Q + tq. */
+__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1))) void
+nn_pool2d_nchw(__global const float *x, __global float *y, const ulong items)
+{
+    size_t id = get_global_id(0);
+    if (id >= items)
         return;
-#if KILN_NHWC
-    const int c = i % C;
-    size_t rest = i / C;
-    const int ox = rest % YW;
-    rest /= YW;
-    const int oy = rest % YH;
-    /* Element strides of a row and a column. */
-    const size_t step_h = (size_t)W * C, step_w = C;
-    __global const float *xp = x + rest / YH * H * step_h + c;
-#else
-    const int ox = i % YW;
-    size_t rest = i / YW;
-    const int oy = rest % YH;
-    const size_t step_h = W, step_w = 1;
-    __global const float *xp = x + rest / YH * H * step_h; /* rest / YH = n * C + c */
-#endif
-    const int h0 = oy * stride_h - pad_top, w0 = ox * stride_w - pad_left;
-    const int h_lo = max(h0, 0), h_hi = min(h0 + window_h, H);
-    const int w_lo = max(w0, 0), w_hi = min(w0 + window_w, W);
+    const int tq = id % TILES_Q;
+    id /= TILES_Q;
+    const int tp = id % TILES_P;
+    const size_t plane = id / TILES_P;
+    const int p0 = tp * TH, q0 = TILE_Q0(tq), row0 = p0 * SH - PT;
+    __global const float *xc = x + (size_t)plane * H * W;
+    vec acc[TH];
+#pragma unroll
+    for (int t = 0; t < TH; t++)
+        acc[t] = IDENTITY;
+#define POOL_TILE(col0, interior) pool_tile(acc, xc, row0, col0, interior)
+    ROW_TILE(tq, POOL_TILE)
 #if KILN_POOL_AVG
-    float acc = 0.0f;
+#if KILN_POOL_COUNT_PAD
+#pragma unroll
+    for (int t = 0; t < TH; t++)
+        acc[t] /= (float)(FR * FS);
 #else
-    float acc = -INFINITY;
+#if VW == 1
+    const int cols = CELLS(q0 * SW - PL, FS, W);
+#else
+    const ivec cols = CELLS((q0 + LANES) * SW - PL, FS, W);
 #endif
-    for (int h = h_lo; h < h_hi; h++) {
-        __global const float *row = xp + h * step_h;
-        for (int w = w_lo; w < w_hi; w++) {
+#pragma unroll
+    for (int t = 0; t < TH; t++)
+        acc[t] /= TO_FLOATS(CELLS((p0 + t) * SH - PT, FR, H) * cols);
+#endif
+#endif
+#pragma unroll
+    for (int t = 0; t < TH; t++)
+        if (p0 + t < P)
+            store_row(acc, t, p0, q0, y + (size_t)plane * P * Q);
+}
+
+#endif /* KILN_ROW_TILES_Q */
+
+/* Plane `id` (H * W values, unpadded, one output). */
+__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1))) void
+nn_pool2d_nchw_plane(__global const float *x, __global float *y, const ulong items)
+{
+    const size_t id = get_global_id(0);
+    if (id >= items)
+        return;
+    __global const float *xp = x + (size_t)id * H * W;
+    vec acc = IDENTITY;
+    for (int j = 0; j + VW <= H * W; j += VW)
+        acc = COMBINE(acc, VLOAD_S(xp + j));
+#if (H * W) % VW != 0
+#if VW > 1 && H * W > VW
+    /* The last VW values, less those already folded in. */
+    acc = COMBINE(acc, select((vec)(IDENTITY), VLOAD_S(xp + H * W - VW), LANES >= VW - (H * W) % VW));
+#else
+    acc = COMBINE(acc, load_span(xp, H * W / VW * VW, 1, H * W, false, IDENTITY));
+#endif
+#endif
+    float lanes[VW];
+    VTO(acc, lanes);
+    float v = lanes[0];
+#pragma unroll
+    for (int l = 1; l < VW; l++)
+        v = COMBINE(v, lanes[l]);
 #if KILN_POOL_AVG
-            acc += row[w * step_w];
-#else
-            acc = fmax(acc, row[w * step_w]);
+    v /= (float)(H * W);
 #endif
+    y[id] = v;
+}
+
+#else /* KILN_NHWC */
+
+/* The window loops unroll unless the window is large (a global pool over
+   a large image). */
+#if FR * FS <= 64
+#define WINDOW_UNROLL _Pragma("unroll")
+#else
+#define WINDOW_UNROLL
+#endif
+
+/* Work-item = ((n * P + oy) * Q + ox) * C / VW + channel block. */
+__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1))) void
+nn_pool2d_nhwc(__global const float *x, __global float *y, const ulong items)
+{
+    const size_t id = get_global_id(0);
+    if (id >= items)
+        return;
+    const int c0 = id % (C / VW) * VW;
+    const size_t pixel = id / (C / VW), n = pixel / Q / P;
+    const int ox = pixel % Q, oy = pixel / Q % P;
+    const int h0 = oy * SH - PT, w0 = ox * SW - PL;
+    __global const float *xn = x + (size_t)n * H * W * C + c0;
+    vec acc = IDENTITY;
+    WINDOW_UNROLL
+    for (int r = 0; r < FR; r++) {
+        const int h = h0 + r;
+        if ((uint)h >= (uint)H)
+            continue;
+        WINDOW_UNROLL
+        for (int s = 0; s < FS; s++) {
+            const int w = w0 + s;
+            if ((uint)w < (uint)W)
+                acc = COMBINE(acc, VLOAD_S(xn + ((size_t)h * W + w) * C));
         }
     }
 #if KILN_POOL_AVG
 #if KILN_POOL_COUNT_PAD
-    acc /= (float)(window_h * window_w);
+    acc /= (float)(FR * FS);
 #else
-    acc /= (float)((h_hi - h_lo) * (w_hi - w_lo));
+    acc /= (float)(CELLS(h0, FR, H) * CELLS(w0, FS, W));
 #endif
 #endif
-    y[i] = acc;
+    VSTORE_S(acc, y + (size_t)pixel * C + c0);
 }
+
+#endif /* KILN_NHWC */

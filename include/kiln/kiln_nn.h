@@ -169,7 +169,8 @@ typedef struct kiln_pool2d_desc {
 /** Output height and width; INVALID_ARGUMENT for an invalid descriptor. */
 KILN_API kiln_status kiln_pool2d_output_size(const kiln_pool2d_desc *desc, size_t *y_h, size_t *y_w);
 
-/** Pool x into y (fp32). INVALID_ARGUMENT / OUT_OF_BOUNDS as for convolution. */
+/** Pool x into y (fp32). INVALID_ARGUMENT / OUT_OF_BOUNDS as for convolution;
+    UNSUPPORTED for NCHW planes (h * w) of 2^31 values or more. */
 KILN_API kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const kiln_buffer *x,
                                  kiln_buffer *y, kiln_event **event);
 

@@ -15,6 +15,7 @@ struct kiln_program {
     char *source;               /* copy of the source text: the exact key */
     size_t length;
     char *options;
+    char *embedded;             /* the embedded source's name, NULL for other text */
     void *handle;
     struct kiln_kernel *kernels;
     struct kiln_program *next;
@@ -50,6 +51,7 @@ void kiln_program_cache_release(struct kiln_program_cache *cache, const struct k
         backend->program_free(p->handle);
         free(p->source);
         free(p->options);
+        free(p->embedded);
         free(p);
         p = next_program;
     }
@@ -136,8 +138,10 @@ static kiln_status load_or_build(kiln_context *ctx, const char *label, const cha
     return st;
 }
 
-kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *source, size_t length,
-                             const char *options, struct kiln_program **out)
+/* kiln_program_get, recording the embedded source's name `embedded` (or
+   NULL) in a program it builds. */
+static kiln_status program_get(kiln_context *ctx, const char *label, const char *source, size_t length,
+                               const char *options, const char *embedded, struct kiln_program **out)
 {
     if (!options)
         options = "";
@@ -156,7 +160,8 @@ kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *s
     /* Built under the lock: two threads asking for one program build it once. */
     kiln_status st;
     struct kiln_program *p = calloc(1, sizeof *p);
-    if (!p || !(p->source = malloc(length + 1)) || !(p->options = strdup(options))) {
+    if (!p || !(p->source = malloc(length + 1)) || !(p->options = strdup(options)) ||
+        (embedded && !(p->embedded = strdup(embedded)))) {
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program cache entry");
     } else {
         memcpy(p->source, source, length);
@@ -172,10 +177,31 @@ kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *s
     } else if (p) {
         free(p->source);
         free(p->options);
+        free(p->embedded);
         free(p);
     }
     pthread_mutex_unlock(&cache->lock);
     return st;
+}
+
+kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *source, size_t length,
+                             const char *options, struct kiln_program **out)
+{
+    return program_get(ctx, label, source, length, options, NULL, out);
+}
+
+/* The program built from embedded source `name` with `options`, or NULL. */
+static struct kiln_program *find_embedded(kiln_context *ctx, const char *name, const char *options)
+{
+    struct kiln_program_cache *cache = &ctx->cache;
+    pthread_mutex_lock(&cache->lock);
+    struct kiln_program *p = cache->programs;
+    while (p && !(p->embedded && strcmp(p->embedded, name) == 0 && strcmp(p->options, options) == 0))
+        p = p->next;
+    if (p)
+        cache->memory_hits++;
+    pthread_mutex_unlock(&cache->lock);
+    return p;
 }
 
 kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, const char *name,
@@ -212,12 +238,19 @@ kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, co
 kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
                             const char *kernel_name, struct kiln_kernel **out)
 {
+    /* Embedded sources never change, so a program built from one is found
+       again by name and options, without expanding and hashing its text:
+       operators without a plan (pooling, softmax) look their kernel up at
+       every call. */
+    const int embedded = kiln_source_embedded();
+    struct kiln_program *prog = embedded ? find_embedded(ctx, source_name, options ? options : "") : NULL;
+    if (prog)
+        return kiln_program_kernel(ctx, prog, kernel_name, out);
     char *text = NULL;
     size_t length = 0;
     kiln_status st = kiln_source_expand(source_name, &text, &length);
-    struct kiln_program *prog = NULL;
     if (st == KILN_SUCCESS)
-        st = kiln_program_get(ctx, source_name, text, length, options, &prog);
+        st = program_get(ctx, source_name, text, length, options, embedded ? source_name : NULL, &prog);
     free(text);
     if (st == KILN_SUCCESS)
         st = kiln_program_kernel(ctx, prog, kernel_name, out);

@@ -57,6 +57,10 @@ kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, co
                                unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
                                void **event);
 
+/* Whether kernel sources are the copies embedded at build time
+   ($KILN_KERNEL_DIR unset or empty), which never change. */
+int kiln_source_embedded(void);
+
 /* Kernel source text by name: from $KILN_KERNEL_DIR when set, else the copy
    embedded at build time. *owned is set when the text was read from disk and
    must be freed by the caller. */

@@ -14,11 +14,17 @@
 
 #define KILN_INCLUDE_DEPTH 8
 
+int kiln_source_embedded(void)
+{
+    const char *dir = getenv("KILN_KERNEL_DIR");
+    return !dir || !*dir;
+}
+
 kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned)
 {
     *owned = NULL;
-    const char *dir = getenv("KILN_KERNEL_DIR");
-    if (dir && *dir) {
+    if (!kiln_source_embedded()) {
+        const char *dir = getenv("KILN_KERNEL_DIR");
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, name);
         FILE *f = fopen(path, "rb");

@@ -35,7 +35,7 @@ kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *na
                            const struct kiln_arg *args, unsigned nargs, size_t items, kiln_event **event)
 {
     long wg = 0;
-    char options[512];
+    char options[1024];
     struct kiln_kernel *kernel;
     kiln_status st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg);
     if (st == KILN_SUCCESS)

@@ -1,13 +1,21 @@
 /*
- * 2-D pooling (cl/nn/pool.cl): max or average over a window of each channel,
- * in NCHW or NHWC, one work-item per output element.
+ * 2-D pooling (cl/nn/pool.cl): max or average over a window of each channel.
+ * The window and the sizes are compiled into the kernel, which is one of
+ * three: NCHW row tiles (row_tiling.c), NCHW global pooling (a window that
+ * is the whole unpadded plane) a plane per work-item, or NHWC a vector of
+ * channels per work-item; vector widths and work-groups from the profile's
+ * `util` family.
  */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/diag.h"
+#include "ops/gemm.h"
 #include "ops/nn_common.h"
+#include "ops/row_tiling.h"
+#include "profiles/profile.h"
 
 /* One spatial dimension: pads smaller than the window, at least one output. */
 static kiln_status pool_dim(const char *axis, size_t in, size_t window, size_t stride, size_t pad0, size_t pad1,
@@ -77,20 +85,49 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
     if (x->handle == y->handle)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: y must not be x's buffer", __func__);
 
-    char defines[128];
-    snprintf(defines, sizeof defines, "-DKILN_NHWC=%d -DKILN_POOL_AVG=%d -DKILN_POOL_COUNT_PAD=%d",
-             d->layout == KILN_NHWC, d->mode == KILN_POOL_AVG, d->count_include_pad != 0);
-    const uint64_t total = out;
-    const int32_t ints[] = {(int32_t)d->c,        (int32_t)d->h,        (int32_t)d->w,        (int32_t)yh,
-                            (int32_t)yw,          (int32_t)d->window_h, (int32_t)d->window_w, (int32_t)d->stride_h,
-                            (int32_t)d->stride_w, (int32_t)d->pad_top,  (int32_t)d->pad_left};
-    enum { NINTS = sizeof ints / sizeof *ints, NARGS = 3 + NINTS };
-    struct kiln_arg args[NARGS] = {
+    if (d->layout == KILN_NCHW && d->h * d->w > INT_MAX)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "%s: planes of %zu x %zu values (2^31 or more)", __func__, d->h,
+                          d->w);
+
+    long wg = 0, vw = 0;
+    if ((st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg)) != KILN_SUCCESS ||
+        (st = kiln_profile_get_int(ctx->profile, "util", "vw", &vw)) != KILN_SUCCESS)
+        return st;
+    /* The kernel, its vector width, rows and row tiles, and work-items. */
+    const char *kernel;
+    struct kiln_row_tiling rows = {.vw = 1, .th = 1, .tiles_p = 1};
+    uint64_t items;
+    if (d->layout == KILN_NHWC) {
+        kernel = "nn_pool2d_nhwc";
+        rows.vw = kiln_pow2_divisor(d->c, (size_t)vw);
+        items = out / rows.vw;
+    } else if (d->window_h == d->h && d->window_w == d->w && !d->pad_top && !d->pad_bottom && !d->pad_left &&
+               !d->pad_right) {
+        kernel = "nn_pool2d_nchw_plane";
+        rows.vw = (size_t)vw;
+        items = d->n * d->c;
+    } else {
+        kernel = "nn_pool2d_nchw";
+        const struct kiln_row_window win = {d->h, d->w, yh, yw, d->stride_w, d->window_w, 1, d->pad_left, 0};
+        kiln_row_tiling(&win, d->n * d->c, (size_t)vw, 16, (size_t)wg, &rows);
+        items = d->n * d->c * rows.tiles_p * rows.tiles_q;
+    }
+    char defines[768];
+    int n = snprintf(defines, sizeof defines,
+                     "-DKILN_NHWC=%d -DKILN_POOL_AVG=%d -DKILN_POOL_COUNT_PAD=%d -DKILN_POOL_R=%zu -DKILN_POOL_S=%zu"
+                     " -DKILN_POOL_SH=%zu -DKILN_POOL_SW=%zu -DKILN_POOL_PT=%zu -DKILN_POOL_PL=%zu -DKILN_POOL_C=%zu"
+                     " -DKILN_POOL_H=%zu -DKILN_POOL_W=%zu -DKILN_POOL_P=%zu -DKILN_POOL_Q=%zu -DKILN_POOL_VW=%zu"
+                     " -DKILN_POOL_TH=%zu -DKILN_POOL_TILES_P=%zu",
+                     d->layout == KILN_NHWC, d->mode == KILN_POOL_AVG, d->count_include_pad != 0, d->window_h,
+                     d->window_w, d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->c, d->h, d->w, yh, yw, rows.vw,
+                     rows.th, rows.tiles_p);
+    if (n < 0 || (size_t)n >= sizeof defines ||
+        (strcmp(kernel, "nn_pool2d_nchw") == 0 && !kiln_row_tiling_options(&rows, defines, sizeof defines)))
+        return kiln_error(KILN_ERROR_INTERNAL, "%s: compiler options longer than %zu bytes", __func__, sizeof defines);
+    const struct kiln_arg args[] = {
         {KILN_ARG_BUFFER, 0, x->handle},
         {KILN_ARG_BUFFER, 0, y->handle},
-        {KILN_ARG_SCALAR, sizeof total, &total},
+        {KILN_ARG_SCALAR, sizeof items, &items},
     };
-    for (int i = 0; i < NINTS; i++)
-        args[3 + i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof ints[i], &ints[i]};
-    return kiln_nn_launch(ctx, "nn/pool.cl", "nn_pool2d", defines, args, NARGS, out, event);
+    return kiln_nn_launch(ctx, "nn/pool.cl", kernel, defines, args, sizeof args / sizeof *args, items, event);
 }

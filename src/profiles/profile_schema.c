@@ -26,7 +26,8 @@ const struct kiln_schema_field kiln_schema[] = {
         "typical sustained clock when the driver reports a base clock; 0 = the reported clock"),
     NUMBER("device", "peak_gflops", 0, "explicit fp32 peak in GFLOP/s when > 0, overriding the computed one"),
 
-    INT("util", "wg", 1, "work-group size of element-wise utility kernels (fill, copy)"),
+    INT("util", "wg", 1, "work-group size of element-wise utility kernels (fill, copy) and pooling"),
+    VW("util", "vw", "pooling: vector width (output columns in NCHW, channels in NHWC)"),
 
     STRING("gemm", "route", gemm_routes,
            "GEMM implementation: tiled OpenCL kernels, the CPU micro-kernel, or CLBlast; \"cpu\" also gives "
