@@ -2,6 +2,7 @@
    environment, forced profiles, and two contexts / many threads at once. */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,22 @@ static int have_gpu(void)
             return 1;
     }
     return 0;
+}
+
+/* Runs first, before any OpenCL call of this process: kiln's first one asks
+   POCL to pin its CPU workers (POCL_AFFINITY=1) unless the user chose. */
+static void test_pocl_workers_pinned_unless_the_user_chose(void **state)
+{
+    (void)state;
+    const char *before = getenv("POCL_AFFINITY");
+    char chosen[32] = "";
+    if (before)
+        snprintf(chosen, sizeof chosen, "%s", before);
+    size_t n = 0;
+    kt_assert_status(kiln_device_count(&n), KILN_SUCCESS);
+    const char *after = getenv("POCL_AFFINITY");
+    assert_non_null(after);
+    assert_string_equal(after, before ? chosen : "1");
 }
 
 static void test_devices_are_listed_with_profiles(void **state)
@@ -258,6 +275,7 @@ static void test_null_context_arguments(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pocl_workers_pinned_unless_the_user_chose),
         cmocka_unit_test(test_devices_are_listed_with_profiles),
         cmocka_unit_test(test_default_context_is_the_best_device),
         cmocka_unit_test(test_selectors),
