@@ -119,7 +119,8 @@ static inline double cr_algo_tol(kiln_conv_algo algo, size_t k_eff)
     }
 }
 
-/* The activation in double precision. */
+/* The activation in double precision (kiln_activation's formulas; GELU is
+   the tanh approximation, with sqrt(2/pi) to double precision). */
 static inline double cr_activate(kiln_activation act, double v, double slope)
 {
     switch (act) {
@@ -134,7 +135,7 @@ static inline double cr_activate(kiln_activation act, double v, double slope)
     case KILN_ACT_TANH:
         return tanh(v);
     case KILN_ACT_GELU:
-        return 0.5 * v * (1.0 + tanh(0.7978845608 * (v + 0.044715 * v * v * v)));
+        return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     default:
         return v;
     }

@@ -20,7 +20,6 @@
 #include "test_util.h"
 
 #define POISON_PLAN ((kiln_attention_plan *)(uintptr_t)0x5a5a)
-#define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
 
 #define BSHD KILN_BSHD
 #define BHSD KILN_BHSD
@@ -218,13 +217,6 @@ static void test_auto_is_fused(void **state)
     kiln_attention_plan_destroy(plan);
 }
 
-static void wait_and_release(kiln_event *ev)
-{
-    assert_true(ev != NULL && ev != POISON_EVENT);
-    kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
-    kiln_event_destroy(ev);
-}
-
 /* The event of an execution covers all of its work: the result is complete
    when it has been waited for (fp16 makes the naive algorithm end with a
    conversion kernel, fp32 with a GEMM). */
@@ -241,9 +233,9 @@ static void test_event_completes_the_work(void **state)
             struct ar_case t;
             ar_case_init(&t, kt_ctx, &d);
             ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
-            kiln_event *ev = POISON_EVENT;
+            kiln_event *ev = KT_POISON_EVENT;
             kt_assert_status(ar_case_execute(&t, plan, &ev), KILN_SUCCESS);
-            wait_and_release(ev);
+            kt_wait_and_release(ev);
             ar_case_check(&t, "event");
             ar_case_free(&t);
             kiln_attention_plan_destroy(plan);
@@ -286,11 +278,11 @@ static void test_one_shot(void **state)
         struct ar_case t;
         ar_case_init(&t, kt_ctx, &d);
         ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
-        kiln_event *ev = POISON_EVENT;
+        kiln_event *ev = KT_POISON_EVENT;
         kt_assert_status(kiln_attention(kt_ctx, &d, t.buf[AR_Q], t.buf[AR_K], t.buf[AR_V], t.buf[AR_MASK], NULL,
                                         t.buf[AR_O], NULL, &ev),
                          KILN_SUCCESS);
-        wait_and_release(ev);
+        kt_wait_and_release(ev);
         ar_case_check(&t, "one-shot");
         ar_case_free(&t);
     }
@@ -456,9 +448,9 @@ static void test_bad_desc(void **state)
        the base problem, and leaves O alone. */
     kiln_buffer *q = kt_poisoned_buffer(kt_ctx, 4096), *k = kt_poisoned_buffer(kt_ctx, 4096),
                 *v = kt_poisoned_buffer(kt_ctx, 4096), *o = kt_poisoned_buffer(kt_ctx, 4096);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_attention(kt_ctx, &d, q, k, v, NULL, NULL, o, NULL, &ev), b->want);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     kt_assert_still_poisoned(o);
     kiln_buffer_destroy(q), kiln_buffer_destroy(k), kiln_buffer_destroy(v), kiln_buffer_destroy(o);
@@ -542,17 +534,17 @@ static void test_bad_exec(void **state)
         kt_assert_status(kiln_context_create(NULL, &other), KILN_SUCCESS);
         kt_assert_status(kiln_buffer_create(other, counts[x->which] * 4, &use[x->which]), KILN_SUCCESS);
     }
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kiln_attention_plan *p = x->kind == X_NULL_PLAN ? NULL : plan;
     kt_assert_status(kiln_attention_plan_execute(p, use[AR_Q], use[AR_K], use[AR_V], use[AR_MASK], use[AR_KEYLEN],
                                                  use[AR_O], use[AR_LSE], &ev),
                      x->want);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     if (x->kind != X_NULL_PLAN) /* the one-shot call checks the same */
         kt_assert_status(kiln_attention(kt_ctx, &d, use[AR_Q], use[AR_K], use[AR_V], use[AR_MASK], use[AR_KEYLEN],
                                         use[AR_O], use[AR_LSE], &ev),
                          x->want);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     for (int w = 0; w < AR_OPERANDS; w++) { /* all poison still: nothing ran */
         kt_assert_still_poisoned(buf[w]);
@@ -576,10 +568,10 @@ static void test_null_arguments(void **state)
     assert_ptr_equal(plan, POISON_PLAN);
     kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kiln_buffer *q = kt_poisoned_buffer(kt_ctx, 1024), *o = kt_poisoned_buffer(kt_ctx, 1024);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_attention(NULL, &d, q, q, q, NULL, NULL, o, NULL, &ev), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_attention(kt_ctx, NULL, q, q, q, NULL, NULL, o, NULL, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     kt_assert_still_poisoned(o);
 
@@ -631,15 +623,9 @@ int main(void)
             tests[t] = (struct CMUnitTest){names[t], test_row, NULL, NULL, rt};
             t++;
         }
-    for (size_t i = 0; i < BAD_DESCS; i++) {
-        snprintf(names[t], sizeof names[t], "bad desc: %s", bad_descs[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad_desc, NULL, NULL, (void *)&bad_descs[i]};
-        t++;
-    }
-    for (size_t i = 0; i < BAD_EXECS; i++) {
-        snprintf(names[t], sizeof names[t], "bad execute: %s", bad_execs[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
-        t++;
-    }
+    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS,
+                     sizeof *bad_descs);
+    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS,
+                     sizeof *bad_execs);
     return _cmocka_run_group_tests("attention", tests, t, kt_group_setup, kt_group_teardown);
 }

@@ -23,11 +23,9 @@
 #include <unistd.h>
 
 #include "conv_ref.h"
-#include "kiln/kiln_cl.h"
 #include "test_util.h"
 
 #define POISON_PLAN ((kiln_conv2d_plan *)(uintptr_t)0x5a5a)
-#define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
 #define POISON_SIZE ((size_t)0x5c5c5c5c)
 
 static const char *algo_name(kiln_conv_algo algo)
@@ -413,10 +411,10 @@ static void assert_unsupported(const kiln_conv2d_desc *d, const char *what)
     struct cr_case t;
     cr_case_init(&t, kt_ctx, d);
     cr_case_fill(&t, &kt_group_seed);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_conv2d(kt_ctx, d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y], &ev),
                      KILN_ERROR_UNSUPPORTED);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     unsigned char *back = malloc(t.len[CR_Y] * kt_elem_size(d->dtype));
     assert_non_null(back);
@@ -620,18 +618,6 @@ static void test_profile_default_algo(void **state)
     kiln_context_destroy(ctx);
 }
 
-static void wait_and_release(kiln_event *ev)
-{
-    assert_true(ev != NULL && ev != POISON_EVENT);
-    cl_event cl = kiln_event_get_cl(ev);
-    assert_non_null(cl);
-    kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
-    cl_int status = CL_QUEUED;
-    assert_int_equal(clGetEventInfo(cl, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
-    assert_int_equal(status, CL_COMPLETE);
-    kiln_event_destroy(ev);
-}
-
 /* kiln_conv2d with and without an event, in both layouts. */
 static void test_one_shot(void **state)
 {
@@ -643,14 +629,14 @@ static void test_one_shot(void **state)
         cr_case_init(&t, kt_ctx, &d);
         for (int with_event = 0; with_event < 2; with_event++) {
             cr_case_fill(&t, &kt_group_seed);
-            kiln_event *ev = POISON_EVENT;
+            kiln_event *ev = KT_POISON_EVENT;
             kt_assert_status(kiln_conv2d(kt_ctx, &d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y],
                                          with_event ? &ev : NULL),
                              KILN_SUCCESS);
             if (with_event)
-                wait_and_release(ev);
+                kt_wait_and_release(ev);
             else
-                assert_ptr_equal(ev, POISON_EVENT);
+                assert_ptr_equal(ev, KT_POISON_EVENT);
             /* AUTO may pick any algorithm: allow the loosest tolerance */
             cr_case_check(&t, cr_algo_tol(KILN_CONV_WINOGRAD_4X4, t.dims.k_eff), "one-shot");
         }
@@ -674,10 +660,10 @@ static void test_plan_reuse(void **state)
     for (int round = 0; round < 3; round++) {
         cr_case_fill(&t1, &kt_group_seed);
         cr_case_fill(&t2, &kt_group_seed);
-        kiln_event *ev = POISON_EVENT;
+        kiln_event *ev = KT_POISON_EVENT;
         kt_assert_status(cr_case_execute(&t1, plan, NULL), KILN_SUCCESS);
         kt_assert_status(cr_case_execute(&t2, plan, &ev), KILN_SUCCESS);
-        wait_and_release(ev);
+        kt_wait_and_release(ev);
         cr_case_check(&t1, cr_algo_tol(ran, t1.dims.k_eff), "reuse, first buffers");
         cr_case_check(&t2, cr_algo_tol(ran, t2.dims.k_eff), "reuse, second buffers");
     }
@@ -1073,9 +1059,9 @@ static void test_bad_desc(void **state)
        any reading of the descriptor, and leaves y alone. */
     kiln_buffer *x = kt_poisoned_buffer(kt_ctx, 32768), *w = kt_poisoned_buffer(kt_ctx, 32768),
                 *y = kt_poisoned_buffer(kt_ctx, 32768);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_conv2d(kt_ctx, &d, x, w, NULL, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     kt_assert_still_poisoned(y);
     kiln_buffer_destroy(x), kiln_buffer_destroy(w), kiln_buffer_destroy(y);
@@ -1189,13 +1175,13 @@ static void test_bad_exec(void **state)
     case X_Y_IS_BIAS: by = buf[CR_BIAS]; break;
     default: break;
     }
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kiln_conv2d_plan *use = x->kind == X_NULL_PLAN ? NULL : plan;
     kt_assert_status(kiln_conv2d_plan_execute(use, bx, bw, bb, bz, by, &ev), x->want);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     if (x->kind != X_NULL_PLAN) { /* the one-shot call checks the same */
         kt_assert_status(kiln_conv2d(kt_ctx, &d, bx, bw, bb, bz, by, &ev), x->want);
-        assert_ptr_equal(ev, POISON_EVENT);
+        assert_ptr_equal(ev, KT_POISON_EVENT);
     }
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     for (int i = 0; i < CR_OPERANDS; i++) /* all poison still: nothing ran */
@@ -1217,10 +1203,10 @@ static void test_null_arguments(void **state)
     kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kiln_buffer *x = kt_poisoned_buffer(kt_ctx, 16384), *w = kt_poisoned_buffer(kt_ctx, 16384),
                 *b = kt_poisoned_buffer(kt_ctx, 256), *y = kt_poisoned_buffer(kt_ctx, 16384);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_conv2d(NULL, &d, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_conv2d(kt_ctx, NULL, x, w, b, NULL, y, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     kt_assert_still_poisoned(y);
     kiln_buffer_destroy(x), kiln_buffer_destroy(w), kiln_buffer_destroy(b), kiln_buffer_destroy(y);
@@ -1329,15 +1315,9 @@ int main(void)
         tests[t] = (struct CMUnitTest){names[t], test_unsupported, NULL, NULL, (void *)&misfits[i]};
         t++;
     }
-    for (size_t i = 0; i < BAD_DESCS; i++) {
-        snprintf(names[t], sizeof names[t], "bad desc: %s", bad_descs[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad_desc, NULL, NULL, (void *)&bad_descs[i]};
-        t++;
-    }
-    for (size_t i = 0; i < BAD_EXECS; i++) {
-        snprintf(names[t], sizeof names[t], "bad execute: %s", bad_execs[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
-        t++;
-    }
+    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS,
+                     sizeof *bad_descs);
+    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS,
+                     sizeof *bad_execs);
     return _cmocka_run_group_tests("conv", tests, t, kt_group_setup, kt_group_teardown);
 }

@@ -18,7 +18,6 @@
 #include "test_util.h"
 
 #define POISON_PLAN ((kiln_gemm_plan *)(uintptr_t)0x5a5a)
-#define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
 
 static const char *algo_name(kiln_gemm_algo algo)
 {
@@ -353,18 +352,6 @@ static void test_clblast_runs_or_is_unsupported(void **state)
     }
 }
 
-static void wait_and_release(kiln_event *ev)
-{
-    assert_true(ev != NULL && ev != POISON_EVENT);
-    cl_event cl = kiln_event_get_cl(ev);
-    assert_non_null(cl);
-    kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
-    cl_int status = CL_QUEUED;
-    assert_int_equal(clGetEventInfo(cl, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
-    assert_int_equal(status, CL_COMPLETE);
-    kiln_event_destroy(ev);
-}
-
 static void test_event_completes_the_work(void **state)
 {
     (void)state;
@@ -379,9 +366,9 @@ static void test_event_completes_the_work(void **state)
         struct gr_case t;
         gr_case_init(&t, kt_ctx, &d, 0, 0, 0, 0);
         gr_case_fill(&t, 1, &kt_group_seed);
-        kiln_event *ev = POISON_EVENT;
+        kiln_event *ev = KT_POISON_EVENT;
         kt_assert_status(gr_case_execute(&t, plan, 1.0f, 0.0f, &ev), KILN_SUCCESS);
-        wait_and_release(ev);
+        kt_wait_and_release(ev);
         gr_case_check(&t, 1.0f, 0.0f);
         gr_case_free(&t);
         kiln_gemm_plan_destroy(plan);
@@ -426,10 +413,10 @@ static void test_one_shot(void **state)
                      KILN_SUCCESS);
     gr_case_check(&t, 2.0f, 0.5f);
     gr_case_fill(&t, 1, &kt_group_seed);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_gemm(kt_ctx, &d, -1.0f, t.buf[GR_A], 1, t.buf[GR_B], 2, 0.0f, t.buf[GR_C], 3, &ev),
                      KILN_SUCCESS);
-    wait_and_release(ev);
+    kt_wait_and_release(ev);
     gr_case_check(&t, -1.0f, 0.0f);
     gr_case_free(&t);
 }
@@ -581,9 +568,9 @@ static void test_bad_desc(void **state)
     /* The one-shot call fails the same way, with buffers large enough for
        any reading of the descriptor, and leaves C alone. */
     kiln_buffer *a = poisoned_buffer(4096), *bb = poisoned_buffer(4096), *c = poisoned_buffer(4096);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_gemm(kt_ctx, &d, 1.0f, a, 0, bb, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(c);
     kiln_buffer_destroy(a), kiln_buffer_destroy(bb), kiln_buffer_destroy(c);
@@ -702,13 +689,13 @@ static void test_bad_exec(void **state)
     default:
         break;
     }
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kiln_gemm_plan *use = x->kind == X_NULL_PLAN ? NULL : plan;
     kt_assert_status(kiln_gemm_plan_execute(use, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     if (x->kind != X_NULL_PLAN) { /* the one-shot call checks the same */
         kt_assert_status(kiln_gemm(kt_ctx, &d, 1.0f, a, off[GR_A], b, off[GR_B], 0.0f, c, off[GR_C], &ev), x->want);
-        assert_ptr_equal(ev, POISON_EVENT);
+        assert_ptr_equal(ev, KT_POISON_EVENT);
     }
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     for (int w = GR_A; w <= GR_C; w++) /* all NaN still: nothing ran */
@@ -731,10 +718,10 @@ static void test_null_arguments(void **state)
     kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, NULL), KILN_ERROR_INVALID_ARGUMENT);
 
     kiln_buffer *a = poisoned_buffer(32), *b = poisoned_buffer(24), *c = poisoned_buffer(48);
-    kiln_event *ev = POISON_EVENT;
+    kiln_event *ev = KT_POISON_EVENT;
     kt_assert_status(kiln_gemm(NULL, &d, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_gemm(kt_ctx, NULL, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_INVALID_ARGUMENT);
-    assert_ptr_equal(ev, POISON_EVENT);
+    assert_ptr_equal(ev, KT_POISON_EVENT);
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
     assert_still_poisoned(c);
 
@@ -783,9 +770,9 @@ static void test_overflowing_sizes(void **state)
             printf("# overflow case %zu refused by plan_create: %s\n", i, kiln_last_error_detail());
             continue;
         }
-        kiln_event *ev = POISON_EVENT;
+        kiln_event *ev = KT_POISON_EVENT;
         kt_assert_status(kiln_gemm_plan_execute(plan, 1.0f, a, 0, b, 0, 0.0f, c, 0, &ev), KILN_ERROR_OUT_OF_BOUNDS);
-        assert_ptr_equal(ev, POISON_EVENT);
+        assert_ptr_equal(ev, KT_POISON_EVENT);
         kiln_gemm_plan_destroy(plan);
     }
     kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
@@ -830,15 +817,9 @@ int main(void)
             tests[t] = (struct CMUnitTest){names[t], test_row, NULL, NULL, rt};
             t++;
         }
-    for (size_t i = 0; i < BAD_DESCS; i++) {
-        snprintf(names[t], sizeof names[t], "bad desc: %s", bad_descs[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad_desc, NULL, NULL, (void *)&bad_descs[i]};
-        t++;
-    }
-    for (size_t i = 0; i < BAD_EXECS; i++) {
-        snprintf(names[t], sizeof names[t], "bad execute: %s", bad_execs[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad_exec, NULL, NULL, (void *)&bad_execs[i]};
-        t++;
-    }
+    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS,
+                     sizeof *bad_descs);
+    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS,
+                     sizeof *bad_execs);
     return _cmocka_run_group_tests("gemm", tests, t, kt_group_setup, kt_group_teardown);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_ref.h"
 #include "test_util.h"
 
 #define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
@@ -372,27 +373,6 @@ static struct act_row act_rows[2 * ACTS];
 /* Element count: not a multiple of any work-group size. */
 #define ACT_COUNT 4099
 
-/* The formulas of kiln_activation, in double. */
-static double act_reference(kiln_activation act, double v, double slope)
-{
-    switch (act) {
-    case KILN_ACT_RELU:
-        return v > 0.0 ? v : 0.0;
-    case KILN_ACT_RELU6:
-        return v < 0.0 ? 0.0 : v > 6.0 ? 6.0 : v;
-    case KILN_ACT_LEAKY_RELU:
-        return v < 0.0 ? slope * v : v;
-    case KILN_ACT_SIGMOID:
-        return 1.0 / (1.0 + exp(-v));
-    case KILN_ACT_TANH:
-        return tanh(v);
-    case KILN_ACT_GELU:
-        return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-    default:
-        return v;
-    }
-}
-
 static void run_activation(const struct act_row *r, int event)
 {
     /* Only leaky ReLU reads the slope; the others must ignore it. */
@@ -403,7 +383,7 @@ static void run_activation(const struct act_row *r, int event)
         memcpy(&x[i], &poison_bits, sizeof poison_bits);
     double want[ACT_COUNT], tol[ACT_COUNT];
     for (size_t i = 0; i < ACT_COUNT; i++) {
-        want[i] = act_reference(r->act, x[i], slope);
+        want[i] = cr_activate(r->act, x[i], slope);
         /* Piecewise-linear ones round once (leaky: slope * x); the
            transcendental ones are within a few ulp of 1 + |x|. */
         tol[i] = r->act <= KILN_ACT_LEAKY_RELU ? FLT_EPSILON * fabs(want[i])

@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include "kiln/kiln_cl.h"
 #include "profiles/profile.h"
 
 #include <ftw.h>
@@ -175,6 +176,30 @@ kiln_context *kt_profile_context(const char *name)
     kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
     assert_string_equal(dev.profile, name);
     return ctx;
+}
+
+void kt_wait_and_release(kiln_event *ev)
+{
+    assert_true(ev != NULL && ev != KT_POISON_EVENT);
+    cl_event cl = kiln_event_get_cl(ev);
+    assert_non_null(cl);
+    kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
+    cl_int status = CL_QUEUED;
+    assert_int_equal(clGetEventInfo(cl, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), CL_SUCCESS);
+    assert_int_equal(status, CL_COMPLETE);
+    kiln_event_destroy(ev);
+}
+
+size_t kt_add_named(struct CMUnitTest *tests, char *names, size_t name_size, size_t t, const char *prefix,
+                    CMUnitTestFunction fn, const void *items, size_t count, size_t size)
+{
+    for (size_t i = 0; i < count; i++, t++) {
+        const void *item = (const char *)items + i * size;
+        char *name = names + t * name_size;
+        snprintf(name, name_size, "%s%s", prefix, *(const char *const *)item);
+        tests[t] = (struct CMUnitTest){name, fn, NULL, NULL, (void *)item};
+    }
+    return t;
 }
 
 int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,

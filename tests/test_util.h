@@ -57,6 +57,21 @@ kiln_context *kt_profile_context(const char *name);
 /* Run cmocka group `group`: the `first` tests, then `test` once for every
    shipped non-abstract device profile (its name as the state, "profile
    <name>" as the test name) with `teardown`. Returns cmocka's failure count. */
+/* A value no event handle has: event outputs are set to it before a call
+   that must not touch them. */
+#define KT_POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
+
+/* ev is a real event (not NULL, not the poison) whose OpenCL event is
+   complete once kiln_event_wait returns; destroys it. */
+void kt_wait_and_release(kiln_event *ev);
+
+/* Appends one test per item of an array of `count` items of `size` bytes
+   whose first member is the item's name (a const char *): the test is named
+   prefix + name, stored at names + t * name_size, and runs fn with the item
+   as its state. Returns the index after the tests it added. */
+size_t kt_add_named(struct CMUnitTest *tests, char *names, size_t name_size, size_t t, const char *prefix,
+                    CMUnitTestFunction fn, const void *items, size_t count, size_t size);
+
 int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,
                        const struct CMUnitTest *first, size_t first_count);
 
