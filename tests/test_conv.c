@@ -588,9 +588,10 @@ static void test_profile_default_algo(void **state)
     snprintf(path, sizeof path, "%s/conv-algo-im2col.json", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "{\"name\": \"conv-algo-im2col\", \"parent\": \"%s\", \"source\": \"test_conv\",\n"
-               " \"match\": {\"type\": \"cpu\", \"name\": [\"no device has this name\"]},\n"
-               " \"kernels\": {\"conv\": {\"algo\": \"im2col\"}}}\n",
+    fprintf(f,
+            "{\"name\": \"conv-algo-im2col\", \"parent\": \"%s\", \"provenance\": {\"basis\": \"test_conv\"},\n"
+            " \"match\": {\"type\": \"cpu\", \"name\": [\"no device has this name\"]},\n"
+            " \"select\": {\"conv_algo\": \"im2col\"}}\n",
             dev.profile);
     fclose(f);
     setenv("KILN_PROFILE_DIR", dir, 1);

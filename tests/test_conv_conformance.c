@@ -108,9 +108,7 @@ static size_t or_one(size_t v) { return v ? v : 1; }
    src/ops/conv_igemm.c. */
 static int takes_tiled_igemm(const kiln_context *ctx)
 {
-    const char *route = NULL;
-    kt_assert_status(kiln_profile_get_string(ctx->profile, "gemm", "route", &route), KILN_SUCCESS);
-    return strcmp(route, "cpu") != 0;
+    return kiln_profile_params(ctx->profile)->select.conv_igemm_route == KILN_IGEMM_TILED;
 }
 
 /* Plan `d` on ctx, run it on fresh inputs and check it; `label` names the
@@ -200,20 +198,22 @@ static void test_profile(void **state)
         skip();
 }
 
-/* A profile whose implicit-GEMM parameters the tiled kernel cannot use, or
-   the device cannot run, still loads, and makes that algorithm UNSUPPORTED
-   with a reason naming the profile and the parameters. */
+/* A profile whose implicit-GEMM parameters the tiled kernel cannot use is
+   refused when forced, with a reason naming the profile and the parameters;
+   one whose parameters the device cannot run still loads, and makes that
+   algorithm UNSUPPORTED with such a reason. */
 static void test_igemm_parameters_checked(void **state)
 {
     (void)state;
     static const struct {
         const char *name, *conv, *cause;
+        kiln_status create;
     } bad[] = {
-        {"igemm-mwg", "\"igemm_mwg\": 60", "igemm_mwg = 60 must be a multiple of igemm_mdimc * igemm_vw = 16"},
-        {"igemm-nwg", "\"igemm_nwg\": 8, \"igemm_vw\": 4", "igemm_nwg = 8 of igemm_ndimc * igemm_vw = 32"},
-        {"igemm-threads", "\"igemm_mwg\": 256, \"igemm_nwg\": 128, \"igemm_mdimc\": 128, \"igemm_ndimc\": 64",
-         "work-groups of igemm_mdimc x igemm_ndimc = 128 x 64"},
-        {"igemm-local", "\"igemm_mwg\": 65536, \"igemm_nwg\": 65536", "bytes of local memory"},
+        {"igemm-mwg", "\"mwg\": 60", "mwg = 60 is not a multiple of mdimc * vw = 16", KILN_ERROR_NOT_FOUND},
+        {"igemm-nwg", "\"nwg\": 8, \"vw\": 4", "nwg = 8 is not a multiple of ndimc * vw = 32", KILN_ERROR_NOT_FOUND},
+        {"igemm-threads", "\"mwg\": 256, \"nwg\": 128, \"mdimc\": 128, \"ndimc\": 64", "8192 work-items per work-group",
+         KILN_SUCCESS},
+        {"igemm-local", "\"mwg\": 512, \"nwg\": 512, \"kwg\": 512", "bytes of local memory", KILN_SUCCESS},
     };
     char *dir = kt_temp_dir();
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -221,7 +221,7 @@ static void test_igemm_parameters_checked(void **state)
         snprintf(path, sizeof path, "%s/%s.json", dir, bad[i].name);
         snprintf(text, sizeof text,
                  "{\"name\": \"%s\", \"parent\": \"generic-gpu\", \"match\": {\"name\": [\"no such device\"]},"
-                 " \"kernels\": {\"conv\": {%s}}}",
+                 " \"kernels\": {\"conv.igemm_tiled\": {%s}}}",
                  bad[i].name, bad[i].conv);
         kt_write_file(path, text);
     }
@@ -231,7 +231,13 @@ static void test_igemm_parameters_checked(void **state)
         kiln_context_options_init(&opt);
         opt.profile = bad[i].name;
         kiln_context *ctx = NULL;
-        kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+        kt_assert_status(kiln_context_create(&opt, &ctx), bad[i].create);
+        if (bad[i].create != KILN_SUCCESS) {
+            const char *detail = kiln_last_error_detail();
+            if (!strstr(detail, bad[i].name) || !strstr(detail, bad[i].cause))
+                fail_msg("profile %s: \"%s\" does not name the profile and \"%s\"", bad[i].name, detail, bad[i].cause);
+            continue;
+        }
         kiln_conv2d_desc d;
         kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 8, 9, 9, 8, 3, 3);
         d.algo = KILN_CONV_IMPLICIT_GEMM;

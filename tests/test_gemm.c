@@ -251,8 +251,7 @@ static void assert_small_m_choice(const kiln_gemm_plan *plan, const kiln_gemm_de
     const size_t c_rows = row_major ? d->m : d->n;
     const kiln_transpose tb = row_major ? d->trans_b : d->trans_a;
     if (d->algo == KILN_GEMM_AUTO) {
-        long smallm_max = 0;
-        kt_assert_status(kiln_profile_get_int(kt_ctx->profile, "gemm", "smallm_max", &smallm_max), KILN_SUCCESS);
+        const long smallm_max = kiln_profile_params(kt_ctx->profile)->select.gemm_smallm_max;
         if (c_rows > (size_t)smallm_max) {
             assert_int_not_equal(info.algo, KILN_GEMM_SMALLM);
             return;

@@ -33,16 +33,13 @@ static const struct shape {
     {KILN_NO_TRANS, 40, 16, 33, 1, 2}, /* 16 columns: the CPU family's narrow tile, where a profile has one */
 };
 
-/* The CPU family's register tile: the narrow one (cpu_narrow_mr x cpu_vw)
-   for the 16-column shape on profiles that have it, else cpu_mr x cpu_nr. */
+/* The CPU family's register tile: the narrow one (gemm.cpu narrow_mr x vw)
+   for the 16-column shape on profiles that have it, else mr x nr. */
 static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *name, size_t size)
 {
     const struct kiln_profile *p = ctx->profile;
-    long mr = 0, nr = 0, vw = 0, narrow = 0;
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_mr", &mr), KILN_SUCCESS);
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_nr", &nr), KILN_SUCCESS);
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_vw", &vw), KILN_SUCCESS);
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "cpu_narrow_mr", &narrow), KILN_SUCCESS);
+    const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(p)->gemm_cpu;
+    long mr = cpu->mr, nr = cpu->nr, vw = cpu->vw, narrow = cpu->narrow_mr;
     if (narrow > 0 && s->n == 16 && vw == 16)
         mr = narrow, nr = vw;
     snprintf(name, size, "gemm_f32_cpu_%ldx%ld", mr, nr);
@@ -83,8 +80,7 @@ static void test_profile(void **state)
             kiln_gemm_plan_destroy(plan);
         }
 
-    long smallm_max = 0;
-    kt_assert_status(kiln_profile_get_int(ctx->profile, "gemm", "smallm_max", &smallm_max), KILN_SUCCESS);
+    const long smallm_max = kiln_profile_params(ctx->profile)->select.gemm_smallm_max;
     kiln_gemm_desc d;
     kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, 1, 1000, 1024);
     kiln_gemm_plan *plan = NULL;

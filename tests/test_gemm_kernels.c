@@ -19,20 +19,24 @@
 #include "gemm_ref.h"
 #include "jit/program_cache.h"
 #include "profiles/profile.h"
+#include "profiles/schema.h"
 #include "test_util.h"
+#include "util/options.h"
 
 static uint64_t seed;
 /* The case running, named by the teardown if a check fails inside it. */
 static char current[256];
 
-/* A kernel family: its source, and the profile keys of its tile edges (M, N,
-   K step) and work-group shape (M, N). */
+/* A kernel family: its source, its parameter group, and the keys of its
+   tile edges (M, N, K step) and work-group shape (M, N) there. */
 static const struct family {
     const char *name, *source, *kernel;
+    enum kiln_group_id group;
     const char *tile_m, *tile_n, *tile_k, *wg_m, *wg_n;
 } families[] = {
-    {"tiled", "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", "mwg", "nwg", "kwg", "mdimc", "ndimc"},
-    {"direct", "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "wgd", "mdimcd", "ndimcd"},
+    {"tiled", "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, "mwg", "nwg", "kwg", "mdimc", "ndimc"},
+    {"direct", "gemm/gemm_f32_direct.cl", "gemm_f32_direct", KILN_GROUP_gemm_direct, "wg", "wg", "wg", "mdimc",
+     "ndimc"},
 };
 
 /* A shape relative to the family's tile: m = tm * tile_m + m, and so on. pad
@@ -64,11 +68,11 @@ static const struct shape {
     {1, 5, 1, 7, 0, 37, 5, 1, 0, 1.5f, 0.5f, KILN_F16, "ld and offsets +5, beta != 0"},
 };
 
-static long param(const kiln_context *ctx, const char *key)
+static long param(const kiln_context *ctx, const struct family *f, const char *key)
 {
-    long v = 0;
-    kt_assert_status(kiln_profile_get_int(ctx->profile, "gemm", key, &v), KILN_SUCCESS);
-    return v;
+    double v = 0;
+    kt_assert_status(kiln_profile_get(ctx->profile, kiln_param_groups[f->group].name, key, &v), KILN_SUCCESS);
+    return (long)v;
 }
 
 static size_t extent(int tiles, long tile, int add)
@@ -95,18 +99,19 @@ static kiln_gemm_desc describe(const struct shape *s, size_t m, size_t n, size_t
 }
 
 /* Build family f for the case's transposes and storage and launch it on t. */
-static void launch(kiln_context *ctx, const struct family *f, const char *defines, struct gr_case *t, float alpha,
-                   float beta)
+static void launch(kiln_context *ctx, const struct family *f, struct gr_case *t, float alpha, float beta)
 {
     const kiln_gemm_desc *d = &t->desc;
-    char options[2048];
-    snprintf(options, sizeof options, "%s -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d", defines,
-             d->trans_a == KILN_TRANS, d->trans_b == KILN_TRANS, d->dtype == KILN_F16);
+    struct kiln_options options = {0};
+    kiln_profile_defines(&options, f->group, kiln_profile_choose(ctx->profile, f->group, NULL, NULL, NULL));
+    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d", d->trans_a == KILN_TRANS,
+                     d->trans_b == KILN_TRANS, d->dtype == KILN_F16);
     struct kiln_kernel *kernel = NULL;
-    kt_assert_status(kiln_kernel_get(ctx, f->source, options, f->kernel, &kernel), KILN_SUCCESS);
+    kt_assert_status(kiln_kernel_get(ctx, f->source, kiln_options_text(&options), f->kernel, &kernel), KILN_SUCCESS);
+    kiln_options_free(&options);
 
-    const size_t tm = (size_t)param(ctx, f->tile_m), tn = (size_t)param(ctx, f->tile_n);
-    const size_t local[3] = {(size_t)param(ctx, f->wg_n), (size_t)param(ctx, f->wg_m), 1};
+    const size_t tm = (size_t)param(ctx, f, f->tile_m), tn = (size_t)param(ctx, f, f->tile_n);
+    const size_t local[3] = {(size_t)param(ctx, f, f->wg_n), (size_t)param(ctx, f, f->wg_m), 1};
     const size_t global[3] = {(d->n + tn - 1) / tn * local[0], (d->m + tm - 1) / tm * local[1], d->batch};
     const int32_t m = (int32_t)d->m, n = (int32_t)d->n, k = (int32_t)d->k;
     const int32_t lda = (int32_t)d->lda, ldb = (int32_t)d->ldb, ldc = (int32_t)d->ldc;
@@ -144,8 +149,6 @@ static void test_profile(void **state)
     kiln_context *ctx = NULL;
     kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
     assert_string_equal(kiln_profile_name(ctx->profile), name);
-    char defines[1536];
-    kt_assert_status(kiln_profile_defines(ctx->profile, "gemm", defines, sizeof defines), KILN_SUCCESS);
 
     const clock_t start = clock();
     unsigned runs = 0;
@@ -153,9 +156,9 @@ static void test_profile(void **state)
         const struct family *f = &families[fi];
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             const struct shape *s = &shapes[si];
-            const size_t m = extent(s->tm, param(ctx, f->tile_m), s->m);
-            const size_t n = extent(s->tn, param(ctx, f->tile_n), s->n);
-            const size_t k = extent(s->tk, param(ctx, f->tile_k), s->k);
+            const size_t m = extent(s->tm, param(ctx, f, f->tile_m), s->m);
+            const size_t n = extent(s->tn, param(ctx, f, f->tile_n), s->n);
+            const size_t k = extent(s->tk, param(ctx, f, f->tile_k), s->k);
             for (int trans = 0; trans < (s->dtype == KILN_F32 ? 4 : 1); trans++) {
                 const int ta = trans >> 1, tb = trans & 1;
                 snprintf(current, sizeof current, "%s %zux%zux%zu %c%c %s batch %zu (%s)", f->name, m, n, k,
@@ -164,7 +167,7 @@ static void test_profile(void **state)
                 struct gr_case t;
                 gr_case_init(&t, ctx, &d, s->pad, s->pad, s->pad, 0);
                 gr_case_fill(&t, s->beta == 0.0f, &seed);
-                launch(ctx, f, defines, &t, s->alpha, s->beta);
+                launch(ctx, f, &t, s->alpha, s->beta);
                 gr_case_check(&t, s->alpha, s->beta);
                 gr_case_free(&t);
                 current[0] = '\0';

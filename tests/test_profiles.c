@@ -12,6 +12,7 @@
 #include "profiles/profile.h"
 #include "profiles/profile_impl.h"
 #include "profiles/schema.h"
+#include "util/options.h"
 
 static struct kiln_profile_set *embedded; /* the embedded profiles, loaded once */
 
@@ -87,11 +88,11 @@ static const struct kiln_profile *expect(const struct kiln_profile_set *set, str
     return p;
 }
 
-static long get_int(const struct kiln_profile *p, const char *family, const char *key)
+static long get_int(const struct kiln_profile *p, const char *group, const char *key)
 {
-    long v = -1;
-    kt_assert_status(kiln_profile_get_int(p, family, key, &v), KILN_SUCCESS);
-    return v;
+    double v = -1;
+    kt_assert_status(kiln_profile_get(p, group, key, &v), KILN_SUCCESS);
+    return (long)v;
 }
 
 /* Load the embedded profiles plus `files` (pairs of name, text) written to a
@@ -147,19 +148,16 @@ static void test_every_profile_complete_and_valid(void **state)
     for (size_t i = 0; i < kiln_profile_set_count(embedded); i++) {
         const struct kiln_profile *p = kiln_profile_set_at(embedded, i);
         char why[KILN_PROFILE_WHY_SIZE];
-        if (kiln_schema_check(p->values, why, sizeof why) != 0)
+        if (kiln_profile_fits(p, NULL, why) != 0)
             print_error("%s: %s\n", kiln_profile_name(p), why);
-        assert_int_equal(kiln_schema_check(p->values, why, sizeof why), 0);
-        assert_true(strlen(kiln_profile_source(p)) > 20);
-        for (size_t f = 0; f < kiln_schema_count; f++) {
-            const struct kiln_schema_field *s = &kiln_schema[f];
-            long v;
-            const char *str;
-            if (s->type == KILN_PARAM_STRING)
-                kt_assert_status(kiln_profile_get_string(p, s->family, s->key, &str), KILN_SUCCESS);
-            else if (s->type != KILN_PARAM_NUMBER)
-                kt_assert_status(kiln_profile_get_int(p, s->family, s->key, &v), KILN_SUCCESS);
-        }
+        assert_int_equal(kiln_profile_fits(p, NULL, why), 0);
+        assert_non_null(strstr(kiln_profile_provenance(p), "\"basis\":"));
+        for (int g = 0; g < KILN_GROUP_COUNT; g++)
+            for (size_t f = 0; f < kiln_param_groups[g].count; f++) {
+                double v;
+                kt_assert_status(kiln_profile_get(p, kiln_param_groups[g].name, kiln_param_groups[g].fields[f].key, &v),
+                                 KILN_SUCCESS);
+            }
     }
     assert_null(kiln_profile_set_at(embedded, kiln_profile_set_count(embedded)));
 }
@@ -179,13 +177,14 @@ static void test_readme_documents_every_field(void **state)
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = '\0';
-    for (size_t i = 0; i < kiln_schema_count; i++) {
-        char name[96];
-        snprintf(name, sizeof name, "`%s.%s`", kiln_schema[i].family, kiln_schema[i].key);
-        if (!strstr(text, name))
-            print_error("README.md does not document %s\n", name);
-        assert_non_null(strstr(text, name));
-    }
+    for (int g = 0; g < KILN_GROUP_COUNT; g++)
+        for (size_t k = 0; k < kiln_param_groups[g].count; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "`%s.%s`", kiln_param_groups[g].name, kiln_param_groups[g].fields[k].key);
+            if (!strstr(text, name))
+                print_error("README.md does not document %s\n", name);
+            assert_non_null(strstr(text, name));
+        }
 }
 
 /* ---- matching --------------------------------------------------------------- */
@@ -360,35 +359,50 @@ static void test_accelerator_generic_gpu(void **state)
 static void test_defines(void **state)
 {
     (void)state;
-    const struct kiln_profile *p = kiln_profile_find(embedded, "generic-gpu");
-    char buf[1024];
-    kt_assert_status(kiln_profile_defines(p, "gemm", buf, sizeof buf), KILN_SUCCESS);
-    assert_non_null(strstr(buf, "-DKILN_GEMM_MWG=64 "));
-    assert_non_null(strstr(buf, "-DKILN_GEMM_SA=1 "));
-    assert_non_null(strstr(buf, "-DKILN_GEMM_CPU_VW=8"));
-    assert_null(strstr(buf, "ROUTE"));
-    assert_int_equal(strncmp(buf, "-DKILN_GEMM_", 12), 0);
-    kt_assert_status(kiln_profile_defines(p, "attention", buf, sizeof buf), KILN_SUCCESS);
-    assert_string_equal(buf, "-DKILN_ATTENTION_BLOCK_Q=4 -DKILN_ATTENTION_BLOCK_KV=8 -DKILN_ATTENTION_Q_BLOCKS=1 "
-                             "-DKILN_ATTENTION_CHUNK_KV=64 -DKILN_ATTENTION_WG=64 -DKILN_ATTENTION_VW=4");
-    kt_assert_status(kiln_profile_defines(p, "attention", buf, 20), KILN_ERROR_OUT_OF_MEMORY);
-    kt_assert_status(kiln_profile_defines(p, "blas", buf, sizeof buf), KILN_ERROR_NOT_FOUND);
+    const struct kiln_params *p = kiln_profile_params(kiln_profile_find(embedded, "generic-gpu"));
+    /* Only a group's own kernel fields, never host fields or other groups. */
+    struct kiln_options o = {0};
+    kiln_profile_defines(&o, KILN_GROUP_gemm_tiled, &p->gemm_tiled);
+    kt_assert_status(kiln_options_status(&o, "test"), KILN_SUCCESS);
+    assert_string_equal(kiln_options_text(&o), "-DKILN_GEMM_MWG=64 -DKILN_GEMM_NWG=64 -DKILN_GEMM_KWG=16 "
+                                               "-DKILN_GEMM_MDIMC=8 -DKILN_GEMM_NDIMC=8 -DKILN_GEMM_MDIMA=8 "
+                                               "-DKILN_GEMM_NDIMB=8 -DKILN_GEMM_KWI=2 -DKILN_GEMM_VWM=2 "
+                                               "-DKILN_GEMM_VWN=2 -DKILN_GEMM_SA=1 -DKILN_GEMM_SB=1");
+    kiln_options_free(&o);
+    kiln_profile_defines(&o, KILN_GROUP_attention_fused, &p->attention_fused);
+    assert_string_equal(kiln_options_text(&o), "-DKILN_ATTENTION_BLOCK_Q=4 -DKILN_ATTENTION_BLOCK_KV=8 "
+                                               "-DKILN_ATTENTION_CHUNK_KV=64 -DKILN_ATTENTION_WG=64 "
+                                               "-DKILN_ATTENTION_VW=4");
+    kiln_options_free(&o);
+    kiln_profile_defines(&o, KILN_GROUP_gemm_direct, &p->gemm_direct);
+    assert_int_equal(strncmp(kiln_options_text(&o), "-DKILN_GEMM_DIRECT_WG=32 ", 25), 0);
+    kiln_options_free(&o);
+    kiln_profile_defines(&o, KILN_GROUP_gemm_cpu, &p->gemm_cpu); /* host fields only */
+    kiln_profile_defines(&o, KILN_GROUP_select, &p->select);
+    assert_string_equal(kiln_options_text(&o), "");
+    /* The builder grows past any fixed size. */
+    for (int i = 0; i < 200; i++)
+        kiln_options_add(&o, "-DKILN_TEST_OPTION_NUMBER_%d=%d", i, i);
+    kt_assert_status(kiln_options_status(&o, "test"), KILN_SUCCESS);
+    assert_non_null(strstr(kiln_options_text(&o), "-DKILN_TEST_OPTION_NUMBER_0=0 -DKILN_TEST_OPTION_NUMBER_1=1 "));
+    assert_non_null(strstr(kiln_options_text(&o), " -DKILN_TEST_OPTION_NUMBER_199=199"));
+    kiln_options_free(&o);
 }
 
 static void test_get_typed_values(void **state)
 {
     (void)state;
     const struct kiln_profile *p = kiln_profile_find(embedded, "generic-cpu");
-    const char *route = NULL;
-    long v;
-    kt_assert_status(kiln_profile_get_string(p, "gemm", "route", &route), KILN_SUCCESS);
-    assert_string_equal(route, "cpu");
-    assert_int_equal(get_int(p, "gemm", "sa"), 0);
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "route", &v), KILN_ERROR_INVALID_PROFILE);
-    kt_assert_status(kiln_profile_get_string(p, "gemm", "mwg", &route), KILN_ERROR_INVALID_PROFILE);
-    kt_assert_status(kiln_profile_get_int(p, "device", "peak_gbps", &v), KILN_ERROR_INVALID_PROFILE);
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "nope", &v), KILN_ERROR_NOT_FOUND);
-    kt_assert_status(kiln_profile_get_int(p, "nope", "mwg", &v), KILN_ERROR_NOT_FOUND);
+    double v;
+    assert_int_equal(kiln_profile_params(p)->select.gemm_route, KILN_ROUTE_CPU);
+    assert_int_equal(get_int(p, "select", "gemm_route"), KILN_ROUTE_CPU);
+    assert_int_equal(get_int(p, "gemm.tiled", "sa"), 0);
+    kt_assert_status(kiln_profile_get(p, "device", "peak_gbps", &v), KILN_SUCCESS);
+    assert_true(v == 20.0);
+    assert_true(kiln_profile_params(p)->device.peak_gbps == 20.0);
+    kt_assert_status(kiln_profile_get(p, "gemm.tiled", "nope", &v), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_profile_get(p, "gemm", "mwg", &v), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_profile_get(p, "nope", "mwg", &v), KILN_ERROR_NOT_FOUND);
 }
 
 static void test_peaks(void **state)
@@ -415,12 +429,13 @@ static void test_inheritance(void **state)
     assert_string_equal(kiln_profile_name(parent), "nvidia-ampere");
     assert_int_equal(get_int(child, "device", "flops_per_cu_cycle"), 128);
     assert_int_equal(get_int(parent, "device", "flops_per_cu_cycle"), 256);
-    assert_int_equal(get_int(child, "gemm", "mwg"), 128); /* from "nvidia", two levels up */
-    for (size_t f = 0; f < kiln_schema_count; f++) {
-        if (strcmp(kiln_schema[f].family, "device") == 0)
+    assert_int_equal(get_int(child, "gemm.tiled", "mwg"), 128); /* from "nvidia", two levels up */
+    for (int g = 0; g < KILN_GROUP_COUNT; g++) {
+        if (g == KILN_GROUP_device)
             continue;
-        assert_int_equal(child->values[f].i, parent->values[f].i);
-        assert_ptr_equal(child->values[f].s, parent->values[f].s);
+        const struct kiln_param_group *grp = &kiln_param_groups[g];
+        assert_memory_equal((const char *)kiln_profile_params(child) + grp->offset,
+                            (const char *)kiln_profile_params(parent) + grp->offset, grp->size);
     }
 }
 
@@ -430,12 +445,12 @@ static void test_override_adds_better_match(void **state)
 {
     (void)state;
     struct kiln_profile_set *set = LOAD_WITH(
-        "my-rtx3090.json", "{'name': 'my-rtx3090', 'parent': 'nvidia-ampere', 'source': 'test',"
+        "my-rtx3090.json", "{'name': 'my-rtx3090', 'parent': 'nvidia-ampere', 'provenance': {'basis': 'test'},"
                            " 'match': {'vendor': ['nvidia'], 'arch': ['sm_86'], 'name': ['RTX 3090']},"
-                           " 'kernels': {'gemm': {'kwi': 4}}}");
+                           " 'kernels': {'gemm.tiled': {'kwi': 4}}}");
     assert_string_equal(kiln_profile_set_warnings(set), "");
     const struct kiln_profile *p = expect(set, nvidia("NVIDIA GeForce RTX 3090", 8, 6), "sm_86", "my-rtx3090");
-    assert_int_equal(get_int(p, "gemm", "kwi"), 4);
+    assert_int_equal(get_int(p, "gemm.tiled", "kwi"), 4);
     assert_int_equal(get_int(p, "device", "flops_per_cu_cycle"), 256);
     expect(set, nvidia("NVIDIA GeForce RTX 3080", 8, 6), "sm_86", "nvidia-ampere");
     kiln_profile_set_free(set);
@@ -445,15 +460,15 @@ static void test_override_replaces_embedded(void **state)
 {
     (void)state;
     struct kiln_profile_set *set = LOAD_WITH(
-        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'source': 'override',"
+        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'provenance': {'basis': 'override'},"
                               " 'match': {'arch': ['sm_8?']}, 'device': {'flops_per_cu_cycle': 256, 'peak_gbps': 900},"
-                              " 'kernels': {'gemm': {'kwi': 4}}}");
+                              " 'kernels': {'gemm.tiled': {'kwi': 4}}}");
     assert_string_equal(kiln_profile_set_warnings(set), "");
     const struct kiln_profile *p = kiln_profile_find(set, "nvidia-ampere");
-    assert_string_equal(kiln_profile_source(p), "override");
-    assert_int_equal(get_int(p, "gemm", "kwi"), 4);
+    assert_string_equal(kiln_profile_provenance(p), "{\"basis\":\"override\"}");
+    assert_int_equal(get_int(p, "gemm.tiled", "kwi"), 4);
     /* the embedded child now inherits the replacement's value */
-    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere-ga100"), "gemm", "kwi"), 4);
+    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere-ga100"), "gemm.tiled", "kwi"), 4);
     kiln_profile_set_free(set);
 }
 
@@ -463,7 +478,8 @@ static void test_override_broken_json(void **state)
     struct kiln_profile_set *set = LOAD_WITH("nvidia-ampere.json", "{'name': 'nvidia-ampere',\n 'parent': }");
     assert_warning(set, "nvidia-ampere.json", "JSON syntax error at line 2");
     const struct kiln_profile *p = expect(set, nvidia("NVIDIA GeForce RTX 3080", 8, 6), "sm_86", "nvidia-ampere");
-    assert_string_equal(kiln_profile_source(p), kiln_profile_source(kiln_profile_find(embedded, "nvidia-ampere")));
+    assert_string_equal(kiln_profile_provenance(p),
+                        kiln_profile_provenance(kiln_profile_find(embedded, "nvidia-ampere")));
     kiln_profile_set_free(set);
 }
 
@@ -471,19 +487,21 @@ static void test_override_wrong_type(void **state)
 {
     (void)state;
     struct kiln_profile_set *set = LOAD_WITH(
-        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'kernels': {'gemm': {'mwg': '64'}}}",
-        "bad-bool.json", "{'name': 'bad-bool', 'parent': 'nvidia', 'match': {'type': 'gpu'},"
-                         " 'kernels': {'gemm': {'sa': 1}}}",
-        "bad-route.json", "{'name': 'bad-route', 'parent': 'nvidia', 'kernels': {'gemm': {'route': 'fast'}}}",
-        "bad-vw.json", "{'name': 'bad-vw', 'parent': 'nvidia', 'kernels': {'gemm': {'vwm': 3}}}",
-        "bad-match.json", "{'name': 'bad-match', 'parent': 'nvidia', 'match': {'vendor': 'nvidia'}}");
-    assert_warning(set, "nvidia-ampere.json", "'kernels.gemm.mwg' must be an integer");
-    assert_warning(set, "bad-bool.json", "'kernels.gemm.sa' must be true or false");
-    assert_warning(set, "bad-route.json", "'kernels.gemm.route' must be one of");
-    assert_warning(set, "bad-vw.json", "'kernels.gemm.vwm' must be a vector width");
+        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'kernels': {'gemm.tiled': {'mwg': '64'}}}",
+        "bad-bool.json",
+        "{'name': 'bad-bool', 'parent': 'nvidia', 'match': {'type': 'gpu'}, 'kernels': {'gemm.tiled': {'sa': 1}}}",
+        "bad-route.json", "{'name': 'bad-route', 'parent': 'nvidia', 'select': {'gemm_route': 'fast'}}", "bad-vw.json",
+        "{'name': 'bad-vw', 'parent': 'nvidia', 'kernels': {'gemm.tiled': {'vwm': 3}}}", "bad-match.json",
+        "{'name': 'bad-match', 'parent': 'nvidia', 'match': {'vendor': 'nvidia'}}", "bad-big.json",
+        "{'name': 'bad-big', 'parent': 'nvidia', 'kernels': {'util': {'wg': 1e12}}}");
+    assert_warning(set, "nvidia-ampere.json", "'kernels.gemm.tiled.mwg' must be an integer");
+    assert_warning(set, "bad-bool.json", "'kernels.gemm.tiled.sa' must be true or false");
+    assert_warning(set, "bad-route.json", "'select.gemm_route' must be one of \"tiled\", \"cpu\", \"clblast\"");
+    assert_warning(set, "bad-vw.json", "'kernels.gemm.tiled.vwm' must be a vector width");
     assert_warning(set, "bad-match.json", "'match.vendor' must be a non-empty list");
+    assert_warning(set, "bad-big.json", "'kernels.util.wg' must be an integer from 1 to 1024");
     assert_null(kiln_profile_find(set, "bad-bool"));
-    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere"), "gemm", "mwg"), 128);
+    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere"), "gemm.tiled", "mwg"), 128);
     kiln_profile_set_free(set);
 }
 
@@ -491,12 +509,16 @@ static void test_override_unknown_key(void **state)
 {
     (void)state;
     struct kiln_profile_set *set =
-        LOAD_WITH("extra.json", "{'name': 'extra', 'parent': 'nvidia', 'kernels': {'gemm': {'foo': 1}}}",
-                  "extra2.json", "{'name': 'extra2', 'parent': 'nvidia', 'colour': 'red'}",
-                  "extra3.json", "{'name': 'extra3', 'parent': 'nvidia', 'kernels': {'blas': {}}}");
-    assert_warning(set, "extra.json", "unknown key 'kernels.gemm.foo'");
+        LOAD_WITH("extra.json", "{'name': 'extra', 'parent': 'nvidia', 'kernels': {'gemm.tiled': {'foo': 1}}}",
+                  "extra2.json", "{'name': 'extra2', 'parent': 'nvidia', 'colour': 'red'}", "extra3.json",
+                  "{'name': 'extra3', 'parent': 'nvidia', 'kernels': {'blas': {}}}", "extra4.json",
+                  "{'name': 'extra4', 'parent': 'nvidia', 'kernels': {'gemm': {'mwg': 64}}}", "extra5.json",
+                  "{'name': 'extra5', 'parent': 'nvidia', 'provenance': {'tuned': 'yes'}}");
+    assert_warning(set, "extra.json", "unknown key 'kernels.gemm.tiled.foo'");
     assert_warning(set, "extra2.json", "unknown top-level key 'colour'");
-    assert_warning(set, "extra3.json", "unknown kernel family 'kernels.blas'");
+    assert_warning(set, "extra3.json", "unknown kernel group 'kernels.blas' (groups: util gemm.cpu gemm.tiled");
+    assert_warning(set, "extra4.json", "unknown kernel group 'kernels.gemm'");
+    assert_warning(set, "extra5.json", "unknown key 'provenance.tuned'");
     assert_null(kiln_profile_find(set, "extra"));
     assert_null(kiln_profile_find(set, "extra2"));
     kiln_profile_set_free(set);
@@ -549,18 +571,19 @@ static void test_override_constraint_failure(void **state)
 {
     (void)state;
     struct kiln_profile_set *set = LOAD_WITH(
-        "nvidia-ampere.json", "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'match': {'arch': ['sm_86']},"
-                              " 'kernels': {'gemm': {'vwm': 16}}}",
-        "odd.json", "{'name': 'odd', 'parent': 'generic-gpu', 'kernels': {'gemm': {'mwg': 100}}}",
-        "odd-child.json", "{'name': 'odd-child', 'parent': 'odd', 'match': {'name': ['Mystery']}}",
-        "odd-rows.json", "{'name': 'odd-rows', 'parent': 'generic-cpu', 'kernels': {'attention': {'block_q': 6}}}");
-    assert_warning(set, "nvidia-ampere.json", "mwg = 128 is not a multiple of mdimc*vwm = 256");
-    assert_warning(set, "odd-rows.json", "attention constraint fails: block_q = 6 is not a multiple of vw = 4");
+        "nvidia-ampere.json",
+        "{'name': 'nvidia-ampere', 'parent': 'nvidia', 'match': {'arch': ['sm_86']},"
+        " 'kernels': {'gemm.tiled': {'vwm': 16}}}",
+        "odd.json", "{'name': 'odd', 'parent': 'generic-gpu', 'kernels': {'gemm.tiled': {'mwg': 100}}}",
+        "odd-child.json", "{'name': 'odd-child', 'parent': 'odd', 'match': {'name': ['Mystery']}}", "odd-rows.json",
+        "{'name': 'odd-rows', 'parent': 'generic-cpu', 'kernels': {'attention.fused': {'block_q': 6}}}");
+    assert_warning(set, "nvidia-ampere.json", "mwg = 128 is not a multiple of mdimc * vwm = 256");
+    assert_warning(set, "odd-rows.json", "attention.fused constraint fails: block_q = 6 is not a multiple of vw = 4");
     assert_warning(set, "nvidia-ampere.json", "the embedded profile is kept");
-    assert_warning(set, "odd.json", "gemm constraint fails");
+    assert_warning(set, "odd.json", "gemm.tiled constraint fails");
     assert_warning(set, "odd-child.json", "parent 'odd' was skipped");
     expect(set, nvidia("NVIDIA GeForce RTX 3080", 8, 6), "sm_86", "nvidia-ampere");
-    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere"), "gemm", "vwm"), 4);
+    assert_int_equal(get_int(kiln_profile_find(set, "nvidia-ampere"), "gemm.tiled", "vwm"), 4);
     expect(set, device(KILN_DEVICE_GPU, 0, "Mystery", "Mystery GPU", ""), "", "generic-gpu");
     kiln_profile_set_free(set);
 }
@@ -579,16 +602,17 @@ static void test_null_arguments(void **state)
     (void)state;
     const struct kiln_profile *p = kiln_profile_find(embedded, "generic-gpu");
     struct kiln_device_desc d = nvidia("NVIDIA GeForce RTX 3080", 8, 6);
-    long v;
-    const char *s;
-    char buf[64], reason[64];
+    double v;
+    char reason[64];
+    struct kiln_profile *derived = NULL;
     kt_assert_status(kiln_profile_set_load(NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_profile_get_int(NULL, "gemm", "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_profile_get_int(p, NULL, "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_profile_get_int(p, "gemm", "mwg", NULL), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_profile_get_string(p, "gemm", NULL, &s), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_profile_defines(p, "gemm", NULL, 64), KILN_ERROR_INVALID_ARGUMENT);
-    kt_assert_status(kiln_profile_defines(NULL, "gemm", buf, sizeof buf), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get(NULL, "gemm.tiled", "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get(p, NULL, "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get(p, "gemm.tiled", "mwg", NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_get(p, "gemm.tiled", NULL, &v), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_derive(NULL, "{}", &derived), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_derive(p, NULL, &derived), KILN_ERROR_INVALID_ARGUMENT);
+    assert_null(derived);
     assert_null(kiln_profile_match(NULL, &d, reason, sizeof reason));
     assert_null(kiln_profile_match(embedded, NULL, NULL, 0));
     assert_null(kiln_profile_find(NULL, "generic-gpu"));

@@ -1,6 +1,7 @@
 /* kiln-info: every device kiln can use, the profile each matches and why,
    its peaks, which device is the default, and the program cache. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kiln/kiln.h"
@@ -34,12 +35,38 @@ static void print_device(const kiln_device_info *d, int is_default)
     printf("      peaks      %.1f GFLOP/s fp32, %.1f GB/s (%s)\n", d->peak_gflops, d->peak_gbps, d->peak_source);
 }
 
+/* The default device's profile as JSON, every parameter set included. */
+static int print_profile(void)
+{
+    kiln_context *ctx = NULL;
+    size_t length = 0;
+    char *text = NULL;
+    kiln_status st = kiln_context_create(NULL, &ctx);
+    if (st == KILN_SUCCESS)
+        st = kiln_context_get_profile_json(ctx, NULL, 0, &length);
+    if (st == KILN_SUCCESS && !(text = malloc(length + 1)))
+        st = KILN_ERROR_OUT_OF_MEMORY;
+    if (st == KILN_SUCCESS)
+        st = kiln_context_get_profile_json(ctx, text, length + 1, &length);
+    if (st == KILN_SUCCESS)
+        printf("%s\n", text);
+    else
+        fprintf(stderr, "kiln-info: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
+    free(text);
+    kiln_context_destroy(ctx);
+    return st != KILN_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--profile") == 0)
+        return print_profile();
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        printf("usage: kiln-info\n"
+        printf("usage: kiln-info [--profile]\n"
                "Lists every device kiln can use with its matched profile and peaks, the default\n"
-               "device (KILN_DEVICE selects another) and the program cache.\n");
+               "device (KILN_DEVICE selects another) and the program cache.\n"
+               "--profile prints the default device's profile as resolved: every parameter group\n"
+               "with its parameter sets (classes of shapes), as JSON.\n");
         return 0;
     }
     printf("kiln %s\n", kiln_version_string());

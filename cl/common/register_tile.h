@@ -3,7 +3,7 @@
  * implicit-GEMM convolution: MR rows broadcast from a packed A panel
  * (a[k][MR]) times NR columns loaded as NR/VW vectors from a B panel
  * (b[k][NR], in any address space). The host picks the tile per problem
- * (kiln_cpu_tile_choose: the profile's gemm.cpu_mr x cpu_nr, or its narrow
+ * (kiln_cpu_tile_choose: the profile's gemm.cpu mr x nr, or its narrow
  * cpu_narrow_mr x cpu_vw) and passes it as KILN_TILE_MR, _NR and _VW.
  */
 #ifndef KILN_CL_REGISTER_TILE_H

@@ -23,7 +23,7 @@
  *    never read otherwise) and masks the edge tiles.
  *
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
- * the profile's gemm.cpu_* tile or its narrow one, common/register_tile.h),
+ * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
  * KILN_F16 for fp16 storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a

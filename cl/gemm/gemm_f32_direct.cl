@@ -13,7 +13,7 @@
  * A and B are not read. Storage is fp32, or fp16 with KILN_F16=1; arithmetic
  * is fp32.
  *
- * Compile options: kiln_profile_defines(profile, "gemm") plus KILN_TRANS_A,
+ * Compile options: the gemm.direct group (KILN_GEMM_DIRECT_*) plus KILN_TRANS_A,
  * KILN_TRANS_B and KILN_F16, each 0 or 1.
  *
  * Launch: local  = (NDIMCD, MDIMCD, 1)
@@ -27,16 +27,16 @@
  * Edges, beta == 0 and alpha == 0 are handled as in gemm_f32_tiled.
  */
 #define GEMM_KERNEL gemm_f32_direct
-#define GEMM_MWG KILN_GEMM_WGD
-#define GEMM_NWG KILN_GEMM_WGD
-#define GEMM_KWG KILN_GEMM_WGD
-#define GEMM_MDIMC KILN_GEMM_MDIMCD
-#define GEMM_NDIMC KILN_GEMM_NDIMCD
-#define GEMM_MDIMA KILN_GEMM_MDIMCD
-#define GEMM_NDIMB KILN_GEMM_NDIMCD
-#define GEMM_KWI KILN_GEMM_KWID
-#define GEMM_VWM KILN_GEMM_VWMD
-#define GEMM_VWN KILN_GEMM_VWND
+#define GEMM_MWG KILN_GEMM_DIRECT_WG
+#define GEMM_NWG KILN_GEMM_DIRECT_WG
+#define GEMM_KWG KILN_GEMM_DIRECT_WG
+#define GEMM_MDIMC KILN_GEMM_DIRECT_MDIMC
+#define GEMM_NDIMC KILN_GEMM_DIRECT_NDIMC
+#define GEMM_MDIMA KILN_GEMM_DIRECT_MDIMC
+#define GEMM_NDIMB KILN_GEMM_DIRECT_NDIMC
+#define GEMM_KWI KILN_GEMM_DIRECT_KWI
+#define GEMM_VWM KILN_GEMM_DIRECT_VWM
+#define GEMM_VWN KILN_GEMM_DIRECT_VWN
 #define GEMM_SA 1
 #define GEMM_SB 1
 #include "gemm/gemm_f32_tiled.cl"

@@ -14,7 +14,7 @@
  * alignment assumed); with beta == 0, C is written but never read. Storage is
  * fp32, or fp16 with KILN_F16=1; arithmetic is fp32.
  *
- * Compile options: kiln_profile_defines(profile, "gemm") (VW below is
+ * Compile options: the gemm.smallm group's options (VW below is
  * KILN_GEMM_SMALLM_VW), KILN_TRANS_A, KILN_TRANS_B and KILN_F16, plus the
  * work-item's register block from the plan: KILN_SMALLM_MB rows of C by
  * KILN_SMALLM_NB accumulator vectors per row.

@@ -15,7 +15,7 @@
  * A and B are not read. Storage is fp32, or fp16 with KILN_F16=1; arithmetic
  * is fp32.
  *
- * Compile options: kiln_profile_defines(profile, "gemm") plus KILN_TRANS_A,
+ * Compile options: the gemm.tiled group's (KILN_GEMM_*) plus KILN_TRANS_A,
  * KILN_TRANS_B and KILN_F16, each 0 or 1.
  *
  * Launch: local  = (NDIMC, MDIMC, 1)

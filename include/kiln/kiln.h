@@ -137,6 +137,12 @@ typedef struct kiln_context_options {
     const char *cache_dir;
     /** Non-zero: keep built programs in memory only. */
     int disable_disk_cache;
+    /** Parameters applied over the chosen profile, as JSON text with the
+        optional keys "device", "select" and "kernels" of a profile file
+        (device_profiles/README.md), e.g.
+        {"kernels": {"gemm.tiled": {"mwg": 32, "nwg": 32}}}. Lets a tuner or a
+        test try a parameter set without files. NULL: none. */
+    const char *profile_overlay;
 } kiln_context_options;
 
 /** Fill `options` with defaults (everything from the environment). */
@@ -149,7 +155,9 @@ KILN_API void kiln_context_options_init(kiln_context_options *options);
  *                 with kiln_context_destroy().
  * @return KILN_ERROR_NOT_FOUND if no device matches the selector or there is
  *         no device; KILN_ERROR_INVALID_ARGUMENT for a malformed selector or a
- *         NULL out; KILN_ERROR_DEVICE for an OpenCL failure.
+ *         NULL out; KILN_ERROR_INVALID_PROFILE for a profile overlay that does
+ *         not validate or does not fit the device (the detail says why);
+ *         KILN_ERROR_DEVICE for a backend failure.
  */
 KILN_API kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 
@@ -159,6 +167,18 @@ KILN_API void kiln_context_destroy(kiln_context *ctx);
 
 /** Describe the context's device. */
 KILN_API kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_info *info);
+
+/**
+ * The context's profile, resolved (inheritance and overlay applied), as the
+ * JSON of a profile file holding every parameter group with its classes:
+ * what `kiln-info --profile` prints.
+ * @param buf     receives the text and its terminator; NULL (with size 0)
+ *                to ask for the length only.
+ * @param length  receives the length without the terminator.
+ * @return KILN_ERROR_OUT_OF_BOUNDS if `size` cannot hold the text (nothing
+ *         written); KILN_ERROR_INVALID_ARGUMENT for a NULL ctx or length.
+ */
+KILN_API kiln_status kiln_context_get_profile_json(const kiln_context *ctx, char *buf, size_t size, size_t *length);
 
 /** Wait until all work queued on the context has finished. */
 KILN_API kiln_status kiln_context_finish(kiln_context *ctx);
@@ -240,9 +260,9 @@ typedef enum kiln_dtype { KILN_F32 = 0, KILN_F16 = 1 } kiln_dtype;
 
 /**
  * Kernel family of a GEMM. AUTO lets the device profile choose: SMALLM when
- * C has at most gemm.smallm_max rows (m; n for a column-major GEMM; 8 on the
- * CPU profiles, never on the GPU ones), else DIRECT when m*n*k is at most
- * gemm.direct_max, else the profile's gemm.route. The families differ in
+ * C has at most select.gemm_smallm_max rows (m; n for a column-major GEMM;
+ * 8 on the CPU profiles, never on the GPU ones), else DIRECT when m*n*k is at
+ * most select.gemm_direct_max, else the profile's select.gemm_route. The families differ in
  * speed, not in what they accept: each runs every valid descriptor, CLBLAST
  * aside (see kiln_gemm_plan_create()).
  */
@@ -321,6 +341,8 @@ typedef struct kiln_gemm_plan_info {
     char family[16];           /**< "cpu", "tiled", "direct", "clblast" or "smallm" */
     char kernel[64];           /**< kernel name, e.g. "gemm_f32_cpu_6x32" */
     char params[256];          /**< its parameters, "MR=6 NR=32 ..." */
+    char param_set[48];        /**< the profile parameter set they came from: "<group>:<set>", e.g.
+                                    "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
     char profile[64];          /**< the profile that supplied them */
     char reason[128];          /**< why this family */
     size_t workspace_bytes;    /**< device memory the plan holds */

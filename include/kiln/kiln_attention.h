@@ -132,6 +132,8 @@ typedef struct kiln_attention_plan_info {
     char name[16];            /**< "fused" or "naive" */
     char kernel[64];          /**< main kernel, e.g. "attention_f32_fused_32x8" */
     char params[256];         /**< its parameters */
+    char param_set[48];       /**< the profile parameter set they came from: "<group>:<set>", e.g.
+                                   "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
     char profile[64];         /**< the profile that supplied them */
     char reason[128];         /**< requested, or why AUTO chose it */
     size_t workspace_bytes;   /**< device memory the plan holds beyond the tensors */

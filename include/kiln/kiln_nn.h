@@ -120,6 +120,8 @@ typedef struct kiln_conv2d_plan_info {
     char name[32];                 /**< "implicit-gemm", "winograd-4x4", ... */
     char kernel[64];               /**< main kernel */
     char params[256];              /**< its parameters */
+    char param_set[48];            /**< the profile parameter set they came from: "<group>:<set>", e.g.
+                                        "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
     char profile[64];              /**< profile that supplied them */
     char reason[160];              /**< requested / heuristic / find / find database */
     size_t workspace_bytes;        /**< device memory the plan holds */

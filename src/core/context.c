@@ -37,7 +37,7 @@ static kiln_status list_devices(const struct kiln_backend *be, struct kiln_devic
 
 static kiln_status load_profiles(struct kiln_profile_set **set)
 {
-    return kiln_profile_set_load(env("KILN_PROFILE_DIR"), set);
+    return kiln_profile_set_shared(env("KILN_PROFILE_DIR"), set);
 }
 
 /* The forced profile (options, then KILN_PROFILE) or the best match. */
@@ -47,8 +47,18 @@ static kiln_status choose_profile(const struct kiln_profile_set *set, const stru
 {
     if (forced) {
         *profile = kiln_profile_find(set, forced);
-        if (!*profile)
-            return kiln_error(KILN_ERROR_NOT_FOUND, "profile \"%s\" (forced) does not exist or is invalid", forced);
+        if (!*profile) {
+            /* A file of that name that failed to load says why. */
+            char file[96];
+            snprintf(file, sizeof file, "/%s.json: ", forced);
+            const char *w = strstr(kiln_profile_set_warnings(set), file);
+            const char *end = w ? strchr(w, '\n') : NULL;
+            if (w)
+                w += strlen(file);
+            return kiln_error(KILN_ERROR_NOT_FOUND, "profile \"%s\" (forced) %s%.*s", forced,
+                              w ? "is invalid: " : "does not exist", w ? (int)(end ? end - w : (long)strlen(w)) : 0,
+                              w ? w : "");
+        }
         if (kiln_profile_is_abstract(*profile))
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile \"%s\" is abstract (a parent only)", forced);
         snprintf(reason, reason_size, "forced by name \"%s\"", forced);
@@ -115,7 +125,7 @@ kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
         if (st == KILN_SUCCESS)
             kiln_device_info_fill(&descs[index], index, kiln_opencl_backend.name, profile, reason, info);
     }
-    kiln_profile_set_free(set);
+    kiln_profile_set_release(set);
     free(descs);
     return st;
 }
@@ -221,8 +231,20 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     if (st == KILN_SUCCESS)
         st = choose_profile(ctx->profiles, &ctx->desc, options->profile ? options->profile : env("KILN_PROFILE"),
                             &ctx->profile, ctx->profile_reason, sizeof ctx->profile_reason);
+    if (st == KILN_SUCCESS && options->profile_overlay) {
+        st = kiln_profile_derive(ctx->profile, options->profile_overlay, &ctx->overlay);
+        if (st == KILN_SUCCESS)
+            ctx->profile = ctx->overlay;
+    }
     if (st != KILN_SUCCESS)
         return st;
+    char why[512];
+    if (kiln_profile_fits(ctx->profile, &ctx->desc, why) != 0) {
+        if (ctx->overlay)
+            return kiln_error(KILN_ERROR_INVALID_PROFILE, "profile overlay: %s", why);
+        kiln_log(KILN_LOG_WARN, "profile %s does not fit device %s: %s (plans that need it answer UNSUPPORTED)",
+                 kiln_profile_name(ctx->profile), ctx->desc.name, why);
+    }
     kiln_log(KILN_LOG_INFO, "device %s: profile %s (%s)", ctx->desc.name, kiln_profile_name(ctx->profile),
              ctx->profile_reason);
 
@@ -252,7 +274,7 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
         st = load_profiles(&set);
     if (st == KILN_SUCCESS)
         st = select_device(descs, count, set, sel, &index);
-    kiln_profile_set_free(set);
+    kiln_profile_set_release(set);
     free(descs);
     if (st != KILN_SUCCESS)
         return st;
@@ -293,7 +315,8 @@ void kiln_context_destroy(kiln_context *ctx)
         free(ctx->memo);
         ctx->memo = next;
     }
-    kiln_profile_set_free(ctx->profiles);
+    kiln_profile_free(ctx->overlay);
+    kiln_profile_set_release(ctx->profiles);
     free(ctx);
 }
 
@@ -305,6 +328,25 @@ kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_in
     kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profile, ctx->profile_reason,
                           info);
     return KILN_SUCCESS;
+}
+
+kiln_status kiln_context_get_profile_json(const kiln_context *ctx, char *buf, size_t size, size_t *length)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(ctx);
+    KILN_CHECK_ARG(length);
+    char *text = NULL;
+    kiln_status st = kiln_profile_to_json(ctx->profile, &text);
+    if (st != KILN_SUCCESS)
+        return st;
+    *length = strlen(text);
+    if (buf && size > *length)
+        memcpy(buf, text, *length + 1);
+    else if (buf || size)
+        st = kiln_error(KILN_ERROR_OUT_OF_BOUNDS, "%s: the profile's %zu bytes of JSON need a buffer of %zu", __func__,
+                        *length, *length + 1);
+    free(text);
+    return st;
 }
 
 kiln_status kiln_context_finish(kiln_context *ctx)

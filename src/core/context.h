@@ -17,7 +17,8 @@ struct kiln_context {
     size_t device_index;                 /* in kiln's enumeration; SIZE_MAX if unknown */
     struct kiln_device_desc desc;
     struct kiln_profile_set *profiles;
-    const struct kiln_profile *profile;  /* matched or forced; owned by profiles */
+    const struct kiln_profile *profile; /* matched or forced (owned by profiles), or overlay */
+    struct kiln_profile *overlay;       /* the matched profile with the options' overlay, or NULL */
     char profile_reason[256];
     struct kiln_program_cache cache;
     int cache_ready;                     /* cache initialised (its lock exists) */

@@ -99,18 +99,24 @@ static kiln_status validate(const kiln_attention_desc *d, struct kiln_attention_
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_attention_switches(const struct kiln_attention_shape *s, char *buf, size_t size)
+void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o)
 {
     const kiln_attention_desc *d = &s->d;
-    size_t used = strlen(buf);
-    int n = snprintf(buf + used, size - used,
-                     " -DKILN_F16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d -DKILN_ATTN_KEY_LENGTHS=%d "
-                     "-DKILN_ATTN_LSE=%d",
-                     d->dtype == KILN_F16, d->causal != 0, d->mask != KILN_ATTENTION_MASK_NONE, d->key_lengths != 0,
-                     d->lse != 0);
-    if (n < 0 || (size_t)n >= size - used)
-        return kiln_error(KILN_ERROR_INTERNAL, "attention: compiler options longer than %zu bytes", size);
-    return KILN_SUCCESS;
+    kiln_options_add(
+        o, "-DKILN_F16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d -DKILN_ATTN_KEY_LENGTHS=%d -DKILN_ATTN_LSE=%d",
+        d->dtype == KILN_F16, d->causal != 0, d->mask != KILN_ATTENTION_MASK_NONE, d->key_lengths != 0, d->lse != 0);
+}
+
+kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_group_id group, void *values)
+{
+    const kiln_attention_desc *d = &plan->s.d;
+    struct kiln_dims dims = {{0}};
+    dims.v[KILN_DIM_BATCH] = (long)(d->batch * d->heads);
+    dims.v[KILN_DIM_SEQ_Q] = (long)d->seq_q;
+    dims.v[KILN_DIM_SEQ_KV] = (long)d->seq_kv;
+    dims.v[KILN_DIM_HEAD_DIM] = (long)d->head_dim;
+    return kiln_profile_plan_set(plan->ctx->profile, group, &dims, &plan->ctx->desc, (const void **)values,
+                                 plan->info.param_set);
 }
 
 kiln_status kiln_attention_workspace(struct kiln_attention_plan *plan, int slot, size_t bytes)

@@ -7,6 +7,8 @@
 
 #include "core/context.h"
 #include "kiln/kiln.h"
+#include "profiles/profile.h"
+#include "util/options.h"
 
 /* A validated descriptor and what follows from it. Strides count elements:
    [0] between batch items, [1] between heads, [2] between positions. */
@@ -55,9 +57,14 @@ struct kiln_attention_plan {
 
 extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attention_naive;
 
-/* Append the shape's switches to the compiler options in buf: KILN_F16,
+/* Append the shape's switches to compiler options: KILN_F16,
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */
-kiln_status kiln_attention_switches(const struct kiln_attention_shape *s, char *buf, size_t size);
+void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o);
+
+/* The plan's parameter set of `group` for its shape into *(const struct
+   kiln_param_<group> **)values, recorded in info.param_set; UNSUPPORTED if
+   it does not fit the device. */
+kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_group_id group, void *values);
 
 /* Allocate workspace buffer `slot` of `bytes`, counted in info.workspace_bytes. */
 kiln_status kiln_attention_workspace(struct kiln_attention_plan *plan, int slot, size_t bytes);

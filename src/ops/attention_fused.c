@@ -25,17 +25,14 @@ struct fused_params {
     int exact;   /* head_dim compiled in */
 };
 
-static kiln_status fused_params(const struct kiln_attention_plan *plan, struct fused_params *p)
+static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_params *p)
 {
-    const struct kiln_profile *profile = plan->ctx->profile;
-    kiln_status st;
-    if ((st = kiln_profile_get_int(profile, "attention", "block_q", &p->bq)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "attention", "block_kv", &p->bk)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "attention", "vw", &p->vw)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "attention", "wg", &p->wg)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "attention", "q_blocks", &p->blocks)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "attention", "chunk_kv", &p->chunk)) != KILN_SUCCESS)
+    const struct kiln_param_attention_fused *a;
+    kiln_status st = kiln_attention_params(plan, KILN_GROUP_attention_fused, &a);
+    if (st != KILN_SUCCESS)
         return st;
+    p->bq = a->block_q, p->bk = a->block_kv, p->vw = a->vw, p->wg = a->wg, p->blocks = a->q_blocks;
+    p->chunk = a->chunk_kv;
     /* A (batch, kv head) with fewer rows than a block (decoding) takes as
        few vectors of rows as hold them. */
     const kiln_attention_desc *d = &plan->s.d;
@@ -67,15 +64,18 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
     kiln_status st = fused_params(plan, &p);
     if (st != KILN_SUCCESS)
         return st;
-    char options[512];
-    int n = snprintf(options, sizeof options,
+    /* The group's values as this problem adjusts them, not its defines. */
+    struct kiln_options options = {0};
+    kiln_options_add(&options,
                      "-DKILN_ATTENTION_BLOCK_Q=%ld -DKILN_ATTENTION_BLOCK_KV=%ld -DKILN_ATTENTION_VW=%ld "
                      "-DKILN_ATTENTION_WG=%ld -DKILN_ATTENTION_CHUNK_KV=%ld -DKILN_ATTN_BLOCKS=%ld -DKILN_ATTN_%s=%zu",
                      p.bq, p.bk, p.vw, p.wg, p.chunk, p.blocks, p.exact ? "D" : "DMAX", p.dmax);
-    if (n < 0 || (size_t)n >= sizeof options)
-        return kiln_error(KILN_ERROR_INTERNAL, "attention: compiler options longer than %zu bytes", sizeof options);
-    if ((st = kiln_attention_switches(s, options, sizeof options)) != KILN_SUCCESS ||
-        (st = kiln_kernel_get(plan->ctx, SOURCE, options, "attention_f32_fused", &plan->kernels[0])) != KILN_SUCCESS)
+    kiln_attention_switches(s, &options);
+    st = kiln_options_status(&options, "attention");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "attention_f32_fused", &plan->kernels[0]);
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
         return st;
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "attention_f32_fused_%ldx%ld", p.bq, p.bk);
     snprintf(plan->info.params, sizeof plan->info.params, "BQ=%ld BK=%ld VW=%ld WG=%ld blocks=%ld chunk=%ld %s=%zu",

@@ -60,18 +60,22 @@ static kiln_status naive_prepare(struct kiln_attention_plan *plan)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a naive attention plan");
     plan->impl = n;
 
-    long wg = 0;
-    char options[512];
-    const int f16 = d->dtype == KILN_F16;
-    kiln_status st;
-    if ((st = kiln_profile_get_int(plan->ctx->profile, "util", "wg", &wg)) != KILN_SUCCESS ||
-        (st = kiln_profile_defines(plan->ctx->profile, "util", options, sizeof options)) != KILN_SUCCESS ||
-        (st = kiln_attention_switches(s, options, sizeof options)) != KILN_SUCCESS)
+    const struct kiln_param_util *util;
+    kiln_status st = kiln_attention_params(plan, KILN_GROUP_util, &util);
+    if (st != KILN_SUCCESS)
         return st;
+    const long wg = util->wg;
+    const int f16 = d->dtype == KILN_F16;
+    struct kiln_options options = {0};
+    kiln_profile_defines(&options, KILN_GROUP_util, util);
+    kiln_attention_switches(s, &options);
+    st = kiln_options_status(&options, "attention");
     static const char *const names[] = {"attention_softmax_rows", "attention_widen", "attention_narrow"};
-    for (int i = SOFTMAX; i <= (f16 ? NARROW : SOFTMAX); i++)
-        if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, names[i], &plan->kernels[i])) != KILN_SUCCESS)
-            return st;
+    for (int i = SOFTMAX; i <= (f16 ? NARROW : SOFTMAX) && st == KILN_SUCCESS; i++)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), names[i], &plan->kernels[i]);
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
     plan->local[0] = (size_t)wg;
 
     if ((st = kiln_attention_workspace(plan, WS_S, bytes)) != KILN_SUCCESS)

@@ -154,11 +154,10 @@ static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_sh
    above it applies. NULL if the profile names none this build has. */
 static const struct kiln_conv_algorithm *profile_default(const struct kiln_profile *profile)
 {
-    const char *name = NULL;
-    if (kiln_profile_get_string(profile, "conv", "algo", &name) != KILN_SUCCESS)
-        return NULL;
+    const kiln_conv_algo algo =
+        (kiln_conv_algo)(kiln_profile_params(profile)->select.conv_algo + KILN_CONV_IMPLICIT_GEMM);
     for (size_t i = 0; i < ALGORITHM_COUNT; i++)
-        if (strcmp(algorithms[i]->name, name) == 0)
+        if (algorithms[i]->algo == algo)
             return algorithms[i];
     return NULL;
 }
@@ -167,8 +166,7 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
                                                    char *why, size_t why_size)
 {
     const kiln_conv2d_desc *d = &s->d;
-    long wino_min = 64;
-    kiln_profile_get_int(profile, "conv", "wino_min_channels", &wino_min);
+    const long wino_min = kiln_profile_params(profile)->select.conv_wino_min_channels;
     const struct kiln_conv_algorithm *pick;
     if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < 16)) {
         pick = &kiln_conv_direct;
@@ -201,25 +199,28 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     return pick;
 }
 
-kiln_status kiln_conv_param(const struct kiln_conv2d_plan *plan, const char *key, long *value)
+kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id group, void *values)
 {
-    return kiln_profile_get_int(plan->ctx->profile, "conv", key, value);
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    struct kiln_dims dims = {{0}};
+    dims.v[KILN_DIM_M] = (long)(d->n * s->p * s->q);
+    dims.v[KILN_DIM_N] = (long)s->kg;
+    dims.v[KILN_DIM_K] = (long)(s->cg * d->r * d->s);
+    dims.v[KILN_DIM_BATCH] = (long)d->n;
+    dims.v[KILN_DIM_CHANNELS] = (long)s->cg;
+    dims.v[KILN_DIM_FILTERS] = (long)s->kg;
+    dims.v[KILN_DIM_PIXELS] = (long)(s->p * s->q);
+    return kiln_profile_plan_set(plan->ctx->profile, group, &dims, &plan->ctx->desc, (const void **)values,
+                                 plan->info.param_set);
 }
 
-kiln_status kiln_conv_options(const struct kiln_conv2d_plan *plan, char *buf, size_t size)
+void kiln_conv_options(const struct kiln_conv2d_plan *plan, struct kiln_options *o)
 {
-    kiln_status st = kiln_profile_defines(plan->ctx->profile, "conv", buf, size);
-    if (st != KILN_SUCCESS)
-        return st;
     const kiln_conv2d_desc *d = &plan->s.d;
-    size_t used = strlen(buf);
-    int n = snprintf(buf + used, size - used,
-                     " -DKILN_ACT=%d -DKILN_HAS_BIAS=%d -DKILN_HAS_Z=%d -DKILN_POOL=%d -DKILN_F16=%d -DKILN_NHWC=%d",
-                     (int)d->activation, d->has_bias != 0, d->beta != 0.0f, d->fused_maxpool != 0,
-                     d->dtype == KILN_F16, d->layout == KILN_NHWC);
-    if (n < 0 || (size_t)n >= size - used)
-        return kiln_error(KILN_ERROR_INTERNAL, "conv2d: compiler options longer than %zu bytes", size);
-    return KILN_SUCCESS;
+    kiln_options_add(o, "-DKILN_ACT=%d -DKILN_HAS_BIAS=%d -DKILN_HAS_Z=%d -DKILN_POOL=%d -DKILN_F16=%d -DKILN_NHWC=%d",
+                     (int)d->activation, d->has_bias != 0, d->beta != 0.0f, d->fused_maxpool != 0, d->dtype == KILN_F16,
+                     d->layout == KILN_NHWC);
 }
 
 int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)

@@ -7,6 +7,8 @@
 
 #include "core/context.h"
 #include "kiln/kiln.h"
+#include "profiles/profile.h"
+#include "util/options.h"
 
 /* A validated descriptor and what follows from it. */
 struct kiln_conv_shape {
@@ -75,13 +77,14 @@ kiln_status kiln_conv_find(kiln_context *ctx, const struct kiln_conv_shape *s,
    constant_weights, only the first time a given buffer is seen. Records `w`. */
 int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w);
 
-/* Compiler options of a convolution kernel: the profile's `conv` parameters
-   plus the shape's epilogue switches (KILN_ACT, KILN_HAS_BIAS, KILN_HAS_Z,
-   KILN_POOL, KILN_F16, KILN_NHWC). */
-kiln_status kiln_conv_options(const struct kiln_conv2d_plan *plan, char *buf, size_t size);
+/* The shape's epilogue switches as compiler options (KILN_ACT,
+   KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL, KILN_F16, KILN_NHWC). */
+void kiln_conv_options(const struct kiln_conv2d_plan *plan, struct kiln_options *o);
 
-/* An integer `conv` parameter of the plan's profile. */
-kiln_status kiln_conv_param(const struct kiln_conv2d_plan *plan, const char *key, long *value);
+/* The plan's parameter set of `group` for its shape into *(const struct
+   kiln_param_<group> **)values, recorded in info.param_set; UNSUPPORTED if
+   it does not fit the device. */
+kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id group, void *values);
 
 /* Allocate workspace buffer `slot` of `bytes`, counted in info.workspace_bytes. */
 kiln_status kiln_conv_workspace(struct kiln_conv2d_plan *plan, int slot, size_t bytes);

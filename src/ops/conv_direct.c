@@ -66,15 +66,14 @@ static void nhwc_tiling(const struct kiln_conv_shape *s, size_t vw, size_t p_ext
         t->th += t->th % 2;
 }
 
-static kiln_status tiling_of(const struct kiln_conv2d_plan *plan, struct tiling *t)
+static kiln_status tiling_of(struct kiln_conv2d_plan *plan, struct tiling *t)
 {
     const struct kiln_conv_shape *s = &plan->s;
-    long vw = 0, wg = 0;
-    kiln_status st = kiln_conv_param(plan, "direct_vw", &vw);
-    if (st == KILN_SUCCESS)
-        st = kiln_conv_param(plan, "direct_wg", &wg);
+    const struct kiln_param_conv_direct *params;
+    kiln_status st = kiln_conv_params(plan, KILN_GROUP_conv_direct, &params);
     if (st != KILN_SUCCESS)
         return st;
+    const long vw = params->vw, wg = params->wg;
     memset(t, 0, sizeof *t);
     t->nhwc = s->d.layout == KILN_NHWC;
     t->wg = (size_t)wg;
@@ -105,16 +104,14 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
 {
     const kiln_conv2d_desc *d = &plan->s.d;
     struct tiling t;
-    char options[2048];
     kiln_status st = tiling_of(plan, &t);
-    if (st == KILN_SUCCESS)
-        st = kiln_conv_options(plan, options, sizeof options);
     if (st != KILN_SUCCESS)
         return st;
     const struct kiln_conv_shape *sh = &plan->s;
-    size_t used = strlen(options);
-    int n = snprintf(options + used, sizeof options - used,
-                     " -DKILN_DIRECT_R=%zu -DKILN_DIRECT_S=%zu -DKILN_DIRECT_SH=%zu -DKILN_DIRECT_SW=%zu"
+    struct kiln_options options = {0};
+    kiln_conv_options(plan, &options);
+    kiln_options_add(&options,
+                     "-DKILN_DIRECT_R=%zu -DKILN_DIRECT_S=%zu -DKILN_DIRECT_SH=%zu -DKILN_DIRECT_SW=%zu"
                      " -DKILN_DIRECT_DH=%zu -DKILN_DIRECT_DW=%zu -DKILN_DIRECT_C=%zu -DKILN_DIRECT_H=%zu"
                      " -DKILN_DIRECT_W=%zu -DKILN_DIRECT_K=%zu -DKILN_DIRECT_KG=%zu -DKILN_DIRECT_CG=%zu"
                      " -DKILN_DIRECT_P=%zu -DKILN_DIRECT_Q=%zu -DKILN_DIRECT_YH=%zu -DKILN_DIRECT_YW=%zu"
@@ -124,10 +121,13 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
                      d->r, d->s, d->stride_h, d->stride_w, d->dilation_h, d->dilation_w, d->c, d->h, d->w, d->k, sh->kg,
                      sh->cg, sh->p, sh->q, sh->yh, sh->yw, d->pad_top, d->pad_left, t.vw, t.th, t.kt, t.tq, t.tiles_p,
                      t.tiles_q, t.kblocks, t.depthwise, t.wg, t.cc);
-    if (n < 0 || (size_t)n >= sizeof options - used ||
-        (!t.nhwc && !kiln_row_tiling_options(&t.rows, options, sizeof options)))
-        return kiln_error(KILN_ERROR_INTERNAL, "conv2d direct: compiler options longer than %zu bytes", sizeof options);
-    if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_direct", &plan->kernels[0])) != KILN_SUCCESS)
+    if (!t.nhwc)
+        kiln_row_tiling_options(&t.rows, &options);
+    st = kiln_options_status(&options, "conv2d direct");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "conv_f32_direct", &plan->kernels[0]);
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
         return st;
 
     if (t.nhwc)

@@ -37,12 +37,10 @@ static uint64_t code_hash(const kiln_context *ctx)
     const char *dev_dir = getenv("KILN_KERNEL_DIR");
     if (dev_dir)
         h = kiln_hash64(dev_dir, strlen(dev_dir), h);
-    static const char *const families[] = {"conv", "gemm"};
-    for (int f = 0; f < 2; f++) {
-        char defines[2048] = "";
-        kiln_profile_defines(ctx->profile, families[f], defines, sizeof defines);
-        h = kiln_hash64(defines, strlen(defines), h);
-    }
+    char *params = NULL;
+    if (kiln_profile_to_json(ctx->profile, &params) == KILN_SUCCESS)
+        h = kiln_hash64(params, strlen(params), h);
+    free(params);
     return h;
 }
 

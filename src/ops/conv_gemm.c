@@ -125,10 +125,13 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
     size_t volume = d->c * d->r * d->s, pixels = d->n * s->p * s->q;
     /* The unfolding has no epilogue: only layout and storage select its
        program, so every epilogue shares one build. */
-    char options[64];
-    snprintf(options, sizeof options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
-    kiln_status st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col.cl", options, "conv_f32_im2col",
-                                     &plan->kernels[0]);
+    struct kiln_options options = {0};
+    kiln_options_add(&options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
+    kiln_status st = kiln_options_status(&options, "conv2d im2col");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col.cl", kiln_options_text(&options), "conv_f32_im2col",
+                             &plan->kernels[0]);
+    kiln_options_free(&options);
     if (st == KILN_SUCCESS)
         st = kiln_conv_workspace(plan, 0, volume * pixels * (d->dtype == KILN_F16 ? 2 : 4));
     if (st != KILN_SUCCESS)

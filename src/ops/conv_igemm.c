@@ -1,19 +1,16 @@
 /*
- * Implicit-GEMM convolution, in one of two kernels chosen by one rule: the
- * profile's GEMM route. A profile that sends GEMM to the CPU micro-kernel
- * (gemm.route "cpu") is a CPU profile and gets the CPU kernel here too; any
- * other route ("tiled", "clblast") marks a GPU profile, which gets the
- * GPU-style tiled kernel.
+ * Implicit-GEMM convolution, in one of two kernels chosen by the profile's
+ * select.conv_igemm_route: the CPU kernel or the GPU-style tiled kernel.
  *
  * CPU (cl/conv/conv_f32_igemm.cl): the weights are packed into MR-filter
  * panels (on each execution, or once with constant_weights), then each
  * work-group of one work-item gathers the im2col panel of NR output pixels
  * into local memory and multiplies it by every weight panel with the GEMM
- * register tile (the profile's gemm.cpu_*).
+ * register tile (the profile's gemm.cpu group).
  *
- * Tiled (cl/conv/conv_f32_igemm_tiled.cl): work-groups of igemm_mdimc x
- * igemm_ndimc work-items compute igemm_mwg pixels x igemm_nwg filters,
- * staging igemm_kwg-deep blocks of the im2col matrix and of the weights,
+ * Tiled (cl/conv/conv_f32_igemm_tiled.cl; the conv.igemm_tiled group):
+ * work-groups of mdimc x ndimc work-items compute mwg pixels x nwg filters,
+ * staging kwg-deep blocks of the im2col matrix and of the weights,
  * read in place, through local memory; no workspace.
  */
 #include <stdint.h>
@@ -59,30 +56,32 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    struct kiln_cpu_tile tile;
-    char options[2048];
-    kiln_status st;
     size_t pixels = d->n * s->p * s->q;
-    if ((st = kiln_cpu_tile_choose(plan->ctx->profile, s->kg, pixels, &tile)) != KILN_SUCCESS ||
-        (st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
+    const struct kiln_param_gemm_cpu *cpu;
+    kiln_status st = kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu);
+    if (st != KILN_SUCCESS)
         return st;
-    size_t used = strlen(options);
-    if (snprintf(options + used, sizeof options - used, " %s", tile.defines) >= (int)(sizeof options - used))
-        return kiln_error(KILN_ERROR_INTERNAL, "conv2d implicit-gemm: compiler options longer than %zu bytes",
-                          sizeof options);
+    struct kiln_options options = {0};
+    kiln_conv_options(plan, &options);
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose(cpu, s->kg, pixels, &options);
+    st = kiln_options_status(&options, "conv2d implicit-gemm");
 
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     size_t kk = s->cg * d->r * d->s, panels = (s->kg + mr - 1) / mr;
     size_t local_bytes = kk * nr * sizeof(float);
-    if (local_bytes > plan->ctx->desc.local_mem_bytes)
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "conv2d implicit-gemm: a %zu x %zu im2col panel (%zu bytes) exceeds the device's %llu bytes "
-                          "of local memory",
-                          kk, nr, local_bytes, plan->ctx->desc.local_mem_bytes);
+    if (st == KILN_SUCCESS && local_bytes > plan->ctx->desc.local_mem_bytes)
+        st = kiln_error(KILN_ERROR_UNSUPPORTED,
+                        "conv2d implicit-gemm: a %zu x %zu im2col panel (%zu bytes) exceeds the device's %llu bytes "
+                        "of local memory",
+                        kk, nr, local_bytes, plan->ctx->desc.local_mem_bytes);
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_%zux%zu", mr, nr);
-    if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_igemm_pack_w", &plan->kernels[PACK])) !=
-            KILN_SUCCESS ||
-        (st = kiln_kernel_get(plan->ctx, SOURCE, options, "conv_f32_igemm", &plan->kernels[MAIN])) != KILN_SUCCESS)
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "conv_f32_igemm_pack_w",
+                             &plan->kernels[PACK]);
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "conv_f32_igemm", &plan->kernels[MAIN]);
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
         return st;
     size_t tiles = (pixels + nr - 1) / nr;
     size_t blocks = filter_blocks(tiles * d->groups, panels, plan->ctx->desc.compute_units);
@@ -99,46 +98,26 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     return kiln_conv_workspace(plan, 0, d->groups * panels * (size_t)mr * kk * sizeof(float));
 }
 
-/* The tiled kernel's parameters, checked against its constraints and the
-   device: UNSUPPORTED, naming the profile, where they cannot work. */
+/* The tiled kernel; its parameters were checked against their constraints
+   and the device's limits when the profile was loaded and matched. */
 static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    const struct kiln_device_desc *dev = &plan->ctx->desc;
-    const char *profile = kiln_profile_name(plan->ctx->profile);
-    long mwg, nwg, kwg, mdimc, ndimc, vw;
-    char options[2048];
-    kiln_status st;
-    if ((st = kiln_conv_param(plan, "igemm_mwg", &mwg)) != KILN_SUCCESS ||
-        (st = kiln_conv_param(plan, "igemm_nwg", &nwg)) != KILN_SUCCESS ||
-        (st = kiln_conv_param(plan, "igemm_kwg", &kwg)) != KILN_SUCCESS ||
-        (st = kiln_conv_param(plan, "igemm_mdimc", &mdimc)) != KILN_SUCCESS ||
-        (st = kiln_conv_param(plan, "igemm_ndimc", &ndimc)) != KILN_SUCCESS ||
-        (st = kiln_conv_param(plan, "igemm_vw", &vw)) != KILN_SUCCESS ||
-        (st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
+    const struct kiln_param_conv_igemm_tiled *t;
+    kiln_status st = kiln_conv_params(plan, KILN_GROUP_conv_igemm_tiled, &t);
+    if (st != KILN_SUCCESS)
         return st;
-    if (mwg % (mdimc * vw) || nwg % (ndimc * vw))
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "conv2d implicit-gemm: profile %s: igemm_mwg = %ld must be a multiple of igemm_mdimc * "
-                          "igemm_vw = %ld and igemm_nwg = %ld of igemm_ndimc * igemm_vw = %ld",
-                          profile, mwg, mdimc * vw, nwg, ndimc * vw);
+    const long mwg = t->mwg, nwg = t->nwg, kwg = t->kwg, mdimc = t->mdimc, ndimc = t->ndimc, vw = t->vw;
     const size_t threads = (size_t)(mdimc * ndimc);
-    if (threads > dev->max_work_group_size)
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "conv2d implicit-gemm: profile %s: work-groups of igemm_mdimc x igemm_ndimc = %ld x %ld "
-                          "exceed the device's %zu work-items",
-                          profile, mdimc, ndimc, dev->max_work_group_size);
     /* The kernel's blocks of X and W (rows padded as its XLD and WLD say)
        and its index tables (a long and two ints per pixel and per kk, the
        kk table twice). */
     const long xld = mwg + (d->layout == KILN_NHWC ? vw : 0), wld = nwg + vw;
     const size_t local_bytes = (size_t)(kwg * (xld + wld)) * sizeof(float) + (size_t)(mwg + 2 * kwg) * 16;
-    if (local_bytes > dev->local_mem_bytes)
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "conv2d implicit-gemm: profile %s: a %ld x %ld x %ld tile needs %zu bytes of local memory, "
-                          "the device has %llu",
-                          profile, mwg, nwg, kwg, local_bytes, dev->local_mem_bytes);
+    struct kiln_options options = {0};
+    kiln_conv_options(plan, &options);
+    kiln_profile_defines(&options, KILN_GROUP_conv_igemm_tiled, t);
 
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_tiled_%ldx%ld", mwg, nwg);
     snprintf(plan->info.params, sizeof plan->info.params,
@@ -150,16 +129,18 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     plan->local[MAIN][0] = threads;
     plan->local[MAIN][1] = plan->local[MAIN][2] = 1;
     plan->tiled = 1;
-    return kiln_kernel_get(plan->ctx, TILED_SOURCE, options, "conv_f32_igemm_tiled", &plan->kernels[MAIN]);
+    st = kiln_options_status(&options, "conv2d implicit-gemm");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, TILED_SOURCE, kiln_options_text(&options), "conv_f32_igemm_tiled",
+                             &plan->kernels[MAIN]);
+    kiln_options_free(&options);
+    return st;
 }
 
 static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 {
-    const char *route;
-    kiln_status st = kiln_profile_get_string(plan->ctx->profile, "gemm", "route", &route);
-    if (st != KILN_SUCCESS)
-        return st;
-    return strcmp(route, "cpu") == 0 ? cpu_prepare(plan) : tiled_prepare(plan);
+    const int route = kiln_profile_params(plan->ctx->profile)->select.conv_igemm_route;
+    return route == KILN_IGEMM_CPU ? cpu_prepare(plan) : tiled_prepare(plan);
 }
 
 /* Launch the main kernel of either variant: the arguments both start with

@@ -86,17 +86,16 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
                           "conv2d %s: %zu tiles x %zu channels exceed 2^31 transformed values per tile position",
                           plan->algorithm->name, w->tiles, wide);
 
-    /* Vector width: the profile has none for Winograd; its direct
-       convolution's (conv.direct_vw) is the device's float vector for
-       element-wise kernels like these. NHWC lanes are channels and take it
+    /* Vector width: conv.winograd's. NHWC lanes are channels and take it
        as it is; NCHW lanes are tiles of a row, gathered with swizzles that
        need m <= VW <= 8, and a row of fewer tiles takes a narrower vector
        (down to m, below which lanes are masked). */
     const int nhwc = d->layout == KILN_NHWC;
-    long vw;
-    kiln_status st = kiln_conv_param(plan, "direct_vw", &vw);
+    const struct kiln_param_conv_winograd *params;
+    kiln_status st = kiln_conv_params(plan, KILN_GROUP_conv_winograd, &params);
     if (st != KILN_SUCCESS)
         return st;
+    long vw = params->vw;
     if (vw < 2)
         vw = 2;
     if (!nhwc) {
@@ -107,20 +106,19 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         if (vw < w->m)
             vw = w->m;
     }
-    char options[2048];
-    if ((st = kiln_conv_options(plan, options, sizeof options)) != KILN_SUCCESS)
-        return st;
-    size_t used = strlen(options);
-    int n = snprintf(options + used, sizeof options - used, " -DKILN_WINO_M=%d -DKILN_WINO_VW=%ld", w->m, vw);
-    if (n < 0 || (size_t)n >= sizeof options - used)
-        return kiln_error(KILN_ERROR_INTERNAL, "conv2d %s: compiler options too long", plan->algorithm->name);
+    struct kiln_options options = {0};
+    kiln_conv_options(plan, &options);
+    kiln_options_add(&options, "-DKILN_WINO_M=%d -DKILN_WINO_VW=%ld", w->m, vw);
+    st = kiln_options_status(&options, plan->algorithm->name);
     static const char *const suffix[] = {"filter", "in", "out"};
-    for (int i = FILTER; i <= OUTPUT; i++) {
+    for (int i = FILTER; i <= OUTPUT && st == KILN_SUCCESS; i++) {
         char name[64];
         snprintf(name, sizeof name, "conv_f32_wino%dx%d_%s", w->m, w->m, suffix[i]);
-        if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, name, &plan->kernels[i])) != KILN_SUCCESS)
-            return st;
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), name, &plan->kernels[i]);
     }
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
 
     /* Launch geometry (cl/conv/conv_f32_winograd.cl). */
     const size_t lanes = (size_t)vw;

@@ -8,6 +8,7 @@
 #include "core/context.h"
 #include "core/diag.h"
 #include "profiles/profile.h"
+#include "util/options.h"
 
 kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, float value)
 {
@@ -20,12 +21,16 @@ kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, f
         return st;
 
     kiln_context *ctx = buf->ctx;
-    long wg = 0;
-    char options[256];
-    struct kiln_kernel *kernel;
-    if ((st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg)) != KILN_SUCCESS ||
-        (st = kiln_profile_defines(ctx->profile, "util", options, sizeof options)) != KILN_SUCCESS ||
-        (st = kiln_kernel_get(ctx, "util/fill.cl", options, "util_fill_f32", &kernel)) != KILN_SUCCESS)
+    const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
+    const long wg = util->wg;
+    struct kiln_kernel *kernel = NULL;
+    struct kiln_options options = {0};
+    kiln_profile_defines(&options, KILN_GROUP_util, util);
+    st = kiln_options_status(&options, __func__);
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(ctx, "util/fill.cl", kiln_options_text(&options), "util_fill_f32", &kernel);
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
         return st;
     uint64_t first64 = first, count64 = count; /* the kernel's ulong */
     const struct kiln_arg args[] = {

@@ -128,15 +128,8 @@ static kiln_status choose(struct kiln_gemm_plan *plan, kiln_gemm_algo requested)
         snprintf(plan->info.reason, sizeof plan->info.reason, "requested");
         return KILN_SUCCESS;
     }
-    long smallm_max = 0, direct_max = 0;
-    const char *route = NULL;
-    kiln_status st = kiln_gemm_param(plan, "smallm_max", &smallm_max);
-    if (st == KILN_SUCCESS)
-        st = kiln_gemm_param(plan, "direct_max", &direct_max);
-    if (st == KILN_SUCCESS)
-        st = kiln_profile_get_string(plan->ctx->profile, "gemm", "route", &route);
-    if (st != KILN_SUCCESS)
-        return st;
+    const struct kiln_param_select *sel = &kiln_profile_params(plan->ctx->profile)->select;
+    const long smallm_max = sel->gemm_smallm_max, direct_max = sel->gemm_direct_max;
     const struct kiln_gemm_problem *p = &plan->p;
     double volume = (double)p->m * (double)p->n * (double)p->k;
     if (p->m <= (size_t)smallm_max) {
@@ -147,63 +140,55 @@ static kiln_status choose(struct kiln_gemm_plan *plan, kiln_gemm_algo requested)
         plan->family = &kiln_gemm_direct;
         snprintf(plan->info.reason, sizeof plan->info.reason, "m*n*k = %.0f <= direct_max %ld", volume,
                  direct_max);
-    } else if (strcmp(route, "clblast") == 0 && kiln_gemm_clblast.prepare) {
+    } else if (sel->gemm_route == KILN_ROUTE_CLBLAST && kiln_gemm_clblast.prepare) {
         plan->family = &kiln_gemm_clblast;
         snprintf(plan->info.reason, sizeof plan->info.reason, "profile route clblast");
     } else {
-        plan->family = strcmp(route, "cpu") == 0 ? &kiln_gemm_cpu : &kiln_gemm_tiled;
-        snprintf(plan->info.reason, sizeof plan->info.reason, "profile route %s%s", route,
-                 strcmp(route, "clblast") == 0 ? " (kiln built without CLBlast: tiled)" : "");
+        plan->family = sel->gemm_route == KILN_ROUTE_CPU ? &kiln_gemm_cpu : &kiln_gemm_tiled;
+        static const char *const routes[] = {KILN_GEMM_ROUTES};
+        snprintf(plan->info.reason, sizeof plan->info.reason, "profile route %s%s", routes[sel->gemm_route],
+                 sel->gemm_route == KILN_ROUTE_CLBLAST ? " (kiln built without CLBlast: tiled)" : "");
     }
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_gemm_param(const struct kiln_gemm_plan *plan, const char *key, long *value)
+kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values)
 {
-    return kiln_profile_get_int(plan->ctx->profile, "gemm", key, value);
+    const struct kiln_gemm_problem *p = &plan->p;
+    struct kiln_dims dims = {{0}};
+    dims.v[KILN_DIM_M] = (long)p->m;
+    dims.v[KILN_DIM_N] = (long)p->n;
+    dims.v[KILN_DIM_K] = (long)p->k;
+    dims.v[KILN_DIM_BATCH] = (long)p->batch;
+    return kiln_profile_plan_set(plan->ctx->profile, group, &dims, &plan->ctx->desc, (const void **)values,
+                                 plan->info.param_set);
 }
 
-kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, const char *extra, char *buf, size_t size)
+void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o)
 {
-    kiln_status st = kiln_profile_defines(plan->ctx->profile, "gemm", buf, size);
-    if (st != KILN_SUCCESS)
-        return st;
-    size_t used = strlen(buf);
     const struct kiln_gemm_epilogue *e = &plan->p.epi;
-    int n = snprintf(buf + used, size - used,
-                     " -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d%s%s",
-                     plan->p.trans_a, plan->p.trans_b, plan->p.f16, e->bias, e->residual, (int)e->act,
-                     extra ? " " : "", extra ? extra : "");
-    if (n < 0 || (size_t)n >= size - used)
-        return kiln_error(KILN_ERROR_INTERNAL, "gemm: compiler options longer than %zu bytes", size);
-    return KILN_SUCCESS;
+    kiln_options_add(
+        o, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d",
+        plan->p.trans_a, plan->p.trans_b, plan->p.f16, e->bias, e->residual, (int)e->act);
 }
 
-/* The profile's cpu_mr x cpu_nr tile, or its narrow tile of cpu_narrow_mr
-   rows by one vector where that computes fewer padded elements, counting
-   each of them 6% dearer: its accumulators are fed by one vector load and
-   cpu_narrow_mr broadcasts per k instead of 2 and 6 (2048^3 on the AVX-512
-   CPU device: 12x16 6% slower than 6x32; 14x14-pixel 1x1 layers 5-7%
-   faster, 196 pixels filling 13 of 16 columns but 7 of 32 wasting 28). */
-kiln_status kiln_cpu_tile_choose(const struct kiln_profile *profile, size_t m, size_t n, struct kiln_cpu_tile *tile)
+/* The profile's mr x nr tile, or its narrow tile of narrow_mr rows by one
+   vector where that computes fewer padded elements, counting each of them
+   6% dearer: its accumulators are fed by one vector load and narrow_mr
+   broadcasts per k instead of 2 and 6 (docs/gemm.md). */
+struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
+                                          struct kiln_options *o)
 {
-    long narrow = 0;
-    kiln_status st;
-    if ((st = kiln_profile_get_int(profile, "gemm", "cpu_mr", &tile->mr)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "gemm", "cpu_nr", &tile->nr)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "gemm", "cpu_vw", &tile->vw)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(profile, "gemm", "cpu_narrow_mr", &narrow)) != KILN_SUCCESS)
-        return st;
-    if (narrow > 0) {
-        size_t mr = (size_t)tile->mr, nr = (size_t)tile->nr, vw = (size_t)tile->vw, nmr = (size_t)narrow;
+    struct kiln_cpu_tile tile = {cpu->mr, cpu->nr, cpu->vw};
+    if (cpu->narrow_mr > 0) {
+        size_t mr = (size_t)cpu->mr, nr = (size_t)cpu->nr, vw = (size_t)cpu->vw, nmr = (size_t)cpu->narrow_mr;
         double wide = (double)(kiln_div_up(m, mr) * mr) * (double)(kiln_div_up(n, nr) * nr);
         double thin = 1.06 * (double)(kiln_div_up(m, nmr) * nmr) * (double)(kiln_div_up(n, vw) * vw);
         if (thin < wide)
-            tile->mr = narrow, tile->nr = tile->vw;
+            tile.mr = cpu->narrow_mr, tile.nr = cpu->vw;
     }
-    snprintf(tile->defines, sizeof tile->defines, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld",
-             tile->mr, tile->nr, tile->vw);
-    return KILN_SUCCESS;
+    kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
+    return tile;
 }
 
 kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t bytes)

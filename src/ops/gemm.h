@@ -11,6 +11,8 @@
 
 #include "core/context.h"
 #include "kiln/kiln.h"
+#include "profiles/profile.h"
+#include "util/options.h"
 
 /* A fused epilogue for operators that lower onto GEMM (internal; the CPU
    family implements it): bias per row (1) or column (2) of C, beta scaling a
@@ -81,28 +83,26 @@ kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *arg
    local size dims[1]. */
 kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
 
-/* Compiler options of a GEMM kernel: the profile's gemm parameters, the
-   problem's transposes, storage type and epilogue, then `extra` (the
-   family's own options, or NULL). */
-kiln_status kiln_gemm_options(const struct kiln_gemm_plan *plan, const char *extra, char *buf, size_t size);
+/* The problem's compiler options: transposes, storage type and epilogue. */
+void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o);
 
-/* An integer gemm parameter of the plan's profile. */
-kiln_status kiln_gemm_param(const struct kiln_gemm_plan *plan, const char *key, long *value);
+/* The plan's parameter set of `group` for its shape into *(const struct
+   kiln_param_<group> **)values, recorded in info.param_set; UNSUPPORTED if
+   it does not fit the device. */
+kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values);
 
 /* Allocate workspace buffer `slot` of `bytes` (freed with the plan). */
 kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t bytes);
 
 static inline size_t kiln_div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 
-struct kiln_profile;
-
-/* The CPU register tile (cl/common/register_tile.h) for a product of m rows
-   by n columns (filters by pixels in implicit GEMM), and its compiler
-   options "-DKILN_TILE_MR=.. -DKILN_TILE_NR=.. -DKILN_TILE_VW=..". */
+/* The CPU register tile (cl/common/register_tile.h) of gemm.cpu parameters
+   for a product of m rows by n columns (filters by pixels in implicit GEMM),
+   appending its compiler options KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW. */
 struct kiln_cpu_tile {
     long mr, nr, vw;
-    char defines[96];
 };
-kiln_status kiln_cpu_tile_choose(const struct kiln_profile *profile, size_t m, size_t n, struct kiln_cpu_tile *tile);
+struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
+                                          struct kiln_options *o);
 
 #endif /* KILN_OPS_GEMM_H */

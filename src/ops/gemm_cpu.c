@@ -16,19 +16,23 @@ enum { PACK_A, PACK_B, MICRO };
 static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 {
     const struct kiln_gemm_problem *p = &plan->p;
-    struct kiln_cpu_tile tile;
-    char options[1024];
-    kiln_status st;
-    if ((st = kiln_cpu_tile_choose(plan->ctx->profile, p->m, p->n, &tile)) != KILN_SUCCESS ||
-        (st = kiln_gemm_options(plan, tile.defines, options, sizeof options)) != KILN_SUCCESS)
+    const struct kiln_param_gemm_cpu *cpu;
+    kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_cpu, &cpu);
+    if (st != KILN_SUCCESS)
         return st;
+    struct kiln_options options = {0};
+    kiln_gemm_options(plan, &options);
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose(cpu, p->m, p->n, &options);
+    st = kiln_options_status(&options, "gemm");
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "gemm_f32_cpu_%zux%zu", mr, nr);
     snprintf(plan->info.params, sizeof plan->info.params, "MR=%zu NR=%zu VW=%ld", mr, nr, tile.vw);
     static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
-    for (int i = 0; i < 3; i++)
-        if ((st = kiln_kernel_get(plan->ctx, SOURCE, options, names[i], &plan->kernels[i])) != KILN_SUCCESS)
-            return st;
+    for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), names[i], &plan->kernels[i]);
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
 
     size_t panels_m = kiln_div_up(p->m, mr), panels_n = kiln_div_up(p->n, nr);
     size_t batch_a = p->stride_a ? p->batch : 1, batch_b = p->stride_b ? p->batch : 1;

@@ -13,20 +13,15 @@
 #include "core/diag.h"
 #include "ops/gemm.h"
 
-/* Launch geometry from three profile parameters: the tile edge along M and N
-   and the work-group shape. dims[0] is the global size, dims[1] the local. */
-static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, const char *kernel, const char *tile_m,
-                           const char *tile_n, const char *wg_m, const char *wg_n)
+/* Launch geometry from the tile edges along M and N and the work-group
+   shape; the kernel's options from its parameter group. dims[0] is the
+   global size, dims[1] the local. */
+static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, const char *kernel,
+                           enum kiln_group_id group, const void *values, long tm, long tn, long dm, long dn)
 {
-    long tm, tn, dm, dn;
-    char options[1024];
-    kiln_status st;
-    if ((st = kiln_gemm_param(plan, tile_m, &tm)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, tile_n, &tn)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, wg_m, &dm)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, wg_n, &dn)) != KILN_SUCCESS ||
-        (st = kiln_gemm_options(plan, NULL, options, sizeof options)) != KILN_SUCCESS)
-        return st;
+    struct kiln_options options = {0};
+    kiln_gemm_options(plan, &options);
+    kiln_profile_defines(&options, group, values);
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
     snprintf(plan->info.params, sizeof plan->info.params, "tile %ldx%ld, work-group %ldx%ld", tm, tn, dm, dn);
     const struct kiln_gemm_problem *p = &plan->p;
@@ -36,17 +31,31 @@ static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, cons
     plan->dims[1][0] = (size_t)dn;
     plan->dims[1][1] = (size_t)dm;
     plan->dims[1][2] = 1;
-    return kiln_kernel_get(plan->ctx, source, options, kernel, &plan->kernels[0]);
+    kiln_status st = kiln_options_status(&options, "gemm");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, source, kiln_options_text(&options), kernel, &plan->kernels[0]);
+    kiln_options_free(&options);
+    return st;
 }
 
 static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
 {
-    return prepare(plan, "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", "mwg", "nwg", "mdimc", "ndimc");
+    const struct kiln_param_gemm_tiled *t;
+    kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_tiled, &t);
+    if (st != KILN_SUCCESS)
+        return st;
+    return prepare(plan, "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc,
+                   t->ndimc);
 }
 
 static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
 {
-    return prepare(plan, "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "mdimcd", "ndimcd");
+    const struct kiln_param_gemm_direct *d;
+    kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_direct, &d);
+    if (st != KILN_SUCCESS)
+        return st;
+    return prepare(plan, "gemm/gemm_f32_direct.cl", "gemm_f32_direct", KILN_GROUP_gemm_direct, d, d->wg, d->wg,
+                   d->mdimc, d->ndimc);
 }
 
 kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)

@@ -23,19 +23,18 @@
 static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
 {
     const struct kiln_gemm_problem *p = &plan->p;
-    long mr, nc, vw;
-    kiln_status st;
-    if ((st = kiln_gemm_param(plan, "smallm_mr", &mr)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, "smallm_nc", &nc)) != KILN_SUCCESS ||
-        (st = kiln_gemm_param(plan, "smallm_vw", &vw)) != KILN_SUCCESS)
+    const struct kiln_param_gemm_smallm *sm;
+    kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_smallm, &sm);
+    if (st != KILN_SUCCESS)
         return st;
+    const long mr = sm->mr, nc = sm->nc, vw = sm->vw;
     const size_t mb = kiln_div_up(p->m, kiln_div_up(p->m, (size_t)mr));
     /* Accumulator vectors per row: columns (dot) or column vectors (axpy). */
     const size_t nb = p->trans_b ? (size_t)nc : kiln_div_up((size_t)nc, (size_t)vw);
-    char block[64], options[1024];
-    snprintf(block, sizeof block, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
-    if ((st = kiln_gemm_options(plan, block, options, sizeof options)) != KILN_SUCCESS)
-        return st;
+    struct kiln_options options = {0};
+    kiln_gemm_options(plan, &options);
+    kiln_profile_defines(&options, KILN_GROUP_gemm_smallm, sm);
+    kiln_options_add(&options, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
     const char *kernel = p->trans_b ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy";
     snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
     snprintf(plan->info.params, sizeof plan->info.params, "MB=%zu NB=%zu VW=%ld", mb, nb, vw);
@@ -43,7 +42,11 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
     plan->dims[0][1] = 1;
     plan->dims[0][2] = p->batch;
     plan->dims[1][0] = plan->dims[1][1] = plan->dims[1][2] = 1;
-    return kiln_kernel_get(plan->ctx, SOURCE, options, kernel, &plan->kernels[0]);
+    st = kiln_options_status(&options, "gemm");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), kernel, &plan->kernels[0]);
+    kiln_options_free(&options);
+    return st;
 }
 
 const struct kiln_gemm_family kiln_gemm_smallm = {"smallm", KILN_GEMM_SMALLM, smallm_prepare,

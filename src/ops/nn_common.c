@@ -7,6 +7,7 @@
 
 #include "core/diag.h"
 #include "profiles/profile.h"
+#include "util/options.h"
 
 int kiln_tensor_elements(size_t a, size_t b, size_t c, size_t d, size_t *out)
 {
@@ -34,21 +35,18 @@ kiln_status kiln_tensor_check(const char *func, const char *name, const kiln_con
 kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *name, const char *defines,
                            const struct kiln_arg *args, unsigned nargs, size_t items, kiln_event **event)
 {
-    long wg = 0;
-    char options[1024];
-    struct kiln_kernel *kernel;
-    kiln_status st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg);
+    const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
+    struct kiln_kernel *kernel = NULL;
+    struct kiln_options options = {0};
+    kiln_profile_defines(&options, KILN_GROUP_util, util);
+    kiln_options_add(&options, "%s", defines);
+    kiln_status st = kiln_options_status(&options, name);
     if (st == KILN_SUCCESS)
-        st = kiln_profile_defines(ctx->profile, "util", options, sizeof options);
+        st = kiln_kernel_get(ctx, source, kiln_options_text(&options), name, &kernel);
+    kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    size_t used = strlen(options);
-    int n = snprintf(options + used, sizeof options - used, " %s", defines);
-    if (n < 0 || (size_t)n >= sizeof options - used)
-        return kiln_error(KILN_ERROR_INTERNAL, "%s: compiler options longer than %zu bytes", name, sizeof options);
-    if ((st = kiln_kernel_get(ctx, source, options, name, &kernel)) != KILN_SUCCESS)
-        return st;
-    size_t local = (size_t)wg, global = (items + local - 1) / local * local;
+    size_t local = (size_t)util->wg, global = (items + local - 1) / local * local;
     void *handle = NULL;
     st = kiln_kernel_launch(ctx, kernel, args, nargs, 1, &global, &local, event ? &handle : NULL);
     if (st == KILN_SUCCESS && event)

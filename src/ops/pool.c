@@ -16,6 +16,7 @@
 #include "ops/nn_common.h"
 #include "ops/row_tiling.h"
 #include "profiles/profile.h"
+#include "util/options.h"
 
 /* One spatial dimension: pads smaller than the window, at least one output. */
 static kiln_status pool_dim(const char *axis, size_t in, size_t window, size_t stride, size_t pad0, size_t pad1,
@@ -89,10 +90,8 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
         return kiln_error(KILN_ERROR_UNSUPPORTED, "%s: planes of %zu x %zu values (2^31 or more)", __func__, d->h,
                           d->w);
 
-    long wg = 0, vw = 0;
-    if ((st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg)) != KILN_SUCCESS ||
-        (st = kiln_profile_get_int(ctx->profile, "util", "vw", &vw)) != KILN_SUCCESS)
-        return st;
+    const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
+    const long wg = util->wg, vw = util->vw;
     /* The kernel, its vector width, rows and row tiles, and work-items. */
     const char *kernel;
     struct kiln_row_tiling rows = {.vw = 1, .th = 1, .tiles_p = 1};
@@ -112,8 +111,8 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
         kiln_row_tiling(&win, d->n * d->c, (size_t)vw, 16, (size_t)wg, &rows);
         items = d->n * d->c * rows.tiles_p * rows.tiles_q;
     }
-    char defines[768];
-    int n = snprintf(defines, sizeof defines,
+    struct kiln_options defines = {0};
+    kiln_options_add(&defines,
                      "-DKILN_NHWC=%d -DKILN_POOL_AVG=%d -DKILN_POOL_COUNT_PAD=%d -DKILN_POOL_R=%zu -DKILN_POOL_S=%zu"
                      " -DKILN_POOL_SH=%zu -DKILN_POOL_SW=%zu -DKILN_POOL_PT=%zu -DKILN_POOL_PL=%zu -DKILN_POOL_C=%zu"
                      " -DKILN_POOL_H=%zu -DKILN_POOL_W=%zu -DKILN_POOL_P=%zu -DKILN_POOL_Q=%zu -DKILN_POOL_VW=%zu"
@@ -121,13 +120,17 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
                      d->layout == KILN_NHWC, d->mode == KILN_POOL_AVG, d->count_include_pad != 0, d->window_h,
                      d->window_w, d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->c, d->h, d->w, yh, yw, rows.vw,
                      rows.th, rows.tiles_p);
-    if (n < 0 || (size_t)n >= sizeof defines ||
-        (strcmp(kernel, "nn_pool2d_nchw") == 0 && !kiln_row_tiling_options(&rows, defines, sizeof defines)))
-        return kiln_error(KILN_ERROR_INTERNAL, "%s: compiler options longer than %zu bytes", __func__, sizeof defines);
+    if (strcmp(kernel, "nn_pool2d_nchw") == 0)
+        kiln_row_tiling_options(&rows, &defines);
     const struct kiln_arg args[] = {
         {KILN_ARG_BUFFER, 0, x->handle},
         {KILN_ARG_BUFFER, 0, y->handle},
         {KILN_ARG_SCALAR, sizeof items, &items},
     };
-    return kiln_nn_launch(ctx, "nn/pool.cl", kernel, defines, args, sizeof args / sizeof *args, items, event);
+    st = kiln_options_status(&defines, __func__);
+    if (st == KILN_SUCCESS)
+        st = kiln_nn_launch(ctx, "nn/pool.cl", kernel, kiln_options_text(&defines), args, sizeof args / sizeof *args,
+                            items, event);
+    kiln_options_free(&defines);
+    return st;
 }

@@ -1,6 +1,8 @@
 /* Row tiles of the NCHW window kernels (see row_tiling.h). */
 #include "ops/row_tiling.h"
 
+#include "util/options.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -74,12 +76,10 @@ void kiln_row_tiling(const struct kiln_row_window *win, size_t planes, size_t vw
     t->edge_rest = t->inner_first + (t->tiles_q - right) > count;
 }
 
-int kiln_row_tiling_options(const struct kiln_row_tiling *t, char *buf, size_t size)
+void kiln_row_tiling_options(const struct kiln_row_tiling *t, struct kiln_options *o)
 {
-    const size_t used = strlen(buf);
-    const int n = snprintf(buf + used, size - used,
-                           " -DKILN_ROW_TILES_Q=%zu -DKILN_ROW_INNER_FIRST=%zu -DKILN_ROW_INNER_END=%zu"
-                           " -DKILN_ROW_EDGE_A=%ld -DKILN_ROW_EDGE_B=%ld -DKILN_ROW_EDGE_C=%ld -DKILN_ROW_EDGE_REST=%d",
-                           t->tiles_q, t->inner_first, t->inner_end, t->edge[0], t->edge[1], t->edge[2], t->edge_rest);
-    return n >= 0 && (size_t)n < size - used;
+    kiln_options_add(o,
+                     "-DKILN_ROW_TILES_Q=%zu -DKILN_ROW_INNER_FIRST=%zu -DKILN_ROW_INNER_END=%zu -DKILN_ROW_EDGE_A=%ld"
+                     " -DKILN_ROW_EDGE_B=%ld -DKILN_ROW_EDGE_C=%ld -DKILN_ROW_EDGE_REST=%d",
+                     t->tiles_q, t->inner_first, t->inner_end, t->edge[0], t->edge[1], t->edge[2], t->edge_rest);
 }

@@ -35,8 +35,9 @@ struct kiln_row_tiling {
 void kiln_row_tiling(const struct kiln_row_window *win, size_t planes, size_t vw_max, size_t rows_max, size_t wg,
                      struct kiln_row_tiling *t);
 
+struct kiln_options;
 /* Append the kernel's options for `t` (-DKILN_ROW_TILES_Q=... and the tile
-   classes) to the string in buf; 0 if they do not fit in `size` bytes. */
-int kiln_row_tiling_options(const struct kiln_row_tiling *t, char *buf, size_t size);
+   classes). */
+void kiln_row_tiling_options(const struct kiln_row_tiling *t, struct kiln_options *o);
 
 #endif /* KILN_OPS_ROW_TILING_H */

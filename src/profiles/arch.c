@@ -31,12 +31,9 @@ static const struct arch_guess nvidia_guesses[] = {
 };
 
 static const struct arch_guess amd_guesses[] = {
-    {"gfx942", {"MI300"}},
-    {"gfx90a", {"MI200", "MI210", "MI250"}},
-    {"gfx908", {"MI100"}},
-    {"gfx906", {"MI50$", "MI60$", "Radeon VII"}},
-    {"gfx1100", {"RX 7###"}},
-    {"gfx1030", {"RX 6###"}},
+    {"gfx942", {"MI300"}},    {"gfx90a", {"MI200", "MI210", "MI250"}},
+    {"gfx908", {"MI100"}},    {"gfx906", {"MI50$", "MI60$", "Radeon VII"}},
+    {"gfx1100", {"RX 7###"}}, {"gfx1030", {"RX 6###"}},
     {"gfx1010", {"RX 5###"}}, /* four digits: the RX 580 is Polaris */
     {"gfx900", {"Vega"}},
 };

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include "core/diag.h"
 #include "util/embedded.h"
+#include "util/hash.h"
+#include "util/options.h"
 
 /* Best effort: a warning lost to a failed allocation is still logged. */
 static void warn(struct kiln_profile_set *set, const char *path, const char *why)
@@ -70,10 +73,7 @@ static kiln_status add_file(struct kiln_profile_set *set, size_t *capacity, cons
     return KILN_SUCCESS;
 }
 
-static int compare_strings(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int compare_strings(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* One override file; an unreadable one is a warning like an invalid one. */
 static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, const char *path)
@@ -169,6 +169,82 @@ static int chain_depth(const struct kiln_profile_set *set, size_t i, char *why)
     return -2;
 }
 
+static size_t field_size(const struct kiln_param_field *f)
+{
+    return f->type == KILN_PARAM_NUMBER ? sizeof(double) : sizeof(int);
+}
+
+/* Copy the fields of group g marked in `mask` from `src` to `dst`. */
+static void copy_fields(int g, uint32_t mask, void *dst, const void *src)
+{
+    const struct kiln_param_group *grp = &kiln_param_groups[g];
+    for (size_t f = 0; f < grp->count; f++)
+        if (mask & (1u << f))
+            memcpy((char *)dst + grp->fields[f].offset, (const char *)src + grp->fields[f].offset,
+                   field_size(&grp->fields[f]));
+}
+
+static int copy_classes(struct kiln_param_classes *dst, const struct kiln_param_classes *src, size_t size)
+{
+    for (size_t i = 0; i < dst->count; i++) {
+        free(dst->items[i].raw);
+        free(dst->items[i].values);
+    }
+    free(dst->items);
+    memset(dst, 0, sizeof *dst);
+    if (!src->count)
+        return 0;
+    if (!(dst->items = calloc(src->count, sizeof *dst->items)))
+        return -1;
+    for (; dst->count < src->count; dst->count++) {
+        struct kiln_param_class *c = &dst->items[dst->count];
+        *c = src->items[dst->count];
+        c->raw = malloc(size);
+        c->values = malloc(size);
+        if (!c->raw || !c->values) {
+            dst->count++;
+            return -1;
+        }
+        memcpy(c->raw, src->items[dst->count].raw, size);
+    }
+    return 0;
+}
+
+int kiln_profile_inherit(struct kiln_profile *p, const struct kiln_profile *parent, char *why)
+{
+    for (int g = 0; g < KILN_GROUP_COUNT; g++) {
+        const struct kiln_param_group *grp = &kiln_param_groups[g];
+        void *values = (char *)&p->params + grp->offset;
+        const uint32_t all = grp->count >= 32 ? ~0u : (1u << grp->count) - 1;
+        if (parent)
+            copy_fields(g, all & ~p->own[g], values, (const char *)&parent->params + grp->offset);
+        copy_fields(g, p->own[g], values, (const char *)&p->raw + grp->offset);
+        if (!parent && p->own[g] != all) {
+            int f = 0;
+            while (p->own[g] & (1u << f))
+                f++;
+            snprintf(why, KILN_PROFILE_WHY_SIZE, "'%s.%s' is not set by the profile or its parents", grp->name,
+                     grp->fields[f].key);
+            return -1;
+        }
+        if (parent && !p->classes[g].own && copy_classes(&p->classes[g], &parent->classes[g], grp->size) != 0)
+            return -2;
+        if (grp->check && grp->check(values, NULL, why, KILN_PROFILE_WHY_SIZE) != 0)
+            return -1;
+        for (size_t i = 0; i < p->classes[g].count; i++) {
+            struct kiln_param_class *c = &p->classes[g].items[i];
+            memcpy(c->values, values, grp->size);
+            copy_fields(g, c->own, c->values, c->raw);
+            if (grp->check && grp->check(c->values, NULL, why, KILN_PROFILE_WHY_SIZE) != 0) {
+                size_t n = strlen(why);
+                snprintf(why + n, KILN_PROFILE_WHY_SIZE - n, " (class '%s')", c->name);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Fill each profile's inherited fields, parents first, and validate the
    result. valid[i] becomes 1, 0 for a failure of the profile itself, or -1
    when only its parent failed; why[i] says why. */
@@ -182,10 +258,9 @@ static kiln_status resolve_pass(struct kiln_profile_set *set, int *valid, char (
         depth[i] = chain_depth(set, i, why[i]);
         valid[i] = depth[i] == -2 ? -1 : 0;
         max_depth = depth[i] > max_depth ? depth[i] : max_depth;
-        for (size_t f = 0; f < kiln_schema_count; f++)
-            set->items[i]->values[f].set = set->items[i]->values[f].own;
     }
-    for (int d = 0; d <= max_depth; d++) {
+    kiln_status st = KILN_SUCCESS;
+    for (int d = 0; d <= max_depth && st == KILN_SUCCESS; d++) {
         for (size_t i = 0; i < set->count; i++) {
             struct kiln_profile *p = set->items[i];
             if (depth[i] != d)
@@ -201,14 +276,14 @@ static kiln_status resolve_pass(struct kiln_profile_set *set, int *valid, char (
                 valid[i] = -1;
                 continue;
             }
-            for (size_t f = 0; j >= 0 && f < kiln_schema_count; f++)
-                if (!p->values[f].own)
-                    p->values[f] = set->items[j]->values[f];
-            valid[i] = kiln_schema_check(p->values, why[i], KILN_PROFILE_WHY_SIZE) == 0;
+            int r = kiln_profile_inherit(p, j >= 0 ? set->items[j] : NULL, why[i]);
+            if (r == -2)
+                st = KILN_ERROR_OUT_OF_MEMORY;
+            valid[i] = r == 0;
         }
     }
     free(depth);
-    return KILN_SUCCESS;
+    return st;
 }
 
 /* Put back the embedded profile of each override whose outcome is `tier`,
@@ -330,74 +405,77 @@ const struct kiln_profile *kiln_profile_find(const struct kiln_profile_set *set,
 
 const char *kiln_profile_name(const struct kiln_profile *p) { return p ? p->name : ""; }
 const char *kiln_profile_parent_name(const struct kiln_profile *p) { return p ? p->parent : ""; }
-const char *kiln_profile_source(const struct kiln_profile *p) { return p ? p->source : ""; }
+const char *kiln_profile_provenance(const struct kiln_profile *p) { return p ? p->provenance : "{}"; }
 int kiln_profile_is_abstract(const struct kiln_profile *p) { return p ? !p->has_match : 1; }
+const struct kiln_params *kiln_profile_params(const struct kiln_profile *p) { return &p->params; }
 
-/* The schema field behind (family, key), or a NOT_FOUND/INVALID_ARGUMENT status. */
-static kiln_status lookup(const struct kiln_profile *p, const char *family, const char *key, const void *value,
-                          int *idx)
+static int class_holds(const struct kiln_param_class *c, const struct kiln_dims *dims)
 {
-    if (!p || !family || !key || !value)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile parameter lookup with a NULL argument");
-    *idx = kiln_schema_find(family, key);
-    if (*idx < 0)
-        return kiln_error(KILN_ERROR_NOT_FOUND, "no profile parameter '%s.%s'", family, key);
-    return KILN_SUCCESS;
+    for (int d = 0; d < KILN_DIM_COUNT; d++)
+        if ((c->bounded & (1u << d)) && dims->v[d] && (dims->v[d] < c->lo[d] || dims->v[d] > c->hi[d]))
+            return 0;
+    return 1;
 }
 
-kiln_status kiln_profile_get_int(const struct kiln_profile *p, const char *family, const char *key, long *value)
+const void *kiln_profile_choose(const struct kiln_profile *p, enum kiln_group_id group, const struct kiln_dims *dims,
+                                const struct kiln_device_desc *dev, const char **set_name)
 {
-    int idx = -1;
-    kiln_status st = lookup(p, family, key, value, &idx);
-    if (st != KILN_SUCCESS)
-        return st;
-    enum kiln_param_type t = kiln_schema[idx].type;
-    if (t != KILN_PARAM_INT && t != KILN_PARAM_VW && t != KILN_PARAM_BOOL)
-        return kiln_error(KILN_ERROR_INVALID_PROFILE, "profile parameter '%s.%s' is not an integer", family, key);
-    *value = p->values[idx].i;
-    return KILN_SUCCESS;
-}
-
-kiln_status kiln_profile_get_string(const struct kiln_profile *p, const char *family, const char *key,
-                                    const char **value)
-{
-    int idx = -1;
-    kiln_status st = lookup(p, family, key, value, &idx);
-    if (st != KILN_SUCCESS)
-        return st;
-    if (kiln_schema[idx].type != KILN_PARAM_STRING)
-        return kiln_error(KILN_ERROR_INVALID_PROFILE, "profile parameter '%s.%s' is not a string", family, key);
-    *value = p->values[idx].s;
-    return KILN_SUCCESS;
-}
-
-kiln_status kiln_profile_defines(const struct kiln_profile *p, const char *family, char *buf, size_t size)
-{
-    if (!p || !family || !buf || size == 0)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_profile_defines: NULL argument or empty buffer");
-    if (!kiln_schema_has_family(family))
-        return kiln_error(KILN_ERROR_NOT_FOUND, "no profile parameter family '%s'", family);
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < kiln_schema_count; i++) {
-        const struct kiln_schema_field *f = &kiln_schema[i];
-        if (strcmp(f->family, family) != 0 || f->type == KILN_PARAM_NUMBER || f->type == KILN_PARAM_STRING)
-            continue;
-        char name[96];
-        size_t n = 0;
-        for (const char *c = family; *c && n < 40; c++)
-            name[n++] = (char)toupper((unsigned char)*c);
-        name[n++] = '_';
-        for (const char *c = f->key; *c && n < sizeof name - 1; c++)
-            name[n++] = (char)toupper((unsigned char)*c);
-        name[n] = '\0';
-        int len = snprintf(buf + used, size - used, "%s-DKILN_%s=%ld", used ? " " : "", name, p->values[i].i);
-        if (len < 0 || (size_t)len >= size - used) {
-            buf[used] = '\0';
-            return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "the '%s' defines do not fit in %zu bytes", family, size);
+    const struct kiln_param_group *grp = &kiln_param_groups[group];
+    const struct kiln_param_classes *cs = &p->classes[group];
+    char why[KILN_PROFILE_WHY_SIZE];
+    for (size_t i = 0; dims && i < cs->count; i++) {
+        const struct kiln_param_class *c = &cs->items[i];
+        if (class_holds(c, dims) && (!dev || !grp->check || grp->check(c->values, dev, why, sizeof why) == 0)) {
+            if (set_name)
+                *set_name = c->name;
+            return c->values;
         }
-        used += (size_t)len;
     }
+    if (set_name)
+        *set_name = "default";
+    return (const char *)&p->params + grp->offset;
+}
+
+kiln_status kiln_profile_plan_set(const struct kiln_profile *p, enum kiln_group_id group, const struct kiln_dims *dims,
+                                  const struct kiln_device_desc *dev, const void **values, char *label)
+{
+    const struct kiln_param_group *grp = &kiln_param_groups[group];
+    const char *set;
+    *values = kiln_profile_choose(p, group, dims, dev, &set);
+    snprintf(label, 48, "%s:%s", grp->name, set);
+    char why[KILN_PROFILE_WHY_SIZE];
+    if (grp->check && grp->check(*values, dev, why, sizeof why) != 0)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "profile %s: %s", p->name, why);
+    return KILN_SUCCESS;
+}
+
+int kiln_profile_fits(const struct kiln_profile *p, const struct kiln_device_desc *dev, char *why)
+{
+    for (int g = 0; g < KILN_GROUP_COUNT; g++) {
+        const struct kiln_param_group *grp = &kiln_param_groups[g];
+        if (!grp->check)
+            continue;
+        if (grp->check((const char *)&p->params + grp->offset, dev, why, KILN_PROFILE_WHY_SIZE) != 0)
+            return -1;
+        for (size_t i = 0; i < p->classes[g].count; i++)
+            if (grp->check(p->classes[g].items[i].values, dev, why, KILN_PROFILE_WHY_SIZE) != 0) {
+                size_t n = strlen(why);
+                snprintf(why + n, KILN_PROFILE_WHY_SIZE - n, " (class '%s')", p->classes[g].items[i].name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+kiln_status kiln_profile_get(const struct kiln_profile *p, const char *group, const char *key, double *value)
+{
+    if (!p || !group || !key || !value)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile parameter lookup with a NULL argument");
+    int g = kiln_param_group_find(group);
+    int f = g >= 0 ? kiln_param_field_find(g, key) : -1;
+    if (f < 0)
+        return kiln_error(KILN_ERROR_NOT_FOUND, "no profile parameter '%s.%s'", group, key);
+    *value = kiln_param_get(g, f, (const char *)&p->params + kiln_param_groups[g].offset);
     return KILN_SUCCESS;
 }
 
@@ -405,16 +483,129 @@ double kiln_profile_peak_gflops(const struct kiln_profile *p, const struct kiln_
 {
     if (!p || !desc)
         return 0;
-    double explicit_peak = p->values[kiln_schema_find("device", "peak_gflops")].d;
-    if (explicit_peak > 0)
-        return explicit_peak;
-    long clock = p->values[kiln_schema_find("device", "clock_mhz")].i;
-    double mhz = clock > 0 ? (double)clock : (double)desc->clock_mhz;
-    return (double)p->values[kiln_schema_find("device", "flops_per_cu_cycle")].i * desc->compute_units * mhz / 1000.0;
+    const struct kiln_param_device *d = &p->params.device;
+    if (d->peak_gflops > 0)
+        return d->peak_gflops;
+    double mhz = d->clock_mhz > 0 ? (double)d->clock_mhz : (double)desc->clock_mhz;
+    return (double)d->flops_per_cu_cycle * desc->compute_units * mhz / 1000.0;
 }
 
 double kiln_profile_peak_gbps(const struct kiln_profile *p, const struct kiln_device_desc *desc)
 {
     (void)desc; /* the family's typical bandwidth; desc is for a future per-device refinement */
-    return p ? p->values[kiln_schema_find("device", "peak_gbps")].d : 0;
+    return p ? p->params.device.peak_gbps : 0;
+}
+
+void kiln_profile_defines(struct kiln_options *o, enum kiln_group_id group, const void *values)
+{
+    const struct kiln_param_group *grp = &kiln_param_groups[group];
+    for (size_t f = 0; f < grp->count; f++) {
+        if (!grp->fields[f].define)
+            continue;
+        char key[64];
+        size_t n = 0;
+        for (const char *c = grp->fields[f].key; *c && n + 1 < sizeof key; c++)
+            key[n++] = (char)toupper((unsigned char)*c);
+        key[n] = '\0';
+        kiln_options_add(o, "-D%s%s=%.0f", grp->prefix, key, kiln_param_get((int)group, (int)f, values));
+    }
+}
+
+/* Sets shared by the contexts of this process, one per override directory
+   and state of its files. A set whose directory changed is dropped from the
+   list and freed by its last release. */
+struct shared_set {
+    char *dir;
+    uint64_t state;
+    struct kiln_profile_set *set;
+    unsigned refs;
+    int current;
+    struct shared_set *next;
+};
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shared_set *shared_sets;
+
+/* A fingerprint of the directory's *.json files: names, sizes, times. */
+static uint64_t dir_state(const char *dir)
+{
+    uint64_t h = KILN_HASH_SEED;
+    DIR *d = dir && *dir ? opendir(dir) : NULL;
+    if (!d)
+        return h ^ (dir && *dir ? 1 : 0);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len <= 5 || strcmp(e->d_name + len - 5, ".json") != 0)
+            continue;
+        char path[4096];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        uint64_t one = kiln_hash64(e->d_name, len, KILN_HASH_SEED);
+        if (stat(path, &sb) == 0) {
+            long long facts[4] = {(long long)sb.st_size, (long long)sb.st_mtim.tv_sec, (long long)sb.st_mtim.tv_nsec,
+                                  (long long)sb.st_ino};
+            one = kiln_hash64(facts, sizeof facts, one);
+        }
+        h ^= one; /* independent of the listing order */
+    }
+    closedir(d);
+    return h;
+}
+
+kiln_status kiln_profile_set_shared(const char *override_dir, struct kiln_profile_set **out)
+{
+    const char *dir = override_dir ? override_dir : "";
+    uint64_t state = dir_state(dir);
+    pthread_mutex_lock(&shared_lock);
+    struct shared_set *s = shared_sets;
+    while (s && !(s->current && s->state == state && strcmp(s->dir, dir) == 0))
+        s = s->next;
+    kiln_status st = KILN_SUCCESS;
+    if (!s) {
+        struct kiln_profile_set *set = NULL;
+        st = kiln_profile_set_load(dir, &set);
+        struct shared_set *fresh = st == KILN_SUCCESS ? calloc(1, sizeof *fresh) : NULL;
+        char *dir_copy = fresh ? strdup(dir) : NULL;
+        if (st == KILN_SUCCESS && !dir_copy) {
+            free(fresh);
+            kiln_profile_set_free(set);
+            st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "out of memory loading device profiles");
+        } else if (st == KILN_SUCCESS) {
+            s = fresh;
+            s->dir = dir_copy;
+            for (struct shared_set *old = shared_sets; old; old = old->next)
+                if (strcmp(old->dir, dir) == 0)
+                    old->current = 0;
+            s->state = state;
+            s->set = set;
+            s->current = 1;
+            s->next = shared_sets;
+            shared_sets = s;
+        }
+    }
+    if (st == KILN_SUCCESS) {
+        s->refs++;
+        *out = s->set;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return st;
+}
+
+void kiln_profile_set_release(struct kiln_profile_set *set)
+{
+    if (!set)
+        return;
+    pthread_mutex_lock(&shared_lock);
+    for (struct shared_set **at = &shared_sets; *at; at = &(*at)->next) {
+        struct shared_set *s = *at;
+        if (s->set != set)
+            continue;
+        if (--s->refs == 0 && !s->current) {
+            *at = s->next;
+            kiln_profile_set_free(s->set);
+            free(s->dir);
+            free(s);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&shared_lock);
 }

@@ -1,14 +1,15 @@
 /*
  * Device profiles: JSON files (device_profiles/) that say which devices they
- * match and hold the kernel parameters and device facts for them. A profile
- * may name a parent and override only what it tunes; the generic-gpu and
- * generic-cpu roots fill every field of the schema (profile_schema.c).
+ * match and hold the device facts and kernel parameters for them, in the
+ * groups of params.h. A profile may name a parent and override only what it
+ * tunes; the generic-gpu and generic-cpu roots fill every field.
  *
- * A profile set is loaded per context: the profiles embedded at build time,
- * then every *.json in an override directory (KILN_PROFILE_DIR), which adds
- * profiles or replaces embedded ones of the same name. A file that does not
- * parse or validate is skipped with a warning naming the file and the reason;
- * it never aborts the load.
+ * A profile set holds the profiles embedded at build time, then every *.json
+ * in an override directory (KILN_PROFILE_DIR), which adds profiles or
+ * replaces embedded ones of the same name. A file that does not parse or
+ * validate is skipped with a warning naming the file and the reason; it
+ * never aborts the load. Contexts share one set per process and directory
+ * state (kiln_profile_set_shared).
  */
 #ifndef KILN_PROFILE_H
 #define KILN_PROFILE_H
@@ -17,15 +18,23 @@
 
 #include "backend/backend.h"
 #include "kiln/kiln.h"
+#include "profiles/params.h"
 
 struct kiln_profile_set;
 struct kiln_profile;
 
 /* Load the embedded profiles plus those in `override_dir` (NULL or "" for
    none). Fails only for an unreadable override directory or out of memory;
-   invalid files become warnings. *out is owned by the caller. */
+   invalid files become warnings. *out is owned by the caller
+   (kiln_profile_set_free). */
 kiln_status kiln_profile_set_load(const char *override_dir, struct kiln_profile_set **out);
 void kiln_profile_set_free(struct kiln_profile_set *set);
+
+/* The same, parsed once per process: a set loaded earlier for the same
+   directory, unchanged since (names, sizes and times of its files), is
+   shared. Release with kiln_profile_set_release. */
+kiln_status kiln_profile_set_shared(const char *override_dir, struct kiln_profile_set **out);
+void kiln_profile_set_release(struct kiln_profile_set *set);
 
 /* Warnings gathered while loading, one per line ("" if none). */
 const char *kiln_profile_set_warnings(const struct kiln_profile_set *set);
@@ -38,30 +47,81 @@ const struct kiln_profile *kiln_profile_find(const struct kiln_profile_set *set,
    hold; the generic root of the device's type if none does. Writes a one-line
    explanation to `reason`. Returns NULL only if the set lacks the generic
    roots. */
-const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set,
-                                              const struct kiln_device_desc *desc, char *reason,
-                                              size_t reason_size);
+const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set, const struct kiln_device_desc *desc,
+                                              char *reason, size_t reason_size);
 
 const char *kiln_profile_name(const struct kiln_profile *p);
 const char *kiln_profile_parent_name(const struct kiln_profile *p); /* "" for a root */
-const char *kiln_profile_source(const struct kiln_profile *p);      /* where its numbers come from */
+const char *kiln_profile_provenance(const struct kiln_profile *p);  /* a JSON object */
 int kiln_profile_is_abstract(const struct kiln_profile *p);         /* no match rules: a parent only */
 
-/* Kernel parameters, after inheritance, by family ("gemm", "conv", ...) and
-   key. NOT_FOUND if absent, INVALID_PROFILE if of another type. */
-kiln_status kiln_profile_get_int(const struct kiln_profile *p, const char *family, const char *key, long *value);
-kiln_status kiln_profile_get_string(const struct kiln_profile *p, const char *family, const char *key,
-                                    const char **value);
+/* Every group's default parameter set. */
+const struct kiln_params *kiln_profile_params(const struct kiln_profile *p);
 
-/* Compiler options "-DKILN_<FAMILY>_<KEY>=<value> ..." for every integer and
-   boolean parameter of `family` (upper-cased names). OUT_OF_MEMORY if the
-   buffer is too small, NOT_FOUND for an unknown family. */
-kiln_status kiln_profile_defines(const struct kiln_profile *p, const char *family, char *buf, size_t size);
+/* The parameter set of `group` for a problem: the first of the group's
+   classes whose ranges hold the problem's dimensions (and, with `dev`, fits
+   the device's limits), else the default. *set_name (if not NULL) becomes
+   the class's name or "default". dims NULL takes the default. */
+const void *kiln_profile_choose(const struct kiln_profile *p, enum kiln_group_id group, const struct kiln_dims *dims,
+                                const struct kiln_device_desc *dev, const char **set_name);
+#define KILN_PARAMS_FOR(profile, group, dims, dev, set_name)                                                           \
+    ((const struct kiln_param_##group *)kiln_profile_choose((profile), KILN_GROUP_##group, (dims), (dev), (set_name)))
+
+/* kiln_profile_choose for a plan on device `dev`: *values is the set, `label`
+   (48 bytes) becomes "<group>:<set>". UNSUPPORTED, naming the profile and
+   the limit, when even the default set does not fit the device. */
+kiln_status kiln_profile_plan_set(const struct kiln_profile *p, enum kiln_group_id group, const struct kiln_dims *dims,
+                                  const struct kiln_device_desc *dev, const void **values, char *label);
+
+/* A field of a group's default set by name ("gemm.tiled", "mwg"), as a
+   double (a choice as its index), for tools and tests. NOT_FOUND for an
+   unknown group or key. */
+kiln_status kiln_profile_get(const struct kiln_profile *p, const char *group, const char *key, double *value);
+
+struct kiln_options;
+/* Append group's -D options (its DEF fields, named <prefix><KEY>) for the
+   parameter set `values` (a struct kiln_param_<group>). */
+void kiln_profile_defines(struct kiln_options *o, enum kiln_group_id group, const void *values);
+
+/* Check every parameter set of p against a device's limits; -1 with the
+   first failure in `why` (KILN_PROFILE_WHY_SIZE bytes). */
+int kiln_profile_fits(const struct kiln_profile *p, const struct kiln_device_desc *dev, char *why);
+
+/* A child of `parent` holding the parameters of `overlay`, a JSON object
+   with the optional keys "device", "select" and "kernels" of a profile file
+   (no name, parent or match). INVALID_PROFILE with the reason in the detail
+   if the overlay does not validate. *out is freed with kiln_profile_free. */
+kiln_status kiln_profile_derive(const struct kiln_profile *parent, const char *overlay, struct kiln_profile **out);
+void kiln_profile_free(struct kiln_profile *p);
 
 /* Device peaks from the profile's "device" facts: fp32 GFLOP/s from
    flops_per_cu_cycle * compute units * clock (or an explicit peak_gflops),
    and the typical memory bandwidth in GB/s. */
 double kiln_profile_peak_gflops(const struct kiln_profile *p, const struct kiln_device_desc *desc);
 double kiln_profile_peak_gbps(const struct kiln_profile *p, const struct kiln_device_desc *desc);
+
+/* What a written profile holds besides its parameters. */
+struct kiln_profile_measurement {
+    const char *what;       /* "gemm 16x4096x4096 GFLOP/s" */
+    double value, baseline; /* baseline: the parent's value, 0 if none */
+};
+struct kiln_profile_provenance {
+    const char *tool, *version, *device, *driver, *date, *basis; /* NULL: left out */
+    const struct kiln_profile_measurement *measurements;
+    size_t measurement_count;
+};
+
+/* Write `name`, a child of `values`'s profile parent (or of `parent`), as a
+   profile file at `path` (atomically): its match rules copied from
+   `match_from` (NULL: none, an abstract profile), the groups whose bits are
+   set in `groups` (1u << KILN_GROUP_x) with every field and class of
+   `values`, and the provenance. */
+kiln_status kiln_profile_write(const char *path, const char *name, const char *parent,
+                               const struct kiln_profile *match_from, const struct kiln_profile *values,
+                               unsigned groups, const struct kiln_profile_provenance *provenance);
+
+/* The resolved profile as the JSON of a profile file holding every group;
+ *text is malloc'd. */
+kiln_status kiln_profile_to_json(const struct kiln_profile *p, char **text);
 
 #endif /* KILN_PROFILE_H */

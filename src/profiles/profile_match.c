@@ -19,10 +19,14 @@
 const char *kiln_profile_type_name(kiln_device_type type)
 {
     switch (type) {
-    case KILN_DEVICE_CPU: return "cpu";
-    case KILN_DEVICE_GPU: return "gpu";
-    case KILN_DEVICE_ACCELERATOR: return "accelerator";
-    case KILN_DEVICE_OTHER: break;
+    case KILN_DEVICE_CPU:
+        return "cpu";
+    case KILN_DEVICE_GPU:
+        return "gpu";
+    case KILN_DEVICE_ACCELERATOR:
+        return "accelerator";
+    case KILN_DEVICE_OTHER:
+        break;
     }
     return "other";
 }
@@ -112,9 +116,8 @@ static int score(const struct kiln_profile *p, const struct kiln_device_desc *de
     return total;
 }
 
-const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set,
-                                              const struct kiln_device_desc *desc, char *reason,
-                                              size_t reason_size)
+const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set, const struct kiln_device_desc *desc,
+                                              char *reason, size_t reason_size)
 {
     char why[256], best_why[256] = "";
     const struct kiln_profile *best = NULL;

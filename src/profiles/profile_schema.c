@@ -1,241 +1,288 @@
-/* The one table of profile fields and the checks that follow it. Keep
-   device_profiles/README.md in step (tests/test_profiles.c checks it names
-   every field). */
+/* The schema of params.h made into tables, and each group's constraints. */
 #include "profiles/schema.h"
 
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const gemm_routes[] = {"tiled", "cpu", "clblast", NULL};
-static const char *const conv_algos[] = {"implicit-gemm", "winograd-4x4", "winograd-2x2", "direct",
-                                         "im2col",        "gemm-1x1",     NULL};
+static const char *const gemm_routes[] = {KILN_GEMM_ROUTES, NULL};
+static const char *const igemm_routes[] = {KILN_IGEMM_ROUTES, NULL};
+static const char *const conv_algos[] = {KILN_CONV_ALGOS, NULL};
 
-#define INT(fam, key, min, doc) {fam, key, KILN_PARAM_INT, min, NULL, doc}
-#define VW(fam, key, doc) {fam, key, KILN_PARAM_VW, 1, NULL, doc}
-#define BOOL(fam, key, doc) {fam, key, KILN_PARAM_BOOL, 0, NULL, doc}
-#define NUMBER(fam, key, min, doc) {fam, key, KILN_PARAM_NUMBER, min, NULL, doc}
-#define STRING(fam, key, choices, doc) {fam, key, KILN_PARAM_STRING, 0, choices, doc}
+#define KILN_MAX_INT(x) (double)(x)
+#define KILN_MAX_VW(x) (double)(x)
+#define KILN_MAX_BOOL(x) (double)(x)
+#define KILN_MAX_NUMBER(x) (double)(x)
+#define KILN_MAX_CHOICE(x) 0.0
+#define KILN_CHOICES_INT(x) NULL
+#define KILN_CHOICES_VW(x) NULL
+#define KILN_CHOICES_BOOL(x) NULL
+#define KILN_CHOICES_NUMBER(x) NULL
+#define KILN_CHOICES_CHOICE(x) x
+#define KILN_ROLE_DEF 1
+#define KILN_ROLE_HOST 0
 
-const struct kiln_schema_field kiln_schema[] = {
-    INT("device", "flops_per_cu_cycle", 1,
-        "fp32 flops per compute unit (as the driver counts them) per clock; FMA = 2"),
-    NUMBER("device", "peak_gbps", 1, "typical memory bandwidth of the family, GB/s"),
-    INT("device", "clock_mhz", 0,
-        "typical sustained clock when the driver reports a base clock; 0 = the reported clock"),
-    NUMBER("device", "peak_gflops", 0, "explicit fp32 peak in GFLOP/s when > 0, overriding the computed one"),
+#define FIELD(group, key, type, min, max, role, doc)                                                                   \
+    {#key,                                                                                                             \
+     KILN_PARAM_##type,                                                                                                \
+     (double)(min),                                                                                                    \
+     KILN_MAX_##type(max),                                                                                             \
+     KILN_CHOICES_##type(max),                                                                                         \
+     KILN_ROLE_##role,                                                                                                 \
+     offsetof(struct kiln_param_##group, key),                                                                         \
+     doc},
+#define FIELD_TABLE(group, json, prefix, dims, doc)                                                                    \
+    static const struct kiln_param_field group##_fields[] = {KILN_FIELDS_##group(FIELD)};
+KILN_PARAM_GROUPS(FIELD_TABLE)
 
-    INT("util", "wg", 1, "work-group size of element-wise utility kernels (fill, copy) and pooling"),
-    VW("util", "vw", "pooling: vector width (output columns in NCHW, channels in NHWC)"),
-
-    STRING("gemm", "route", gemm_routes,
-           "GEMM implementation: tiled OpenCL kernels, the CPU micro-kernel, or CLBlast; \"cpu\" also gives "
-           "implicit-GEMM convolution its CPU kernel, any other route its tiled GPU kernel"),
-    INT("gemm", "mwg", 1, "work-group tile size in M"),
-    INT("gemm", "nwg", 1, "work-group tile size in N"),
-    INT("gemm", "kwg", 1, "K step of the work-group tile (staged per iteration)"),
-    INT("gemm", "mdimc", 1, "work-group shape in M (threads)"),
-    INT("gemm", "ndimc", 1, "work-group shape in N (threads)"),
-    INT("gemm", "mdima", 1, "M extent of the thread re-shape used to load A"),
-    INT("gemm", "ndimb", 1, "N extent of the thread re-shape used to load B"),
-    INT("gemm", "kwi", 1, "K loop unroll factor"),
-    VW("gemm", "vwm", "vector width in M for loads and stores of A and C"),
-    VW("gemm", "vwn", "vector width in N for loads and stores of B and C"),
-    BOOL("gemm", "sa", "stage the A tile in local memory"),
-    BOOL("gemm", "sb", "stage the B tile in local memory"),
-    INT("gemm", "direct_max", 0, "problems with M*N*K at or below this use the direct kernel (0: never)"),
-    INT("gemm", "wgd", 1, "direct kernel: square work-group tile size in M, N and K"),
-    INT("gemm", "mdimcd", 1, "direct kernel: work-group shape in M"),
-    INT("gemm", "ndimcd", 1, "direct kernel: work-group shape in N"),
-    VW("gemm", "vwmd", "direct kernel: vector width in M"),
-    VW("gemm", "vwnd", "direct kernel: vector width in N"),
-    INT("gemm", "kwid", 1, "direct kernel: K loop unroll factor"),
-    INT("gemm", "cpu_mr", 1,
-        "CPU route: register micro-tile rows (filters in implicit-GEMM convolution's CPU kernel)"),
-    INT("gemm", "cpu_nr", 1,
-        "CPU route: register micro-tile columns (output pixels in implicit-GEMM convolution's CPU kernel)"),
-    INT("gemm", "cpu_kc", 1, "CPU route: K block kept in L1/L2"),
-    INT("gemm", "cpu_nc", 1, "CPU route: N block kept in L3"),
-    VW("gemm", "cpu_vw", "CPU route: SIMD vector width in floats"),
-    INT("gemm", "cpu_narrow_mr", 0,
-        "CPU route: rows of a second register tile one vector (cpu_vw) wide, taken where a problem's columns fill it "
-        "better (0: none)"),
-    INT("gemm", "smallm_max", 0,
-        "AUTO: GEMMs whose C has at most this many rows (m; n if column-major) use the small-M kernels (0: never)"),
-    INT("gemm", "smallm_mr", 1, "small-M kernels: rows of C a work-item accumulates at once"),
-    INT("gemm", "smallm_nc", 1,
-        "small-M kernels: columns of C per work-item (B not transposed: rounded up to a multiple of smallm_vw)"),
-    VW("gemm", "smallm_vw", "small-M kernels: vector width in floats, along K (B transposed) or N"),
-
-    STRING("conv", "algo", conv_algos, "default algorithm when the heuristic has no stronger preference"),
-    INT("conv", "igemm_mwg", 1,
-        "implicit GEMM, tiled kernel (gemm.route not \"cpu\"): work-group tile in output pixels"),
-    INT("conv", "igemm_nwg", 1, "implicit GEMM, tiled kernel: work-group tile in filters (of one group)"),
-    INT("conv", "igemm_kwg", 1,
-        "implicit GEMM, tiled kernel: K step, input channels x filter taps staged in local memory per iteration"),
-    INT("conv", "igemm_mdimc", 1, "implicit GEMM, tiled kernel: work-group shape along pixels (work-items)"),
-    INT("conv", "igemm_ndimc", 1, "implicit GEMM, tiled kernel: work-group shape along filters (work-items)"),
-    VW("conv", "igemm_vw",
-       "implicit GEMM, tiled kernel: vector width of the register tile's reads, in pixels and filters"),
-    INT("conv", "wino_min_channels", 1, "use Winograd for 3x3 stride-1 when C and K are at least this"),
-    INT("conv", "direct_wg", 1, "direct convolution: work-group size"),
-    VW("conv", "direct_vw", "direct convolution: vector width"),
-
-    INT("attention", "block_q", 1,
-        "query rows per work-item, as block_q / vw vectors of vw rows (fewer when a batch item's key/value head has "
-        "fewer rows)"),
-    INT("attention", "block_kv", 1, "keys per block: a work-item's scores are block_q / vw x block_kv vectors"),
-    INT("attention", "q_blocks", 1,
-        "blocks of block_q rows per work-item, taking each chunk of keys in turn while it is in cache (fewer for "
-        "head dimensions above 64, small problems)"),
-    INT("attention", "chunk_kv", 1, "keys per chunk (a multiple of block_kv)"),
-    INT("attention", "wg", 1, "work-items per work-group (1 on CPUs: a work-group is one thread's task)"),
-    VW("attention", "vw", "vector width: query rows per vector"),
-};
-const size_t kiln_schema_count = sizeof kiln_schema / sizeof kiln_schema[0];
-
-/* lhs1*lhs2 must be a multiple of rhs1*rhs2/div (absent operands are 1). */
-struct constraint {
-    const char *family, *lhs1, *lhs2, *rhs1, *rhs2, *div;
-};
-
-static const struct constraint constraints[] = {
-    {"gemm", "mwg", NULL, "mdimc", "vwm", NULL},
-    {"gemm", "nwg", NULL, "ndimc", "vwn", NULL},
-    {"gemm", "kwg", NULL, "kwi", NULL, NULL},
-    {"gemm", "mwg", NULL, "mdima", NULL, NULL},
-    {"gemm", "nwg", NULL, "ndimb", NULL, NULL},
-    {"gemm", "mdimc", "ndimc", "mdima", NULL, NULL},
-    {"gemm", "mdimc", "ndimc", "ndimb", NULL, NULL},
-    {"gemm", "kwg", NULL, "mdimc", "ndimc", "mdima"},
-    {"gemm", "kwg", NULL, "mdimc", "ndimc", "ndimb"},
-    {"gemm", "wgd", NULL, "mdimcd", "vwmd", NULL},
-    {"gemm", "wgd", NULL, "ndimcd", "vwnd", NULL},
-    {"gemm", "wgd", NULL, "kwid", NULL, NULL},
-    {"gemm", "cpu_nr", NULL, "cpu_vw", NULL, NULL},
-    {"attention", "block_q", NULL, "vw", NULL, NULL},
-    {"attention", "chunk_kv", NULL, "block_kv", NULL, NULL},
-};
-
-int kiln_schema_find(const char *family, const char *key)
+__attribute__((format(printf, 3, 4))) static int fail(char *why, size_t size, const char *fmt, ...)
 {
-    for (size_t i = 0; i < kiln_schema_count; i++)
-        if (strcmp(kiln_schema[i].family, family) == 0 && strcmp(kiln_schema[i].key, key) == 0)
-            return (int)i;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
-int kiln_schema_has_family(const char *family)
+/* "p->mwg" as "mwg". */
+static void field_names(char *dst, size_t size, const char *expr)
 {
-    for (size_t i = 0; i < kiln_schema_count; i++)
-        if (strcmp(kiln_schema[i].family, family) == 0)
-            return 1;
+    size_t n = 0;
+    for (; *expr && n + 1 < size; expr++) {
+        if (strncmp(expr, "p->", 3) == 0)
+            expr += 3;
+        dst[n++] = *expr;
+    }
+    dst[n] = '\0';
+}
+
+static int not_multiple(char *why, size_t size, const char *group, const char *lhs_expr, long lhs, const char *rhs_expr,
+                        long rhs)
+{
+    char l[64], r[64];
+    field_names(l, sizeof l, lhs_expr);
+    field_names(r, sizeof r, rhs_expr);
+    return fail(why, size, "%s constraint fails: %s = %ld is not a multiple of %s = %ld", group, l, lhs, r, rhs);
+}
+
+/* lhs must be a multiple of rhs. */
+#define MULTIPLE(group, lhs, rhs)                                                                                      \
+    if ((rhs) <= 0 || (lhs) % (rhs) != 0)                                                                              \
+        return not_multiple(why, size, group, #lhs, (long)(lhs), #rhs, (long)(rhs));
+
+/* Work-items of a work-group and local memory within the device's limits. */
+static int fits(const char *group, const struct kiln_device_desc *dev, long work_items, long local_bytes, char *why,
+                size_t size)
+{
+    if (!dev)
+        return 0;
+    if (dev->max_work_group_size && (unsigned long)work_items > dev->max_work_group_size)
+        return fail(why, size, "%s: %ld work-items per work-group, the device allows %zu", group, work_items,
+                    dev->max_work_group_size);
+    if (dev->local_mem_bytes && (unsigned long long)local_bytes > dev->local_mem_bytes)
+        return fail(why, size, "%s: %ld bytes of local memory, the device has %llu", group, local_bytes,
+                    dev->local_mem_bytes);
     return 0;
 }
 
-static int fail(char *why, size_t why_size, const char *fmt, const char *where, const char *key)
+static int check_util(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
-    snprintf(why, why_size, fmt, where, key);
+    const struct kiln_param_util *p = values;
+    return fits("util", dev, p->wg, 0, why, size);
+}
+
+static int check_gemm_cpu(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_gemm_cpu *p = values;
+    (void)dev;
+    MULTIPLE("gemm.cpu", p->nr, p->vw);
+    return 0;
+}
+
+static int check_gemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_gemm_tiled *p = values;
+    const int threads = p->mdimc * p->ndimc;
+    MULTIPLE("gemm.tiled", p->mwg, p->mdimc * p->vwm);
+    MULTIPLE("gemm.tiled", p->nwg, p->ndimc * p->vwn);
+    MULTIPLE("gemm.tiled", p->kwg, p->kwi);
+    MULTIPLE("gemm.tiled", p->mwg, p->mdima);
+    MULTIPLE("gemm.tiled", p->nwg, p->ndimb);
+    MULTIPLE("gemm.tiled", threads, p->mdima);
+    MULTIPLE("gemm.tiled", threads, p->ndimb);
+    MULTIPLE("gemm.tiled", p->kwg, threads / p->mdima);
+    MULTIPLE("gemm.tiled", p->kwg, threads / p->ndimb);
+    /* Tiles of kwg rows of mwg (nwg) floats, padded by a vector. */
+    long local = 4L * p->kwg * ((p->sa ? p->mwg + p->vwm : 0) + (p->sb ? p->nwg + p->vwn : 0));
+    return fits("gemm.tiled", dev, threads, local, why, size);
+}
+
+static int check_gemm_direct(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_gemm_direct *p = values;
+    MULTIPLE("gemm.direct", p->wg, p->mdimc * p->vwm);
+    MULTIPLE("gemm.direct", p->wg, p->ndimc * p->vwn);
+    MULTIPLE("gemm.direct", p->wg, p->kwi);
+    long local = 4L * p->wg * (2L * p->wg + p->vwm + p->vwn);
+    return fits("gemm.direct", dev, (long)p->mdimc * p->ndimc, local, why, size);
+}
+
+static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_conv_igemm_tiled *p = values;
+    MULTIPLE("conv.igemm_tiled", p->mwg, p->mdimc * p->vw);
+    MULTIPLE("conv.igemm_tiled", p->nwg, p->ndimc * p->vw);
+    /* Input and weight tiles plus the per-pixel and per-tap index tables. */
+    long local = 4L * p->kwg * (p->mwg + p->vw + p->nwg + p->vw) + 16L * p->mwg + 48L * p->kwg;
+    return fits("conv.igemm_tiled", dev, (long)p->mdimc * p->ndimc, local, why, size);
+}
+
+static int check_conv_direct(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_conv_direct *p = values;
+    return fits("conv.direct", dev, p->wg, 0, why, size);
+}
+
+static int check_attention(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_attention_fused *p = values;
+    MULTIPLE("attention.fused", p->block_q, p->vw);
+    MULTIPLE("attention.fused", p->chunk_kv, p->block_kv);
+    return fits("attention.fused", dev, p->wg, 0, why, size);
+}
+
+#define check_device NULL
+#define check_select NULL
+#define check_conv_winograd NULL
+#define check_gemm_smallm NULL
+#define check_conv_igemm_tiled check_igemm_tiled
+#define check_attention_fused check_attention
+
+#define GROUP(group, json, prefix, dims, doc)                                                                          \
+    {json,                                                                                                             \
+     prefix,                                                                                                           \
+     dims,                                                                                                             \
+     sizeof(struct kiln_param_##group),                                                                                \
+     offsetof(struct kiln_params, group),                                                                              \
+     group##_fields,                                                                                                   \
+     sizeof group##_fields / sizeof group##_fields[0],                                                                 \
+     check_##group,                                                                                                    \
+     doc},
+const struct kiln_param_group kiln_param_groups[KILN_GROUP_COUNT] = {KILN_PARAM_GROUPS(GROUP)};
+
+#define DIM_NAME(id, name, doc) name,
+const char *const kiln_dim_names[KILN_DIM_COUNT] = {KILN_DIMENSIONS(DIM_NAME)};
+
+int kiln_param_group_find(const char *name)
+{
+    for (int g = 0; g < KILN_GROUP_COUNT; g++)
+        if (strcmp(kiln_param_groups[g].name, name) == 0)
+            return g;
     return -1;
 }
 
-static int read_value(const cJSON *item, const struct kiln_schema_field *f, const char *where,
-                      struct kiln_param_value *v, char *why, size_t why_size)
+int kiln_param_field_find(int g, const char *key)
 {
+    for (size_t f = 0; f < kiln_param_groups[g].count; f++)
+        if (strcmp(kiln_param_groups[g].fields[f].key, key) == 0)
+            return (int)f;
+    return -1;
+}
+
+double kiln_param_get(int g, int f, const void *values)
+{
+    const struct kiln_param_field *field = &kiln_param_groups[g].fields[f];
+    const char *at = (const char *)values + field->offset;
+    if (field->type == KILN_PARAM_NUMBER) {
+        double d;
+        memcpy(&d, at, sizeof d);
+        return d;
+    }
+    int i;
+    memcpy(&i, at, sizeof i);
+    return i;
+}
+
+static void set_int(char *at, int value) { memcpy(at, &value, sizeof value); }
+
+static int read_value(const cJSON *item, const struct kiln_param_field *f, const char *where, void *values, char *why,
+                      size_t size)
+{
+    char *at = (char *)values + f->offset;
     switch (f->type) {
     case KILN_PARAM_BOOL:
         if (!cJSON_IsBool(item))
-            return fail(why, why_size, "'%s.%s' must be true or false", where, f->key);
-        v->i = cJSON_IsTrue(item) ? 1 : 0;
-        break;
-    case KILN_PARAM_STRING:
+            return fail(why, size, "'%s.%s' must be true or false", where, f->key);
+        set_int(at, cJSON_IsTrue(item) ? 1 : 0);
+        return 0;
+    case KILN_PARAM_CHOICE:
         if (cJSON_IsString(item))
-            for (const char *const *c = f->choices; *c; c++)
-                if (strcmp(*c, item->valuestring) == 0) {
-                    v->s = *c;
+            for (int c = 0; f->choices[c]; c++)
+                if (strcmp(f->choices[c], item->valuestring) == 0) {
+                    set_int(at, c);
                     return 0;
                 }
-        snprintf(why, why_size, "'%s.%s' must be one of", where, f->key);
+        snprintf(why, size, "'%s.%s' must be one of", where, f->key);
         for (const char *const *c = f->choices; *c; c++)
-            snprintf(why + strlen(why), why_size - strlen(why), "%s \"%s\"", c == f->choices ? "" : ",", *c);
+            snprintf(why + strlen(why), size - strlen(why), "%s \"%s\"", c == f->choices ? "" : ",", *c);
         return -1;
     case KILN_PARAM_NUMBER:
-        if (!cJSON_IsNumber(item) || !(item->valuedouble >= f->min) || !isfinite(item->valuedouble)) {
-            snprintf(why, why_size, "'%s.%s' must be a number >= %g", where, f->key, f->min);
-            return -1;
-        }
-        v->d = item->valuedouble;
-        break;
+        if (!cJSON_IsNumber(item) || !(item->valuedouble >= f->min) || !(item->valuedouble <= f->max))
+            return fail(why, size, "'%s.%s' must be a number from %g to %g", where, f->key, f->min, f->max);
+        memcpy(at, &item->valuedouble, sizeof item->valuedouble);
+        return 0;
     case KILN_PARAM_INT:
     case KILN_PARAM_VW: {
         double d = cJSON_IsNumber(item) ? item->valuedouble : -1;
-        int ok = d == floor(d) && d >= f->min && d <= INT_MAX;
-        if (f->type == KILN_PARAM_VW)
-            ok = ok && (d == 1 || d == 2 || d == 4 || d == 8 || d == 16);
-        if (!ok) {
-            if (f->type == KILN_PARAM_VW)
-                return fail(why, why_size, "'%s.%s' must be a vector width: 1, 2, 4, 8 or 16", where, f->key);
-            snprintf(why, why_size, "'%s.%s' must be an integer >= %g", where, f->key, f->min);
-            return -1;
+        int ok = d == floor(d) && d >= f->min && d <= f->max && d <= INT_MAX;
+        if (f->type == KILN_PARAM_VW) {
+            if (!(ok && (d == 1 || d == 2 || d == 4 || d == 8 || d == 16)))
+                return fail(why, size, "'%s.%s' must be a vector width: 1, 2, 4, 8 or 16", where, f->key);
+        } else if (!ok) {
+            return fail(why, size, "'%s.%s' must be an integer from %g to %g", where, f->key, f->min,
+                        fmin(f->max, INT_MAX));
         }
-        v->i = (long)d;
+        set_int(at, (int)d);
+        return 0;
+    }
+    }
+    return -1;
+}
+
+int kiln_param_read(const cJSON *obj, int g, const char *where, void *values, uint32_t *own, char *why, size_t why_size)
+{
+    if (!cJSON_IsObject(obj))
+        return fail(why, why_size, "'%s' must be an object", where);
+    uint32_t seen = 0;
+    for (const cJSON *item = obj->child; item; item = item->next) {
+        int f = kiln_param_field_find(g, item->string);
+        if (f < 0)
+            return fail(why, why_size, "unknown key '%s.%s'", where, item->string);
+        if (seen & (1u << f))
+            return fail(why, why_size, "duplicate key '%s.%s'", where, item->string);
+        if (read_value(item, &kiln_param_groups[g].fields[f], where, values, why, why_size) != 0)
+            return -1;
+        seen |= 1u << f;
+    }
+    *own |= seen;
+    return 0;
+}
+
+void kiln_param_write(int g, int f, const void *values, cJSON *obj)
+{
+    const struct kiln_param_field *field = &kiln_param_groups[g].fields[f];
+    double v = kiln_param_get(g, f, values);
+    switch (field->type) {
+    case KILN_PARAM_BOOL:
+        cJSON_AddBoolToObject(obj, field->key, v != 0);
+        break;
+    case KILN_PARAM_CHOICE:
+        cJSON_AddStringToObject(obj, field->key, field->choices[(int)v]);
+        break;
+    default:
+        cJSON_AddNumberToObject(obj, field->key, v);
         break;
     }
-    }
-    return 0;
-}
-
-int kiln_schema_read_family(const cJSON *obj, const char *family, const char *where,
-                            struct kiln_param_value *values, char *why, size_t why_size)
-{
-    if (!cJSON_IsObject(obj)) {
-        snprintf(why, why_size, "'%s' must be an object", where);
-        return -1;
-    }
-    for (const cJSON *item = obj->child; item; item = item->next) {
-        int idx = kiln_schema_find(family, item->string);
-        if (idx < 0)
-            return fail(why, why_size, "unknown key '%s.%s'", where, item->string);
-        if (values[idx].own)
-            return fail(why, why_size, "duplicate key '%s.%s'", where, item->string);
-        if (read_value(item, &kiln_schema[idx], where, &values[idx], why, why_size) != 0)
-            return -1;
-        values[idx].set = values[idx].own = 1;
-    }
-    return 0;
-}
-
-static long long operand(const struct kiln_param_value *values, const char *family, const char *key)
-{
-    return key ? values[kiln_schema_find(family, key)].i : 1;
-}
-
-/* "a*b/c" from a constraint's operand names. */
-static void expression(char *buf, size_t size, const char *a, const char *b, const char *div)
-{
-    snprintf(buf, size, "%s%s%s%s%s", a, b ? "*" : "", b ? b : "", div ? "/" : "", div ? div : "");
-}
-
-int kiln_schema_check(const struct kiln_param_value *values, char *why, size_t why_size)
-{
-    for (size_t i = 0; i < kiln_schema_count; i++)
-        if (!values[i].set)
-            return fail(why, why_size, "'%s.%s' is not set by the profile or its parents", kiln_schema[i].family,
-                        kiln_schema[i].key);
-    for (size_t i = 0; i < sizeof constraints / sizeof constraints[0]; i++) {
-        const struct constraint *c = &constraints[i];
-        long long lhs = operand(values, c->family, c->lhs1) * operand(values, c->family, c->lhs2);
-        long long rhs = operand(values, c->family, c->rhs1) * operand(values, c->family, c->rhs2);
-        long long div = operand(values, c->family, c->div);
-        if (rhs % div == 0 && lhs % (rhs / div) == 0)
-            continue;
-        char l[64], r[64];
-        expression(l, sizeof l, c->lhs1, c->lhs2, NULL);
-        expression(r, sizeof r, c->rhs1, c->rhs2, c->div);
-        snprintf(why, why_size, "%s constraint fails: %s = %lld is not a multiple of %s = %g", c->family, l, lhs, r,
-                 (double)rhs / (double)div);
-        return -1;
-    }
-    return 0;
 }

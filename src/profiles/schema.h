@@ -1,61 +1,67 @@
 /*
- * The profile schema: one table (profile_schema.c) of every field a profile
- * may set, with its type, bounds and a one-line description, plus the
- * cross-field constraints every resolved profile must satisfy. The loader,
- * the accessors, kiln_profile_defines() and device_profiles/README.md all
- * follow this table.
+ * The profile schema, built from the table in params.h: per group its JSON
+ * name, define prefix, fields (type, bounds, role, offset in the group's
+ * struct) and a check of the cross-field constraints and device limits that
+ * every resolved parameter set must satisfy.
  */
 #ifndef KILN_PROFILE_SCHEMA_H
 #define KILN_PROFILE_SCHEMA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
-enum kiln_param_type {
-    KILN_PARAM_INT,    /* integer >= min; a -D define */
-    KILN_PARAM_VW,     /* vector width: 1, 2, 4, 8 or 16; a -D define */
-    KILN_PARAM_BOOL,   /* JSON true/false; a -D define of 0 or 1 */
-    KILN_PARAM_NUMBER, /* real >= min; not a define */
-    KILN_PARAM_STRING  /* one of `choices`; not a define */
-};
+#include "backend/backend.h"
+#include "profiles/params.h"
 
-struct kiln_schema_field {
-    const char *family; /* "device" (the top-level "device" object) or a
-                           kernel family under "kernels" */
+enum kiln_param_type { KILN_PARAM_INT, KILN_PARAM_VW, KILN_PARAM_BOOL, KILN_PARAM_NUMBER, KILN_PARAM_CHOICE };
+
+struct kiln_param_field {
     const char *key;
     enum kiln_param_type type;
-    double min;                  /* KILN_PARAM_INT and KILN_PARAM_NUMBER */
-    const char *const *choices;  /* KILN_PARAM_STRING: NULL-terminated */
+    double min, max;            /* INT, VW, NUMBER */
+    const char *const *choices; /* CHOICE: NULL-terminated */
+    int define;                 /* a -D option of the group's kernels */
+    size_t offset;              /* in the group's struct */
     const char *doc;
 };
 
-/* One field's value in a profile. `s` points into the field's choices. */
-struct kiln_param_value {
-    int set; /* has a value (its own or, after inheritance, a parent's) */
-    int own; /* the value was written in the profile's own file */
-    long i;
-    double d;
-    const char *s;
+/* Checks a group's resolved values; `dev` NULL checks what holds on any
+   device, else also the device's limits. Returns 0, or -1 with `why`. */
+typedef int (*kiln_param_check)(const void *values, const struct kiln_device_desc *dev, char *why, size_t size);
+
+struct kiln_param_group {
+    const char *name;   /* "gemm.tiled" */
+    const char *prefix; /* "KILN_GEMM_" ("" for none) */
+    unsigned dims;      /* KILN_DIM_* bits its classes may bound; 0: no classes */
+    size_t size;        /* of its struct */
+    size_t offset;      /* in struct kiln_params */
+    const struct kiln_param_field *fields;
+    size_t count;
+    kiln_param_check check; /* NULL: no constraints */
+    const char *doc;
 };
 
-extern const struct kiln_schema_field kiln_schema[];
-extern const size_t kiln_schema_count;
+extern const struct kiln_param_group kiln_param_groups[KILN_GROUP_COUNT];
+extern const char *const kiln_dim_names[KILN_DIM_COUNT];
 
-/* Index of (family, key) in kiln_schema, or -1. */
-int kiln_schema_find(const char *family, const char *key);
+/* The group of a JSON name, or -1. */
+int kiln_param_group_find(const char *name);
+/* The field of a key in group g, or -1. */
+int kiln_param_field_find(int g, const char *key);
 
-/* Non-zero if `family` has fields in the schema. */
-int kiln_schema_has_family(const char *family);
+/* Field f of group g inside a group struct, as a double (any type). */
+double kiln_param_get(int g, int f, const void *values);
 
-/* Read the JSON object `obj` holding `family`'s keys into values[] (indexed
-   like kiln_schema), marking each as set and own. Returns 0, or -1 with the reason in
-   `why` (unknown key, wrong type, out of range, duplicate). */
-int kiln_schema_read_family(const cJSON *obj, const char *family, const char *where,
-                            struct kiln_param_value *values, char *why, size_t why_size);
+/* Read the JSON object `obj` of group g's keys into `values` (the group's
+   struct), or-ing each field read into *own. `where` names the object in
+   messages. Returns 0, or -1 with `why` (unknown key, wrong type or range,
+   duplicate). */
+int kiln_param_read(const cJSON *obj, int g, const char *where, void *values, uint32_t *own, char *why,
+                    size_t why_size);
 
-/* After inheritance: every field set and every constraint holds. Returns 0,
-   or -1 with the first failure in `why`. */
-int kiln_schema_check(const struct kiln_param_value *values, char *why, size_t why_size);
+/* Write field f of group g to a JSON object. */
+void kiln_param_write(int g, int f, const void *values, cJSON *obj);
 
 #endif /* KILN_PROFILE_SCHEMA_H */

@@ -1,0 +1,208 @@
+/*
+ * The one table of profile parameters. Every group below becomes a C struct
+ * (struct kiln_<group>, one int or double per field), an entry of the schema
+ * that the loader validates against (profile_schema.c), the -D options of
+ * the kernels that use it (only fields marked DEF, named <prefix><KEY>) and
+ * a section of device_profiles/README.md (the profile tests check it names
+ * every field). Host code reads the structs, never a string key.
+ *
+ * A kernel group belongs to one kernel variant; only that kernel's options
+ * come from it, so changing another group's value recompiles nothing else.
+ * `select` holds the host's routes and thresholds, never compiler options.
+ *
+ * Field macro: F(group, key, type, min, max, role, doc) where type is INT,
+ * VW (1, 2, 4, 8 or 16), BOOL, NUMBER (a double) or CHOICE (an index into
+ * the group's choice list named by max, stored as an int), role DEF (a -D
+ * option of the group's kernels) or HOST (read by the host only).
+ */
+#ifndef KILN_PROFILE_PARAMS_H
+#define KILN_PROFILE_PARAMS_H
+
+#include <stddef.h>
+
+/* Choice lists: the strings a CHOICE field accepts, in enum order. */
+enum kiln_gemm_route { KILN_ROUTE_TILED, KILN_ROUTE_CPU, KILN_ROUTE_CLBLAST };
+#define KILN_GEMM_ROUTES "tiled", "cpu", "clblast"
+enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
+#define KILN_IGEMM_ROUTES "cpu", "tiled"
+/* In the order of kiln_conv_algo from KILN_CONV_IMPLICIT_GEMM on. */
+#define KILN_CONV_ALGOS "implicit-gemm", "winograd-2x2", "winograd-4x4", "direct", "im2col", "gemm-1x1"
+
+#define KILN_FIELDS_device(F)                                                                                          \
+    F(device, flops_per_cu_cycle, INT, 1, 1 << 20, HOST,                                                               \
+      "fp32 flops per compute unit (as the driver counts them) per clock; FMA = 2")                                    \
+    F(device, peak_gbps, NUMBER, 1, 1e6, HOST, "typical memory bandwidth of the family, GB/s")                         \
+    F(device, clock_mhz, INT, 0, 100000, HOST,                                                                         \
+      "typical sustained clock when the driver reports a base clock; 0 = the reported clock")                          \
+    F(device, peak_gflops, NUMBER, 0, 1e9, HOST, "explicit fp32 peak in GFLOP/s when > 0, overriding the computed one")
+
+#define KILN_FIELDS_select(F)                                                                                          \
+    F(select, gemm_route, CHOICE, 0, gemm_routes, HOST,                                                                \
+      "GEMM family of AUTO for problems past the thresholds below: the tiled kernels, the CPU micro-kernel, or "       \
+      "CLBlast (tiled where kiln was built without it)")                                                               \
+    F(select, gemm_direct_max, INT, 0, 2147483647, HOST,                                                               \
+      "AUTO: GEMMs with M*N*K at or below this use the direct kernel (0: never)")                                      \
+    F(select, gemm_smallm_max, INT, 0, 1 << 30, HOST,                                                                  \
+      "AUTO: GEMMs whose C has at most this many rows (m; n if column-major) use the small-M kernels (0: never)")      \
+    F(select, conv_igemm_route, CHOICE, 0, igemm_routes, HOST,                                                         \
+      "implicit-GEMM convolution's kernel: the CPU register tile (gemm.cpu) or the tiled GPU kernel "                  \
+      "(conv.igemm_tiled)")                                                                                            \
+    F(select, conv_algo, CHOICE, 0, conv_algos, HOST,                                                                  \
+      "convolution algorithm when the heuristic has no stronger preference")                                           \
+    F(select, conv_wino_min_channels, INT, 1, 1 << 30, HOST,                                                           \
+      "the heuristic takes Winograd for 3x3 stride 1 when C and K are at least this")
+
+#define KILN_FIELDS_util(F)                                                                                            \
+    F(util, wg, INT, 1, 1024, DEF, "work-group size of element-wise utility kernels (fill, copy) and pooling")         \
+    F(util, vw, VW, 1, 16, HOST, "pooling: vector width (output columns in NCHW, channels in NHWC)")
+
+#define KILN_FIELDS_gemm_cpu(F)                                                                                        \
+    F(gemm_cpu, mr, INT, 1, 64, HOST, "register micro-tile rows (filters in implicit-GEMM convolution's CPU kernel)")  \
+    F(gemm_cpu, nr, INT, 1, 256, HOST,                                                                                 \
+      "register micro-tile columns, a multiple of vw (output pixels in implicit-GEMM convolution's CPU kernel)")       \
+    F(gemm_cpu, vw, VW, 1, 16, HOST, "SIMD vector width in floats")                                                    \
+    F(gemm_cpu, narrow_mr, INT, 0, 64, HOST,                                                                           \
+      "rows of a second register tile one vector (vw) wide, taken where a problem's columns fill it better (0: none)")
+
+#define KILN_FIELDS_gemm_tiled(F)                                                                                      \
+    F(gemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile size in M")                                                 \
+    F(gemm_tiled, nwg, INT, 1, 1024, DEF, "work-group tile size in N")                                                 \
+    F(gemm_tiled, kwg, INT, 1, 1024, DEF, "K step of the work-group tile (staged per iteration)")                      \
+    F(gemm_tiled, mdimc, INT, 1, 1024, DEF, "work-group shape in M (work-items)")                                      \
+    F(gemm_tiled, ndimc, INT, 1, 1024, DEF, "work-group shape in N (work-items)")                                      \
+    F(gemm_tiled, mdima, INT, 1, 1024, DEF, "M extent of the work-item re-shape used to load A")                       \
+    F(gemm_tiled, ndimb, INT, 1, 1024, DEF, "N extent of the work-item re-shape used to load B")                       \
+    F(gemm_tiled, kwi, INT, 1, 1024, DEF, "K loop unroll factor")                                                      \
+    F(gemm_tiled, vwm, VW, 1, 16, DEF, "vector width in M for loads and stores of A and C")                            \
+    F(gemm_tiled, vwn, VW, 1, 16, DEF, "vector width in N for loads and stores of B and C")                            \
+    F(gemm_tiled, sa, BOOL, 0, 1, DEF, "stage the A tile in local memory")                                             \
+    F(gemm_tiled, sb, BOOL, 0, 1, DEF, "stage the B tile in local memory")
+
+#define KILN_FIELDS_gemm_direct(F)                                                                                     \
+    F(gemm_direct, wg, INT, 1, 256, DEF, "square work-group tile size in M, N and K")                                  \
+    F(gemm_direct, mdimc, INT, 1, 1024, DEF, "work-group shape in M (work-items)")                                     \
+    F(gemm_direct, ndimc, INT, 1, 1024, DEF, "work-group shape in N (work-items)")                                     \
+    F(gemm_direct, vwm, VW, 1, 16, DEF, "vector width in M")                                                           \
+    F(gemm_direct, vwn, VW, 1, 16, DEF, "vector width in N")                                                           \
+    F(gemm_direct, kwi, INT, 1, 256, DEF, "K loop unroll factor")
+
+#define KILN_FIELDS_gemm_smallm(F)                                                                                     \
+    F(gemm_smallm, mr, INT, 1, 64, HOST, "rows of C a work-item accumulates at once")                                  \
+    F(gemm_smallm, nc, INT, 1, 256, HOST,                                                                              \
+      "columns of C per work-item (B not transposed: rounded up to a multiple of vw)")                                 \
+    F(gemm_smallm, vw, VW, 1, 16, DEF, "vector width in floats, along K (B transposed) or N")
+
+#define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
+    F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
+    F(conv_igemm_tiled, nwg, INT, 1, 1024, DEF, "work-group tile in filters (of one group)")                           \
+    F(conv_igemm_tiled, kwg, INT, 1, 1024, DEF,                                                                        \
+      "K step: input channels x filter taps staged in local memory per iteration")                                     \
+    F(conv_igemm_tiled, mdimc, INT, 1, 1024, DEF, "work-group shape along pixels (work-items)")                        \
+    F(conv_igemm_tiled, ndimc, INT, 1, 1024, DEF, "work-group shape along filters (work-items)")                       \
+    F(conv_igemm_tiled, vw, VW, 1, 16, DEF, "vector width of the register tile's reads, in pixels and filters")
+
+#define KILN_FIELDS_conv_direct(F)                                                                                     \
+    F(conv_direct, wg, INT, 1, 1024, HOST, "work-group size")                                                          \
+    F(conv_direct, vw, VW, 1, 16, HOST, "vector width (output columns in NCHW, filters or channels in NHWC)")
+
+#define KILN_FIELDS_conv_winograd(F)                                                                                   \
+    F(conv_winograd, vw, VW, 1, 16, HOST,                                                                              \
+      "vector width of the input and output transforms (tiles in a row; narrower for rows of fewer tiles)")
+
+#define KILN_FIELDS_attention_fused(F)                                                                                 \
+    F(attention_fused, block_q, INT, 1, 1024, DEF,                                                                     \
+      "query rows per work-item, as block_q / vw vectors of vw rows (fewer when a batch item's key/value head has "    \
+      "fewer rows)")                                                                                                   \
+    F(attention_fused, block_kv, INT, 1, 1024, DEF,                                                                    \
+      "keys per block: a work-item's scores are block_q / vw x block_kv "                                              \
+      "vectors")                                                                                                       \
+    F(attention_fused, q_blocks, INT, 1, 1024, HOST,                                                                   \
+      "blocks of block_q rows per work-item, taking each chunk of keys in turn while it is in cache (fewer for head "  \
+      "dimensions above 64, small problems)")                                                                          \
+    F(attention_fused, chunk_kv, INT, 1, 1 << 20, DEF, "keys per chunk (a multiple of block_kv)")                      \
+    F(attention_fused, wg, INT, 1, 1024, DEF,                                                                          \
+      "work-items per work-group (1 on CPUs: a work-group is one thread's task)")                                      \
+    F(attention_fused, vw, VW, 1, 16, DEF, "vector width: query rows per vector")
+
+/* The groups: G(group, JSON name, define prefix, shape dimensions its parameter
+   sets may be chosen by, doc). Dimensions are KILN_DIM_* bits. */
+#define KILN_PARAM_GROUPS(G)                                                                                           \
+    G(device, "device", "", 0, "device facts: peaks for kiln-info and kiln-bench")                                     \
+    G(select, "select", "", 0, "routes and thresholds the host reads to choose a kernel family or algorithm")          \
+    G(util, "util", "KILN_UTIL_", 0, "element-wise kernels (fill, activations, softmax), pooling, naive attention")    \
+    G(gemm_cpu, "gemm.cpu", "", KILN_DIMS_GEMM,                                                                        \
+      "the CPU GEMM family (cl/gemm/gemm_f32_cpu.cl) and implicit-GEMM convolution's CPU kernel: register tile")       \
+    G(gemm_tiled, "gemm.tiled", "KILN_GEMM_", KILN_DIMS_GEMM,                                                          \
+      "the tiled GEMM family (cl/gemm/gemm_f32_tiled.cl): local-memory tiles in the style of CLBlast's Xgemm")         \
+    G(gemm_direct, "gemm.direct", "KILN_GEMM_DIRECT_", KILN_DIMS_GEMM,                                                 \
+      "the direct GEMM family (cl/gemm/gemm_f32_direct.cl): small square tiles for small problems")                    \
+    G(gemm_smallm, "gemm.smallm", "KILN_GEMM_SMALLM_", KILN_DIMS_GEMM,                                                 \
+      "the small-M GEMM family (cl/gemm/gemm_f32_smallm.cl): a few rows of C, operands read in place")                 \
+    G(conv_igemm_tiled, "conv.igemm_tiled", "KILN_CONV_IGEMM_", KILN_DIMS_GEMM,                                        \
+      "implicit-GEMM convolution's tiled GPU kernel (cl/conv/conv_f32_igemm_tiled.cl); m pixels, n filters, k "        \
+      "channels x taps")                                                                                               \
+    G(conv_direct, "conv.direct", "", KILN_DIMS_CONV, "direct convolution (cl/conv/conv_f32_direct.cl)")               \
+    G(conv_winograd, "conv.winograd", "", KILN_DIMS_CONV, "Winograd's transforms (cl/conv/conv_f32_winograd.cl)")      \
+    G(attention_fused, "attention.fused", "KILN_ATTENTION_", KILN_DIMS_ATTENTION,                                      \
+      "fused attention (cl/attention/attention_f32_fused.cl)")
+
+/* Shape dimensions a parameter set's class may bound. */
+#define KILN_DIMENSIONS(D)                                                                                             \
+    D(M, "m", "rows of C (output pixels in implicit GEMM)")                                                            \
+    D(N, "n", "columns of C (filters in implicit GEMM)")                                                               \
+    D(K, "k", "the reduction (channels x taps in implicit GEMM)")                                                      \
+    D(BATCH, "batch", "batch items (GEMM batch, images, batch x heads in attention)")                                  \
+    D(CHANNELS, "channels", "input channels per group")                                                                \
+    D(FILTERS, "filters", "filters per group")                                                                         \
+    D(PIXELS, "pixels", "output pixels per image")                                                                     \
+    D(SEQ_Q, "seq_q", "query rows")                                                                                    \
+    D(SEQ_KV, "seq_kv", "keys")                                                                                        \
+    D(HEAD_DIM, "head_dim", "head dimension")
+
+enum kiln_dim {
+#define KILN_DIM_ENUM(id, name, doc) KILN_DIM_##id,
+    KILN_DIMENSIONS(KILN_DIM_ENUM)
+#undef KILN_DIM_ENUM
+        KILN_DIM_COUNT
+};
+
+#define KILN_DIMS_GEMM (1u << KILN_DIM_M | 1u << KILN_DIM_N | 1u << KILN_DIM_K | 1u << KILN_DIM_BATCH)
+#define KILN_DIMS_CONV (1u << KILN_DIM_BATCH | 1u << KILN_DIM_CHANNELS | 1u << KILN_DIM_FILTERS | 1u << KILN_DIM_PIXELS)
+#define KILN_DIMS_ATTENTION                                                                                            \
+    (1u << KILN_DIM_BATCH | 1u << KILN_DIM_SEQ_Q | 1u << KILN_DIM_SEQ_KV | 1u << KILN_DIM_HEAD_DIM)
+
+/* A problem's extent along each dimension (0: not given; such a dimension
+   never rules a class out). */
+struct kiln_dims {
+    long v[KILN_DIM_COUNT];
+};
+
+/* The typed structs: struct kiln_gemm_tiled { int mwg; ... }. */
+#define KILN_CTYPE_INT int
+#define KILN_CTYPE_VW int
+#define KILN_CTYPE_BOOL int
+#define KILN_CTYPE_CHOICE int
+#define KILN_CTYPE_NUMBER double
+#define KILN_STRUCT_FIELD(group, key, type, min, max, role, doc) KILN_CTYPE_##type key;
+#define KILN_STRUCT(group, json, prefix, dims, doc)                                                                    \
+    struct kiln_param_##group {                                                                                        \
+        KILN_FIELDS_##group(KILN_STRUCT_FIELD)                                                                         \
+    };
+KILN_PARAM_GROUPS(KILN_STRUCT)
+#undef KILN_STRUCT
+
+enum kiln_group_id {
+#define KILN_GROUP_ENUM(group, json, prefix, dims, doc) KILN_GROUP_##group,
+    KILN_PARAM_GROUPS(KILN_GROUP_ENUM)
+#undef KILN_GROUP_ENUM
+        KILN_GROUP_COUNT
+};
+
+/* Every group's values side by side: a profile's default sets. */
+struct kiln_params {
+#define KILN_PARAMS_MEMBER(group, json, prefix, dims, doc) struct kiln_param_##group group;
+    KILN_PARAM_GROUPS(KILN_PARAMS_MEMBER)
+#undef KILN_PARAMS_MEMBER
+};
+
+#endif /* KILN_PROFILE_PARAMS_H */
