@@ -1,7 +1,9 @@
 /*
- * The backend interface: what kiln needs from a compute API. The OpenCL
- * backend (src/opencl/) implements it; a CUDA backend can implement it later
- * without touching the public API or the operators.
+ * The backend interface: what kiln needs from a compute API. Each backend
+ * (the OpenCL one in src/opencl/) fills a struct kiln_backend and is listed
+ * in the registry (src/backend/registry.c); the core iterates the registry
+ * and never names a backend, so a CUDA backend can be added later without
+ * touching the public API or the operators.
  *
  * Every handle a backend hands out is an opaque `void *` owned by kiln core,
  * which frees it through the matching slot. Slots marked "optional" may be
@@ -22,8 +24,8 @@ struct kiln_device_desc {
     char vendor[128];
     char device_version[128];
     char driver_version[64];
-    char board_name[128];      /* AMD board name where reported, else "" */
-    int cc_major, cc_minor;    /* NVIDIA compute capability, 0 if unknown */
+    char board_name[128];   /* AMD board name where reported, else "" */
+    int cc_major, cc_minor; /* NVIDIA compute capability, 0 if unknown */
     kiln_device_type type;
     unsigned vendor_id;
     unsigned compute_units;
@@ -33,7 +35,7 @@ struct kiln_device_desc {
     unsigned long long max_alloc_bytes;
     size_t max_work_group_size;
     int fp16, fp64;
-    char arch[64];             /* filled by kiln_device_derive_arch() */
+    char arch[64]; /* filled by kiln_device_derive_arch() */
 };
 
 /* A kernel argument: a buffer handle, a scalar by value, or local memory. */
@@ -41,13 +43,15 @@ enum kiln_arg_kind { KILN_ARG_BUFFER, KILN_ARG_SCALAR, KILN_ARG_LOCAL };
 
 struct kiln_arg {
     enum kiln_arg_kind kind;
-    size_t size;        /* scalar size in bytes, or local memory bytes */
-    const void *value;  /* the backend buffer handle for KILN_ARG_BUFFER, the
-                           scalar's address for KILN_ARG_SCALAR, NULL for local */
+    size_t size;       /* scalar size in bytes, or local memory bytes */
+    const void *value; /* the backend buffer handle for KILN_ARG_BUFFER, the
+                          scalar's address for KILN_ARG_SCALAR, NULL for local */
 };
 
 struct kiln_backend {
     const char *name;
+    /* Where to look when list_devices finds none, for error details. */
+    const char *no_device_hint;
 
     /* Devices, in a stable order. With descs == NULL only *count is set. */
     kiln_status (*list_devices)(struct kiln_device_desc *descs, size_t capacity, size_t *count);
@@ -87,8 +91,13 @@ struct kiln_backend {
     void (*event_release)(void *event);
 };
 
-/* The backends compiled into this library. */
-extern const struct kiln_backend kiln_opencl_backend;
+/* The backends compiled into this library, NULL-terminated. kiln's device
+   index runs over all of them: backend 0's devices, then backend 1's, ... */
+extern const struct kiln_backend *const kiln_backends[];
+
+/* kiln's index of device `index` of `backend` (SIZE_MAX when the backend is
+   not registered or a backend before it cannot count its devices). */
+size_t kiln_backend_device_index(const struct kiln_backend *backend, size_t index);
 
 /* Derive desc->arch from the other fields ("sm_86", "gfx1030", "xe-hpg",
    "x86_64:skylake-avx512", ...); "" when nothing is recognised. */

@@ -156,8 +156,8 @@ static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capaci
     return KILN_SUCCESS;
 }
 
-static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context,
-                               cl_command_queue queue, void **dev)
+static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context, cl_command_queue queue,
+                               void **dev)
 {
     struct kiln_cl_device *d = calloc(1, sizeof *d);
     if (!d)
@@ -279,15 +279,15 @@ static void cl_buffer_free(void *buf)
 
 static kiln_status cl_buffer_write(void *dev, void *buf, size_t offset, size_t size, const void *src)
 {
-    cl_int err = clEnqueueWriteBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, src, 0,
-                                      NULL, NULL);
+    cl_int err =
+        clEnqueueWriteBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, src, 0, NULL, NULL);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueWriteBuffer");
 }
 
 static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t size, void *dst)
 {
-    cl_int err = clEnqueueReadBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, dst, 0,
-                                     NULL, NULL);
+    cl_int err =
+        clEnqueueReadBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, dst, 0, NULL, NULL);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueReadBuffer");
 }
 
@@ -305,8 +305,7 @@ static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *
     if (clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) == CL_SUCCESS &&
         log_size > 1) {
         char *log = malloc(log_size + 1);
-        if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) ==
-                       CL_SUCCESS) {
+        if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) == CL_SUCCESS) {
             log[log_size] = '\0';
             kiln_error_append(log);
         }
@@ -441,6 +440,7 @@ static void cl_event_release(void *event)
 
 const struct kiln_backend kiln_opencl_backend = {
     .name = "opencl",
+    .no_device_hint = "is an OpenCL ICD such as POCL installed?",
     .list_devices = cl_list_devices,
     .open = cl_open,
     .wrap = cl_wrap,
