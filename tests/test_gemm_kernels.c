@@ -31,8 +31,8 @@ static const struct family {
     const char *name, *source, *kernel;
     const char *tile_m, *tile_n, *tile_k, *wg_m, *wg_n;
 } families[] = {
-    {"tiled", "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", "mwg", "nwg", "kwg", "mdimc", "ndimc"},
-    {"direct", "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "wgd", "mdimcd", "ndimcd"},
+    {"tiled", "gemm/gemm_f32_tiled", "gemm_f32_tiled", "mwg", "nwg", "kwg", "mdimc", "ndimc"},
+    {"direct", "gemm/gemm_f32_direct", "gemm_f32_direct", "wgd", "wgd", "wgd", "mdimcd", "ndimcd"},
 };
 
 /* A shape relative to the family's tile: m = tm * tile_m + m, and so on. pad

@@ -294,10 +294,10 @@ static void test_unknown_kernel_and_source_names(void **state)
     (void)state;
     kiln_context *ctx = open_cached(NULL);
     struct kiln_kernel *kernel = (struct kiln_kernel *)(uintptr_t)0x5a5a;
-    kt_assert_status(kiln_kernel_get(ctx, "util/fill.cl", "-DKILN_UTIL_WG=64", "no_such_kernel", &kernel),
+    kt_assert_status(kiln_kernel_get(ctx, "util/fill", "-DKILN_UTIL_WG=64", "no_such_kernel", &kernel),
                      KILN_ERROR_NOT_FOUND);
     assert_non_null(strstr(kiln_last_error_detail(), "no_such_kernel"));
-    kt_assert_status(kiln_kernel_get(ctx, "no/such/file.cl", "", "k", &kernel), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_kernel_get(ctx, "no/such/file", "", "k", &kernel), KILN_ERROR_NOT_FOUND);
     assert_ptr_equal(kernel, (struct kiln_kernel *)(uintptr_t)0x5a5a);
     kiln_context_destroy(ctx);
 }

@@ -48,10 +48,18 @@ struct kiln_arg {
                           scalar's address for KILN_ARG_SCALAR, NULL for local */
 };
 
+struct kiln_embedded_file;
+
 struct kiln_backend {
     const char *name;
     /* Where to look when list_devices finds none, for error details. */
     const char *no_device_hint;
+    /* The kernel source tree embedded at build time (NULL-terminated; names
+       relative to its root, e.g. "util/fill.cl") and the extension that
+       turns an operator's kernel source name ("util/fill") into a file name.
+       $KILN_KERNEL_DIR, when set, replaces the embedded tree. */
+    const struct kiln_embedded_file *kernel_sources;
+    const char *kernel_extension;
 
     /* Devices, in a stable order. With descs == NULL only *count is set. */
     kiln_status (*list_devices)(struct kiln_device_desc *descs, size_t capacity, size_t *count);

@@ -11,11 +11,11 @@
 #include "util/hash.h"
 
 struct kiln_program {
-    uint64_t hash;              /* of source and options, to skip most compares */
-    char *source;               /* copy of the source text: the exact key */
+    uint64_t hash; /* of source and options, to skip most compares */
+    char *source;  /* copy of the source text: the exact key */
     size_t length;
     char *options;
-    char *embedded;             /* the embedded source's name, NULL for other text */
+    char *embedded; /* the embedded source's name, NULL for other text */
     void *handle;
     struct kiln_kernel *kernels;
     struct kiln_program *next;
@@ -235,8 +235,8 @@ kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, co
     return st;
 }
 
-kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
-                            const char *kernel_name, struct kiln_kernel **out)
+kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options, const char *kernel_name,
+                            struct kiln_kernel **out)
 {
     /* Embedded sources never change, so a program built from one is found
        again by name and options, without expanding and hashing its text:
@@ -248,7 +248,7 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
         return kiln_program_kernel(ctx, prog, kernel_name, out);
     char *text = NULL;
     size_t length = 0;
-    kiln_status st = kiln_source_expand(source_name, &text, &length);
+    kiln_status st = kiln_source_expand(ctx->backend, source_name, &text, &length);
     if (st == KILN_SUCCESS)
         st = program_get(ctx, source_name, text, length, options, embedded ? source_name : NULL, &prog);
     free(text);
@@ -258,8 +258,7 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
 }
 
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
-                               void **event)
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local, void **event)
 {
     pthread_mutex_lock(&kernel->lock);
     kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, event);

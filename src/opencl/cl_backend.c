@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "core/diag.h"
 #include "opencl/cl_backend.h"
+#include "util/embedded.h"
 
 #ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
@@ -441,6 +442,8 @@ static void cl_event_release(void *event)
 const struct kiln_backend kiln_opencl_backend = {
     .name = "opencl",
     .no_device_hint = "is an OpenCL ICD such as POCL installed?",
+    .kernel_sources = kiln_embedded_cl_kernels,
+    .kernel_extension = ".cl",
     .list_devices = cl_list_devices,
     .open = cl_open,
     .wrap = cl_wrap,

@@ -15,7 +15,7 @@
 #include "ops/attention.h"
 #include "profiles/profile.h"
 
-#define SOURCE "attention/attention_f32_fused.cl"
+#define SOURCE "attention/attention_f32_fused"
 
 /* Parameters of one plan's kernel. */
 struct fused_params {

@@ -22,7 +22,7 @@
 #include "ops/nn_common.h"
 #include "profiles/profile.h"
 
-#define SOURCE "attention/attention_naive.cl"
+#define SOURCE "attention/attention_naive"
 
 enum { SOFTMAX, WIDEN, NARROW };       /* plan->kernels */
 enum { WS_S, WS_Q, WS_K, WS_V, WS_O }; /* plan->workspace; Q to O only for fp16 */

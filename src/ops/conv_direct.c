@@ -16,7 +16,7 @@
 #include "ops/nn_common.h"
 #include "ops/row_tiling.h"
 
-#define SOURCE "conv/conv_f32_direct.cl"
+#define SOURCE "conv/conv_f32_direct"
 
 /* What a work-item computes and how many of them there are. */
 struct tiling {

@@ -14,9 +14,9 @@
 
 #include "core/diag.h"
 #include "jit/disk_cache.h"
+#include "jit/program_cache.h"
 #include "ops/conv2d.h"
 #include "profiles/profile.h"
-#include "util/embedded.h"
 #include "util/hash.h"
 
 enum { FIND_REPS = 3 };
@@ -31,12 +31,7 @@ static double now_ms(void)
 /* Hash of what the choice depends on besides the shape and device. */
 static uint64_t code_hash(const kiln_context *ctx)
 {
-    uint64_t h = KILN_HASH_SEED;
-    for (size_t i = 0; i < kiln_embedded_kernels_count; i++)
-        h = kiln_hash64(kiln_embedded_kernels[i].data, kiln_embedded_kernels[i].size, h);
-    const char *dev_dir = getenv("KILN_KERNEL_DIR");
-    if (dev_dir)
-        h = kiln_hash64(dev_dir, strlen(dev_dir), h);
+    uint64_t h = kiln_source_hash(ctx->backend, KILN_HASH_SEED);
     static const char *const families[] = {"conv", "gemm"};
     for (int f = 0; f < 2; f++) {
         char defines[2048] = "";
@@ -55,8 +50,8 @@ static void make_key(const kiln_context *ctx, const struct kiln_conv_shape *s, c
              "epilogue=bias%d z%d act%d pool%d\n",
              ctx->desc.name, ctx->desc.device_version, ctx->desc.driver_version, kiln_profile_name(ctx->profile),
              code_hash(ctx), (int)d->layout, (int)d->dtype, d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h,
-             d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
-             d->groups, d->has_bias != 0, d->beta != 0.0f, (int)d->activation, d->fused_maxpool != 0);
+             d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w, d->groups,
+             d->has_bias != 0, d->beta != 0.0f, (int)d->activation, d->fused_maxpool != 0);
 }
 
 static const struct kiln_conv_algorithm *by_name(const struct kiln_conv_algorithm *const *algorithms, size_t count,

@@ -127,7 +127,7 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
        program, so every epilogue shares one build. */
     char options[64];
     snprintf(options, sizeof options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
-    kiln_status st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col.cl", options, "conv_f32_im2col",
+    kiln_status st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col", options, "conv_f32_im2col",
                                      &plan->kernels[0]);
     if (st == KILN_SUCCESS)
         st = kiln_conv_workspace(plan, 0, volume * pixels * (d->dtype == KILN_F16 ? 2 : 4));

@@ -25,8 +25,8 @@
 #include "ops/gemm.h"
 #include "profiles/profile.h"
 
-#define SOURCE "conv/conv_f32_igemm.cl"
-#define TILED_SOURCE "conv/conv_f32_igemm_tiled.cl"
+#define SOURCE "conv/conv_f32_igemm"
+#define TILED_SOURCE "conv/conv_f32_igemm_tiled"
 
 enum { PACK, MAIN };
 

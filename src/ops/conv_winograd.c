@@ -35,7 +35,7 @@
 #include "ops/conv2d.h"
 #include "ops/gemm.h"
 
-#define SOURCE "conv/conv_f32_winograd.cl"
+#define SOURCE "conv/conv_f32_winograd"
 
 enum { FILTER, INPUT, OUTPUT }; /* kernels */
 enum { WS_U, WS_V, WS_M };      /* workspace: transformed weights, inputs, products */

@@ -25,7 +25,7 @@ kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, f
     struct kiln_kernel *kernel;
     if ((st = kiln_profile_get_int(ctx->profile, "util", "wg", &wg)) != KILN_SUCCESS ||
         (st = kiln_profile_defines(ctx->profile, "util", options, sizeof options)) != KILN_SUCCESS ||
-        (st = kiln_kernel_get(ctx, "util/fill.cl", options, "util_fill_f32", &kernel)) != KILN_SUCCESS)
+        (st = kiln_kernel_get(ctx, "util/fill", options, "util_fill_f32", &kernel)) != KILN_SUCCESS)
         return st;
     uint64_t first64 = first, count64 = count; /* the kernel's ulong */
     const struct kiln_arg args[] = {

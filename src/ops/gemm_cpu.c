@@ -9,7 +9,7 @@
 #include "core/diag.h"
 #include "ops/gemm.h"
 
-#define SOURCE "gemm/gemm_f32_cpu.cl"
+#define SOURCE "gemm/gemm_f32_cpu"
 
 enum { PACK_A, PACK_B, MICRO };
 

@@ -41,12 +41,12 @@ static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, cons
 
 static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
 {
-    return prepare(plan, "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", "mwg", "nwg", "mdimc", "ndimc");
+    return prepare(plan, "gemm/gemm_f32_tiled", "gemm_f32_tiled", "mwg", "nwg", "mdimc", "ndimc");
 }
 
 static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
 {
-    return prepare(plan, "gemm/gemm_f32_direct.cl", "gemm_f32_direct", "wgd", "wgd", "mdimcd", "ndimcd");
+    return prepare(plan, "gemm/gemm_f32_direct", "gemm_f32_direct", "wgd", "wgd", "mdimcd", "ndimcd");
 }
 
 kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)

@@ -129,5 +129,5 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
         {KILN_ARG_BUFFER, 0, y->handle},
         {KILN_ARG_SCALAR, sizeof items, &items},
     };
-    return kiln_nn_launch(ctx, "nn/pool.cl", kernel, defines, args, sizeof args / sizeof *args, items, event);
+    return kiln_nn_launch(ctx, "nn/pool", kernel, defines, args, sizeof args / sizeof *args, items, event);
 }
