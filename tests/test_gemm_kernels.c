@@ -131,7 +131,7 @@ static void launch(kiln_context *ctx, const struct family *f, const char *define
         {KILN_ARG_SCALAR, sizeof ldc, &ldc},
         {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
     };
-    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, sizeof args / sizeof *args, 3, global, local, NULL),
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, sizeof args / sizeof *args, 3, global, local, 0, NULL),
                      KILN_SUCCESS);
 }
 

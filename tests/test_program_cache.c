@@ -64,7 +64,7 @@ static void run_axpb(kiln_context *ctx, float offset)
     const struct kiln_arg args[] = {
         {KILN_ARG_BUFFER, 0, by->handle}, {KILN_ARG_BUFFER, 0, bx->handle}, {KILN_ARG_SCALAR, sizeof a, &a}};
     size_t global = N;
-    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, 3, 1, &global, NULL, NULL), KILN_SUCCESS);
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, 3, 1, &global, NULL, 0, NULL), KILN_SUCCESS);
     kt_assert_status(kiln_buffer_read(by, 0, sizeof y, y), KILN_SUCCESS);
     for (int i = 0; i < N; i++)
         assert_float_equal(y[i], a * x[i] + (float)i + offset, 1e-5);

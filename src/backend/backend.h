@@ -38,14 +38,14 @@ struct kiln_device_desc {
     char arch[64]; /* filled by kiln_device_derive_arch() */
 };
 
-/* A kernel argument: a buffer handle, a scalar by value, or local memory. */
-enum kiln_arg_kind { KILN_ARG_BUFFER, KILN_ARG_SCALAR, KILN_ARG_LOCAL };
+/* A kernel argument: a buffer handle or a scalar by value. */
+enum kiln_arg_kind { KILN_ARG_BUFFER, KILN_ARG_SCALAR };
 
 struct kiln_arg {
     enum kiln_arg_kind kind;
-    size_t size;       /* scalar size in bytes, or local memory bytes */
+    size_t size;       /* scalar size in bytes */
     const void *value; /* the backend buffer handle for KILN_ARG_BUFFER, the
-                          scalar's address for KILN_ARG_SCALAR, NULL for local */
+                          scalar's address for KILN_ARG_SCALAR */
 };
 
 struct kiln_embedded_file;
@@ -91,10 +91,13 @@ struct kiln_backend {
     kiln_status (*kernel_create)(void *prog, const char *name, void **kernel);
     void (*kernel_free)(void *kernel);
     /* Set arguments and enqueue; asynchronous. Callers serialise launches of
-       one kernel object (argument state is per kernel). local may be NULL;
-       event may be NULL, else it receives a handle for event_wait/release. */
+       one kernel object (argument state is per kernel). local may be NULL.
+       local_bytes is the launch's dynamic local (shared) memory, 0 for none:
+       a kernel that takes some declares it as its last parameter, after the
+       listed arguments (OpenCL: a `__local` pointer). event may be NULL,
+       else it receives a handle for event_wait/release. */
     kiln_status (*launch)(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                          const size_t *global, const size_t *local, void **event);
+                          const size_t *global, const size_t *local, size_t local_bytes, void **event);
     kiln_status (*event_wait)(void *event);
     void (*event_release)(void *event);
 };

@@ -258,10 +258,12 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
 }
 
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local, void **event)
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
+                               size_t local_bytes, void **event)
 {
     pthread_mutex_lock(&kernel->lock);
-    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, event);
+    kiln_status st =
+        ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, local_bytes, event);
     pthread_mutex_unlock(&kernel->lock);
     return st;
 }

@@ -53,9 +53,13 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
                             struct kiln_kernel **out);
 
 /* Set the arguments and enqueue on the context's queue (asynchronous).
+   local: the work-group size, or NULL to let the backend choose.
+   local_bytes: dynamic local memory for the launch, 0 for none; a kernel
+   that takes it declares it as its last parameter, after `args`.
    event: NULL, or receives a backend event handle of this launch. */
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local, void **event);
+                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
+                               size_t local_bytes, void **event);
 
 /* Whether kernel sources are the copies embedded at build time
    ($KILN_KERNEL_DIR unset or empty), which never change. */

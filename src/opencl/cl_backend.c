@@ -401,25 +401,24 @@ static void cl_kernel_free(void *kernel)
 }
 
 static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                             const size_t *global, const size_t *local, void **event)
+                             const size_t *global, const size_t *local, size_t local_bytes, void **event)
 {
     for (unsigned i = 0; i < nargs; i++) {
         cl_int err;
-        switch (args[i].kind) {
-        case KILN_ARG_BUFFER: {
+        if (args[i].kind == KILN_ARG_BUFFER) {
             cl_mem mem = (cl_mem)args[i].value;
             err = clSetKernelArg(kernel, i, sizeof mem, &mem);
-            break;
-        }
-        case KILN_ARG_SCALAR:
+        } else {
             err = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-            break;
-        default:
-            err = clSetKernelArg(kernel, i, args[i].size, NULL);
-            break;
         }
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clSetKernelArg");
+    }
+    /* Dynamic local memory: the kernel's last parameter, a __local pointer. */
+    if (local_bytes) {
+        cl_int err = clSetKernelArg(kernel, nargs, local_bytes, NULL);
+        if (err != CL_SUCCESS)
+            return kiln_cl_fail(err, "clSetKernelArg(__local)");
     }
     cl_int err = clEnqueueNDRangeKernel(((struct kiln_cl_device *)dev)->queue, kernel, dims, NULL, global, local, 0,
                                         NULL, (cl_event *)event);

@@ -154,7 +154,7 @@ static kiln_status im2col_execute(struct kiln_conv2d_plan *plan, const struct ki
     void *col = plan->workspace[0]->handle;
     args[14] = (struct kiln_arg){KILN_ARG_BUFFER, 0, x->x};
     args[15] = (struct kiln_arg){KILN_ARG_BUFFER, 0, col};
-    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 16, 3, plan->global[0], NULL, NULL);
+    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 16, 3, plan->global[0], NULL, 0, NULL);
     return st == KILN_SUCCESS ? run(plan, x, col, event) : st;
 }
 

@@ -36,5 +36,5 @@ kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, f
     };
     size_t local = (size_t)wg;
     size_t global = (count + local - 1) / local * local;
-    return kiln_kernel_launch(ctx, kernel, args, 4, 1, &global, &local, NULL);
+    return kiln_kernel_launch(ctx, kernel, args, 4, 1, &global, &local, 0, NULL);
 }

@@ -75,7 +75,7 @@ kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct 
         {KILN_ARG_SCALAR, sizeof ldc, &ldc},
         {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
     };
-    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], event);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], 0, event);
 }
 
 const struct kiln_gemm_family kiln_gemm_tiled = {"tiled", KILN_GEMM_TILED, tiled_prepare, kiln_gemm_inplace_execute};
