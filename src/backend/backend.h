@@ -99,6 +99,11 @@ struct kiln_backend {
     kiln_status (*launch)(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
                           const size_t *global, const size_t *local, size_t local_bytes, void **event);
     kiln_status (*event_wait)(void *event);
+    /* optional: the device execution time of a completed launch, in ms;
+       KILN_ERROR_UNSUPPORTED where the queue records no timing (OpenCL: a
+       wrapped queue created without profiling). Callers fall back to the
+       host's clock. */
+    kiln_status (*event_elapsed)(void *event, double *ms);
     void (*event_release)(void *event);
 };
 

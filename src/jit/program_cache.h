@@ -61,6 +61,28 @@ kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, co
                                unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
                                size_t local_bytes, void **event);
 
+/* Device time of the launches the calling thread makes on one context
+   between kiln_launch_timing_begin and kiln_launch_timing_end: each launch
+   made with a NULL event gets one for the timer. One operator call may
+   launch several kernels, and they are timed together. */
+#define KILN_TIMED_LAUNCHES 64
+
+struct kiln_launch_timing {
+    kiln_context *ctx;
+    void *events[KILN_TIMED_LAUNCHES];
+    unsigned count;
+    int incomplete; /* a launch could not be recorded */
+};
+
+/* Start recording (nothing is recorded when the backend cannot time events). */
+void kiln_launch_timing_begin(kiln_context *ctx, struct kiln_launch_timing *timing);
+
+/* Stop recording, wait for the recorded launches and sum their device time
+   into *ms; releases their events. KILN_ERROR_UNSUPPORTED when the backend or
+   queue cannot time them, or a launch went unrecorded, or none was made:
+   time by the host's clock then. */
+kiln_status kiln_launch_timing_end(struct kiln_launch_timing *timing, double *ms);
+
 /* Whether kernel sources are the copies embedded at build time
    ($KILN_KERNEL_DIR unset or empty), which never change. */
 int kiln_source_embedded(void);

@@ -187,7 +187,8 @@ static kiln_status cl_open(size_t index, void **dev)
     cl_context context = clCreateContext(props, 1, &devs[index], NULL, NULL, &err);
     if (err != CL_SUCCESS)
         return kiln_cl_fail(err, "clCreateContext");
-    cl_command_queue queue = clCreateCommandQueue(context, devs[index], 0, &err);
+    /* Profiling on, so event_elapsed can time launches (conv find). */
+    cl_command_queue queue = clCreateCommandQueue(context, devs[index], CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS) {
         clReleaseContext(context);
         return kiln_cl_fail(err, "clCreateCommandQueue");
@@ -432,6 +433,21 @@ static kiln_status cl_event_wait(void *event)
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clWaitForEvents");
 }
 
+static kiln_status cl_event_elapsed(void *event, double *ms)
+{
+    cl_ulong start = 0, end = 0;
+    cl_int err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+    if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "clGetEventProfilingInfo: %s (a queue without profiling)",
+                          kiln_cl_error_name(err));
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetEventProfilingInfo");
+    *ms = end > start ? (double)(end - start) * 1e-6 : 0.0;
+    return KILN_SUCCESS;
+}
+
 static void cl_event_release(void *event)
 {
     if (event)
@@ -462,5 +478,6 @@ const struct kiln_backend kiln_opencl_backend = {
     .kernel_free = cl_kernel_free,
     .launch = cl_launch,
     .event_wait = cl_event_wait,
+    .event_elapsed = cl_event_elapsed,
     .event_release = cl_event_release,
 };
