@@ -3,7 +3,14 @@
  * (the OpenCL one in src/opencl/) fills a struct kiln_backend and is listed
  * in the registry (src/backend/registry.c); the core iterates the registry
  * and never names a backend, so a CUDA backend can be added later without
- * touching the public API or the operators.
+ * touching the public API or the operators. Operators name kernel sources
+ * without a file extension ("gemm/gemm_f32_cpu"); the backend supplies its
+ * source tree and extension. Casts to a backend's native handles live in its
+ * own directory only.
+ *
+ * Adding a backend: a directory src/<api>/ defining its struct kiln_backend,
+ * its kernel sources embedded by CMakeLists.txt (kiln_embed), and one entry
+ * in the registry.
  *
  * Every handle a backend hands out is an opaque `void *` owned by kiln core,
  * which frees it through the matching slot. Slots marked "optional" may be

@@ -1,7 +1,7 @@
 /*
- * Contexts: device enumeration over every backend of the registry and
- * selection, profile matching, and the
- * program cache that every operator builds its kernels through.
+ * Contexts: device enumeration over every backend of the registry, device
+ * selection, profile matching, and the program cache that every operator
+ * builds its kernels through.
  */
 #include "core/context.h"
 

@@ -3,6 +3,8 @@
  * source text and options) and on disk (keyed by platform, device, device and
  * driver versions, source hash and options), so a kernel is compiled once per
  * device and a second process loads the binary instead of compiling again.
+ * Kernel sources are the context backend's (src/jit/sources.c); launches go
+ * through the backend's launch slot, optionally timed on the device.
  */
 #ifndef KILN_PROGRAM_CACHE_H
 #define KILN_PROGRAM_CACHE_H
