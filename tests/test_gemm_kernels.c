@@ -34,8 +34,8 @@ static const struct family {
     enum kiln_group_id group;
     const char *tile_m, *tile_n, *tile_k, *wg_m, *wg_n;
 } families[] = {
-    {"tiled", "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, "mwg", "nwg", "kwg", "mdimc", "ndimc"},
-    {"direct", "gemm/gemm_f32_direct.cl", "gemm_f32_direct", KILN_GROUP_gemm_direct, "wg", "wg", "wg", "mdimc",
+    {"tiled", "gemm/gemm_f32_tiled", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, "mwg", "nwg", "kwg", "mdimc", "ndimc"},
+    {"direct", "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, "wg", "wg", "wg", "mdimc",
      "ndimc"},
 };
 
@@ -136,7 +136,7 @@ static void launch(kiln_context *ctx, const struct family *f, struct gr_case *t,
         {KILN_ARG_SCALAR, sizeof ldc, &ldc},
         {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
     };
-    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, sizeof args / sizeof *args, 3, global, local, NULL),
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, sizeof args / sizeof *args, 3, global, local, 0, NULL),
                      KILN_SUCCESS);
 }
 

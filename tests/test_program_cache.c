@@ -64,7 +64,7 @@ static void run_axpb(kiln_context *ctx, float offset)
     const struct kiln_arg args[] = {
         {KILN_ARG_BUFFER, 0, by->handle}, {KILN_ARG_BUFFER, 0, bx->handle}, {KILN_ARG_SCALAR, sizeof a, &a}};
     size_t global = N;
-    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, 3, 1, &global, NULL, NULL), KILN_SUCCESS);
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, 3, 1, &global, NULL, 0, NULL), KILN_SUCCESS);
     kt_assert_status(kiln_buffer_read(by, 0, sizeof y, y), KILN_SUCCESS);
     for (int i = 0; i < N; i++)
         assert_float_equal(y[i], a * x[i] + (float)i + offset, 1e-5);
@@ -294,10 +294,10 @@ static void test_unknown_kernel_and_source_names(void **state)
     (void)state;
     kiln_context *ctx = open_cached(NULL);
     struct kiln_kernel *kernel = (struct kiln_kernel *)(uintptr_t)0x5a5a;
-    kt_assert_status(kiln_kernel_get(ctx, "util/fill.cl", "-DKILN_UTIL_WG=64", "no_such_kernel", &kernel),
+    kt_assert_status(kiln_kernel_get(ctx, "util/fill", "-DKILN_UTIL_WG=64", "no_such_kernel", &kernel),
                      KILN_ERROR_NOT_FOUND);
     assert_non_null(strstr(kiln_last_error_detail(), "no_such_kernel"));
-    kt_assert_status(kiln_kernel_get(ctx, "no/such/file.cl", "", "k", &kernel), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_kernel_get(ctx, "no/such/file", "", "k", &kernel), KILN_ERROR_NOT_FOUND);
     assert_ptr_equal(kernel, (struct kiln_kernel *)(uintptr_t)0x5a5a);
     kiln_context_destroy(ctx);
 }

@@ -1,7 +1,16 @@
 /*
- * The backend interface: what kiln needs from a compute API. The OpenCL
- * backend (src/opencl/) implements it; a CUDA backend can implement it later
- * without touching the public API or the operators.
+ * The backend interface: what kiln needs from a compute API. Each backend
+ * (the OpenCL one in src/opencl/) fills a struct kiln_backend and is listed
+ * in the registry (src/backend/registry.c); the core iterates the registry
+ * and never names a backend, so a CUDA backend can be added later without
+ * touching the public API or the operators. Operators name kernel sources
+ * without a file extension ("gemm/gemm_f32_cpu"); the backend supplies its
+ * source tree and extension. Casts to a backend's native handles live in its
+ * own directory only.
+ *
+ * Adding a backend: a directory src/<api>/ defining its struct kiln_backend,
+ * its kernel sources embedded by CMakeLists.txt (kiln_embed), and one entry
+ * in the registry.
  *
  * Every handle a backend hands out is an opaque `void *` owned by kiln core,
  * which frees it through the matching slot. Slots marked "optional" may be
@@ -22,8 +31,8 @@ struct kiln_device_desc {
     char vendor[128];
     char device_version[128];
     char driver_version[64];
-    char board_name[128];      /* AMD board name where reported, else "" */
-    int cc_major, cc_minor;    /* NVIDIA compute capability, 0 if unknown */
+    char board_name[128];   /* AMD board name where reported, else "" */
+    int cc_major, cc_minor; /* NVIDIA compute capability, 0 if unknown */
     kiln_device_type type;
     unsigned vendor_id;
     unsigned compute_units;
@@ -33,21 +42,31 @@ struct kiln_device_desc {
     unsigned long long max_alloc_bytes;
     size_t max_work_group_size;
     int fp16, fp64;
-    char arch[64];             /* filled by kiln_device_derive_arch() */
+    char arch[64]; /* filled by kiln_device_derive_arch() */
 };
 
-/* A kernel argument: a buffer handle, a scalar by value, or local memory. */
-enum kiln_arg_kind { KILN_ARG_BUFFER, KILN_ARG_SCALAR, KILN_ARG_LOCAL };
+/* A kernel argument: a buffer handle or a scalar by value. */
+enum kiln_arg_kind { KILN_ARG_BUFFER, KILN_ARG_SCALAR };
 
 struct kiln_arg {
     enum kiln_arg_kind kind;
-    size_t size;        /* scalar size in bytes, or local memory bytes */
-    const void *value;  /* the backend buffer handle for KILN_ARG_BUFFER, the
-                           scalar's address for KILN_ARG_SCALAR, NULL for local */
+    size_t size;       /* scalar size in bytes */
+    const void *value; /* the backend buffer handle for KILN_ARG_BUFFER, the
+                          scalar's address for KILN_ARG_SCALAR */
 };
+
+struct kiln_embedded_file;
 
 struct kiln_backend {
     const char *name;
+    /* Where to look when list_devices finds none, for error details. */
+    const char *no_device_hint;
+    /* The kernel source tree embedded at build time (NULL-terminated; names
+       relative to its root, e.g. "util/fill.cl") and the extension that
+       turns an operator's kernel source name ("util/fill") into a file name.
+       $KILN_KERNEL_DIR, when set, replaces the embedded tree. */
+    const struct kiln_embedded_file *kernel_sources;
+    const char *kernel_extension;
 
     /* Devices, in a stable order. With descs == NULL only *count is set. */
     kiln_status (*list_devices)(struct kiln_device_desc *descs, size_t capacity, size_t *count);
@@ -79,16 +98,29 @@ struct kiln_backend {
     kiln_status (*kernel_create)(void *prog, const char *name, void **kernel);
     void (*kernel_free)(void *kernel);
     /* Set arguments and enqueue; asynchronous. Callers serialise launches of
-       one kernel object (argument state is per kernel). local may be NULL;
-       event may be NULL, else it receives a handle for event_wait/release. */
+       one kernel object (argument state is per kernel). local may be NULL.
+       local_bytes is the launch's dynamic local (shared) memory, 0 for none:
+       a kernel that takes some declares it as its last parameter, after the
+       listed arguments (OpenCL: a `__local` pointer). event may be NULL,
+       else it receives a handle for event_wait/release. */
     kiln_status (*launch)(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                          const size_t *global, const size_t *local, void **event);
+                          const size_t *global, const size_t *local, size_t local_bytes, void **event);
     kiln_status (*event_wait)(void *event);
+    /* optional: the device execution time of a completed launch, in ms;
+       KILN_ERROR_UNSUPPORTED where the queue records no timing (OpenCL: a
+       wrapped queue created without profiling). Callers fall back to the
+       host's clock. */
+    kiln_status (*event_elapsed)(void *event, double *ms);
     void (*event_release)(void *event);
 };
 
-/* The backends compiled into this library. */
-extern const struct kiln_backend kiln_opencl_backend;
+/* The backends compiled into this library, NULL-terminated. kiln's device
+   index runs over all of them: backend 0's devices, then backend 1's, ... */
+extern const struct kiln_backend *const kiln_backends[];
+
+/* kiln's index of device `index` of `backend` (SIZE_MAX when the backend is
+   not registered or a backend before it cannot count its devices). */
+size_t kiln_backend_device_index(const struct kiln_backend *backend, size_t index);
 
 /* Derive desc->arch from the other fields ("sm_86", "gfx1030", "xe-hpg",
    "x86_64:skylake-avx512", ...); "" when nothing is recognised. */

@@ -1,6 +1,7 @@
 /*
- * Contexts: device enumeration and selection, profile matching, and the
- * program cache that every operator builds its kernels through.
+ * Contexts: device enumeration over every backend of the registry, device
+ * selection, profile matching, and the program cache that every operator
+ * builds its kernels through.
  */
 #include "core/context.h"
 
@@ -22,17 +23,46 @@ static const char *env(const char *name)
     return v && *v ? v : NULL;
 }
 
-/* Every device of the backend, described; *descs is malloc'd. */
-static kiln_status list_devices(const struct kiln_backend *be, struct kiln_device_desc **descs, size_t *count)
+/* A device of kiln's enumeration: its description, the backend that lists
+   it and its index in that backend's list. */
+struct device {
+    struct kiln_device_desc desc;
+    const struct kiln_backend *backend;
+    size_t index;
+};
+
+/* Every device of every backend in the registry, in kiln's order (backend 0's
+   devices, then backend 1's, ...); *devices is malloc'd. */
+static kiln_status list_devices(struct device **devices, size_t *count)
 {
-    *descs = NULL;
-    kiln_status st = be->list_devices(NULL, 0, count);
-    if (st != KILN_SUCCESS || *count == 0)
-        return st;
-    *descs = calloc(*count, sizeof **descs);
-    if (!*descs)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating %zu device descriptions", *count);
-    return be->list_devices(*descs, *count, count);
+    *devices = NULL;
+    *count = 0;
+    kiln_status st = KILN_SUCCESS;
+    for (const struct kiln_backend *const *be = kiln_backends; *be && st == KILN_SUCCESS; be++) {
+        size_t n = 0;
+        st = (*be)->list_devices(NULL, 0, &n);
+        if (st != KILN_SUCCESS || n == 0)
+            continue;
+        struct kiln_device_desc *descs = calloc(n, sizeof *descs);
+        struct device *grown = descs ? realloc(*devices, (*count + n) * sizeof *grown) : NULL;
+        if (!grown) {
+            free(descs);
+            st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating %zu device descriptions", *count + n);
+            break;
+        }
+        *devices = grown;
+        size_t listed = n;
+        st = (*be)->list_devices(descs, n, &listed);
+        for (size_t i = 0; st == KILN_SUCCESS && i < n && i < listed; i++, ++*count)
+            grown[*count] = (struct device){descs[i], *be, i};
+        free(descs);
+    }
+    if (st != KILN_SUCCESS) {
+        free(*devices);
+        *devices = NULL;
+        *count = 0;
+    }
+    return st;
 }
 
 static kiln_status load_profiles(struct kiln_profile_set **set)
@@ -66,8 +96,7 @@ static kiln_status choose_profile(const struct kiln_profile_set *set, const stru
     }
     *profile = kiln_profile_match(set, desc, reason, reason_size);
     if (!*profile)
-        return kiln_error(KILN_ERROR_INVALID_PROFILE, "no profile, not even a generic one, fits device %s",
-                          desc->name);
+        return kiln_error(KILN_ERROR_INVALID_PROFILE, "no profile, not even a generic one, fits device %s", desc->name);
     return KILN_SUCCESS;
 }
 
@@ -103,17 +132,25 @@ kiln_status kiln_device_count(size_t *count)
 {
     kiln_error_clear();
     KILN_CHECK_ARG(count);
-    return kiln_opencl_backend.list_devices(NULL, 0, count);
+    *count = 0;
+    for (const struct kiln_backend *const *be = kiln_backends; *be; be++) {
+        size_t n = 0;
+        kiln_status st = (*be)->list_devices(NULL, 0, &n);
+        if (st != KILN_SUCCESS)
+            return st;
+        *count += n;
+    }
+    return KILN_SUCCESS;
 }
 
 kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
 {
     kiln_error_clear();
     KILN_CHECK_ARG(info);
-    struct kiln_device_desc *descs;
+    struct device *devices;
     size_t count;
     struct kiln_profile_set *set = NULL;
-    kiln_status st = list_devices(&kiln_opencl_backend, &descs, &count);
+    kiln_status st = list_devices(&devices, &count);
     if (st == KILN_SUCCESS && index >= count)
         st = kiln_error(KILN_ERROR_NOT_FOUND, "device index %zu: there are %zu devices", index, count);
     if (st == KILN_SUCCESS)
@@ -121,12 +158,13 @@ kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
     if (st == KILN_SUCCESS) {
         const struct kiln_profile *profile;
         char reason[256];
-        st = choose_profile(set, &descs[index], env("KILN_PROFILE"), &profile, reason, sizeof reason);
+        const struct device *d = &devices[index];
+        st = choose_profile(set, &d->desc, env("KILN_PROFILE"), &profile, reason, sizeof reason);
         if (st == KILN_SUCCESS)
-            kiln_device_info_fill(&descs[index], index, kiln_opencl_backend.name, profile, reason, info);
+            kiln_device_info_fill(&d->desc, index, d->backend->name, profile, reason, info);
     }
     kiln_profile_set_release(set);
-    free(descs);
+    free(devices);
     return st;
 }
 
@@ -163,20 +201,32 @@ static int selector_accepts(const char *sel, const struct kiln_device_desc *d)
     return contains_nocase(full, sel);
 }
 
-static void list_for_detail(const struct kiln_device_desc *descs, size_t count)
+/* Append the devices to the error detail, or each backend's hint when there
+   are none. */
+static void list_for_detail(const struct device *devices, size_t count)
 {
-    kiln_error_append(count ? "; devices:" : "; there is no OpenCL device (is an ICD such as POCL installed?)");
+    char line[320];
+    if (!count) {
+        kiln_error_append("; there is no device (");
+        for (const struct kiln_backend *const *be = kiln_backends; *be; be++) {
+            snprintf(line, sizeof line, "%s%s: %s", be == kiln_backends ? "" : "; ", (*be)->name,
+                     (*be)->no_device_hint);
+            kiln_error_append(line);
+        }
+        kiln_error_append(")");
+        return;
+    }
+    kiln_error_append("; devices:");
     for (size_t i = 0; i < count; i++) {
-        char line[320];
-        snprintf(line, sizeof line, " [%zu] %s / %s%s", i, descs[i].platform, descs[i].name,
+        snprintf(line, sizeof line, " [%zu] %s / %s%s", i, devices[i].desc.platform, devices[i].desc.name,
                  i + 1 < count ? ";" : "");
         kiln_error_append(line);
     }
 }
 
 /* Pick the device index for a selector (NULL: the best device). */
-static kiln_status select_device(const struct kiln_device_desc *descs, size_t count,
-                                 const struct kiln_profile_set *set, const char *sel, size_t *index)
+static kiln_status select_device(const struct device *devices, size_t count, const struct kiln_profile_set *set,
+                                 const char *sel, size_t *index)
 {
     if (sel && !*sel)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "device selector is empty");
@@ -188,7 +238,7 @@ static kiln_status select_device(const struct kiln_device_desc *descs, size_t co
                               "device selector \"%s\" is neither an index, cpu, gpu nor a name", sel);
         if (i >= count) {
             kiln_error(KILN_ERROR_NOT_FOUND, "device index %llu does not exist", i);
-            list_for_detail(descs, count);
+            list_for_detail(devices, count);
             return KILN_ERROR_NOT_FOUND;
         }
         *index = (size_t)i;
@@ -196,9 +246,9 @@ static kiln_status select_device(const struct kiln_device_desc *descs, size_t co
     }
     double best = -1.0;
     for (size_t i = 0; i < count; i++) {
-        if (sel && !selector_accepts(sel, &descs[i]))
+        if (sel && !selector_accepts(sel, &devices[i].desc))
             continue;
-        double r = device_rank(&descs[i], set);
+        double r = device_rank(&devices[i].desc, set);
         if (r > best) {
             best = r;
             *index = i;
@@ -206,7 +256,7 @@ static kiln_status select_device(const struct kiln_device_desc *descs, size_t co
     }
     if (best < 0.0) {
         kiln_error(KILN_ERROR_NOT_FOUND, "no device matches selector \"%s\"", sel ? sel : "(best)");
-        list_for_detail(descs, count);
+        list_for_detail(devices, count);
         return KILN_ERROR_NOT_FOUND;
     }
     return KILN_SUCCESS;
@@ -264,18 +314,23 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
 {
     kiln_error_clear();
     KILN_CHECK_ARG(out);
-    const struct kiln_backend *be = &kiln_opencl_backend;
     const char *sel = options && options->device ? options->device : env("KILN_DEVICE");
-    struct kiln_device_desc *descs = NULL;
+    struct device *devices = NULL;
     struct kiln_profile_set *set = NULL;
     size_t count = 0, index = 0;
-    kiln_status st = list_devices(be, &descs, &count);
+    kiln_status st = list_devices(&devices, &count);
     if (st == KILN_SUCCESS)
         st = load_profiles(&set);
     if (st == KILN_SUCCESS)
-        st = select_device(descs, count, set, sel, &index);
+        st = select_device(devices, count, set, sel, &index);
     kiln_profile_set_release(set);
-    free(descs);
+    const struct kiln_backend *be = NULL;
+    size_t backend_index = 0;
+    if (st == KILN_SUCCESS) {
+        be = devices[index].backend;
+        backend_index = devices[index].index;
+    }
+    free(devices);
     if (st != KILN_SUCCESS)
         return st;
 
@@ -284,7 +339,7 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
     ctx->backend = be;
     ctx->device_index = index;
-    st = be->open(index, &ctx->dev);
+    st = be->open(backend_index, &ctx->dev);
     if (st != KILN_SUCCESS) {
         free(ctx);
         return st;
@@ -325,8 +380,7 @@ kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_in
     kiln_error_clear();
     KILN_CHECK_ARG(ctx);
     KILN_CHECK_ARG(info);
-    kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profile, ctx->profile_reason,
-                          info);
+    kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profile, ctx->profile_reason, info);
     return KILN_SUCCESS;
 }
 

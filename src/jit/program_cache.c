@@ -11,11 +11,11 @@
 #include "util/hash.h"
 
 struct kiln_program {
-    uint64_t hash;              /* of source and options, to skip most compares */
-    char *source;               /* copy of the source text: the exact key */
+    uint64_t hash; /* of source and options, to skip most compares */
+    char *source;  /* copy of the source text: the exact key */
     size_t length;
     char *options;
-    char *embedded;             /* the embedded source's name, NULL for other text */
+    char *embedded; /* the embedded source's name, NULL for other text */
     void *handle;
     struct kiln_kernel *kernels;
     struct kiln_program *next;
@@ -235,8 +235,8 @@ kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, co
     return st;
 }
 
-kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
-                            const char *kernel_name, struct kiln_kernel **out)
+kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options, const char *kernel_name,
+                            struct kiln_kernel **out)
 {
     /* Embedded sources never change, so a program built from one is found
        again by name and options, without expanding and hashing its text:
@@ -248,7 +248,7 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
         return kiln_program_kernel(ctx, prog, kernel_name, out);
     char *text = NULL;
     size_t length = 0;
-    kiln_status st = kiln_source_expand(source_name, &text, &length);
+    kiln_status st = kiln_source_expand(ctx->backend, source_name, &text, &length);
     if (st == KILN_SUCCESS)
         st = program_get(ctx, source_name, text, length, options, embedded ? source_name : NULL, &prog);
     free(text);
@@ -257,12 +257,51 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
     return st;
 }
 
+/* The calling thread's timing in progress, or NULL. */
+static _Thread_local struct kiln_launch_timing *thread_timing;
+
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
                                unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
-                               void **event)
+                               size_t local_bytes, void **event)
 {
+    struct kiln_launch_timing *timing = thread_timing && thread_timing->ctx == ctx ? thread_timing : NULL;
+    void *timed = NULL;
+    int record = timing && !event && timing->count < KILN_TIMED_LAUNCHES;
+    if (timing && !record)
+        timing->incomplete = 1;
     pthread_mutex_lock(&kernel->lock);
-    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, event);
+    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, local_bytes,
+                                          record ? &timed : event);
     pthread_mutex_unlock(&kernel->lock);
+    if (st == KILN_SUCCESS && record)
+        timing->events[timing->count++] = timed;
+    return st;
+}
+
+void kiln_launch_timing_begin(kiln_context *ctx, struct kiln_launch_timing *timing)
+{
+    memset(timing, 0, sizeof *timing);
+    timing->ctx = ctx;
+    timing->incomplete = !ctx->backend->event_elapsed;
+    thread_timing = timing->incomplete ? NULL : timing;
+}
+
+kiln_status kiln_launch_timing_end(struct kiln_launch_timing *timing, double *ms)
+{
+    thread_timing = NULL;
+    const struct kiln_backend *be = timing->ctx->backend;
+    kiln_status st = KILN_SUCCESS;
+    if (timing->incomplete || !timing->count)
+        st = kiln_error(KILN_ERROR_UNSUPPORTED, "the %s backend timed %s launch", be->name,
+                        timing->count ? "not every" : "no");
+    *ms = 0.0;
+    for (unsigned i = 0; i < timing->count; i++) {
+        double one = 0.0;
+        if (st == KILN_SUCCESS && (st = be->event_wait(timing->events[i])) == KILN_SUCCESS &&
+            (st = be->event_elapsed(timing->events[i], &one)) == KILN_SUCCESS)
+            *ms += one;
+        be->event_release(timing->events[i]);
+    }
+    timing->count = 0;
     return st;
 }

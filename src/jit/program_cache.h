@@ -3,6 +3,8 @@
  * source text and options) and on disk (keyed by platform, device, device and
  * driver versions, source hash and options), so a kernel is compiled once per
  * device and a second process loads the binary instead of compiling again.
+ * Kernel sources are the context backend's (src/jit/sources.c); launches go
+ * through the backend's launch slot, optionally timed on the device.
  */
 #ifndef KILN_PROGRAM_CACHE_H
 #define KILN_PROGRAM_CACHE_H
@@ -27,8 +29,8 @@ struct kiln_kernel {
 
 struct kiln_program_cache {
     pthread_mutex_t lock;
-    struct kiln_program *programs;  /* singly linked, newest first */
-    char dir[512];                  /* "" when the disk cache is off */
+    struct kiln_program *programs; /* singly linked, newest first */
+    char dir[512];                 /* "" when the disk cache is off */
     uint64_t memory_hits, disk_hits, builds, discarded;
 };
 
@@ -46,28 +48,62 @@ kiln_status kiln_program_get(kiln_context *ctx, const char *label, const char *s
 kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, const char *name,
                                 struct kiln_kernel **out);
 
-/* Kernel `kernel_name` of the kernel source file `source_name` (a path under
-   cl/, e.g. "util/fill.cl") built with `options`. */
-kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options,
-                            const char *kernel_name, struct kiln_kernel **out);
+/* Kernel `kernel_name` of the kernel source `source_name` (a path in the
+   backend's source tree without the file extension, e.g. "util/fill") built
+   with `options`. */
+kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const char *options, const char *kernel_name,
+                            struct kiln_kernel **out);
 
 /* Set the arguments and enqueue on the context's queue (asynchronous).
+   local: the work-group size, or NULL to let the backend choose.
+   local_bytes: dynamic local memory for the launch, 0 for none; a kernel
+   that takes it declares it as its last parameter, after `args`.
    event: NULL, or receives a backend event handle of this launch. */
 kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
                                unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
-                               void **event);
+                               size_t local_bytes, void **event);
+
+/* Device time of the launches the calling thread makes on one context
+   between kiln_launch_timing_begin and kiln_launch_timing_end: each launch
+   made with a NULL event gets one for the timer. One operator call may
+   launch several kernels, and they are timed together. */
+#define KILN_TIMED_LAUNCHES 64
+
+struct kiln_launch_timing {
+    kiln_context *ctx;
+    void *events[KILN_TIMED_LAUNCHES];
+    unsigned count;
+    int incomplete; /* a launch could not be recorded */
+};
+
+/* Start recording (nothing is recorded when the backend cannot time events). */
+void kiln_launch_timing_begin(kiln_context *ctx, struct kiln_launch_timing *timing);
+
+/* Stop recording, wait for the recorded launches and sum their device time
+   into *ms; releases their events. KILN_ERROR_UNSUPPORTED when the backend or
+   queue cannot time them, or a launch went unrecorded, or none was made:
+   time by the host's clock then. */
+kiln_status kiln_launch_timing_end(struct kiln_launch_timing *timing, double *ms);
 
 /* Whether kernel sources are the copies embedded at build time
    ($KILN_KERNEL_DIR unset or empty), which never change. */
 int kiln_source_embedded(void);
 
-/* Kernel source text by name: from $KILN_KERNEL_DIR when set, else the copy
+/* The text of file `name` (with its extension, e.g. "common/vector.h") of
+   the backend's kernel sources: from $KILN_KERNEL_DIR when set, else the copy
    embedded at build time. *owned is set when the text was read from disk and
    must be freed by the caller. */
-kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned);
+kiln_status kiln_source_get(const struct kiln_backend *backend, const char *name, const char **text, size_t *length,
+                            char **owned);
 
-/* The source `name` with its `#include "path"` lines replaced by the named
-   sources (recursively); *text is malloc'd and NUL-terminated. */
-kiln_status kiln_source_expand(const char *name, char **text, size_t *length);
+/* `seed` folded with every kernel source embedded for the backend and, when
+   set, the $KILN_KERNEL_DIR path (not the files there): a key part that
+   changes with the kernels a choice was measured with. */
+uint64_t kiln_source_hash(const struct kiln_backend *backend, uint64_t seed);
+
+/* The kernel source `name` (without extension; the backend supplies it) with
+   its `#include "path"` lines replaced by the named files (recursively);
+   *text is malloc'd and NUL-terminated. */
+kiln_status kiln_source_expand(const struct kiln_backend *backend, const char *name, char **text, size_t *length);
 
 #endif /* KILN_PROGRAM_CACHE_H */

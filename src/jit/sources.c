@@ -1,8 +1,9 @@
 /*
- * Kernel sources: the copies embedded at build time, or files under
- * $KILN_KERNEL_DIR while developing. `#include "path"` lines (paths relative
- * to cl/) are expanded here, since an embedded source has no directory for
- * the OpenCL compiler to search.
+ * Kernel sources of the context's backend: the copies embedded at build time
+ * (the backend's kernel_sources), or files under $KILN_KERNEL_DIR while
+ * developing. `#include "path"` lines (paths relative to the backend's source
+ * tree, e.g. cl/) are expanded here, since an embedded source has no
+ * directory for the device compiler to search.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "core/diag.h"
 #include "jit/program_cache.h"
 #include "util/embedded.h"
+#include "util/hash.h"
 
 #define KILN_INCLUDE_DEPTH 8
 
@@ -20,7 +22,8 @@ int kiln_source_embedded(void)
     return !dir || !*dir;
 }
 
-kiln_status kiln_source_get(const char *name, const char **text, size_t *length, char **owned)
+kiln_status kiln_source_get(const struct kiln_backend *backend, const char *name, const char **text, size_t *length,
+                            char **owned)
 {
     *owned = NULL;
     if (!kiln_source_embedded()) {
@@ -44,14 +47,25 @@ kiln_status kiln_source_get(const char *name, const char **text, size_t *length,
         free(buf);
         return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot read %s", path);
     }
-    for (size_t i = 0; i < kiln_embedded_kernels_count; i++) {
-        if (strcmp(kiln_embedded_kernels[i].name, name) == 0) {
-            *text = kiln_embedded_kernels[i].data;
-            *length = kiln_embedded_kernels[i].size;
+    for (const struct kiln_embedded_file *f = backend->kernel_sources; f->name; f++) {
+        if (strcmp(f->name, name) == 0) {
+            *text = f->data;
+            *length = f->size;
             return KILN_SUCCESS;
         }
     }
     return kiln_error(KILN_ERROR_NOT_FOUND, "no kernel source named %s", name);
+}
+
+uint64_t kiln_source_hash(const struct kiln_backend *backend, uint64_t seed)
+{
+    uint64_t h = seed;
+    for (const struct kiln_embedded_file *f = backend->kernel_sources; f->name; f++)
+        h = kiln_hash64(f->data, f->size, h);
+    const char *dir = getenv("KILN_KERNEL_DIR");
+    if (dir)
+        h = kiln_hash64(dir, strlen(dir), h);
+    return h;
 }
 
 /* A growing output buffer. */
@@ -76,15 +90,14 @@ static int append(struct text *t, const char *s, size_t n)
     return 1;
 }
 
-static kiln_status expand(const char *name, struct text *out, int depth)
+static kiln_status expand(const struct kiln_backend *backend, const char *name, struct text *out, int depth)
 {
     if (depth > KILN_INCLUDE_DEPTH)
-        return kiln_error(KILN_ERROR_BUILD, "kernel source %s: includes nest deeper than %d", name,
-                          KILN_INCLUDE_DEPTH);
-    const char *text;
-    size_t length;
+        return kiln_error(KILN_ERROR_BUILD, "kernel source %s: includes nest deeper than %d", name, KILN_INCLUDE_DEPTH);
+    const char *text = "";
+    size_t length = 0;
     char *owned = NULL;
-    kiln_status st = kiln_source_get(name, &text, &length, &owned);
+    kiln_status st = kiln_source_get(backend, name, &text, &length, &owned);
     for (const char *line = text, *end = text + length; st == KILN_SUCCESS && line < end;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
         const char *next = eol ? eol + 1 : end;
@@ -95,7 +108,7 @@ static kiln_status expand(const char *name, struct text *out, int depth)
             char included[256];
             snprintf(included, sizeof included, "%.*s", (int)(quote - line - (sizeof directive - 1)),
                      line + sizeof directive - 1);
-            st = expand(included, out, depth + 1);
+            st = expand(backend, included, out, depth + 1);
             if (st == KILN_SUCCESS && !append(out, "\n", 1))
                 st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
         } else if (!append(out, line, (size_t)(next - line))) {
@@ -107,10 +120,13 @@ static kiln_status expand(const char *name, struct text *out, int depth)
     return st;
 }
 
-kiln_status kiln_source_expand(const char *name, char **text, size_t *length)
+kiln_status kiln_source_expand(const struct kiln_backend *backend, const char *name, char **text, size_t *length)
 {
+    char file[256];
+    if (snprintf(file, sizeof file, "%s%s", name, backend->kernel_extension) >= (int)sizeof file)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kernel source name \"%s\" is too long", name);
     struct text out = {0};
-    kiln_status st = expand(name, &out, 0);
+    kiln_status st = expand(backend, file, &out, 0);
     if (st == KILN_SUCCESS && !out.data && !append(&out, "", 0))
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
     if (st != KILN_SUCCESS) {

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "core/diag.h"
 #include "opencl/cl_backend.h"
+#include "util/embedded.h"
 
 #ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
@@ -156,8 +157,8 @@ static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capaci
     return KILN_SUCCESS;
 }
 
-static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context,
-                               cl_command_queue queue, void **dev)
+static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context, cl_command_queue queue,
+                               void **dev)
 {
     struct kiln_cl_device *d = calloc(1, sizeof *d);
     if (!d)
@@ -186,7 +187,8 @@ static kiln_status cl_open(size_t index, void **dev)
     cl_context context = clCreateContext(props, 1, &devs[index], NULL, NULL, &err);
     if (err != CL_SUCCESS)
         return kiln_cl_fail(err, "clCreateContext");
-    cl_command_queue queue = clCreateCommandQueue(context, devs[index], 0, &err);
+    /* Profiling on, so event_elapsed can time launches (conv find). */
+    cl_command_queue queue = clCreateCommandQueue(context, devs[index], CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS) {
         clReleaseContext(context);
         return kiln_cl_fail(err, "clCreateCommandQueue");
@@ -279,15 +281,15 @@ static void cl_buffer_free(void *buf)
 
 static kiln_status cl_buffer_write(void *dev, void *buf, size_t offset, size_t size, const void *src)
 {
-    cl_int err = clEnqueueWriteBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, src, 0,
-                                      NULL, NULL);
+    cl_int err =
+        clEnqueueWriteBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, src, 0, NULL, NULL);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueWriteBuffer");
 }
 
 static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t size, void *dst)
 {
-    cl_int err = clEnqueueReadBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, dst, 0,
-                                     NULL, NULL);
+    cl_int err =
+        clEnqueueReadBuffer(((struct kiln_cl_device *)dev)->queue, buf, CL_TRUE, offset, size, dst, 0, NULL, NULL);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueReadBuffer");
 }
 
@@ -305,8 +307,7 @@ static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *
     if (clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) == CL_SUCCESS &&
         log_size > 1) {
         char *log = malloc(log_size + 1);
-        if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) ==
-                       CL_SUCCESS) {
+        if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) == CL_SUCCESS) {
             log[log_size] = '\0';
             kiln_error_append(log);
         }
@@ -401,25 +402,24 @@ static void cl_kernel_free(void *kernel)
 }
 
 static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                             const size_t *global, const size_t *local, void **event)
+                             const size_t *global, const size_t *local, size_t local_bytes, void **event)
 {
     for (unsigned i = 0; i < nargs; i++) {
         cl_int err;
-        switch (args[i].kind) {
-        case KILN_ARG_BUFFER: {
+        if (args[i].kind == KILN_ARG_BUFFER) {
             cl_mem mem = (cl_mem)args[i].value;
             err = clSetKernelArg(kernel, i, sizeof mem, &mem);
-            break;
-        }
-        case KILN_ARG_SCALAR:
+        } else {
             err = clSetKernelArg(kernel, i, args[i].size, args[i].value);
-            break;
-        default:
-            err = clSetKernelArg(kernel, i, args[i].size, NULL);
-            break;
         }
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clSetKernelArg");
+    }
+    /* Dynamic local memory: the kernel's last parameter, a __local pointer. */
+    if (local_bytes) {
+        cl_int err = clSetKernelArg(kernel, nargs, local_bytes, NULL);
+        if (err != CL_SUCCESS)
+            return kiln_cl_fail(err, "clSetKernelArg(__local)");
     }
     cl_int err = clEnqueueNDRangeKernel(((struct kiln_cl_device *)dev)->queue, kernel, dims, NULL, global, local, 0,
                                         NULL, (cl_event *)event);
@@ -433,6 +433,21 @@ static kiln_status cl_event_wait(void *event)
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clWaitForEvents");
 }
 
+static kiln_status cl_event_elapsed(void *event, double *ms)
+{
+    cl_ulong start = 0, end = 0;
+    cl_int err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+    if (err == CL_PROFILING_INFO_NOT_AVAILABLE)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "clGetEventProfilingInfo: %s (a queue without profiling)",
+                          kiln_cl_error_name(err));
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clGetEventProfilingInfo");
+    *ms = end > start ? (double)(end - start) * 1e-6 : 0.0;
+    return KILN_SUCCESS;
+}
+
 static void cl_event_release(void *event)
 {
     if (event)
@@ -441,6 +456,9 @@ static void cl_event_release(void *event)
 
 const struct kiln_backend kiln_opencl_backend = {
     .name = "opencl",
+    .no_device_hint = "is an OpenCL ICD such as POCL installed?",
+    .kernel_sources = kiln_embedded_cl_kernels,
+    .kernel_extension = ".cl",
     .list_devices = cl_list_devices,
     .open = cl_open,
     .wrap = cl_wrap,
@@ -460,5 +478,6 @@ const struct kiln_backend kiln_opencl_backend = {
     .kernel_free = cl_kernel_free,
     .launch = cl_launch,
     .event_wait = cl_event_wait,
+    .event_elapsed = cl_event_elapsed,
     .event_release = cl_event_release,
 };

@@ -4,7 +4,11 @@
 
 #include <CL/cl.h>
 
+#include "backend/backend.h"
 #include "kiln/kiln.h"
+
+/* The backend's table (listed in src/backend/registry.c). */
+extern const struct kiln_backend kiln_opencl_backend;
 
 /* A device opened by the backend (handle behind the backend's `dev`). */
 struct kiln_cl_device {

@@ -13,8 +13,7 @@ static kiln_status check_native(cl_context context, cl_device_id device, cl_comm
     cl_uint ndev = 0;
     cl_int err = clGetContextInfo(context, CL_CONTEXT_NUM_DEVICES, sizeof ndev, &ndev, NULL);
     if (err != CL_SUCCESS)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "context: not a valid cl_context (%s)",
-                          kiln_cl_error_name(err));
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "context: not a valid cl_context (%s)", kiln_cl_error_name(err));
     cl_device_id devs[64];
     if (ndev > 64)
         ndev = 64;
@@ -51,7 +50,7 @@ static size_t enumeration_index(cl_device_id device)
         return SIZE_MAX;
     for (size_t i = 0; i < count; i++)
         if (devs[i] == device)
-            return i;
+            return kiln_backend_device_index(&kiln_opencl_backend, i);
     return SIZE_MAX;
 }
 
@@ -89,8 +88,7 @@ kiln_status kiln_context_get_cl(const kiln_context *ctx, cl_context *context, cl
     kiln_error_clear();
     KILN_CHECK_ARG(ctx);
     if (ctx->backend != &kiln_opencl_backend)
-        return kiln_error(KILN_ERROR_UNSUPPORTED, "the context runs on the %s backend, not OpenCL",
-                          ctx->backend->name);
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "the context runs on the %s backend, not OpenCL", ctx->backend->name);
     const struct kiln_cl_device *d = ctx->dev;
     if (context)
         *context = d->context;
@@ -108,8 +106,7 @@ kiln_status kiln_buffer_wrap_cl(kiln_context *ctx, cl_mem mem, kiln_buffer **out
     KILN_CHECK_ARG(mem);
     KILN_CHECK_ARG(out);
     if (ctx->backend != &kiln_opencl_backend)
-        return kiln_error(KILN_ERROR_UNSUPPORTED, "the context runs on the %s backend, not OpenCL",
-                          ctx->backend->name);
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "the context runs on the %s backend, not OpenCL", ctx->backend->name);
     return kiln_buffer_wrap_native(ctx, mem, out);
 }
 

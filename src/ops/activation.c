@@ -30,5 +30,5 @@ kiln_status kiln_activation_forward(kiln_context *ctx, kiln_activation act, floa
         {KILN_ARG_SCALAR, sizeof count64, &count64},
         {KILN_ARG_SCALAR, sizeof leaky_slope, &leaky_slope},
     };
-    return kiln_nn_launch(ctx, "nn/activation.cl", "nn_activation", defines, args, 4, count, event);
+    return kiln_nn_launch(ctx, "nn/activation", "nn_activation", defines, args, 4, count, event);
 }

@@ -15,7 +15,7 @@
 #include "ops/attention.h"
 #include "profiles/profile.h"
 
-#define SOURCE "attention/attention_f32_fused.cl"
+#define SOURCE "attention/attention_f32_fused"
 
 /* Parameters of one plan's kernel. */
 struct fused_params {
@@ -124,7 +124,7 @@ static kiln_status fused_execute(struct kiln_attention_plan *plan, const struct 
         {KILN_ARG_SCALAR, sizeof scale_log2, &scale_log2},
     };
     return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, sizeof args / sizeof *args, 2, plan->global,
-                              plan->local, event);
+                              plan->local, 0, event);
 }
 
 const struct kiln_attention_algorithm kiln_attention_fused = {"fused", KILN_ATTENTION_FUSED, fused_prepare,

@@ -22,7 +22,7 @@
 #include "ops/nn_common.h"
 #include "profiles/profile.h"
 
-#define SOURCE "attention/attention_naive.cl"
+#define SOURCE "attention/attention_naive"
 
 enum { SOFTMAX, WIDEN, NARROW };       /* plan->kernels */
 enum { WS_S, WS_Q, WS_K, WS_V, WS_O }; /* plan->workspace; Q to O only for fp16 */
@@ -102,7 +102,7 @@ static kiln_status launch(struct kiln_attention_plan *plan, int kernel, const st
                           size_t count, void **event)
 {
     size_t global = (count + plan->local[0] - 1) / plan->local[0] * plan->local[0];
-    return kiln_kernel_launch(plan->ctx, plan->kernels[kernel], args, nargs, 1, &global, plan->local, event);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[kernel], args, nargs, 1, &global, plan->local, 0, event);
 }
 
 /* Convert `count` elements from src to dst (widen or narrow). */

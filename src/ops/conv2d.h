@@ -48,7 +48,7 @@ struct kiln_conv2d_plan {
     struct kiln_kernel *kernels[KILN_CONV_MAX_KERNELS];
     size_t global[KILN_CONV_MAX_KERNELS][3], local[KILN_CONV_MAX_KERNELS][3];
     kiln_buffer *workspace[KILN_CONV_MAX_KERNELS];
-    size_t local_bytes; /* local memory argument of the main kernel, if any */
+    size_t local_bytes;  /* dynamic local memory of the main kernel, 0 if none */
     size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group */
     int tiled;          /* implicit GEMM: the GPU-style tiled kernel runs */
     void *packed_from;  /* weights buffer whose packed form the workspace holds

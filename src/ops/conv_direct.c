@@ -16,7 +16,7 @@
 #include "ops/nn_common.h"
 #include "ops/row_tiling.h"
 
-#define SOURCE "conv/conv_f32_direct.cl"
+#define SOURCE "conv/conv_f32_direct"
 
 /* What a work-item computes and how many of them there are. */
 struct tiling {
@@ -169,7 +169,7 @@ static kiln_status direct_execute(struct kiln_conv2d_plan *plan, const struct ki
         {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
     };
     return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, sizeof args / sizeof *args, 1, plan->global[0],
-                              plan->local[0], event);
+                              plan->local[0], 0, event);
 }
 
 const struct kiln_conv_algorithm kiln_conv_direct = {"direct",       KILN_CONV_DIRECT, direct_unsupported,

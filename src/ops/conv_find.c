@@ -1,10 +1,12 @@
 /*
  * Convolution benchmark mode ("find"): time every applicable algorithm once
- * for a shape, keep the fastest in the context and in a find database on disk
- * (entries of the program cache's directory, written atomically), so neither
- * this context nor a later process searches that shape again. The key names
- * the device and driver, the profile's parameters, every kernel source and
- * the shape with its epilogue: a change to any of them makes a new search.
+ * for a shape (by the device's own timing of its kernels where the backend
+ * offers it, else by the host's clock), keep the fastest in the context and
+ * in a find database on disk (entries of the program cache's directory,
+ * written atomically), so neither this context nor a later process searches
+ * that shape again. The key names the device and driver, the profile's
+ * parameters, every kernel source and the shape with its epilogue: a change
+ * to any of them makes a new search.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,9 +16,9 @@
 
 #include "core/diag.h"
 #include "jit/disk_cache.h"
+#include "jit/program_cache.h"
 #include "ops/conv2d.h"
 #include "profiles/profile.h"
-#include "util/embedded.h"
 #include "util/hash.h"
 
 enum { FIND_REPS = 3 };
@@ -31,12 +33,7 @@ static double now_ms(void)
 /* Hash of what the choice depends on besides the shape and device. */
 static uint64_t code_hash(const kiln_context *ctx)
 {
-    uint64_t h = KILN_HASH_SEED;
-    for (size_t i = 0; i < kiln_embedded_kernels_count; i++)
-        h = kiln_hash64(kiln_embedded_kernels[i].data, kiln_embedded_kernels[i].size, h);
-    const char *dev_dir = getenv("KILN_KERNEL_DIR");
-    if (dev_dir)
-        h = kiln_hash64(dev_dir, strlen(dev_dir), h);
+    uint64_t h = kiln_source_hash(ctx->backend, KILN_HASH_SEED);
     char *params = NULL;
     if (kiln_profile_to_json(ctx->profile, &params) == KILN_SUCCESS)
         h = kiln_hash64(params, strlen(params), h);
@@ -48,13 +45,13 @@ static void make_key(const kiln_context *ctx, const struct kiln_conv_shape *s, c
 {
     const kiln_conv2d_desc *d = &s->d;
     snprintf(key, size,
-             "conv-find 1\ndevice=%s\nversion=%s\ndriver=%s\nprofile=%s\ncode=%016" PRIx64
+             "conv-find 2\ndevice=%s\nversion=%s\ndriver=%s\nprofile=%s\ncode=%016" PRIx64
              "\nshape=%d %d %zu %zu %zu %zu %zu %zu %zu s%zu,%zu p%zu,%zu,%zu,%zu d%zu,%zu g%zu\n"
              "epilogue=bias%d z%d act%d pool%d\n",
              ctx->desc.name, ctx->desc.device_version, ctx->desc.driver_version, kiln_profile_name(ctx->profile),
              code_hash(ctx), (int)d->layout, (int)d->dtype, d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h,
-             d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w,
-             d->groups, d->has_bias != 0, d->beta != 0.0f, (int)d->activation, d->fused_maxpool != 0);
+             d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h, d->dilation_w, d->groups,
+             d->has_bias != 0, d->beta != 0.0f, (int)d->activation, d->fused_maxpool != 0);
 }
 
 static const struct kiln_conv_algorithm *by_name(const struct kiln_conv_algorithm *const *algorithms, size_t count,
@@ -107,20 +104,34 @@ static void remember(kiln_context *ctx, const char *key, const char *name)
         kiln_log(KILN_LOG_WARN, "could not write the find database: %s", kiln_last_error_detail());
 }
 
-/* Median time of FIND_REPS executions of a prepared plan on scratch tensors. */
+/* One execution of a plan on scratch tensors, timed on the device where the
+   backend can (the summed execution time of its kernels), else by the host's
+   clock until the queue is finished. */
+static kiln_status time_once(kiln_conv2d_plan *plan, kiln_buffer *const t[5], double *ms)
+{
+    struct kiln_launch_timing timing;
+    kiln_launch_timing_begin(plan->ctx, &timing);
+    double t0 = now_ms();
+    kiln_status st = kiln_conv2d_plan_execute(plan, t[0], t[1], t[2], t[3], t[4], NULL);
+    if (st == KILN_SUCCESS)
+        st = kiln_context_finish(plan->ctx);
+    *ms = now_ms() - t0;
+    double device_ms;
+    if (kiln_launch_timing_end(&timing, &device_ms) == KILN_SUCCESS)
+        *ms = device_ms;
+    return st;
+}
+
+/* Median time of FIND_REPS executions of a prepared plan, after one that
+   builds and warms up. */
 static kiln_status time_plan(kiln_conv2d_plan *plan, kiln_buffer *const t[5], double *ms)
 {
     double times[FIND_REPS];
     kiln_status st = kiln_conv2d_plan_execute(plan, t[0], t[1], t[2], t[3], t[4], NULL);
     if (st == KILN_SUCCESS)
         st = kiln_context_finish(plan->ctx);
-    for (int r = 0; r < FIND_REPS && st == KILN_SUCCESS; r++) {
-        double t0 = now_ms();
-        st = kiln_conv2d_plan_execute(plan, t[0], t[1], t[2], t[3], t[4], NULL);
-        if (st == KILN_SUCCESS)
-            st = kiln_context_finish(plan->ctx);
-        times[r] = now_ms() - t0;
-    }
+    for (int r = 0; r < FIND_REPS && st == KILN_SUCCESS; r++)
+        st = time_once(plan, t, &times[r]);
     if (st == KILN_SUCCESS) {
         for (int i = 1; i < FIND_REPS; i++)
             for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {

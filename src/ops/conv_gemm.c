@@ -129,7 +129,7 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
     kiln_options_add(&options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
     kiln_status st = kiln_options_status(&options, "conv2d im2col");
     if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col.cl", kiln_options_text(&options), "conv_f32_im2col",
+        st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col", kiln_options_text(&options), "conv_f32_im2col",
                              &plan->kernels[0]);
     kiln_options_free(&options);
     if (st == KILN_SUCCESS)
@@ -157,7 +157,7 @@ static kiln_status im2col_execute(struct kiln_conv2d_plan *plan, const struct ki
     void *col = plan->workspace[0]->handle;
     args[14] = (struct kiln_arg){KILN_ARG_BUFFER, 0, x->x};
     args[15] = (struct kiln_arg){KILN_ARG_BUFFER, 0, col};
-    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 16, 3, plan->global[0], NULL, NULL);
+    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 16, 3, plan->global[0], NULL, 0, NULL);
     return st == KILN_SUCCESS ? run(plan, x, col, event) : st;
 }
 

@@ -22,8 +22,8 @@
 #include "ops/gemm.h"
 #include "profiles/profile.h"
 
-#define SOURCE "conv/conv_f32_igemm.cl"
-#define TILED_SOURCE "conv/conv_f32_igemm_tiled.cl"
+#define SOURCE "conv/conv_f32_igemm"
+#define TILED_SOURCE "conv/conv_f32_igemm_tiled"
 
 enum { PACK, MAIN };
 
@@ -145,7 +145,8 @@ static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 
 /* Launch the main kernel of either variant: the arguments both start with
    (shape, epilogue scalars, x, the weights as the kernel reads them `w`,
-   bias, z, y), then the CPU kernel's block_panels and local panel. */
+   bias, z, y), then the CPU kernel's block_panels; its local panel is the
+   launch's dynamic local memory (plan->local_bytes, 0 for the tiled kernel). */
 static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
 {
     const struct kiln_conv_shape *s = &plan->s;
@@ -156,11 +157,11 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
         (int32_t)s->q,        (int32_t)d->stride_h,   (int32_t)d->stride_w,   (int32_t)d->pad_top,
         (int32_t)d->pad_left, (int32_t)d->dilation_h, (int32_t)d->dilation_w, (int32_t)d->groups};
     const int32_t block_panels = (int32_t)plan->block_panels;
-    struct kiln_arg args[16 + 10];
+    struct kiln_arg args[16 + 9];
     for (int i = 0; i < 16; i++)
         args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
     /* Unused bias and z still need a buffer argument: pass y, never read. */
-    const struct kiln_arg rest[10] = {
+    const struct kiln_arg rest[9] = {
         {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
         {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
         {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
@@ -170,11 +171,10 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
         {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
         {KILN_ARG_BUFFER, 0, x->y},
         {KILN_ARG_SCALAR, sizeof block_panels, &block_panels},
-        {KILN_ARG_LOCAL, plan->local_bytes, NULL},
     };
     memcpy(args + 16, rest, sizeof rest);
-    return kiln_kernel_launch(plan->ctx, plan->kernels[MAIN], args, plan->tiled ? 24 : 26, 3, plan->global[MAIN],
-                              plan->local[MAIN], event);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[MAIN], args, plan->tiled ? 24 : 25, 3, plan->global[MAIN],
+                              plan->local[MAIN], plan->local_bytes, event);
 }
 
 static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
@@ -189,7 +189,8 @@ static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kil
                                     {KILN_ARG_BUFFER, 0, x->w},
                                     {KILN_ARG_BUFFER, 0, wp}};
     if (kiln_conv_weights_stale(plan, x->w)) {
-        kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, NULL);
+        kiln_status st =
+            kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, 0, NULL);
         if (st != KILN_SUCCESS) {
             plan->packed_from = NULL;
             return st;

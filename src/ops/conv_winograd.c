@@ -35,7 +35,7 @@
 #include "ops/conv2d.h"
 #include "ops/gemm.h"
 
-#define SOURCE "conv/conv_f32_winograd.cl"
+#define SOURCE "conv/conv_f32_winograd"
 
 enum { FILTER, INPUT, OUTPUT }; /* kernels */
 enum { WS_U, WS_V, WS_M };      /* workspace: transformed weights, inputs, products */
@@ -182,9 +182,8 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
     };
     kiln_status st;
     const int fresh = kiln_conv_weights_stale(plan, x->w);
-    if (fresh &&
-        (st = kiln_kernel_launch(plan->ctx, plan->kernels[FILTER], filter, 5, 2, plan->global[FILTER],
-                                 w->local ? plan->local[FILTER] : NULL, NULL)) != KILN_SUCCESS) {
+    if (fresh && (st = kiln_kernel_launch(plan->ctx, plan->kernels[FILTER], filter, 5, 2, plan->global[FILTER],
+                                          w->local ? plan->local[FILTER] : NULL, 0, NULL)) != KILN_SUCCESS) {
         plan->packed_from = NULL;
         return st;
     }
@@ -200,7 +199,7 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
     args[12] = (struct kiln_arg){KILN_ARG_BUFFER, 0, v};
     args[13] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof w->plane[WS_V], &w->plane[WS_V]};
     if ((st = kiln_kernel_launch(plan->ctx, plan->kernels[INPUT], args, 14, 3, plan->global[INPUT],
-                                 w->local ? plan->local[INPUT] : NULL, NULL)) != KILN_SUCCESS)
+                                 w->local ? plan->local[INPUT] : NULL, 0, NULL)) != KILN_SUCCESS)
         return st;
 
     /* With weights transformed on an earlier call, the GEMM's packed copy of
@@ -226,7 +225,7 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
     };
     memcpy(args + 11, rest, sizeof rest);
     return kiln_kernel_launch(plan->ctx, plan->kernels[OUTPUT], args, 19, 3, plan->global[OUTPUT],
-                              w->local ? plan->local[OUTPUT] : NULL, event);
+                              w->local ? plan->local[OUTPUT] : NULL, 0, event);
 }
 
 static void wino_release(struct kiln_conv2d_plan *plan)

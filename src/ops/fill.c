@@ -28,7 +28,7 @@ kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, f
     kiln_profile_defines(&options, KILN_GROUP_util, util);
     st = kiln_options_status(&options, __func__);
     if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(ctx, "util/fill.cl", kiln_options_text(&options), "util_fill_f32", &kernel);
+        st = kiln_kernel_get(ctx, "util/fill", kiln_options_text(&options), "util_fill_f32", &kernel);
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
@@ -41,5 +41,5 @@ kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, f
     };
     size_t local = (size_t)wg;
     size_t global = (count + local - 1) / local * local;
-    return kiln_kernel_launch(ctx, kernel, args, 4, 1, &global, &local, NULL);
+    return kiln_kernel_launch(ctx, kernel, args, 4, 1, &global, &local, 0, NULL);
 }

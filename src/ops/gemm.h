@@ -1,6 +1,7 @@
 /*
  * GEMM planning internals shared by the operator (gemm.c) and its kernel
- * families (gemm_cpu.c, gemm_gpu.c, gemm_clblast.c).
+ * families (gemm_cpu.c, gemm_gpu.c, gemm_smallm.c, and CLBlast's in
+ * src/opencl/cl_clblast_gemm.c).
  *
  * A plan holds the problem in row-major form: a column-major GEMM is the
  * row-major GEMM of the transposed result, C^T = op(B)^T op(A)^T, so the plan

@@ -9,7 +9,7 @@
 #include "core/diag.h"
 #include "ops/gemm.h"
 
-#define SOURCE "gemm/gemm_f32_cpu.cl"
+#define SOURCE "gemm/gemm_f32_cpu"
 
 enum { PACK_A, PACK_B, MICRO };
 
@@ -97,11 +97,11 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     static const size_t one[3] = {1, 1, 1};
     kiln_status st = KILN_SUCCESS;
     if (!x->reuse_a)
-        st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_A], pack_a, 8, 3, plan->dims[PACK_A], NULL, NULL);
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_A], pack_a, 8, 3, plan->dims[PACK_A], NULL, 0, NULL);
     if (st == KILN_SUCCESS && !x->reuse_b)
-        st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_B], pack_b, 8, 3, plan->dims[PACK_B], NULL, NULL);
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[PACK_B], pack_b, 8, 3, plan->dims[PACK_B], NULL, 0, NULL);
     if (st == KILN_SUCCESS)
-        st = kiln_kernel_launch(plan->ctx, plan->kernels[MICRO], micro, 17, 3, plan->dims[MICRO], one, event);
+        st = kiln_kernel_launch(plan->ctx, plan->kernels[MICRO], micro, 17, 3, plan->dims[MICRO], one, 0, event);
     return st;
 }
 

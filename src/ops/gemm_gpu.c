@@ -44,7 +44,7 @@ static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_tiled, &t);
     if (st != KILN_SUCCESS)
         return st;
-    return prepare(plan, "gemm/gemm_f32_tiled.cl", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc,
+    return prepare(plan, "gemm/gemm_f32_tiled", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc,
                    t->ndimc);
 }
 
@@ -54,7 +54,7 @@ static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_direct, &d);
     if (st != KILN_SUCCESS)
         return st;
-    return prepare(plan, "gemm/gemm_f32_direct.cl", "gemm_f32_direct", KILN_GROUP_gemm_direct, d, d->wg, d->wg,
+    return prepare(plan, "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, d, d->wg, d->wg,
                    d->mdimc, d->ndimc);
 }
 
@@ -84,7 +84,7 @@ kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct 
         {KILN_ARG_SCALAR, sizeof ldc, &ldc},
         {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
     };
-    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], event);
+    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], 0, event);
 }
 
 const struct kiln_gemm_family kiln_gemm_tiled = {"tiled", KILN_GEMM_TILED, tiled_prepare, kiln_gemm_inplace_execute};

@@ -18,7 +18,7 @@
 #include "core/diag.h"
 #include "ops/gemm.h"
 
-#define SOURCE "gemm/gemm_f32_smallm.cl"
+#define SOURCE "gemm/gemm_f32_smallm"
 
 static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
 {

@@ -48,7 +48,7 @@ kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *na
         return st;
     size_t local = (size_t)util->wg, global = (items + local - 1) / local * local;
     void *handle = NULL;
-    st = kiln_kernel_launch(ctx, kernel, args, nargs, 1, &global, &local, event ? &handle : NULL);
+    st = kiln_kernel_launch(ctx, kernel, args, nargs, 1, &global, &local, 0, event ? &handle : NULL);
     if (st == KILN_SUCCESS && event)
         st = kiln_event_new(ctx->backend, handle, event);
     return st;

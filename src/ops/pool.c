@@ -129,7 +129,7 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
     };
     st = kiln_options_status(&defines, __func__);
     if (st == KILN_SUCCESS)
-        st = kiln_nn_launch(ctx, "nn/pool.cl", kernel, kiln_options_text(&defines), args, sizeof args / sizeof *args,
+        st = kiln_nn_launch(ctx, "nn/pool", kernel, kiln_options_text(&defines), args, sizeof args / sizeof *args,
                             items, event);
     kiln_options_free(&defines);
     return st;

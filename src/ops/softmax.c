@@ -31,5 +31,5 @@ kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inn
         {KILN_ARG_SCALAR, sizeof dim64, &dim64},
         {KILN_ARG_SCALAR, sizeof inner64, &inner64},
     };
-    return kiln_nn_launch(ctx, "nn/softmax.cl", "nn_softmax", "", args, 5, columns, event);
+    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", "", args, 5, columns, event);
 }

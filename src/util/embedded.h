@@ -6,13 +6,13 @@
 #include <stddef.h>
 
 struct kiln_embedded_file {
-    const char *name;   /* path relative to its folder, e.g. "util/fill.cl" */
-    const char *data;   /* NUL-terminated contents */
-    size_t size;        /* length without the terminator */
+    const char *name; /* path relative to its folder, e.g. "util/fill.cl" */
+    const char *data; /* NUL-terminated contents */
+    size_t size;      /* length without the terminator */
 };
 
-extern const struct kiln_embedded_file kiln_embedded_kernels[];
-extern const size_t kiln_embedded_kernels_count;
+/* Each table ends with an entry whose name is NULL (not counted). */
+extern const struct kiln_embedded_file kiln_embedded_cl_kernels[];
 extern const struct kiln_embedded_file kiln_embedded_profiles[];
 extern const size_t kiln_embedded_profiles_count;
 

@@ -1,7 +1,9 @@
 /*
  * The CLBlast GEMM route: CLBlast's own SGEMM on the context's queue, for
- * devices whose profile says it beats kiln's kernels. Built only with
- * KILN_WITH_CLBLAST; otherwise the family has no prepare and plans refuse it.
+ * devices whose profile says it beats kiln's kernels. A GEMM family
+ * (src/ops/gemm.h) that lives with the OpenCL backend because it hands
+ * kiln's buffers to CLBlast as cl_mem. Built only with KILN_WITH_CLBLAST;
+ * otherwise the family has no prepare and plans refuse it.
  */
 #include "ops/gemm.h"
 
