@@ -1241,83 +1241,57 @@ static const kiln_conv_algo f16_epilogue_algos[] = {KILN_CONV_IMPLICIT_GEMM, KIL
 
 int main(void)
 {
-    static const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_desc_init),
-        cmocka_unit_test(test_output_size),
-        cmocka_unit_test(test_describe),
-        cmocka_unit_test(test_one_shot),
-        cmocka_unit_test(test_plan_reuse),
-        cmocka_unit_test(test_constant_weights),
-        cmocka_unit_test(test_profile_default_algo),
-        cmocka_unit_test(test_fold_batchnorm_values),
-        cmocka_unit_test(test_fold_batchnorm_conv),
-        cmocka_unit_test(test_fold_batchnorm_bad),
-        cmocka_unit_test(test_find_desc),
-        cmocka_unit_test(test_find_env),
-        cmocka_unit_test(test_edge_descs_accepted),
-        cmocka_unit_test(test_null_arguments),
-    };
-    enum {
-        FIXED = sizeof fixed / sizeof *fixed,
-        MAX_TESTS = FIXED + ROWS * ALGOS + ALGOS * EPILOGUES + F16_EPILOGUES + MISFITS + BAD_DESCS + BAD_EXECS
-    };
-    static struct CMUnitTest tests[MAX_TESTS];
-    static struct row_test row_tests[ROWS * ALGOS];
-    static struct epilogue_test epilogue_tests[ALGOS * EPILOGUES];
-    static char names[MAX_TESTS][160];
-    size_t t = 0, nr = 0, ne = 0;
-    for (size_t i = 0; i < FIXED; i++)
-        tests[t++] = fixed[i];
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_desc_init));
+    kt_add(&tests, cmocka_unit_test(test_output_size));
+    kt_add(&tests, cmocka_unit_test(test_describe));
+    kt_add(&tests, cmocka_unit_test(test_one_shot));
+    kt_add(&tests, cmocka_unit_test(test_plan_reuse));
+    kt_add(&tests, cmocka_unit_test(test_constant_weights));
+    kt_add(&tests, cmocka_unit_test(test_profile_default_algo));
+    kt_add(&tests, cmocka_unit_test(test_fold_batchnorm_values));
+    kt_add(&tests, cmocka_unit_test(test_fold_batchnorm_conv));
+    kt_add(&tests, cmocka_unit_test(test_fold_batchnorm_bad));
+    kt_add(&tests, cmocka_unit_test(test_find_desc));
+    kt_add(&tests, cmocka_unit_test(test_find_env));
+    kt_add(&tests, cmocka_unit_test(test_edge_descs_accepted));
+    kt_add(&tests, cmocka_unit_test(test_null_arguments));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
             kiln_conv2d_desc d = desc_of(&rows[i], all_algos[a]);
             if (!applies(all_algos[a], &d) || (all_algos[a] == KILN_CONV_DIRECT && !rows[i].direct))
                 continue;
-            struct row_test *rt = &row_tests[nr++];
-            rt->row = &rows[i];
-            rt->algo = all_algos[a];
-            row_name(rt->name, sizeof rt->name, &rows[i], all_algos[a]);
-            tests[t++] = (struct CMUnitTest){rt->name, test_row, NULL, NULL, rt};
+            struct row_test rt = {&rows[i], all_algos[a], ""};
+            row_name(rt.name, sizeof rt.name, &rows[i], all_algos[a]);
+            kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", rt.name);
         }
     for (size_t a = 1; a < ALGOS; a++)
         for (size_t i = 0; i < EPILOGUES; i++) {
             if (!(epilogues[i].algos & B(all_algos[a])))
                 continue;
-            struct epilogue_test *et = &epilogue_tests[ne++];
-            et->e = &epilogues[i];
-            et->algo = all_algos[a];
-            et->shape = &epilogue_shapes[all_algos[a] == KILN_CONV_GEMM_1X1][i % 2];
-            snprintf(et->name, sizeof et->name, "%s epilogue %s on %s %s n%zu c%zu %zux%zu k%zu",
-                     algo_name(et->algo), et->e->name, et->shape->what, et->shape->layout == NHWC ? "nhwc" : "nchw",
-                     et->shape->n, et->shape->c, et->shape->h, et->shape->w, et->shape->k);
-            tests[t++] = (struct CMUnitTest){et->name, test_epilogue, NULL, NULL, et};
+            struct epilogue_test et = {&epilogues[i], &epilogue_shapes[all_algos[a] == KILN_CONV_GEMM_1X1][i % 2],
+                                       all_algos[a], ""};
+            snprintf(et.name, sizeof et.name, "%s epilogue %s on %s %s n%zu c%zu %zux%zu k%zu", algo_name(et.algo),
+                     et.e->name, et.shape->what, et.shape->layout == NHWC ? "nhwc" : "nchw", et.shape->n, et.shape->c,
+                     et.shape->h, et.shape->w, et.shape->k);
+            kt_add_copy(&tests, test_epilogue, &et, sizeof et, "%s", et.name);
         }
     for (size_t i = 0; i < EPILOGUES; i++) {
         if (!(epilogues[i].algos & B(KILN_CONV_DIRECT)))
             continue;
-        struct epilogue_test *et = &epilogue_tests[ne++];
-        et->e = &epilogues[i];
-        et->algo = KILN_CONV_DIRECT;
-        et->shape = &plane_shapes[i % 2];
-        snprintf(et->name, sizeof et->name, "direct epilogue %s on %s nchw n%zu c%zu %zux%zu k%zu", et->e->name,
-                 et->shape->what, et->shape->n, et->shape->c, et->shape->h, et->shape->w, et->shape->k);
-        tests[t++] = (struct CMUnitTest){et->name, test_epilogue, NULL, NULL, et};
+        struct epilogue_test et = {&epilogues[i], &plane_shapes[i % 2], KILN_CONV_DIRECT, ""};
+        snprintf(et.name, sizeof et.name, "direct epilogue %s on %s nchw n%zu c%zu %zux%zu k%zu", et.e->name,
+                 et.shape->what, et.shape->n, et.shape->c, et.shape->h, et.shape->w, et.shape->k);
+        kt_add_copy(&tests, test_epilogue, &et, sizeof et, "%s", et.name);
     }
-    for (size_t i = 0; i < F16_EPILOGUES; i++) {
-        snprintf(names[t], sizeof names[t], "%s f16 epilogue bias+residual relu (pool where fused) on 3x3 pad1 nchw",
-                 algo_name(f16_epilogue_algos[i]));
-        tests[t] = (struct CMUnitTest){names[t], test_f16_epilogue, NULL, NULL, (void *)&f16_epilogue_algos[i]};
-        t++;
-    }
-    for (size_t i = 0; i < MISFITS; i++) {
-        snprintf(names[t], sizeof names[t], "%s unsupported where it does not apply (%s, ...)",
-                 algo_name(misfits[i].algo), misfits[i].rows[0].what);
-        tests[t] = (struct CMUnitTest){names[t], test_unsupported, NULL, NULL, (void *)&misfits[i]};
-        t++;
-    }
-    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS,
-                     sizeof *bad_descs);
-    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS,
-                     sizeof *bad_execs);
-    return _cmocka_run_group_tests("conv", tests, t, kt_group_setup, kt_group_teardown);
+    for (size_t i = 0; i < F16_EPILOGUES; i++)
+        kt_addf(&tests, test_f16_epilogue, &f16_epilogue_algos[i],
+                "%s f16 epilogue bias+residual relu (pool where fused) on 3x3 pad1 nchw",
+                algo_name(f16_epilogue_algos[i]));
+    for (size_t i = 0; i < MISFITS; i++)
+        kt_addf(&tests, test_unsupported, &misfits[i], "%s unsupported where it does not apply (%s, ...)",
+                algo_name(misfits[i].algo), misfits[i].rows[0].what);
+    kt_add_items(&tests, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS, sizeof *bad_descs);
+    kt_add_items(&tests, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS, sizeof *bad_execs);
+    return kt_run("conv", &tests);
 }

@@ -251,6 +251,8 @@ static void test_igemm_parameters_checked(void **state)
 int main(void)
 {
     seed = kt_seed();
-    const struct CMUnitTest first[] = {cmocka_unit_test(test_igemm_parameters_checked)};
-    return kt_run_per_profile("conv_conformance", test_profile, NULL, first, 1);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_igemm_parameters_checked));
+    kt_add_profiles(&tests, test_profile, NULL);
+    return kt_run_with("conv_conformance", &tests, NULL, NULL);
 }
