@@ -15,8 +15,8 @@
  * is not "cpu" and the CPU kernel on the others (src/ops/conv_igemm.c); each
  * profile checks that its plan names the kernel the rule gives. On this CPU
  * device the GPU profiles' tiles run nowhere else, so those profiles also
- * run the implicit-GEMM table below (the CPU kernel has test_conv.c's table
- * under the device's own profile).
+ * run the implicit-GEMM table below (the CPU kernel has test_conv_shapes.c's
+ * table under the device's own profile).
  */
 #include <stdio.h>
 #include <stdlib.h>
