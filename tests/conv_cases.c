@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/conv2d.h"
+
 const kiln_conv_algo cc_all_algos[CC_ALGOS] = {KILN_CONV_AUTO,        KILN_CONV_IMPLICIT_GEMM, KILN_CONV_IM2COL,
                                                KILN_CONV_DIRECT,      KILN_CONV_GEMM_1X1,      KILN_CONV_WINOGRAD_2X2,
                                                KILN_CONV_WINOGRAD_4X4};
@@ -20,21 +22,31 @@ const char *cc_algo_name(kiln_conv_algo algo)
     return (unsigned)algo < sizeof names / sizeof *names ? names[algo] : "?";
 }
 
+/* The library's object for a concrete algorithm; NULL for AUTO. */
+static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
+{
+    static const struct kiln_conv_algorithm *const all[] = {&kiln_conv_igemm,     &kiln_conv_im2col,
+                                                            &kiln_conv_gemm1x1,   &kiln_conv_winograd2,
+                                                            &kiln_conv_winograd4, &kiln_conv_direct};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (all[i]->algo == algo)
+            return all[i];
+    return NULL;
+}
+
 int cc_applies(kiln_conv_algo algo, const kiln_conv2d_desc *d)
 {
-    if (d->fused_maxpool && (algo == KILN_CONV_IMPLICIT_GEMM || algo == KILN_CONV_IM2COL || algo == KILN_CONV_GEMM_1X1))
-        return 0; /* the fused pool: direct and Winograd only */
-    switch (algo) {
-    case KILN_CONV_WINOGRAD_2X2:
-    case KILN_CONV_WINOGRAD_4X4:
-        return d->r == 3 && d->s == 3 && d->stride_h == 1 && d->stride_w == 1 && d->dilation_h == 1 &&
-               d->dilation_w == 1 && d->groups == 1;
-    case KILN_CONV_GEMM_1X1:
-        return d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 &&
-               !(d->pad_top | d->pad_bottom | d->pad_left | d->pad_right);
-    default:
+    struct kiln_conv_shape s;
+    if (kiln_conv_shape_of(d, &s) != KILN_SUCCESS)
         return 1;
-    }
+    const struct kiln_conv_algorithm *a = algorithm_of(algo);
+    return !a || !a->unsupported(&s);
+}
+
+const struct cc_row *cc_epilogue_shape(kiln_conv_algo algo, size_t layout)
+{
+    kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][layout], algo);
+    return &cc_epilogue_shapes[!cc_applies(algo, &d)][layout];
 }
 
 /* plan_create that must succeed, except that an algorithm not written yet

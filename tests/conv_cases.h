@@ -44,17 +44,25 @@ extern const kiln_conv_algo cc_all_algos[CC_ALGOS];
 /* The public name of an algorithm ("implicit-gemm", ...). */
 const char *cc_algo_name(kiln_conv_algo algo);
 
-/* Whether `algo` applies to the shape, as the header documents it. */
+/* Whether `algo` applies to the descriptor, asked of the library's own
+   table (the algorithm's unsupported() in src/ops/conv2d.h on the shape
+   plan creation validates). AUTO applies to every shape; so does every
+   algorithm to a descriptor the library rejects, so that a test made of it
+   runs and fails. */
 int cc_applies(kiln_conv_algo algo, const kiln_conv2d_desc *d);
 
 /* The two shapes of each algorithm: 3x3 pad 1 (every algorithm but
-   GEMM-1x1) or 1x1, odd output sizes (partial tiles, a pool that drops a row
+   GEMM-1x1; cc_epilogue_shape picks) or 1x1, odd output sizes (partial tiles, a pool that drops a row
    and a column) in NCHW with a batch, and even ones in NHWC. Epilogue i runs
    on shape i % 2 (test_conv_epilogue.c), so every switch set is built once
    per algorithm and both layouts see the epilogue and the pool; the
    describe, reuse, find, batch-norm and bad-execution tests take their
    problems from here too. */
 extern const struct cc_row cc_epilogue_shapes[2][2];
+
+/* The epilogue shape of `algo` in layout 0 (NCHW) or 1 (NHWC): the 3x3 one
+   where the algorithm applies to it, else the 1x1 one. */
+const struct cc_row *cc_epilogue_shape(kiln_conv_algo algo, size_t layout);
 
 /* describe(): the requested algorithm (a concrete one for AUTO), its name, a
    kernel, the context's profile and a reason. Returns the algorithm run. */

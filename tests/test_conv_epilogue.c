@@ -19,11 +19,12 @@
 #define ON_ACTS (B(KILN_CONV_IMPLICIT_GEMM) | B(KILN_CONV_GEMM_1X1))
 #define ON_WINO (B(KILN_CONV_WINOGRAD_2X2) | B(KILN_CONV_WINOGRAD_4X4))
 #define ON_ALL (ON_GEMMS | ON_WINO | B(KILN_CONV_DIRECT))
-#define ON_POOL (ON_WINO | B(KILN_CONV_DIRECT)) /* the algorithms with the fused pool */
 
 /*
- * Switch sets of the epilogue, and the algorithms each runs on. Each set is
- * one kernel build per algorithm: about 0.3 s for implicit GEMM and the GEMM
+ * Switch sets of the epilogue, and the algorithms each runs on where the
+ * algorithm applies (cc_applies asks the library: the pool sets run on
+ * those with the fused pool, direct and the Winograds). Each set is one
+ * kernel build per algorithm: about 0.3 s for implicit GEMM and the GEMM
  * that im2col and GEMM-1x1 share, 1 s for direct and the Winograds. Every
  * algorithm runs the structural cases (residual without bias, bias with
  * residual, pool after the identity and after ReLU); the rows add bias
@@ -54,9 +55,9 @@ static const struct epilogue {
     {"bias+residual sigmoid", 1, 1.5f, 0.5f, KILN_ACT_SIGMOID, 0, ON_ACTS | B(KILN_CONV_WINOGRAD_4X4)},
     {"bias+residual tanh", 1, 1.5f, 0.5f, KILN_ACT_TANH, 0, ON_ACTS | B(KILN_CONV_WINOGRAD_2X2)},
     {"bias+residual gelu", 1, 1.5f, 0.5f, KILN_ACT_GELU, 0, ON_ACTS | B(KILN_CONV_WINOGRAD_4X4)},
-    {"bias+residual pool", 1, 1.5f, 0.5f, KILN_ACT_NONE, 1, ON_POOL},
-    {"bias+residual relu pool", 1, 1.5f, 0.5f, KILN_ACT_RELU, 1, ON_POOL},
-    {"pool", 0, 1.0f, 0.0f, KILN_ACT_NONE, 1, ON_POOL},
+    {"bias+residual pool", 1, 1.5f, 0.5f, KILN_ACT_NONE, 1, ON_ALL},
+    {"bias+residual relu pool", 1, 1.5f, 0.5f, KILN_ACT_RELU, 1, ON_ALL},
+    {"pool", 0, 1.0f, 0.0f, KILN_ACT_NONE, 1, ON_ALL},
 };
 
 /* Direct NCHW planes in one row tile with rows narrower than a vector (on
@@ -76,21 +77,27 @@ struct epilogue_test {
     char name[192];
 };
 
+static kiln_conv2d_desc epilogue_desc(const struct epilogue *e, const struct cc_row *shape, kiln_conv_algo algo)
+{
+    kiln_conv2d_desc d = cc_desc_of(shape, algo);
+    d.has_bias = e->bias;
+    d.alpha = e->alpha;
+    d.beta = e->beta;
+    d.activation = e->act;
+    d.leaky_slope = 0.1f;
+    d.fused_maxpool = e->pool;
+    return d;
+}
+
 static void test_epilogue(void **state)
 {
     const struct epilogue_test *et = *state;
-    kiln_conv2d_desc d = cc_desc_of(et->shape, et->algo);
-    d.has_bias = et->e->bias;
-    d.alpha = et->e->alpha;
-    d.beta = et->e->beta;
-    d.activation = et->e->act;
-    d.leaky_slope = 0.1f;
-    d.fused_maxpool = et->e->pool;
+    kiln_conv2d_desc d = epilogue_desc(et->e, et->shape, et->algo);
     cc_run_case(kt_ctx, &d, et->name);
 }
 
 /* fp16 with the residual (stored as fp16) and the pool, on the algorithms
-   that take a 3x3, in NCHW (the 3x3 fp16 rows are NHWC): one more define
+   that apply to a 3x3, in NCHW (the 3x3 fp16 rows are NHWC): one more define
    set each. */
 static void test_f16_epilogue(void **state)
 {
@@ -107,13 +114,14 @@ static void test_f16_epilogue(void **state)
     cc_run_case(kt_ctx, &d, label);
 }
 
-/* Algorithms that take a 3x3 filter, for the fp16 epilogue. */
-static const kiln_conv_algo f16_epilogue_algos[] = {KILN_CONV_IMPLICIT_GEMM, KILN_CONV_IM2COL, KILN_CONV_DIRECT,
-                                                    KILN_CONV_WINOGRAD_2X2, KILN_CONV_WINOGRAD_4X4};
-
+/* Epilogue e on `shape` under `algo`, if the table runs it there and the
+   algorithm applies. */
 static void add_epilogue(struct kt_list *tests, const struct epilogue *e, const struct cc_row *shape,
                          kiln_conv_algo algo)
 {
+    kiln_conv2d_desc d = epilogue_desc(e, shape, algo);
+    if (!(e->algos & B(algo)) || !cc_applies(algo, &d))
+        return;
     struct epilogue_test et = {e, shape, algo, ""};
     snprintf(et.name, sizeof et.name, "%s epilogue %s on %s %s n%zu c%zu %zux%zu k%zu", cc_algo_name(algo), e->name,
              shape->what, shape->layout == NHWC ? "nhwc" : "nchw", shape->n, shape->c, shape->h, shape->w, shape->k);
@@ -125,15 +133,16 @@ int main(void)
     struct kt_list tests = {0};
     for (size_t a = 1; a < CC_ALGOS; a++)
         for (size_t i = 0; i < sizeof epilogues / sizeof *epilogues; i++)
-            if (epilogues[i].algos & B(cc_all_algos[a]))
-                add_epilogue(&tests, &epilogues[i], &cc_epilogue_shapes[cc_all_algos[a] == KILN_CONV_GEMM_1X1][i % 2],
-                             cc_all_algos[a]);
+            add_epilogue(&tests, &epilogues[i], cc_epilogue_shape(cc_all_algos[a], i % 2), cc_all_algos[a]);
     for (size_t i = 0; i < sizeof epilogues / sizeof *epilogues; i++)
-        if (epilogues[i].algos & B(KILN_CONV_DIRECT))
-            add_epilogue(&tests, &epilogues[i], &plane_shapes[i % 2], KILN_CONV_DIRECT);
-    for (size_t i = 0; i < sizeof f16_epilogue_algos / sizeof *f16_epilogue_algos; i++)
-        kt_addf(&tests, test_f16_epilogue, &f16_epilogue_algos[i],
-                "%s f16 epilogue bias+residual relu (pool where fused) on 3x3 pad1 nchw",
-                cc_algo_name(f16_epilogue_algos[i]));
+        add_epilogue(&tests, &epilogues[i], &plane_shapes[i % 2], KILN_CONV_DIRECT);
+    /* fp16 on the 3x3 shape: every algorithm that applies to it */
+    for (size_t a = 1; a < CC_ALGOS; a++) {
+        kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], cc_all_algos[a]);
+        if (cc_applies(cc_all_algos[a], &d))
+            kt_addf(&tests, test_f16_epilogue, &cc_all_algos[a],
+                    "%s f16 epilogue bias+residual relu (pool where fused) on 3x3 pad1 nchw",
+                    cc_algo_name(cc_all_algos[a]));
+    }
     return kt_run("conv_epilogue", &tests);
 }

@@ -174,8 +174,7 @@ static void test_constant_weights(void **state)
     for (size_t run = 0; run < 2 * CC_ALGOS; run++) {
         const size_t i = run / 2, layout = run % 2;
         const int wino = algos[i] == KILN_CONV_WINOGRAD_2X2 || algos[i] == KILN_CONV_WINOGRAD_4X4;
-        kiln_conv2d_desc d = cc_desc_of(
-            wino ? &packed_shapes[layout] : &cc_epilogue_shapes[algos[i] == KILN_CONV_GEMM_1X1][layout], algos[i]);
+        kiln_conv2d_desc d = cc_desc_of(wino ? &packed_shapes[layout] : cc_epilogue_shape(algos[i], layout), algos[i]);
         d.constant_weights = 1;
         kiln_conv2d_plan *plan = NULL;
         kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);

@@ -17,8 +17,9 @@
 
 /*
  * Every row runs under AUTO, IMPLICIT_GEMM and IM2COL, and under the
- * algorithms that apply to it: GEMM_1X1 on 1x1 stride-1 unpadded rows, both
- * Winograds on 3x3 stride-1 undilated ungrouped rows. Those build one kernel
+ * algorithms that apply to it as the library's table says (cc_applies):
+ * GEMM_1X1 on 1x1 stride-1 unpadded rows, both Winograds on 3x3 stride-1
+ * undilated ungrouped rows. Those build one kernel
  * per define set, shared by all rows. DIRECT builds one per shape (filter,
  * strides, dilation, width and padding are compile-time constants), about
  * 1 s under a cold POCL cache and 3 s for the 7x7 stem, so it runs on the
