@@ -1,8 +1,8 @@
 /*
  * The plain-C convolution oracle and the host side of a convolution test
- * case, shared by test_conv.c and test_conv_conformance.c. Header-only
- * (static functions) because tests/CMakeLists.txt builds each test_*.c with
- * test_util.c alone.
+ * case, shared by the convolution tests (conv_cases.h, test_conv_*.c,
+ * test_winograd.c). Header-only (static inline functions), like
+ * gemm_ref.h and attention_ref.h.
  *
  * cr_reference() is the whole operator in double precision, one output at a
  * time with obvious loops: the convolution over both layouts, groups,

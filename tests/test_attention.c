@@ -597,35 +597,23 @@ static void test_null_arguments(void **state)
 int main(void)
 {
     static const kiln_attention_algo algos[ALGOS] = {KILN_ATTENTION_FUSED, KILN_ATTENTION_NAIVE};
-    static const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_desc_init),
-        cmocka_unit_test(test_auto_is_fused),
-        cmocka_unit_test(test_event_completes_the_work),
-        cmocka_unit_test(test_plan_reuse),
-        cmocka_unit_test(test_one_shot),
-        cmocka_unit_test(test_naive_memory_limit),
-        cmocka_unit_test(test_rows_that_see_nothing),
-        cmocka_unit_test(test_null_arguments),
-    };
-    enum { FIXED = sizeof fixed / sizeof *fixed, TOTAL = FIXED + ROWS * ALGOS + BAD_DESCS + BAD_EXECS };
-    static struct CMUnitTest tests[TOTAL];
-    static struct row_test row_tests[ROWS * ALGOS];
-    static char names[TOTAL][192];
-    size_t t = 0;
-    for (size_t i = 0; i < FIXED; i++)
-        tests[t++] = fixed[i];
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_desc_init));
+    kt_add(&tests, cmocka_unit_test(test_auto_is_fused));
+    kt_add(&tests, cmocka_unit_test(test_event_completes_the_work));
+    kt_add(&tests, cmocka_unit_test(test_plan_reuse));
+    kt_add(&tests, cmocka_unit_test(test_one_shot));
+    kt_add(&tests, cmocka_unit_test(test_naive_memory_limit));
+    kt_add(&tests, cmocka_unit_test(test_rows_that_see_nothing));
+    kt_add(&tests, cmocka_unit_test(test_null_arguments));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
-            struct row_test *rt = &row_tests[a * ROWS + i];
-            rt->row = &rows[i];
-            rt->algo = algos[a];
-            row_name(names[t], sizeof names[t], &rows[i], algos[a]);
-            tests[t] = (struct CMUnitTest){names[t], test_row, NULL, NULL, rt};
-            t++;
+            const struct row_test rt = {&rows[i], algos[a]};
+            char name[192];
+            row_name(name, sizeof name, &rows[i], algos[a]);
+            kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", name);
         }
-    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS,
-                     sizeof *bad_descs);
-    t = kt_add_named(tests, names[0], sizeof names[0], t, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS,
-                     sizeof *bad_execs);
-    return _cmocka_run_group_tests("attention", tests, t, kt_group_setup, kt_group_teardown);
+    kt_add_items(&tests, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS, sizeof *bad_descs);
+    kt_add_items(&tests, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS, sizeof *bad_execs);
+    return kt_run("attention", &tests);
 }

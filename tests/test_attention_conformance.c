@@ -81,5 +81,7 @@ static void test_profile(void **state)
 int main(void)
 {
     seed = kt_seed();
-    return kt_run_per_profile("attention_conformance", test_profile, NULL, NULL, 0);
+    struct kt_list tests = {0};
+    kt_add_profiles(&tests, test_profile, NULL);
+    return kt_run_with("attention_conformance", &tests, NULL, NULL);
 }

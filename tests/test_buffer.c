@@ -138,12 +138,11 @@ static void test_null_arguments(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip_at_offsets),
-        cmocka_unit_test(test_out_of_bounds_writes_nothing),
-        cmocka_unit_test(test_fill_writes_exactly_its_range),
-        cmocka_unit_test(test_bad_creation),
-        cmocka_unit_test(test_null_arguments),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_round_trip_at_offsets));
+    kt_add(&tests, cmocka_unit_test(test_out_of_bounds_writes_nothing));
+    kt_add(&tests, cmocka_unit_test(test_fill_writes_exactly_its_range));
+    kt_add(&tests, cmocka_unit_test(test_bad_creation));
+    kt_add(&tests, cmocka_unit_test(test_null_arguments));
+    return kt_run_with("buffer", &tests, setup, teardown);
 }

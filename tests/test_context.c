@@ -274,17 +274,16 @@ static void test_null_context_arguments(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pocl_workers_pinned_unless_the_user_chose),
-        cmocka_unit_test(test_devices_are_listed_with_profiles),
-        cmocka_unit_test(test_default_context_is_the_best_device),
-        cmocka_unit_test(test_selectors),
-        cmocka_unit_test(test_bad_selectors),
-        cmocka_unit_test(test_environment_selects_device_and_options_win),
-        cmocka_unit_test(test_forced_profile),
-        cmocka_unit_test(test_two_contexts_in_one_process),
-        cmocka_unit_test(test_one_context_many_threads),
-        cmocka_unit_test(test_null_context_arguments),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_pocl_workers_pinned_unless_the_user_chose));
+    kt_add(&tests, cmocka_unit_test(test_devices_are_listed_with_profiles));
+    kt_add(&tests, cmocka_unit_test(test_default_context_is_the_best_device));
+    kt_add(&tests, cmocka_unit_test(test_selectors));
+    kt_add(&tests, cmocka_unit_test(test_bad_selectors));
+    kt_add(&tests, cmocka_unit_test(test_environment_selects_device_and_options_win));
+    kt_add(&tests, cmocka_unit_test(test_forced_profile));
+    kt_add(&tests, cmocka_unit_test(test_two_contexts_in_one_process));
+    kt_add(&tests, cmocka_unit_test(test_one_context_many_threads));
+    kt_add(&tests, cmocka_unit_test(test_null_context_arguments));
+    return kt_run_with("context", &tests, NULL, NULL);
 }

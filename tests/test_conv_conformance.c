@@ -2,8 +2,9 @@
  * Every shipped device profile's convolution parameters compile and compute
  * right: for each non-abstract embedded profile, a context on this machine's
  * device forced to that profile runs every algorithm that applies to a 3x3
- * pad 1 shape (NCHW) and to a 1x1 shape (NHWC) through the public API,
- * checked against the plain-C reference of conv_ref.h. One test per profile.
+ * pad 1 shape (NCHW) and to a 1x1 shape (NHWC), as the library's algorithm
+ * table says (cc_applies), through the public API, checked against the
+ * plain-C reference of conv_ref.h. One test per profile.
  *
  * Both shapes carry bias and ReLU and leave partial tiles (odd pixel counts,
  * filter counts that are not multiples of 4, 6 or 8) so no profile's tile or
@@ -15,34 +16,26 @@
  * is not "cpu" and the CPU kernel on the others (src/ops/conv_igemm.c); each
  * profile checks that its plan names the kernel the rule gives. On this CPU
  * device the GPU profiles' tiles run nowhere else, so those profiles also
- * run the implicit-GEMM table below (the CPU kernel has test_conv.c's table
- * under the device's own profile).
+ * run the implicit-GEMM table below (the CPU kernel has test_conv_shapes.c's
+ * table under the device's own profile).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_ref.h"
+#include "conv_cases.h"
 #include "core/context.h"
 #include "profiles/profile.h"
-#include "test_util.h"
 
 static uint64_t seed;
-
-static const kiln_conv_algo for_3x3[] = {KILN_CONV_IMPLICIT_GEMM, KILN_CONV_IM2COL, KILN_CONV_DIRECT,
-                                         KILN_CONV_WINOGRAD_2X2, KILN_CONV_WINOGRAD_4X4};
-static const kiln_conv_algo for_1x1[] = {KILN_CONV_IMPLICIT_GEMM, KILN_CONV_IM2COL, KILN_CONV_DIRECT,
-                                         KILN_CONV_GEMM_1X1};
 
 static const struct shape {
     const char *what;
     kiln_tensor_layout layout;
     size_t n, c, h, w, k, r, pad;
-    const kiln_conv_algo *algos;
-    size_t algo_count;
 } shapes[] = {
-    {"3x3 pad1", KILN_NCHW, 2, 12, 9, 11, 13, 3, 1, for_3x3, sizeof for_3x3 / sizeof *for_3x3},
-    {"1x1", KILN_NHWC, 1, 20, 7, 9, 13, 1, 0, for_1x1, sizeof for_1x1 / sizeof *for_1x1},
+    {"3x3 pad1", KILN_NCHW, 2, 12, 9, 11, 13, 3, 1},
+    {"1x1", KILN_NHWC, 1, 20, 7, 9, 13, 1, 0},
 };
 
 /*
@@ -78,7 +71,6 @@ static const struct igemm_row {
 #define ROW(what_, lay, type, n_, c_, h_, w_, k_, r_, s_)                                                              \
     .what = what_, .layout = KILN_##lay, .dtype = KILN_##type, .n = n_, .c = c_, .h = h_, .w = w_, .k = k_, .r = r_,   \
     .s = s_
-#define PAD(t, b, l, r) .pad = {t, b, l, r}
     {ROW("3x3 pad1 n2, 198 pixels, 70 filters, K 108", NCHW, F32, 2, 12, 9, 11, 70, 3, 3), PAD(1, 1, 1, 1)},
     {ROW("3x3 pad1 n2, 198 pixels, 70 filters, K 108", NHWC, F32, 2, 12, 9, 11, 70, 3, 3), PAD(1, 1, 1, 1)},
     {ROW("1x1 whole tiles: 128 pixels, 64 filters, K 16", NCHW, F32, 2, 16, 8, 8, 64, 1, 1)},
@@ -99,7 +91,6 @@ static const struct igemm_row {
     {ROW("3x3 stride2 pad1 groups2 n2, 70 filters per group", NHWC, F16, 2, 16, 11, 13, 140, 3, 3), PAD(1, 1, 1, 1),
      .sh = 2, .sw = 2, .groups = 2, .epilogue = RESIDUAL_LEAKY},
 #undef ROW
-#undef PAD
 };
 
 static size_t or_one(size_t v) { return v ? v : 1; }
@@ -170,14 +161,16 @@ static void test_profile(void **state)
     size_t ran = 0, unwritten = 0;
     char label[256];
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-        for (size_t a = 0; a < shapes[i].algo_count; a++) {
+        for (size_t a = 1; a < CC_ALGOS; a++) { /* every algorithm but AUTO */
             const struct shape *sh = &shapes[i];
             kiln_conv2d_desc d;
             kiln_conv2d_desc_init(&d, sh->layout, sh->n, sh->c, sh->h, sh->w, sh->k, sh->r, sh->r);
             d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = sh->pad;
             d.has_bias = 1;
             d.activation = KILN_ACT_RELU;
-            d.algo = sh->algos[a];
+            d.algo = cc_all_algos[a];
+            if (!cc_applies(d.algo, &d))
+                continue;
             snprintf(label, sizeof label, "profile %s, %s, algo %d", name, sh->what, (int)d.algo);
             if (run_case(ctx, &d, label))
                 ran++;
@@ -257,6 +250,8 @@ static void test_igemm_parameters_checked(void **state)
 int main(void)
 {
     seed = kt_seed();
-    const struct CMUnitTest first[] = {cmocka_unit_test(test_igemm_parameters_checked)};
-    return kt_run_per_profile("conv_conformance", test_profile, NULL, first, 1);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_igemm_parameters_checked));
+    kt_add_profiles(&tests, test_profile, NULL);
+    return kt_run_with("conv_conformance", &tests, NULL, NULL);
 }

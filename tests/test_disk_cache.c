@@ -751,36 +751,35 @@ static void test_racing_writer_threads_never_expose_partial_entry(void **state)
 int main(void)
 {
     rng = kt_seed();
-    const struct CMUnitTest tests[] = {
-        DIR_TEST(test_round_trip_returns_stored_bytes_for_sizes_from_0_to_4mib),
-        DIR_TEST(test_load_of_missing_key_is_not_found),
-        DIR_TEST(test_store_creates_directory_and_parents),
-        DIR_TEST(test_store_under_regular_file_is_io_error_naming_path),
-        DIR_TEST(test_entry_path_is_128bit_hex_name_with_kbin_suffix_in_dir),
-        DIR_TEST(test_load_rejects_entry_truncated_at_any_point),
-        DIR_TEST(test_load_rejects_flipped_payload_byte),
-        DIR_TEST(test_load_rejects_flipped_key_byte),
-        DIR_TEST(test_load_rejects_bad_magic),
-        DIR_TEST(test_load_rejects_other_format_version),
-        DIR_TEST(test_load_rejects_trailing_garbage),
-        DIR_TEST(test_load_rejects_absurd_lengths_without_allocating_them),
-        DIR_TEST(test_load_rejects_valid_entry_of_another_key),
-        DIR_TEST(test_store_overwrites_existing_entry),
-        DIR_TEST(test_store_failing_rename_is_io_error_and_leaves_no_temp_file),
-        DIR_TEST(test_store_failing_write_is_io_error_and_leaves_no_temp_file),
-        DIR_TEST(test_usage_counts_entries_and_bytes_ignoring_other_files),
-        DIR_TEST(test_usage_of_missing_dir_is_zero),
-        ENV_TEST(test_default_dir_prefers_kiln_cache_dir),
-        ENV_TEST(test_default_dir_uses_xdg_cache_home_when_kiln_cache_dir_unset_or_empty),
-        ENV_TEST(test_default_dir_uses_home_when_xdg_unset_empty_or_relative),
-        ENV_TEST(test_default_dir_is_not_found_without_any_variable),
-        ENV_TEST(test_default_dir_with_small_buffer_is_invalid_argument),
-        DIR_TEST(test_load_with_null_argument_is_invalid),
-        DIR_TEST(test_store_with_null_argument_is_invalid),
-        DIR_TEST(test_usage_with_null_argument_is_invalid),
-        DIR_TEST(test_entry_path_and_default_dir_with_null_argument_are_invalid),
-        DIR_TEST(test_racing_writer_processes_never_expose_partial_entry),
-        DIR_TEST(test_racing_writer_threads_never_expose_partial_entry),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct kt_list tests = {0};
+    kt_add(&tests, DIR_TEST(test_round_trip_returns_stored_bytes_for_sizes_from_0_to_4mib));
+    kt_add(&tests, DIR_TEST(test_load_of_missing_key_is_not_found));
+    kt_add(&tests, DIR_TEST(test_store_creates_directory_and_parents));
+    kt_add(&tests, DIR_TEST(test_store_under_regular_file_is_io_error_naming_path));
+    kt_add(&tests, DIR_TEST(test_entry_path_is_128bit_hex_name_with_kbin_suffix_in_dir));
+    kt_add(&tests, DIR_TEST(test_load_rejects_entry_truncated_at_any_point));
+    kt_add(&tests, DIR_TEST(test_load_rejects_flipped_payload_byte));
+    kt_add(&tests, DIR_TEST(test_load_rejects_flipped_key_byte));
+    kt_add(&tests, DIR_TEST(test_load_rejects_bad_magic));
+    kt_add(&tests, DIR_TEST(test_load_rejects_other_format_version));
+    kt_add(&tests, DIR_TEST(test_load_rejects_trailing_garbage));
+    kt_add(&tests, DIR_TEST(test_load_rejects_absurd_lengths_without_allocating_them));
+    kt_add(&tests, DIR_TEST(test_load_rejects_valid_entry_of_another_key));
+    kt_add(&tests, DIR_TEST(test_store_overwrites_existing_entry));
+    kt_add(&tests, DIR_TEST(test_store_failing_rename_is_io_error_and_leaves_no_temp_file));
+    kt_add(&tests, DIR_TEST(test_store_failing_write_is_io_error_and_leaves_no_temp_file));
+    kt_add(&tests, DIR_TEST(test_usage_counts_entries_and_bytes_ignoring_other_files));
+    kt_add(&tests, DIR_TEST(test_usage_of_missing_dir_is_zero));
+    kt_add(&tests, ENV_TEST(test_default_dir_prefers_kiln_cache_dir));
+    kt_add(&tests, ENV_TEST(test_default_dir_uses_xdg_cache_home_when_kiln_cache_dir_unset_or_empty));
+    kt_add(&tests, ENV_TEST(test_default_dir_uses_home_when_xdg_unset_empty_or_relative));
+    kt_add(&tests, ENV_TEST(test_default_dir_is_not_found_without_any_variable));
+    kt_add(&tests, ENV_TEST(test_default_dir_with_small_buffer_is_invalid_argument));
+    kt_add(&tests, DIR_TEST(test_load_with_null_argument_is_invalid));
+    kt_add(&tests, DIR_TEST(test_store_with_null_argument_is_invalid));
+    kt_add(&tests, DIR_TEST(test_usage_with_null_argument_is_invalid));
+    kt_add(&tests, DIR_TEST(test_entry_path_and_default_dir_with_null_argument_are_invalid));
+    kt_add(&tests, DIR_TEST(test_racing_writer_processes_never_expose_partial_entry));
+    kt_add(&tests, DIR_TEST(test_racing_writer_threads_never_expose_partial_entry));
+    return kt_run_with("disk_cache", &tests, NULL, NULL);
 }

@@ -201,6 +201,8 @@ static void test_profiles_load_cleanly(void **state)
 int main(void)
 {
     seed = kt_seed();
-    const struct CMUnitTest first[] = {cmocka_unit_test(test_profiles_load_cleanly)};
-    return kt_run_per_profile("gemm_kernels", test_profile, report_failed_case, first, 1);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_profiles_load_cleanly));
+    kt_add_profiles(&tests, test_profile, report_failed_case);
+    return kt_run_with("gemm_kernels", &tests, NULL, NULL);
 }

@@ -146,10 +146,9 @@ static void test_out_of_order_queue_is_refused(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wrapped_context_runs_kernels_and_is_given_back),
-        cmocka_unit_test(test_wrap_rejects_mismatched_objects),
-        cmocka_unit_test(test_out_of_order_queue_is_refused),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_wrapped_context_runs_kernels_and_is_given_back));
+    kt_add(&tests, cmocka_unit_test(test_wrap_rejects_mismatched_objects));
+    kt_add(&tests, cmocka_unit_test(test_out_of_order_queue_is_refused));
+    return kt_run_with("interop", &tests, NULL, NULL);
 }

@@ -368,7 +368,6 @@ struct act_row {
 
 static const char *const act_names[] = {"none", "relu", "relu6", "leaky-relu", "sigmoid", "tanh", "gelu"};
 enum { ACTS = sizeof act_names / sizeof *act_names };
-static struct act_row act_rows[2 * ACTS];
 
 /* Element count: not a multiple of any work-group size. */
 #define ACT_COUNT 4099
@@ -657,42 +656,27 @@ static void test_pool_output_size_null(void **state)
 
 int main(void)
 {
-    static const struct CMUnitTest fixed[] = {
-        cmocka_unit_test(test_pool_event),
-        cmocka_unit_test(test_softmax_event),
-        cmocka_unit_test(test_activation_event),
-        cmocka_unit_test(test_pool_output_size_null),
-    };
-    enum { FIXED = sizeof fixed / sizeof *fixed, TOTAL = FIXED + POOL_ROWS + SOFTMAX_ROWS + 2 * ACTS + BADS };
-    static struct CMUnitTest tests[TOTAL];
-    static char names[TOTAL][160];
     static const char *const op_names[] = {"pool2d", "softmax", "activation"};
-    size_t t = 0;
-    for (size_t i = 0; i < FIXED; i++)
-        tests[t++] = fixed[i];
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_pool_event));
+    kt_add(&tests, cmocka_unit_test(test_softmax_event));
+    kt_add(&tests, cmocka_unit_test(test_activation_event));
+    kt_add(&tests, cmocka_unit_test(test_pool_output_size_null));
     for (size_t i = 0; i < POOL_ROWS; i++) {
         const struct pool_row *r = &pool_rows[i];
-        snprintf(names[t], sizeof names[t], "pool2d %s %s %zux%zux%zux%zu", r->what,
-                 r->layout == NHWC ? "NHWC" : "NCHW", r->n, r->c, r->h, r->w);
-        tests[t] = (struct CMUnitTest){names[t], test_pool_row, NULL, NULL, (void *)r};
-        t++;
+        kt_addf(&tests, test_pool_row, r, "pool2d %s %s %zux%zux%zux%zu", r->what, r->layout == NHWC ? "NHWC" : "NCHW",
+                r->n, r->c, r->h, r->w);
     }
     for (size_t i = 0; i < SOFTMAX_ROWS; i++) {
         const struct softmax_row *r = &softmax_rows[i];
-        snprintf(names[t], sizeof names[t], "softmax %s %zux%zux%zu", r->what, r->outer, r->dim, r->inner);
-        tests[t] = (struct CMUnitTest){names[t], test_softmax_row, NULL, NULL, (void *)r};
-        t++;
+        kt_addf(&tests, test_softmax_row, r, "softmax %s %zux%zux%zu", r->what, r->outer, r->dim, r->inner);
     }
     for (size_t i = 0; i < 2 * ACTS; i++) {
-        act_rows[i] = (struct act_row){(kiln_activation)(i / 2), (int)(i % 2)};
-        snprintf(names[t], sizeof names[t], "activation %s%s", act_names[i / 2], i % 2 ? " in place" : "");
-        tests[t] = (struct CMUnitTest){names[t], test_activation_row, NULL, NULL, &act_rows[i]};
-        t++;
+        const struct act_row r = {(kiln_activation)(i / 2), (int)(i % 2)};
+        kt_add_copy(&tests, test_activation_row, &r, sizeof r, "activation %s%s", act_names[i / 2],
+                    i % 2 ? " in place" : "");
     }
-    for (size_t i = 0; i < BADS; i++) {
-        snprintf(names[t], sizeof names[t], "bad %s: %s", op_names[bads[i].op], bads[i].name);
-        tests[t] = (struct CMUnitTest){names[t], test_bad, NULL, NULL, (void *)&bads[i]};
-        t++;
-    }
-    return _cmocka_run_group_tests("nn_ops", tests, t, group_setup, group_teardown);
+    for (size_t i = 0; i < BADS; i++)
+        kt_addf(&tests, test_bad, &bads[i], "bad %s: %s", op_names[bads[i].op], bads[i].name);
+    return kt_run_with("nn_ops", &tests, group_setup, group_teardown);
 }

@@ -357,11 +357,14 @@ static void test_plans_name_their_set(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_classes_choose_by_shape),    cmocka_unit_test(test_bad_classes_and_overlays),
-        cmocka_unit_test(test_overlay_context_runs_class), cmocka_unit_test(test_overlay_context_refused),
-        cmocka_unit_test(test_writer_round_trip),          cmocka_unit_test(test_json_round_trip),
-        cmocka_unit_test(test_sets_parsed_once),           cmocka_unit_test(test_plans_name_their_set),
-    };
-    return cmocka_run_group_tests_name("params", tests, load_embedded, free_embedded);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_classes_choose_by_shape));
+    kt_add(&tests, cmocka_unit_test(test_bad_classes_and_overlays));
+    kt_add(&tests, cmocka_unit_test(test_overlay_context_runs_class));
+    kt_add(&tests, cmocka_unit_test(test_overlay_context_refused));
+    kt_add(&tests, cmocka_unit_test(test_writer_round_trip));
+    kt_add(&tests, cmocka_unit_test(test_json_round_trip));
+    kt_add(&tests, cmocka_unit_test(test_sets_parsed_once));
+    kt_add(&tests, cmocka_unit_test(test_plans_name_their_set));
+    return kt_run_with("params", &tests, load_embedded, free_embedded);
 }

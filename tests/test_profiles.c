@@ -626,45 +626,44 @@ static void test_null_arguments(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_embedded_load_without_warnings),
-        cmocka_unit_test(test_every_profile_complete_and_valid),
-        cmocka_unit_test(test_readme_documents_every_field),
-        cmocka_unit_test(test_nvidia_cc86_ampere),
-        cmocka_unit_test(test_nvidia_rtx4090_name_ada),
-        cmocka_unit_test(test_nvidia_h100_hopper),
-        cmocka_unit_test(test_nvidia_t4_turing),
-        cmocka_unit_test(test_nvidia_a100_ga100),
-        cmocka_unit_test(test_nvidia_name_guesses),
-        cmocka_unit_test(test_amd_gfx1030_rdna2),
-        cmocka_unit_test(test_amd_gfx90a_cdna),
-        cmocka_unit_test(test_amd_gfx1100_rdna3),
-        cmocka_unit_test(test_amd_board_name_guesses),
-        cmocka_unit_test(test_intel_arc_xe),
-        cmocka_unit_test(test_intel_iris_xe_gen12),
-        cmocka_unit_test(test_intel_uhd630_gen9),
-        cmocka_unit_test(test_pocl_epyc_zen4),
-        cmocka_unit_test(test_pocl_xeon_avx512),
-        cmocka_unit_test(test_pocl_haswell_avx2),
-        cmocka_unit_test(test_pocl_neoverse_arm),
-        cmocka_unit_test(test_unknown_cpu_generic),
-        cmocka_unit_test(test_unknown_gpu_generic),
-        cmocka_unit_test(test_accelerator_generic_gpu),
-        cmocka_unit_test(test_defines),
-        cmocka_unit_test(test_get_typed_values),
-        cmocka_unit_test(test_peaks),
-        cmocka_unit_test(test_inheritance),
-        cmocka_unit_test(test_override_adds_better_match),
-        cmocka_unit_test(test_override_replaces_embedded),
-        cmocka_unit_test(test_override_broken_json),
-        cmocka_unit_test(test_override_wrong_type),
-        cmocka_unit_test(test_override_unknown_key),
-        cmocka_unit_test(test_override_name_mismatch),
-        cmocka_unit_test(test_override_missing_parent),
-        cmocka_unit_test(test_override_parent_cycle),
-        cmocka_unit_test(test_override_constraint_failure),
-        cmocka_unit_test(test_override_dir_missing),
-        cmocka_unit_test(test_null_arguments),
-    };
-    return cmocka_run_group_tests(tests, load_embedded, free_embedded);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_embedded_load_without_warnings));
+    kt_add(&tests, cmocka_unit_test(test_every_profile_complete_and_valid));
+    kt_add(&tests, cmocka_unit_test(test_readme_documents_every_field));
+    kt_add(&tests, cmocka_unit_test(test_nvidia_cc86_ampere));
+    kt_add(&tests, cmocka_unit_test(test_nvidia_rtx4090_name_ada));
+    kt_add(&tests, cmocka_unit_test(test_nvidia_h100_hopper));
+    kt_add(&tests, cmocka_unit_test(test_nvidia_t4_turing));
+    kt_add(&tests, cmocka_unit_test(test_nvidia_a100_ga100));
+    kt_add(&tests, cmocka_unit_test(test_nvidia_name_guesses));
+    kt_add(&tests, cmocka_unit_test(test_amd_gfx1030_rdna2));
+    kt_add(&tests, cmocka_unit_test(test_amd_gfx90a_cdna));
+    kt_add(&tests, cmocka_unit_test(test_amd_gfx1100_rdna3));
+    kt_add(&tests, cmocka_unit_test(test_amd_board_name_guesses));
+    kt_add(&tests, cmocka_unit_test(test_intel_arc_xe));
+    kt_add(&tests, cmocka_unit_test(test_intel_iris_xe_gen12));
+    kt_add(&tests, cmocka_unit_test(test_intel_uhd630_gen9));
+    kt_add(&tests, cmocka_unit_test(test_pocl_epyc_zen4));
+    kt_add(&tests, cmocka_unit_test(test_pocl_xeon_avx512));
+    kt_add(&tests, cmocka_unit_test(test_pocl_haswell_avx2));
+    kt_add(&tests, cmocka_unit_test(test_pocl_neoverse_arm));
+    kt_add(&tests, cmocka_unit_test(test_unknown_cpu_generic));
+    kt_add(&tests, cmocka_unit_test(test_unknown_gpu_generic));
+    kt_add(&tests, cmocka_unit_test(test_accelerator_generic_gpu));
+    kt_add(&tests, cmocka_unit_test(test_defines));
+    kt_add(&tests, cmocka_unit_test(test_get_typed_values));
+    kt_add(&tests, cmocka_unit_test(test_peaks));
+    kt_add(&tests, cmocka_unit_test(test_inheritance));
+    kt_add(&tests, cmocka_unit_test(test_override_adds_better_match));
+    kt_add(&tests, cmocka_unit_test(test_override_replaces_embedded));
+    kt_add(&tests, cmocka_unit_test(test_override_broken_json));
+    kt_add(&tests, cmocka_unit_test(test_override_wrong_type));
+    kt_add(&tests, cmocka_unit_test(test_override_unknown_key));
+    kt_add(&tests, cmocka_unit_test(test_override_name_mismatch));
+    kt_add(&tests, cmocka_unit_test(test_override_missing_parent));
+    kt_add(&tests, cmocka_unit_test(test_override_parent_cycle));
+    kt_add(&tests, cmocka_unit_test(test_override_constraint_failure));
+    kt_add(&tests, cmocka_unit_test(test_override_dir_missing));
+    kt_add(&tests, cmocka_unit_test(test_null_arguments));
+    return kt_run_with("profiles", &tests, load_embedded, free_embedded);
 }

@@ -335,17 +335,16 @@ static void test_kernel_dir_reads_sources_from_disk(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_memory_hit_and_options_are_part_of_the_key),
-        cmocka_unit_test(test_second_context_loads_from_disk),
-        cmocka_unit_test(test_truncated_entry_is_rebuilt),
-        cmocka_unit_test(test_corrupt_entry_is_rebuilt),
-        cmocka_unit_test(test_garbage_entry_is_rebuilt),
-        cmocka_unit_test(test_foreign_entry_is_rebuilt),
-        cmocka_unit_test(test_concurrent_writers_leave_one_good_entry),
-        cmocka_unit_test(test_build_failure_reports_the_log_and_caches_nothing),
-        cmocka_unit_test(test_unknown_kernel_and_source_names),
-        cmocka_unit_test(test_kernel_dir_reads_sources_from_disk),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_memory_hit_and_options_are_part_of_the_key));
+    kt_add(&tests, cmocka_unit_test(test_second_context_loads_from_disk));
+    kt_add(&tests, cmocka_unit_test(test_truncated_entry_is_rebuilt));
+    kt_add(&tests, cmocka_unit_test(test_corrupt_entry_is_rebuilt));
+    kt_add(&tests, cmocka_unit_test(test_garbage_entry_is_rebuilt));
+    kt_add(&tests, cmocka_unit_test(test_foreign_entry_is_rebuilt));
+    kt_add(&tests, cmocka_unit_test(test_concurrent_writers_leave_one_good_entry));
+    kt_add(&tests, cmocka_unit_test(test_build_failure_reports_the_log_and_caches_nothing));
+    kt_add(&tests, cmocka_unit_test(test_unknown_kernel_and_source_names));
+    kt_add(&tests, cmocka_unit_test(test_kernel_dir_reads_sources_from_disk));
+    return kt_run_with("program_cache", &tests, NULL, NULL);
 }

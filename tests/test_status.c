@@ -61,11 +61,10 @@ static void test_detail_is_per_thread(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_strings_are_distinct),
-        cmocka_unit_test(test_version_string),
-        cmocka_unit_test(test_detail_names_the_argument_and_clears_on_success),
-        cmocka_unit_test(test_detail_is_per_thread),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_status_strings_are_distinct));
+    kt_add(&tests, cmocka_unit_test(test_version_string));
+    kt_add(&tests, cmocka_unit_test(test_detail_names_the_argument_and_clears_on_success));
+    kt_add(&tests, cmocka_unit_test(test_detail_is_per_thread));
+    return kt_run_with("status", &tests, NULL, NULL);
 }

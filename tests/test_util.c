@@ -190,44 +190,135 @@ void kt_wait_and_release(kiln_event *ev)
     kiln_event_destroy(ev);
 }
 
-size_t kt_add_named(struct CMUnitTest *tests, char *names, size_t name_size, size_t t, const char *prefix,
-                    CMUnitTestFunction fn, const void *items, size_t count, size_t size)
+/* Allocation failures while a list is built end the program: no test runs yet. */
+static void *grow(void *array, size_t *capacity, size_t needed, size_t elem)
 {
-    for (size_t i = 0; i < count; i++, t++) {
-        const void *item = (const char *)items + i * size;
-        char *name = names + t * name_size;
-        snprintf(name, name_size, "%s%s", prefix, *(const char *const *)item);
-        tests[t] = (struct CMUnitTest){name, fn, NULL, NULL, (void *)item};
+    if (needed <= *capacity)
+        return array;
+    size_t cap = *capacity ? 2 * *capacity : 64;
+    while (cap < needed)
+        cap *= 2;
+    void *bigger = realloc(array, cap * elem);
+    if (!bigger) {
+        fprintf(stderr, "out of memory building the test list\n");
+        exit(1);
     }
-    return t;
+    *capacity = cap;
+    return bigger;
 }
 
-int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,
-                       const struct CMUnitTest *first, size_t first_count)
+static void *own(struct kt_list *list, void *p)
+{
+    if (!p) {
+        fprintf(stderr, "cannot allocate or format a test name or state\n");
+        exit(1);
+    }
+    list->owned = grow(list->owned, &list->owned_capacity, list->owned_count + 1, sizeof *list->owned);
+    list->owned[list->owned_count++] = p;
+    return p;
+}
+
+static void add_named(struct kt_list *list, struct CMUnitTest test, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *name = own(list, n < 0 ? NULL : malloc((size_t)n + 1));
+    vsnprintf(name, (size_t)n + 1, fmt, again);
+    va_end(again);
+    test.name = name;
+    list->tests = grow(list->tests, &list->capacity, list->count + 1, sizeof *list->tests);
+    list->tests[list->count++] = test;
+}
+
+void kt_add_test_(struct kt_list *list, struct CMUnitTest test)
+{
+    test.name = own(list, strdup(test.name));
+    list->tests = grow(list->tests, &list->capacity, list->count + 1, sizeof *list->tests);
+    list->tests[list->count++] = test;
+}
+
+void kt_addf(struct kt_list *list, CMUnitTestFunction fn, const void *state, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_named(list, (struct CMUnitTest){NULL, fn, NULL, NULL, (void *)state}, fmt, ap);
+    va_end(ap);
+}
+
+void *kt_add_copy(struct kt_list *list, CMUnitTestFunction fn, const void *state, size_t size, const char *fmt, ...)
+{
+    void *copy = own(list, malloc(size));
+    memcpy(copy, state, size);
+    va_list ap;
+    va_start(ap, fmt);
+    add_named(list, (struct CMUnitTest){NULL, fn, NULL, NULL, copy}, fmt, ap);
+    va_end(ap);
+    return copy;
+}
+
+void kt_add_items(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *items, size_t count,
+                  size_t size)
+{
+    for (size_t i = 0; i < count; i++) {
+        const void *item = (const char *)items + i * size;
+        kt_addf(list, fn, item, "%s%s", prefix, *(const char *const *)item);
+    }
+}
+
+void kt_add_profiles(struct kt_list *list, CMUnitTestFunction test, CMFixtureFunction teardown)
 {
     struct kiln_profile_set *set = NULL;
     if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {
         fprintf(stderr, "cannot load the embedded profiles: %s\n", kiln_last_error_detail());
-        return 1;
+        exit(1);
     }
-    const size_t count = kiln_profile_set_count(set);
-    struct CMUnitTest *tests = calloc(first_count + count, sizeof *tests);
-    char(*names)[96] = calloc(count, sizeof *names);
-    if (!tests || !names)
-        return 1;
-    size_t n = 0;
-    for (; n < first_count; n++)
-        tests[n] = first[n];
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < kiln_profile_set_count(set); i++) {
         const struct kiln_profile *p = kiln_profile_set_at(set, i);
         if (kiln_profile_is_abstract(p))
             continue;
-        snprintf(names[i], sizeof names[i], "profile %s", kiln_profile_name(p));
-        tests[n++] = (struct CMUnitTest){names[i], test, NULL, teardown, (void *)kiln_profile_name(p)};
+        const char *name = kiln_profile_name(p);
+        kt_add_copy(list, test, name, strlen(name) + 1, "profile %s", name);
+        list->tests[list->count - 1].teardown_func = teardown;
     }
-    int failed = _cmocka_run_group_tests(group, tests, n, NULL, NULL);
-    free(tests);
-    free(names);
     kiln_profile_set_free(set);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* 0 if every test has its own name, else 1 after naming the duplicates. */
+static int check_names_unique(const char *group, const struct kt_list *list)
+{
+    const char **names = malloc((list->count ? list->count : 1) * sizeof *names);
+    if (!names)
+        return 1;
+    for (size_t i = 0; i < list->count; i++)
+        names[i] = list->tests[i].name;
+    qsort(names, list->count, sizeof *names, by_name);
+    int dup = 0;
+    for (size_t i = 1; i < list->count; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            fprintf(stderr, "%s: two tests are named \"%s\"\n", group, names[i]);
+            dup = 1;
+        }
+    free(names);
+    return dup;
+}
+
+int kt_run_with(const char *group, struct kt_list *list, CMFixtureFunction setup, CMFixtureFunction teardown)
+{
+    int failed = check_names_unique(group, list);
+    if (!failed)
+        failed = _cmocka_run_group_tests(group, list->tests, list->count, setup, teardown);
+    for (size_t i = 0; i < list->owned_count; i++)
+        free(list->owned[i]);
+    free(list->owned);
+    free(list->tests);
+    memset(list, 0, sizeof *list);
     return failed;
+}
+
+int kt_run(const char *group, struct kt_list *list)
+{
+    return kt_run_with(group, list, kt_group_setup, kt_group_teardown);
 }

@@ -54,9 +54,6 @@ int kt_group_teardown(void **state);
    unless the context reports it); the caller destroys it. */
 kiln_context *kt_profile_context(const char *name);
 
-/* Run cmocka group `group`: the `first` tests, then `test` once for every
-   shipped non-abstract device profile (its name as the state, "profile
-   <name>" as the test name) with `teardown`. Returns cmocka's failure count. */
 /* A value no event handle has: event outputs are set to it before a call
    that must not touch them. */
 #define KT_POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
@@ -65,14 +62,49 @@ kiln_context *kt_profile_context(const char *name);
    complete once kiln_event_wait returns; destroys it. */
 void kt_wait_and_release(kiln_event *ev);
 
+/*
+ * The test list of a test program. Zero-initialise one, add tests, and hand
+ * it to kt_run (or kt_run_with), which runs it as one cmocka group and frees
+ * it. The list owns every name (and the state copies kt_add_copy makes), so
+ * names may be formatted into temporary buffers. Names must be unique within
+ * a program: kt_run fails before running anything if two are the same.
+ */
+struct kt_list {
+    struct CMUnitTest *tests;
+    size_t count, capacity;
+    void **owned; /* names and state copies, freed with the list */
+    size_t owned_count, owned_capacity;
+};
+
+/* Appends `test` as given (its fixtures and state), with its name copied:
+   kt_add(&list, cmocka_unit_test(test_x)) or any cmocka_unit_test_*(). */
+#define kt_add(list, test) kt_add_test_((list), (struct CMUnitTest)test)
+void kt_add_test_(struct kt_list *list, struct CMUnitTest test);
+
+/* Appends fn with `state` (not copied), named by the printf-style `fmt`. */
+void kt_addf(struct kt_list *list, CMUnitTestFunction fn, const void *state, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Appends fn with a copy of the `size` bytes at `state`, which the list owns,
+   named by `fmt`; returns the copy. */
+void *kt_add_copy(struct kt_list *list, CMUnitTestFunction fn, const void *state, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
 /* Appends one test per item of an array of `count` items of `size` bytes
    whose first member is the item's name (a const char *): the test is named
-   prefix + name, stored at names + t * name_size, and runs fn with the item
-   as its state. Returns the index after the tests it added. */
-size_t kt_add_named(struct CMUnitTest *tests, char *names, size_t name_size, size_t t, const char *prefix,
-                    CMUnitTestFunction fn, const void *items, size_t count, size_t size);
+   prefix + name and runs fn with the item as its state. */
+void kt_add_items(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *items, size_t count,
+                  size_t size);
 
-int kt_run_per_profile(const char *group, CMUnitTestFunction test, CMFixtureFunction teardown,
-                       const struct CMUnitTest *first, size_t first_count);
+/* Appends `test` once for every shipped non-abstract device profile (its
+   name as the state, "profile <name>" as the test name) with `teardown`. */
+void kt_add_profiles(struct kt_list *list, CMUnitTestFunction test, CMFixtureFunction teardown);
+
+/* Runs the list as cmocka group `group` between kt_group_setup and
+   kt_group_teardown, then frees it. Returns cmocka's failure count. */
+int kt_run(const char *group, struct kt_list *list);
+
+/* kt_run with other group fixtures (either may be NULL). */
+int kt_run_with(const char *group, struct kt_list *list, CMFixtureFunction setup, CMFixtureFunction teardown);
 
 #endif /* KILN_TEST_UTIL_H */

@@ -295,28 +295,22 @@ static void test_unsupported(void **state)
 int main(void)
 {
     static const kiln_conv_algo algos[VARIANTS] = {KILN_CONV_WINOGRAD_2X2, KILN_CONV_WINOGRAD_4X4};
-    enum { TOTAL = 2 + ROWS * VARIANTS * LAYOUTS + UNSUPPORTED * VARIANTS };
-    static struct CMUnitTest tests[TOTAL];
-    static struct row_test row_tests[ROWS * VARIANTS * LAYOUTS];
-    static struct unsupported_test unsupported_tests[UNSUPPORTED * VARIANTS];
-    static char names[TOTAL][192];
-    size_t t = 0, rt = 0, ut = 0;
-    tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_reuse_with_new_weights);
-    tests[t++] = (struct CMUnitTest)cmocka_unit_test(test_constant_weights);
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_reuse_with_new_weights));
+    kt_add(&tests, cmocka_unit_test(test_constant_weights));
     for (size_t a = 0; a < VARIANTS; a++)
         for (int layout = KILN_NCHW; layout <= KILN_NHWC; layout++)
-            for (size_t i = 0; i < ROWS; i++, rt++) {
-                row_tests[rt] = (struct row_test){&rows[i], algos[a], (kiln_tensor_layout)layout};
-                row_name(names[t], sizeof names[t], &row_tests[rt]);
-                tests[t] = (struct CMUnitTest){names[t], test_row, NULL, NULL, &row_tests[rt]};
-                t++;
+            for (size_t i = 0; i < ROWS; i++) {
+                const struct row_test rt = {&rows[i], algos[a], (kiln_tensor_layout)layout};
+                char name[192];
+                row_name(name, sizeof name, &rt);
+                kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", name);
             }
     for (size_t a = 0; a < VARIANTS; a++)
-        for (size_t i = 0; i < UNSUPPORTED; i++, ut++) {
-            unsupported_tests[ut] = (struct unsupported_test){&unsupported[i], algos[a]};
-            snprintf(names[t], sizeof names[t], "%s unsupported: %s", variant_name(algos[a]), unsupported[i].what);
-            tests[t] = (struct CMUnitTest){names[t], test_unsupported, NULL, NULL, &unsupported_tests[ut]};
-            t++;
+        for (size_t i = 0; i < UNSUPPORTED; i++) {
+            const struct unsupported_test ut = {&unsupported[i], algos[a]};
+            kt_add_copy(&tests, test_unsupported, &ut, sizeof ut, "%s unsupported: %s", variant_name(algos[a]),
+                        unsupported[i].what);
         }
-    return _cmocka_run_group_tests("winograd", tests, t, kt_group_setup, kt_group_teardown);
+    return kt_run("winograd", &tests);
 }

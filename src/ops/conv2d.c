@@ -110,6 +110,8 @@ kiln_status kiln_conv2d_output_size(const kiln_conv2d_desc *desc, size_t *p, siz
     return KILN_SUCCESS;
 }
 
+kiln_status kiln_conv_shape_of(const kiln_conv2d_desc *desc, struct kiln_conv_shape *s) { return validate(desc, s); }
+
 /* The algorithms this build has, in the order `find` tries them. */
 static const struct kiln_conv_algorithm *const algorithms[] = {
     &kiln_conv_igemm, &kiln_conv_winograd4, &kiln_conv_winograd2, &kiln_conv_gemm1x1, &kiln_conv_im2col,

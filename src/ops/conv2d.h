@@ -59,6 +59,11 @@ struct kiln_conv2d_plan {
 extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_conv_gemm1x1, kiln_conv_winograd2,
     kiln_conv_winograd4, kiln_conv_direct;
 
+/* The shape of `desc` as plan creation validates it: INVALID_ARGUMENT or
+   UNSUPPORTED, with a detail, where plan creation would refuse the
+   descriptor. For the tests, which ask the algorithms' unsupported(). */
+kiln_status kiln_conv_shape_of(const kiln_conv2d_desc *desc, struct kiln_conv_shape *s);
+
 /* A prepared plan for `algorithm` (UNSUPPORTED if it does not apply). */
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
                                 const struct kiln_conv_algorithm *algorithm, const char *reason,

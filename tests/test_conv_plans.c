@@ -1,0 +1,289 @@
+/*
+ * Convolution plans through the public API, checked against conv_ref.h:
+ * describe() for every algorithm, the profile's default algorithm under
+ * AUTO, the one-shot call with and without an event, one plan executed on
+ * several sets of buffers, constant weights, and the find mode with its
+ * database.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conv_cases.h"
+
+/* ------------------------------------------------------------------------ */
+/* describe, the profile's default, one-shot, events, reuse                 */
+/* ------------------------------------------------------------------------ */
+
+static void test_describe(void **state)
+{
+    (void)state;
+    static const kiln_conv_algo algos[] = {KILN_CONV_AUTO,   KILN_CONV_IMPLICIT_GEMM, KILN_CONV_IM2COL,
+                                           KILN_CONV_DIRECT, KILN_CONV_WINOGRAD_2X2,  KILN_CONV_WINOGRAD_4X4};
+    size_t described = 0;
+    for (size_t i = 0; i < sizeof algos / sizeof *algos; i++) {
+        kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], algos[i]); /* 3x3 pad 1 */
+        kiln_conv2d_plan *plan = NULL;
+        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+        if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented"))
+            continue;
+        kt_assert_status(st, KILN_SUCCESS);
+        cc_assert_plan_describes(plan, kt_ctx, algos[i]);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        if (algos[i] != KILN_CONV_AUTO)
+            assert_string_equal(info.name, cc_algo_name(algos[i]));
+        assert_non_null(strstr(info.reason, algos[i] == KILN_CONV_AUTO ? "heuristic" : "requested"));
+        printf("# %s: %s %s [%s] profile %s, %s, workspace %zu bytes\n", cc_algo_name(algos[i]), info.name, info.kernel,
+               info.params, info.profile, info.reason, info.workspace_bytes);
+        kiln_conv2d_plan_destroy(plan);
+        described++;
+    }
+    assert_true(described > 0);
+
+    kiln_conv2d_plan_info info, before;
+    memset(&info, 0x3c, sizeof info);
+    before = info;
+    kt_assert_status(kiln_conv2d_plan_describe(NULL, &info), KILN_ERROR_INVALID_ARGUMENT);
+    assert_memory_equal(&info, &before, sizeof info);
+    kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], KILN_CONV_AUTO);
+    kiln_conv2d_plan *plan = NULL;
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_describe(plan, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kiln_conv2d_plan_destroy(plan);
+    kiln_conv2d_plan_destroy(NULL);
+}
+
+/* The profile's conv.algo is what AUTO falls back on where no rule of the
+   heuristic applies (a 3x3 stride-2 layer with 8 channels). A profile
+   directory adds a child of the matched profile whose default is im2col. */
+static void test_profile_default_algo(void **state)
+{
+    (void)state;
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    char dir[] = "/tmp/kiln-conv-algo-XXXXXX", path[sizeof dir + 32];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/conv-algo-im2col.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"name\": \"conv-algo-im2col\", \"parent\": \"%s\", \"provenance\": {\"basis\": \"test_conv_plans\"},\n"
+            " \"match\": {\"type\": \"cpu\", \"name\": [\"no device has this name\"]},\n"
+            " \"select\": {\"conv_algo\": \"im2col\"}}\n",
+            dev.profile);
+    fclose(f);
+    setenv("KILN_PROFILE_DIR", dir, 1);
+    kiln_context_options o = {.device = "0", .profile = "conv-algo-im2col", .disable_disk_cache = 1};
+    kiln_context *ctx = NULL;
+    kiln_status st = kiln_context_create(&o, &ctx);
+    unsetenv("KILN_PROFILE_DIR");
+    remove(path);
+    rmdir(dir);
+    kt_assert_status(st, KILN_SUCCESS);
+
+    const struct cc_row stride2 = {CONV("3x3 stride2 pad1", NCHW, 1, 8, 15, 15, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+                                   .sw = 2};
+    kiln_context *contexts[] = {kt_ctx, ctx};
+    for (int i = 0; i < 2; i++) {
+        kiln_conv2d_desc d = cc_desc_of(&stride2, KILN_CONV_AUTO);
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(contexts[i], &d, &plan), KILN_SUCCESS);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        assert_string_equal(info.name, i ? "im2col" : "implicit-gemm");
+        assert_non_null(strstr(info.reason, "conv.algo"));
+        kiln_conv2d_plan_destroy(plan);
+    }
+    kiln_context_destroy(ctx);
+}
+
+/* kiln_conv2d with and without an event, in both layouts. */
+static void test_one_shot(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][i], KILN_CONV_AUTO);
+        d.alpha = 1.5f, d.beta = 0.5f, d.activation = KILN_ACT_RELU;
+        struct cr_case t;
+        cr_case_init(&t, kt_ctx, &d);
+        for (int with_event = 0; with_event < 2; with_event++) {
+            cr_case_fill(&t, &kt_group_seed);
+            kiln_event *ev = KT_POISON_EVENT;
+            kt_assert_status(kiln_conv2d(kt_ctx, &d, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y],
+                                         with_event ? &ev : NULL),
+                             KILN_SUCCESS);
+            if (with_event)
+                kt_wait_and_release(ev);
+            else
+                assert_ptr_equal(ev, KT_POISON_EVENT);
+            /* AUTO may pick any algorithm: allow the loosest tolerance */
+            cr_case_check(&t, cr_algo_tol(KILN_CONV_WINOGRAD_4X4, t.dims.k_eff), "one-shot");
+        }
+        cr_case_free(&t);
+    }
+}
+
+/* One plan, two sets of buffers, executions queued back to back before
+   anything is read: each result reflects its own inputs. */
+static void test_plan_reuse(void **state)
+{
+    (void)state;
+    kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], KILN_CONV_AUTO);
+    d.beta = 0.5f;
+    kiln_conv2d_plan *plan = NULL;
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+    kiln_conv_algo ran = cc_assert_plan_describes(plan, kt_ctx, KILN_CONV_AUTO);
+    struct cr_case t1, t2;
+    cr_case_init(&t1, kt_ctx, &d);
+    cr_case_init(&t2, kt_ctx, &d);
+    for (int round = 0; round < 3; round++) {
+        cr_case_fill(&t1, &kt_group_seed);
+        cr_case_fill(&t2, &kt_group_seed);
+        kiln_event *ev = KT_POISON_EVENT;
+        kt_assert_status(cr_case_execute(&t1, plan, NULL), KILN_SUCCESS);
+        kt_assert_status(cr_case_execute(&t2, plan, &ev), KILN_SUCCESS);
+        kt_wait_and_release(ev);
+        cr_case_check(&t1, cr_algo_tol(ran, t1.dims.k_eff), "reuse, first buffers");
+        cr_case_check(&t2, cr_algo_tol(ran, t2.dims.k_eff), "reuse, second buffers");
+    }
+    cr_case_free(&t1);
+    cr_case_free(&t2);
+    kiln_conv2d_plan_destroy(plan);
+}
+
+/* constant_weights: the plan may pack the weights once. Executions with the
+   same weights buffer and fresh inputs stay right, and so does a switch to
+   another weights buffer (which must be packed again) and back, in both
+   layouts (Winograd's GEMM keeps the transformed weights packed as its A
+   operand in NCHW and as B in NHWC). */
+/* Winograd's batched GEMM packs its operands only above the profile's
+   gemm.direct_max (64^3 on the CPU profiles): K C T > 64^3 here for both
+   tile sizes (T = 81 tiles of F(4x4)). */
+static const struct cc_row packed_shapes[2] = {
+    {CONV("3x3 pad1 64ch", NCHW, 1, 64, 34, 34, 64, 3, 3), PAD(1, 1, 1, 1)},
+    {CONV("3x3 pad1 64ch", NHWC, 1, 64, 34, 34, 64, 3, 3), PAD(1, 1, 1, 1)},
+};
+
+static void test_constant_weights(void **state)
+{
+    (void)state;
+    const kiln_conv_algo *algos = cc_all_algos;
+    size_t ran = 0;
+    for (size_t run = 0; run < 2 * CC_ALGOS; run++) {
+        const size_t i = run / 2, layout = run % 2;
+        const int wino = algos[i] == KILN_CONV_WINOGRAD_2X2 || algos[i] == KILN_CONV_WINOGRAD_4X4;
+        kiln_conv2d_desc d = cc_desc_of(wino ? &packed_shapes[layout] : cc_epilogue_shape(algos[i], layout), algos[i]);
+        d.constant_weights = 1;
+        kiln_conv2d_plan *plan = NULL;
+        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+        if (st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "not implemented"))
+            continue;
+        kt_assert_status(st, KILN_SUCCESS);
+        kiln_conv_algo algo = cc_assert_plan_describes(plan, kt_ctx, algos[i]);
+        char label[96];
+        snprintf(label, sizeof label, "%s %s constant_weights", cc_algo_name(algos[i]), layout ? "nhwc" : "nchw");
+        struct cr_case a, b;
+        cr_case_init(&a, kt_ctx, &d);
+        cr_case_init(&b, kt_ctx, &d);
+        cr_case_fill(&a, &kt_group_seed);
+        cr_case_fill(&b, &kt_group_seed);
+        const double tol = cr_algo_tol(algo, a.dims.k_eff);
+        struct cr_case *order[] = {&a, &a, &b, &a};
+        for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
+            struct cr_case *t = order[r];
+            cr_case_refresh_x(t, &kt_group_seed);
+            kt_assert_status(cr_case_execute(t, plan, NULL), KILN_SUCCESS);
+            cr_case_check(t, tol, label);
+        }
+        cr_case_free(&a);
+        cr_case_free(&b);
+        kiln_conv2d_plan_destroy(plan);
+        ran++;
+    }
+    assert_true(ran > 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Find mode and its database                                               */
+/* ------------------------------------------------------------------------ */
+
+/* In a fresh cache directory: a plan with find (desc.find, or KILN_FIND=1
+   in the environment) times the candidates and says so; a second context on
+   the same directory takes the choice from the find database. Both compute
+   the right result. */
+static void find_round(int by_env)
+{
+    char *dir = kt_temp_dir();
+    if (by_env)
+        assert_int_equal(setenv("KILN_FIND", "1", 1), 0);
+    kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], KILN_CONV_AUTO);
+    d.find = !by_env;
+    kiln_conv_algo first = KILN_CONV_AUTO;
+    for (int round = 0; round < 2; round++) {
+        kiln_context_options opt;
+        kiln_context_options_init(&opt);
+        opt.cache_dir = dir;
+        kiln_context *c = NULL;
+        kt_assert_status(kiln_context_create(&opt, &c), KILN_SUCCESS);
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(c, &d, &plan), KILN_SUCCESS);
+        kiln_conv_algo ran = cc_assert_plan_describes(plan, c, KILN_CONV_AUTO);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        printf("# find (%s) round %d: %s, %s\n", by_env ? "KILN_FIND=1" : "desc.find", round, info.name, info.reason);
+        assert_non_null(strstr(info.reason, "find"));
+        if (round == 0) {
+            first = ran;
+            /* a second plan in the same context reuses the choice */
+            kiln_conv2d_plan *again = NULL;
+            kt_assert_status(kiln_conv2d_plan_create(c, &d, &again), KILN_SUCCESS);
+            kiln_conv2d_plan_info info2;
+            kt_assert_status(kiln_conv2d_plan_describe(again, &info2), KILN_SUCCESS);
+            assert_int_equal(info2.algo, ran);
+            assert_non_null(strstr(info2.reason, "find"));
+            kiln_conv2d_plan_destroy(again);
+        } else {
+            assert_non_null(strstr(info.reason, "database"));
+            assert_int_equal(ran, first);
+        }
+        struct cr_case t;
+        cr_case_init(&t, c, &d);
+        cr_case_fill(&t, &kt_group_seed);
+        kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
+        cr_case_check(&t, cr_algo_tol(ran, t.dims.k_eff), "find");
+        cr_case_free(&t);
+        kiln_conv2d_plan_destroy(plan);
+        kiln_context_destroy(c);
+    }
+    if (by_env)
+        assert_int_equal(unsetenv("KILN_FIND"), 0);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
+static void test_find_desc(void **state)
+{
+    (void)state;
+    find_round(0);
+}
+
+static void test_find_env(void **state)
+{
+    (void)state;
+    find_round(1);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_describe));
+    kt_add(&tests, cmocka_unit_test(test_one_shot));
+    kt_add(&tests, cmocka_unit_test(test_plan_reuse));
+    kt_add(&tests, cmocka_unit_test(test_constant_weights));
+    kt_add(&tests, cmocka_unit_test(test_profile_default_algo));
+    kt_add(&tests, cmocka_unit_test(test_find_desc));
+    kt_add(&tests, cmocka_unit_test(test_find_env));
+    return kt_run("conv_plans", &tests);
+}
