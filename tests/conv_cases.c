@@ -29,7 +29,7 @@ static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
                                                             &kiln_conv_gemm1x1,   &kiln_conv_winograd2,
                                                             &kiln_conv_winograd4, &kiln_conv_direct};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (all[i]->algo == algo)
+        if (all[i]->algo == (int)algo)
             return all[i];
     return NULL;
 }

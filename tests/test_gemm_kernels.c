@@ -113,31 +113,21 @@ static void launch(kiln_context *ctx, const struct family *f, struct gr_case *t,
     const size_t tm = (size_t)param(ctx, f, f->tile_m), tn = (size_t)param(ctx, f, f->tile_n);
     const size_t local[3] = {(size_t)param(ctx, f, f->wg_n), (size_t)param(ctx, f, f->wg_m), 1};
     const size_t global[3] = {(d->n + tn - 1) / tn * local[0], (d->m + tm - 1) / tm * local[1], d->batch};
-    const int32_t m = (int32_t)d->m, n = (int32_t)d->n, k = (int32_t)d->k;
-    const int32_t lda = (int32_t)d->lda, ldb = (int32_t)d->ldb, ldc = (int32_t)d->ldc;
-    const uint64_t off_a = t->off[GR_A], off_b = t->off[GR_B], off_c = t->off[GR_C];
-    const uint64_t stride_a = d->stride_a, stride_b = d->stride_b, stride_c = d->stride_c;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_SCALAR, sizeof m, &m},
-        {KILN_ARG_SCALAR, sizeof n, &n},
-        {KILN_ARG_SCALAR, sizeof k, &k},
-        {KILN_ARG_SCALAR, sizeof alpha, &alpha},
-        {KILN_ARG_SCALAR, sizeof beta, &beta},
-        {KILN_ARG_BUFFER, 0, t->buf[GR_A]->handle},
-        {KILN_ARG_SCALAR, sizeof off_a, &off_a},
-        {KILN_ARG_SCALAR, sizeof lda, &lda},
-        {KILN_ARG_SCALAR, sizeof stride_a, &stride_a},
-        {KILN_ARG_BUFFER, 0, t->buf[GR_B]->handle},
-        {KILN_ARG_SCALAR, sizeof off_b, &off_b},
-        {KILN_ARG_SCALAR, sizeof ldb, &ldb},
-        {KILN_ARG_SCALAR, sizeof stride_b, &stride_b},
-        {KILN_ARG_BUFFER, 0, t->buf[GR_C]->handle},
-        {KILN_ARG_SCALAR, sizeof off_c, &off_c},
-        {KILN_ARG_SCALAR, sizeof ldc, &ldc},
-        {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
-    };
-    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, sizeof args / sizeof *args, 3, global, local, 0, NULL),
-                     KILN_SUCCESS);
+    /* The documented ABI, written out here rather than taken from the library. */
+    struct kiln_args args = {0};
+    kiln_args_int(&args, (int32_t)d->m);
+    kiln_args_int(&args, (int32_t)d->n);
+    kiln_args_int(&args, (int32_t)d->k);
+    kiln_args_float(&args, alpha);
+    kiln_args_float(&args, beta);
+    const size_t ld[3] = {d->lda, d->ldb, d->ldc}, stride[3] = {d->stride_a, d->stride_b, d->stride_c};
+    for (int w = GR_A; w <= GR_C; w++) {
+        kiln_args_buffer(&args, t->buf[w]->handle);
+        kiln_args_ulong(&args, t->off[w]);
+        kiln_args_int(&args, (int32_t)ld[w - GR_A]);
+        kiln_args_ulong(&args, stride[w - GR_A]);
+    }
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, &args, 3, global, local, 0, NULL), KILN_SUCCESS);
 }
 
 static void test_profile(void **state)

@@ -61,10 +61,19 @@ static void run_axpb(kiln_context *ctx, float offset)
         y[i] = -999.0f; /* poison (a write, not the fill kernel, so this is the only program) */
     kt_assert_status(kiln_buffer_write(by, 0, sizeof y, y), KILN_SUCCESS);
     const float a = 2.5f;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, by->handle}, {KILN_ARG_BUFFER, 0, bx->handle}, {KILN_ARG_SCALAR, sizeof a, &a}};
+    struct kiln_args args = {0};
+    kiln_args_buffer(&args, by->handle);
+    kiln_args_buffer(&args, bx->handle);
+    kiln_args_float(&args, a);
     size_t global = N;
-    kt_assert_status(kiln_kernel_launch(ctx, kernel, args, 3, 1, &global, NULL, 0, NULL), KILN_SUCCESS);
+    /* An argument list that overflowed the builder launches nothing. */
+    struct kiln_args many = {0};
+    for (int i = 0; i <= KILN_ARGS_MAX; i++)
+        kiln_args_float(&many, a);
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, &many, 1, &global, NULL, 0, NULL), KILN_ERROR_INTERNAL);
+    assert_non_null(strstr(kiln_last_error_detail(), "kernel axpb: more than 32 arguments"));
+    assert_int_equal(many.count, KILN_ARGS_MAX);
+    kt_assert_status(kiln_kernel_launch(ctx, kernel, &args, 1, &global, NULL, 0, NULL), KILN_SUCCESS);
     kt_assert_status(kiln_buffer_read(by, 0, sizeof y, y), KILN_SUCCESS);
     for (int i = 0; i < N; i++)
         assert_float_equal(y[i], a * x[i] + (float)i + offset, 1e-5);

@@ -260,18 +260,20 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
 /* The calling thread's timing in progress, or NULL. */
 static _Thread_local struct kiln_launch_timing *thread_timing;
 
-kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
-                               size_t local_bytes, void **event)
+kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_args *args,
+                               unsigned dims, const size_t *global, const size_t *local, size_t local_bytes,
+                               void **event)
 {
+    if (args->overflow)
+        return kiln_error(KILN_ERROR_INTERNAL, "kernel %s: more than %d arguments", kernel->name, KILN_ARGS_MAX);
     struct kiln_launch_timing *timing = thread_timing && thread_timing->ctx == ctx ? thread_timing : NULL;
     void *timed = NULL;
     int record = timing && !event && timing->count < KILN_TIMED_LAUNCHES;
     if (timing && !record)
         timing->incomplete = 1;
     pthread_mutex_lock(&kernel->lock);
-    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args, nargs, dims, global, local, local_bytes,
-                                          record ? &timed : event);
+    kiln_status st = ctx->backend->launch(ctx->dev, kernel->handle, args->items, args->count, dims, global, local,
+                                          local_bytes, record ? &timed : event);
     pthread_mutex_unlock(&kernel->lock);
     if (st == KILN_SUCCESS && record)
         timing->events[timing->count++] = timed;

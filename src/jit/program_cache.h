@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "jit/args.h"
 #include "kiln/kiln.h"
 
 struct kiln_program;
@@ -59,9 +60,9 @@ kiln_status kiln_kernel_get(kiln_context *ctx, const char *source_name, const ch
    local_bytes: dynamic local memory for the launch, 0 for none; a kernel
    that takes it declares it as its last parameter, after `args`.
    event: NULL, or receives a backend event handle of this launch. */
-kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_arg *args,
-                               unsigned nargs, unsigned dims, const size_t *global, const size_t *local,
-                               size_t local_bytes, void **event);
+kiln_status kiln_kernel_launch(kiln_context *ctx, struct kiln_kernel *kernel, const struct kiln_args *args,
+                               unsigned dims, const size_t *global, const size_t *local, size_t local_bytes,
+                               void **event);
 
 /* Device time of the launches the calling thread makes on one context
    between kiln_launch_timing_begin and kiln_launch_timing_end: each launch

@@ -3,7 +3,7 @@
  * devices whose profile says it beats kiln's kernels. A GEMM family
  * (src/ops/gemm.h) that lives with the OpenCL backend because it hands
  * kiln's buffers to CLBlast as cl_mem. Built only with KILN_WITH_CLBLAST;
- * otherwise the family has no prepare and plans refuse it.
+ * otherwise it answers that it does not apply.
  */
 #include "ops/gemm.h"
 
@@ -16,20 +16,23 @@
 #include "core/diag.h"
 #include "kiln/kiln_cl.h"
 
+static const char *clblast_unsupported(const struct kiln_gemm_problem *p)
+{
+    return p->f16 ? "the CLBlast route is fp32 only" : NULL;
+}
+
 static kiln_status clblast_prepare(struct kiln_gemm_plan *plan)
 {
-    if (plan->p.f16)
-        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: the CLBlast route is fp32 only");
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "CLBlastSgemmStridedBatched");
-    snprintf(plan->info.params, sizeof plan->info.params, "CLBlast's own tuning database");
-    return kiln_context_get_cl(plan->ctx, NULL, NULL, NULL);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "CLBlastSgemmStridedBatched");
+    snprintf(plan->base.params, sizeof plan->base.params, "CLBlast's own tuning database");
+    return kiln_context_get_cl(plan->base.ctx, NULL, NULL, NULL);
 }
 
 static kiln_status clblast_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
 {
     const struct kiln_gemm_problem *p = &plan->p;
     cl_command_queue queue;
-    kiln_status st = kiln_context_get_cl(plan->ctx, NULL, NULL, &queue);
+    kiln_status st = kiln_context_get_cl(plan->base.ctx, NULL, NULL, &queue);
     if (st != KILN_SUCCESS)
         return st;
     CLBlastStatusCode code = CLBlastSgemmStridedBatched(
@@ -45,10 +48,17 @@ static kiln_status clblast_execute(struct kiln_gemm_plan *plan, const struct kil
     return KILN_SUCCESS;
 }
 
-const struct kiln_gemm_family kiln_gemm_clblast = {"clblast", KILN_GEMM_CLBLAST, clblast_prepare, clblast_execute};
+const struct kiln_gemm_algorithm kiln_gemm_clblast = {"clblast",       KILN_GEMM_CLBLAST, clblast_unsupported,
+                                                      clblast_prepare, clblast_execute,   NULL};
 
 #else
 
-const struct kiln_gemm_family kiln_gemm_clblast = {"clblast", KILN_GEMM_CLBLAST, NULL, NULL};
+static const char *clblast_missing(const struct kiln_gemm_problem *p)
+{
+    (void)p;
+    return "kiln was built without CLBlast (KILN_WITH_CLBLAST)";
+}
+
+const struct kiln_gemm_algorithm kiln_gemm_clblast = {"clblast", KILN_GEMM_CLBLAST, clblast_missing, NULL, NULL, NULL};
 
 #endif

@@ -23,12 +23,10 @@ kiln_status kiln_activation_forward(kiln_context *ctx, kiln_activation act, floa
         return st;
     char defines[32];
     snprintf(defines, sizeof defines, "-DKILN_ACT=%d", (int)act);
-    const uint64_t count64 = count;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, x->handle},
-        {KILN_ARG_BUFFER, 0, y->handle},
-        {KILN_ARG_SCALAR, sizeof count64, &count64},
-        {KILN_ARG_SCALAR, sizeof leaky_slope, &leaky_slope},
-    };
-    return kiln_nn_launch(ctx, "nn/activation", "nn_activation", defines, args, 4, count, event);
+    struct kiln_args args = {0};
+    kiln_args_buffer(&args, x->handle);
+    kiln_args_buffer(&args, y->handle);
+    kiln_args_ulong(&args, count);
+    kiln_args_float(&args, leaky_slope);
+    return kiln_nn_launch(ctx, "nn/activation", "nn_activation", defines, &args, count, event);
 }

@@ -115,16 +115,7 @@ kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_gr
     dims.v[KILN_DIM_SEQ_Q] = (long)d->seq_q;
     dims.v[KILN_DIM_SEQ_KV] = (long)d->seq_kv;
     dims.v[KILN_DIM_HEAD_DIM] = (long)d->head_dim;
-    return kiln_profile_plan_set(plan->ctx->profile, group, &dims, &plan->ctx->desc, (const void **)values,
-                                 plan->info.param_set);
-}
-
-kiln_status kiln_attention_workspace(struct kiln_attention_plan *plan, int slot, size_t bytes)
-{
-    kiln_status st = kiln_buffer_create(plan->ctx, bytes ? bytes : 1, &plan->workspace[slot]);
-    if (st == KILN_SUCCESS)
-        plan->info.workspace_bytes += bytes;
-    return st;
+    return kiln_plan_params(&plan->base, group, &dims, values);
 }
 
 kiln_status kiln_attention_plan_create(kiln_context *ctx, const kiln_attention_desc *desc, kiln_attention_plan **out)
@@ -138,25 +129,26 @@ kiln_status kiln_attention_plan_create(kiln_context *ctx, const kiln_attention_d
     if (st != KILN_SUCCESS)
         return st;
 
-    kiln_attention_plan *plan = calloc(1, sizeof *plan);
+    const struct kiln_attention_algorithm *algorithm =
+        desc->algo == KILN_ATTENTION_NAIVE ? &kiln_attention_naive : &kiln_attention_fused;
+    const char *why = algorithm->unsupported ? algorithm->unsupported(&s) : NULL;
+    if (why)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "attention: %s does not apply: %s", algorithm->name, why);
+    kiln_attention_plan *plan =
+        kiln_plan_new(ctx, sizeof *plan, algorithm->name, algorithm->algo,
+                      desc->algo == KILN_ATTENTION_AUTO ? "auto: the fused kernel needs no score matrix" : "requested");
     if (!plan)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating an attention plan");
-    plan->ctx = ctx;
+        return KILN_ERROR_OUT_OF_MEMORY;
     plan->s = s;
-    plan->algorithm = desc->algo == KILN_ATTENTION_NAIVE ? &kiln_attention_naive : &kiln_attention_fused;
-    plan->info.algo = plan->algorithm->algo;
-    snprintf(plan->info.name, sizeof plan->info.name, "%s", plan->algorithm->name);
-    snprintf(plan->info.profile, sizeof plan->info.profile, "%s", kiln_profile_name(ctx->profile));
-    snprintf(plan->info.reason, sizeof plan->info.reason, "%s",
-             desc->algo == KILN_ATTENTION_AUTO ? "auto: the fused kernel needs no score matrix" : "requested");
-    st = plan->algorithm->prepare(plan);
+    plan->algorithm = algorithm;
+    st = algorithm->prepare(plan);
     if (st != KILN_SUCCESS) {
         kiln_attention_plan_destroy(plan);
         return st;
     }
     kiln_log(KILN_LOG_INFO, "attention b%zu h%zu/%zu q%zu kv%zu d%zu%s: %s %s [%s] (%s)", desc->batch, desc->heads,
-             desc->kv_heads, desc->seq_q, desc->seq_kv, desc->head_dim, desc->causal ? " causal" : "", plan->info.name,
-             plan->info.kernel, plan->info.params, plan->info.reason);
+             desc->kv_heads, desc->seq_q, desc->seq_kv, desc->head_dim, desc->causal ? " causal" : "", algorithm->name,
+             plan->base.kernel, plan->base.params, plan->base.reason);
     *out = plan;
     return KILN_SUCCESS;
 }
@@ -206,7 +198,7 @@ kiln_status kiln_attention_plan_execute(kiln_attention_plan *plan, const kiln_bu
     };
     enum { INPUTS = 5, OPERANDS = sizeof operands / sizeof *operands };
     for (size_t i = 0; i < OPERANDS; i++)
-        if (operands[i].buf && operands[i].buf->ctx != plan->ctx)
+        if (operands[i].buf && operands[i].buf->ctx != plan->base.ctx)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "attention: %s belongs to another context",
                               operands[i].name);
     for (size_t out = INPUTS; out < OPERANDS; out++)
@@ -216,7 +208,7 @@ kiln_status kiln_attention_plan_execute(kiln_attention_plan *plan, const kiln_bu
                                   operands[out].name, operands[i].name);
     for (size_t i = 0; i < OPERANDS && st == KILN_SUCCESS; i++)
         if (operands[i].buf)
-            st = kiln_tensor_check("attention", operands[i].name, plan->ctx, operands[i].buf, operands[i].elems,
+            st = kiln_tensor_check("attention", operands[i].name, plan->base.ctx, operands[i].buf, operands[i].elems,
                                    operands[i].elem);
     if (st != KILN_SUCCESS)
         return st;
@@ -230,9 +222,7 @@ kiln_status kiln_attention_plan_execute(kiln_attention_plan *plan, const kiln_bu
                                              lse ? lse->handle : NULL};
     void *handle = NULL;
     st = plan->algorithm->execute(plan, &args, event ? &handle : NULL);
-    if (st == KILN_SUCCESS && event)
-        st = kiln_event_new(plan->ctx->backend, handle, event);
-    return st;
+    return kiln_plan_event(&plan->base, st, handle, event);
 }
 
 kiln_status kiln_attention_plan_describe(const kiln_attention_plan *plan, kiln_attention_plan_info *info)
@@ -240,19 +230,15 @@ kiln_status kiln_attention_plan_describe(const kiln_attention_plan *plan, kiln_a
     kiln_error_clear();
     KILN_CHECK_ARG(plan);
     KILN_CHECK_ARG(info);
-    *info = plan->info;
+    KILN_PLAN_DESCRIBE(&plan->base, info, name);
     return KILN_SUCCESS;
 }
 
 void kiln_attention_plan_destroy(kiln_attention_plan *plan)
 {
-    if (!plan)
-        return;
-    if (plan->algorithm && plan->algorithm->release)
+    if (plan && plan->algorithm && plan->algorithm->release)
         plan->algorithm->release(plan);
-    for (int i = 0; i < KILN_ATTENTION_MAX_WORKSPACE; i++)
-        kiln_buffer_destroy(plan->workspace[i]);
-    free(plan);
+    kiln_plan_free(plan ? &plan->base : NULL);
 }
 
 kiln_status kiln_attention(kiln_context *ctx, const kiln_attention_desc *desc, const kiln_buffer *q,

@@ -7,6 +7,7 @@
 
 #include "core/context.h"
 #include "kiln/kiln.h"
+#include "ops/plan.h"
 #include "profiles/profile.h"
 #include "util/options.h"
 
@@ -29,30 +30,18 @@ struct kiln_attention_args {
 
 struct kiln_attention_plan;
 
-/* An algorithm: prepare builds kernels and allocates workspace, filling
-   info.kernel, info.params and info.workspace_bytes; execute queues the work
-   and, if asked, returns the backend event of its last launch; release frees
-   what prepare made beyond kernels and workspace (optional). */
+/* An algorithm (src/ops/plan.h): prepare builds kernels and allocates
+   workspace, filling base.kernel and base.params; execute queues the work
+   and, if asked, returns the backend event of its last launch. */
 struct kiln_attention_algorithm {
-    const char *name;
-    kiln_attention_algo algo;
-    kiln_status (*prepare)(struct kiln_attention_plan *plan);
-    kiln_status (*execute)(struct kiln_attention_plan *plan, const struct kiln_attention_args *args, void **event);
-    void (*release)(struct kiln_attention_plan *plan);
+    KILN_ALGORITHM_ENTRY(struct kiln_attention_plan, struct kiln_attention_shape, struct kiln_attention_args);
 };
 
-#define KILN_ATTENTION_MAX_KERNELS 3
-#define KILN_ATTENTION_MAX_WORKSPACE 5
-
 struct kiln_attention_plan {
-    kiln_context *ctx;
+    struct kiln_plan base;
     struct kiln_attention_shape s;
     const struct kiln_attention_algorithm *algorithm;
-    kiln_attention_plan_info info;
-    struct kiln_kernel *kernels[KILN_ATTENTION_MAX_KERNELS];
-    kiln_buffer *workspace[KILN_ATTENTION_MAX_WORKSPACE];
     size_t global[2], local[2]; /* launch geometry of the main kernel */
-    void *impl;                 /* algorithm-private state, freed by release */
 };
 
 extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attention_naive;
@@ -61,12 +50,7 @@ extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attentio
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */
 void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o);
 
-/* The plan's parameter set of `group` for its shape into *(const struct
-   kiln_param_<group> **)values, recorded in info.param_set; UNSUPPORTED if
-   it does not fit the device. */
+/* The plan's parameter set of `group` for its shape (kiln_plan_params). */
 kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_group_id group, void *values);
-
-/* Allocate workspace buffer `slot` of `bytes`, counted in info.workspace_bytes. */
-kiln_status kiln_attention_workspace(struct kiln_attention_plan *plan, int slot, size_t bytes);
 
 #endif /* KILN_OPS_ATTENTION_H */

@@ -47,7 +47,7 @@ static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_p
        than the rows hold, and fewer while that leaves under four work-items
        per compute unit. */
     const long row_blocks = (rows + p->bq - 1) / p->bq;
-    const size_t items_wanted = 4 * (size_t)plan->ctx->desc.compute_units;
+    const size_t items_wanted = 4 * (size_t)plan->base.ctx->desc.compute_units;
     if (p->dmax > 64)
         p->blocks = p->blocks * 64 / (long)p->dmax;
     p->blocks = p->blocks < 1 ? 1 : p->blocks > row_blocks ? row_blocks : p->blocks;
@@ -71,14 +71,12 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
                      "-DKILN_ATTENTION_WG=%ld -DKILN_ATTENTION_CHUNK_KV=%ld -DKILN_ATTN_BLOCKS=%ld -DKILN_ATTN_%s=%zu",
                      p.bq, p.bk, p.vw, p.wg, p.chunk, p.blocks, p.exact ? "D" : "DMAX", p.dmax);
     kiln_attention_switches(s, &options);
-    st = kiln_options_status(&options, "attention");
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "attention_f32_fused", &plan->kernels[0]);
+    st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f32_fused");
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "attention_f32_fused_%ldx%ld", p.bq, p.bk);
-    snprintf(plan->info.params, sizeof plan->info.params, "BQ=%ld BK=%ld VW=%ld WG=%ld blocks=%ld chunk=%ld %s=%zu",
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_fused_%ldx%ld", p.bq, p.bk);
+    snprintf(plan->base.params, sizeof plan->base.params, "BQ=%ld BK=%ld VW=%ld WG=%ld blocks=%ld chunk=%ld %s=%zu",
              p.bq, p.bk, p.vw, p.wg, p.blocks, p.chunk, p.exact ? "D" : "DMAX", p.dmax);
     const size_t rows_per_item = (size_t)(p.bq * p.blocks);
     const size_t items = (s->group * d->seq_q + rows_per_item - 1) / rows_per_item;
@@ -92,40 +90,28 @@ static kiln_status fused_execute(struct kiln_attention_plan *plan, const struct 
 {
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
-    /* The kernel's int and ulong arguments. */
-    const int32_t nq = (int32_t)d->seq_q, nk = (int32_t)d->seq_kv, dim = (int32_t)d->head_dim;
-    const int32_t heads = (int32_t)d->heads, group = (int32_t)s->group;
-    const uint64_t q_sb = s->q_stride[0], q_sh = s->q_stride[1], q_ss = s->q_stride[2];
-    const uint64_t kv_sb = s->kv_stride[0], kv_sh = s->kv_stride[1], kv_ss = s->kv_stride[2];
-    const uint64_t m_sb = s->mask_stride[0], m_sh = s->mask_stride[1];
-    const float scale_log2 = (float)(d->scale * M_LOG2E);
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, x->q},
-        {KILN_ARG_BUFFER, 0, x->k},
-        {KILN_ARG_BUFFER, 0, x->v},
-        /* O stands in for the operands not used (never read). */
-        {KILN_ARG_BUFFER, 0, x->mask ? x->mask : x->o},
-        {KILN_ARG_BUFFER, 0, x->key_lengths ? x->key_lengths : x->o},
-        {KILN_ARG_BUFFER, 0, x->o},
-        {KILN_ARG_BUFFER, 0, x->lse ? x->lse : x->o},
-        {KILN_ARG_SCALAR, sizeof nq, &nq},
-        {KILN_ARG_SCALAR, sizeof nk, &nk},
-        {KILN_ARG_SCALAR, sizeof dim, &dim},
-        {KILN_ARG_SCALAR, sizeof heads, &heads},
-        {KILN_ARG_SCALAR, sizeof group, &group},
-        {KILN_ARG_SCALAR, sizeof q_sb, &q_sb},
-        {KILN_ARG_SCALAR, sizeof q_sh, &q_sh},
-        {KILN_ARG_SCALAR, sizeof q_ss, &q_ss},
-        {KILN_ARG_SCALAR, sizeof kv_sb, &kv_sb},
-        {KILN_ARG_SCALAR, sizeof kv_sh, &kv_sh},
-        {KILN_ARG_SCALAR, sizeof kv_ss, &kv_ss},
-        {KILN_ARG_SCALAR, sizeof m_sb, &m_sb},
-        {KILN_ARG_SCALAR, sizeof m_sh, &m_sh},
-        {KILN_ARG_SCALAR, sizeof scale_log2, &scale_log2},
-    };
-    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, sizeof args / sizeof *args, 2, plan->global,
-                              plan->local, 0, event);
+    struct kiln_args a = {0};
+    kiln_args_buffer(&a, x->q);
+    kiln_args_buffer(&a, x->k);
+    kiln_args_buffer(&a, x->v);
+    kiln_args_buffer_or(&a, x->mask, x->o); /* O stands in for the operands not used (never read) */
+    kiln_args_buffer_or(&a, x->key_lengths, x->o);
+    kiln_args_buffer(&a, x->o);
+    kiln_args_buffer_or(&a, x->lse, x->o);
+    kiln_args_int(&a, (int32_t)d->seq_q);
+    kiln_args_int(&a, (int32_t)d->seq_kv);
+    kiln_args_int(&a, (int32_t)d->head_dim);
+    kiln_args_int(&a, (int32_t)d->heads);
+    kiln_args_int(&a, (int32_t)s->group);
+    for (int i = 0; i < 3; i++)
+        kiln_args_ulong(&a, s->q_stride[i]);
+    for (int i = 0; i < 3; i++)
+        kiln_args_ulong(&a, s->kv_stride[i]);
+    kiln_args_ulong(&a, s->mask_stride[0]);
+    kiln_args_ulong(&a, s->mask_stride[1]);
+    kiln_args_float(&a, (float)(d->scale * M_LOG2E));
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[0], &a, 2, plan->global, plan->local, 0, event);
 }
 
-const struct kiln_attention_algorithm kiln_attention_fused = {"fused", KILN_ATTENTION_FUSED, fused_prepare,
-                                                              fused_execute, NULL};
+const struct kiln_attention_algorithm kiln_attention_fused = {"fused",       KILN_ATTENTION_FUSED, NULL,
+                                                              fused_prepare, fused_execute,        NULL};

@@ -38,9 +38,9 @@ static kiln_status plan_gemm(struct kiln_attention_plan *plan, kiln_transpose tr
     kiln_gemm_desc g;
     kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, trans_b, m, n, k);
     g.lda = lda, g.ldb = ldb, g.ldc = ldc;
-    kiln_status st = kiln_gemm_plan_create(plan->ctx, &g, out);
+    kiln_status st = kiln_gemm_plan_create(plan->base.ctx, &g, out);
     if (st == KILN_SUCCESS)
-        plan->info.workspace_bytes += (*out)->info.workspace_bytes;
+        plan->base.workspace_bytes += (*out)->base.workspace_bytes;
     return st;
 }
 
@@ -50,15 +50,15 @@ static kiln_status naive_prepare(struct kiln_attention_plan *plan)
     const kiln_attention_desc *d = &s->d;
     size_t scores, bytes;
     if (!kiln_tensor_elements(d->batch, d->heads, d->seq_q, d->seq_kv, &scores) ||
-        __builtin_mul_overflow(scores, sizeof(float), &bytes) || bytes > plan->ctx->desc.max_alloc_bytes)
+        __builtin_mul_overflow(scores, sizeof(float), &bytes) || bytes > plan->base.ctx->desc.max_alloc_bytes)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY,
                           "attention: the naive algorithm's score matrix (batch * heads * seq_q * seq_kv = %zu floats) "
                           "exceeds the device's largest allocation, %llu bytes",
-                          scores, plan->ctx->desc.max_alloc_bytes);
+                          scores, plan->base.ctx->desc.max_alloc_bytes);
     struct naive *n = calloc(1, sizeof *n);
     if (!n)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a naive attention plan");
-    plan->impl = n;
+    plan->base.impl = n;
 
     const struct kiln_param_util *util;
     kiln_status st = kiln_attention_params(plan, KILN_GROUP_util, &util);
@@ -72,50 +72,48 @@ static kiln_status naive_prepare(struct kiln_attention_plan *plan)
     st = kiln_options_status(&options, "attention");
     static const char *const names[] = {"attention_softmax_rows", "attention_widen", "attention_narrow"};
     for (int i = SOFTMAX; i <= (f16 ? NARROW : SOFTMAX) && st == KILN_SUCCESS; i++)
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), names[i], &plan->kernels[i]);
+        st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
     plan->local[0] = (size_t)wg;
 
-    if ((st = kiln_attention_workspace(plan, WS_S, bytes)) != KILN_SUCCESS)
+    if ((st = kiln_plan_workspace(&plan->base, WS_S, bytes)) != KILN_SUCCESS)
         return st;
     for (int w = WS_Q; f16 && w <= WS_O; w++)
-        if ((st = kiln_attention_workspace(
-                 plan, w, (w == WS_K || w == WS_V ? s->kv_elems : s->q_elems) * sizeof(float))) != KILN_SUCCESS)
+        if ((st = kiln_plan_workspace(
+                 &plan->base, w, (w == WS_K || w == WS_V ? s->kv_elems : s->q_elems) * sizeof(float))) != KILN_SUCCESS)
             return st;
     if ((st = plan_gemm(plan, KILN_TRANS, d->seq_q, d->seq_kv, d->head_dim, s->q_stride[2], s->kv_stride[2], d->seq_kv,
                         &n->scores)) != KILN_SUCCESS ||
         (st = plan_gemm(plan, KILN_NO_TRANS, d->seq_q, d->head_dim, d->seq_kv, d->seq_kv, s->kv_stride[2],
                         s->q_stride[2], &n->values)) != KILN_SUCCESS)
         return st;
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", n->scores->info.kernel);
-    snprintf(plan->info.params, sizeof plan->info.params,
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", n->scores->base.kernel);
+    snprintf(plan->base.params, sizeof plan->base.params,
              "scores %s %.60s, attention_softmax_rows WG=%ld, values %s %.60s, score matrix %.1f MiB",
-             n->scores->info.family, n->scores->info.params, wg, n->values->info.family, n->values->info.params,
+             n->scores->base.algorithm, n->scores->base.params, wg, n->values->base.algorithm, n->values->base.params,
              (double)bytes / (1 << 20));
     return KILN_SUCCESS;
 }
 
 /* A utility kernel over `count` work-items. */
-static kiln_status launch(struct kiln_attention_plan *plan, int kernel, const struct kiln_arg *args, unsigned nargs,
-                          size_t count, void **event)
+static kiln_status launch(struct kiln_attention_plan *plan, int kernel, const struct kiln_args *args, size_t count,
+                          void **event)
 {
     size_t global = (count + plan->local[0] - 1) / plan->local[0] * plan->local[0];
-    return kiln_kernel_launch(plan->ctx, plan->kernels[kernel], args, nargs, 1, &global, plan->local, 0, event);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[kernel], args, 1, &global, plan->local, 0, event);
 }
 
 /* Convert `count` elements from src to dst (widen or narrow). */
 static kiln_status convert(struct kiln_attention_plan *plan, int kernel, void *src, void *dst, size_t count,
                            void **event)
 {
-    const uint64_t count64 = count;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, src},
-        {KILN_ARG_BUFFER, 0, dst},
-        {KILN_ARG_SCALAR, sizeof count64, &count64},
-    };
-    return launch(plan, kernel, args, 3, count, event);
+    struct kiln_args a = {0};
+    kiln_args_buffer(&a, src);
+    kiln_args_buffer(&a, dst);
+    kiln_args_ulong(&a, count);
+    return launch(plan, kernel, &a, count, event);
 }
 
 /* One GEMM per (batch item, head): the scores (S = scale Q K^T) or the
@@ -124,7 +122,7 @@ static kiln_status per_head(struct kiln_attention_plan *plan, int values, void *
 {
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
-    const struct naive *n = plan->impl;
+    const struct naive *n = plan->base.impl;
     kiln_status st = KILN_SUCCESS;
     for (size_t bi = 0; bi < d->batch && st == KILN_SUCCESS; bi++)
         for (size_t h = 0; h < d->heads && st == KILN_SUCCESS; h++) {
@@ -147,12 +145,12 @@ static kiln_status naive_execute(struct kiln_attention_plan *plan, const struct 
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
     const int f16 = d->dtype == KILN_F16;
-    void *S = plan->workspace[WS_S]->handle;
+    void *S = plan->base.workspace[WS_S]->handle;
     void *q = x->q, *k = x->k, *v = x->v, *o = x->o;
     kiln_status st = KILN_SUCCESS;
     if (f16) {
-        q = plan->workspace[WS_Q]->handle, k = plan->workspace[WS_K]->handle;
-        v = plan->workspace[WS_V]->handle, o = plan->workspace[WS_O]->handle;
+        q = plan->base.workspace[WS_Q]->handle, k = plan->base.workspace[WS_K]->handle;
+        v = plan->base.workspace[WS_V]->handle, o = plan->base.workspace[WS_O]->handle;
         if ((st = convert(plan, WIDEN, x->q, q, s->q_elems, NULL)) != KILN_SUCCESS ||
             (st = convert(plan, WIDEN, x->k, k, s->kv_elems, NULL)) != KILN_SUCCESS ||
             (st = convert(plan, WIDEN, x->v, v, s->kv_elems, NULL)) != KILN_SUCCESS)
@@ -161,22 +159,18 @@ static kiln_status naive_execute(struct kiln_attention_plan *plan, const struct 
     if ((st = per_head(plan, 0, q, k, S, NULL)) != KILN_SUCCESS)
         return st;
 
-    const uint64_t rows = s->lse_elems, m_sb = s->mask_stride[0], m_sh = s->mask_stride[1];
-    const int32_t nq = (int32_t)d->seq_q, nk = (int32_t)d->seq_kv, heads = (int32_t)d->heads;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, S},
-        /* S stands in for the operands not used (never read). */
-        {KILN_ARG_BUFFER, 0, x->mask ? x->mask : S},
-        {KILN_ARG_BUFFER, 0, x->key_lengths ? x->key_lengths : S},
-        {KILN_ARG_BUFFER, 0, x->lse ? x->lse : S},
-        {KILN_ARG_SCALAR, sizeof rows, &rows},
-        {KILN_ARG_SCALAR, sizeof nq, &nq},
-        {KILN_ARG_SCALAR, sizeof nk, &nk},
-        {KILN_ARG_SCALAR, sizeof heads, &heads},
-        {KILN_ARG_SCALAR, sizeof m_sb, &m_sb},
-        {KILN_ARG_SCALAR, sizeof m_sh, &m_sh},
-    };
-    if ((st = launch(plan, SOFTMAX, args, sizeof args / sizeof *args, rows, NULL)) != KILN_SUCCESS ||
+    struct kiln_args a = {0};
+    kiln_args_buffer(&a, S);
+    kiln_args_buffer_or(&a, x->mask, S); /* S stands in for the operands not used (never read) */
+    kiln_args_buffer_or(&a, x->key_lengths, S);
+    kiln_args_buffer_or(&a, x->lse, S);
+    kiln_args_ulong(&a, s->lse_elems);
+    kiln_args_int(&a, (int32_t)d->seq_q);
+    kiln_args_int(&a, (int32_t)d->seq_kv);
+    kiln_args_int(&a, (int32_t)d->heads);
+    kiln_args_ulong(&a, s->mask_stride[0]);
+    kiln_args_ulong(&a, s->mask_stride[1]);
+    if ((st = launch(plan, SOFTMAX, &a, s->lse_elems, NULL)) != KILN_SUCCESS ||
         (st = per_head(plan, 1, S, v, o, f16 ? NULL : event)) != KILN_SUCCESS || !f16)
         return st;
     return convert(plan, NARROW, o, x->o, s->q_elems, event);
@@ -184,14 +178,14 @@ static kiln_status naive_execute(struct kiln_attention_plan *plan, const struct 
 
 static void naive_release(struct kiln_attention_plan *plan)
 {
-    struct naive *n = plan->impl;
+    struct naive *n = plan->base.impl;
     if (n) {
         kiln_gemm_plan_destroy(n->scores);
         kiln_gemm_plan_destroy(n->values);
     }
     free(n);
-    plan->impl = NULL;
+    plan->base.impl = NULL;
 }
 
-const struct kiln_attention_algorithm kiln_attention_naive = {"naive", KILN_ATTENTION_NAIVE, naive_prepare,
-                                                              naive_execute, naive_release};
+const struct kiln_attention_algorithm kiln_attention_naive = {"naive",       KILN_ATTENTION_NAIVE, NULL,
+                                                              naive_prepare, naive_execute,        naive_release};

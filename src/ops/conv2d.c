@@ -122,7 +122,7 @@ enum { ALGORITHM_COUNT = sizeof algorithms / sizeof *algorithms };
 static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
 {
     for (size_t i = 0; i < ALGORITHM_COUNT; i++)
-        if (algorithms[i]->algo == algo)
+        if (algorithms[i]->algo == (int)algo)
             return algorithms[i];
     return NULL;
 }
@@ -159,7 +159,7 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
     const kiln_conv_algo algo =
         (kiln_conv_algo)(kiln_profile_params(profile)->select.conv_algo + KILN_CONV_IMPLICIT_GEMM);
     for (size_t i = 0; i < ALGORITHM_COUNT; i++)
-        if (algorithms[i]->algo == algo)
+        if (algorithms[i]->algo == (int)algo)
             return algorithms[i];
     return NULL;
 }
@@ -213,8 +213,7 @@ kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id g
     dims.v[KILN_DIM_CHANNELS] = (long)s->cg;
     dims.v[KILN_DIM_FILTERS] = (long)s->kg;
     dims.v[KILN_DIM_PIXELS] = (long)(s->p * s->q);
-    return kiln_profile_plan_set(plan->ctx->profile, group, &dims, &plan->ctx->desc, (const void **)values,
-                                 plan->info.param_set);
+    return kiln_plan_params(&plan->base, group, &dims, values);
 }
 
 void kiln_conv_options(const struct kiln_conv2d_plan *plan, struct kiln_options *o)
@@ -233,30 +232,17 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)
     return 1;
 }
 
-kiln_status kiln_conv_workspace(struct kiln_conv2d_plan *plan, int slot, size_t bytes)
-{
-    kiln_status st = kiln_buffer_create(plan->ctx, bytes ? bytes : 1, &plan->workspace[slot]);
-    if (st == KILN_SUCCESS)
-        plan->info.workspace_bytes += bytes;
-    return st;
-}
-
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
                              const struct kiln_conv_algorithm *algorithm, const char *reason, kiln_conv2d_plan **out)
 {
     const char *why_not = algorithm->unsupported(s);
     if (why_not)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
-    kiln_conv2d_plan *plan = calloc(1, sizeof *plan);
+    kiln_conv2d_plan *plan = kiln_plan_new(ctx, sizeof *plan, algorithm->name, algorithm->algo, reason);
     if (!plan)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a convolution plan");
-    plan->ctx = ctx;
+        return KILN_ERROR_OUT_OF_MEMORY;
     plan->s = *s;
     plan->algorithm = algorithm;
-    plan->info.algo = algorithm->algo;
-    snprintf(plan->info.name, sizeof plan->info.name, "%s", algorithm->name);
-    snprintf(plan->info.profile, sizeof plan->info.profile, "%s", kiln_profile_name(ctx->profile));
-    snprintf(plan->info.reason, sizeof plan->info.reason, "%s", reason);
     kiln_status st = algorithm->prepare(plan);
     if (st != KILN_SUCCESS) {
         kiln_conv2d_plan_destroy(plan);
@@ -292,8 +278,8 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
     }
     st = kiln_conv_plan_with(ctx, &s, algorithm, reason, out);
     if (st == KILN_SUCCESS)
-        kiln_log(KILN_LOG_INFO, "conv2d %zux%zux%zux%zu k%zu %zux%zu: %s, %s (%s)", s.d.n, s.d.c, s.d.h, s.d.w,
-                 s.d.k, s.d.r, s.d.s, algorithm->name, (*out)->info.kernel, reason);
+        kiln_log(KILN_LOG_INFO, "conv2d %zux%zux%zux%zu k%zu %zux%zu: %s, %s (%s)", s.d.n, s.d.c, s.d.h, s.d.w, s.d.k,
+                 s.d.r, s.d.s, algorithm->name, (*out)->base.kernel, reason);
     return st;
 }
 
@@ -326,7 +312,7 @@ kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln_buffer *
     for (size_t i = 0; i < 4; i++) {
         if (!inputs[i])
             continue;
-        if (inputs[i]->ctx != plan->ctx || y->ctx != plan->ctx)
+        if (inputs[i]->ctx != plan->base.ctx || y->ctx != plan->base.ctx)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: a buffer belongs to another context");
         if (inputs[i]->handle == y->handle)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: y must not be the same buffer as an input");
@@ -348,9 +334,7 @@ kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln_buffer *
                                         y->handle};
     void *handle = NULL;
     st = plan->algorithm->execute(plan, &args, event ? &handle : NULL);
-    if (st == KILN_SUCCESS && event)
-        st = kiln_event_new(plan->ctx->backend, handle, event);
-    return st;
+    return kiln_plan_event(&plan->base, st, handle, event);
 }
 
 kiln_status kiln_conv2d_plan_describe(const kiln_conv2d_plan *plan, kiln_conv2d_plan_info *info)
@@ -358,19 +342,15 @@ kiln_status kiln_conv2d_plan_describe(const kiln_conv2d_plan *plan, kiln_conv2d_
     kiln_error_clear();
     KILN_CHECK_ARG(plan);
     KILN_CHECK_ARG(info);
-    *info = plan->info;
+    KILN_PLAN_DESCRIBE(&plan->base, info, name);
     return KILN_SUCCESS;
 }
 
 void kiln_conv2d_plan_destroy(kiln_conv2d_plan *plan)
 {
-    if (!plan)
-        return;
-    if (plan->algorithm && plan->algorithm->release)
+    if (plan && plan->algorithm && plan->algorithm->release)
         plan->algorithm->release(plan);
-    for (int i = 0; i < KILN_CONV_MAX_KERNELS; i++)
-        kiln_buffer_destroy(plan->workspace[i]);
-    free(plan);
+    kiln_plan_free(plan ? &plan->base : NULL);
 }
 
 kiln_status kiln_conv2d(kiln_context *ctx, const kiln_conv2d_desc *desc, const kiln_buffer *x, const kiln_buffer *w,

@@ -7,6 +7,7 @@
 
 #include "core/context.h"
 #include "kiln/kiln.h"
+#include "ops/plan.h"
 #include "profiles/profile.h"
 #include "util/options.h"
 
@@ -25,35 +26,25 @@ struct kiln_conv_args {
 
 struct kiln_conv2d_plan;
 
-/* An algorithm. unsupported() returns NULL when it applies to the shape,
-   else a short reason ("needs a 3x3 filter"). prepare builds kernels and
-   allocates workspace, filling info.kernel, info.params; execute queues the
-   work and, if asked, returns the backend event of its last launch. */
+/* An algorithm (src/ops/plan.h). unsupported() returns NULL when it applies
+   to the shape, else a short reason ("needs a 3x3 filter"). prepare builds
+   kernels and allocates workspace, filling base.kernel and base.params;
+   execute queues the work and, if asked, returns the backend event of its
+   last launch. */
 struct kiln_conv_algorithm {
-    const char *name;
-    kiln_conv_algo algo;
-    const char *(*unsupported)(const struct kiln_conv_shape *s);
-    kiln_status (*prepare)(struct kiln_conv2d_plan *plan);
-    kiln_status (*execute)(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *args, void **event);
-    void (*release)(struct kiln_conv2d_plan *plan); /* optional: what prepare made beyond kernels and workspace */
+    KILN_ALGORITHM_ENTRY(struct kiln_conv2d_plan, struct kiln_conv_shape, struct kiln_conv_args);
 };
 
-#define KILN_CONV_MAX_KERNELS 4
-
 struct kiln_conv2d_plan {
-    kiln_context *ctx;
+    struct kiln_plan base;
     struct kiln_conv_shape s;
     const struct kiln_conv_algorithm *algorithm;
-    kiln_conv2d_plan_info info;
-    struct kiln_kernel *kernels[KILN_CONV_MAX_KERNELS];
-    size_t global[KILN_CONV_MAX_KERNELS][3], local[KILN_CONV_MAX_KERNELS][3];
-    kiln_buffer *workspace[KILN_CONV_MAX_KERNELS];
+    size_t global[KILN_PLAN_KERNELS][3], local[KILN_PLAN_KERNELS][3];
     size_t local_bytes;  /* dynamic local memory of the main kernel, 0 if none */
     size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group */
     int tiled;          /* implicit GEMM: the GPU-style tiled kernel runs */
     void *packed_from;  /* weights buffer whose packed form the workspace holds
                            (constant_weights), else NULL */
-    void *impl;         /* algorithm-private state, freed by release */
 };
 
 extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_conv_gemm1x1, kiln_conv_winograd2,
@@ -86,12 +77,7 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w);
    KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL, KILN_F16, KILN_NHWC). */
 void kiln_conv_options(const struct kiln_conv2d_plan *plan, struct kiln_options *o);
 
-/* The plan's parameter set of `group` for its shape into *(const struct
-   kiln_param_<group> **)values, recorded in info.param_set; UNSUPPORTED if
-   it does not fit the device. */
+/* The plan's parameter set of `group` for its shape (kiln_plan_params). */
 kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id group, void *values);
-
-/* Allocate workspace buffer `slot` of `bytes`, counted in info.workspace_bytes. */
-kiln_status kiln_conv_workspace(struct kiln_conv2d_plan *plan, int slot, size_t bytes);
 
 #endif /* KILN_OPS_CONV2D_H */

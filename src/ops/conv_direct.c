@@ -123,19 +123,17 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
                      t.tiles_q, t.kblocks, t.depthwise, t.wg, t.cc);
     if (!t.nhwc)
         kiln_row_tiling_options(&t.rows, &options);
-    st = kiln_options_status(&options, "conv2d direct");
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "conv_f32_direct", &plan->kernels[0]);
+    st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "conv_f32_direct");
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
 
     if (t.nhwc)
-        snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_direct_nhwc%s_%zux%zux%zu",
+        snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_direct_nhwc%s_%zux%zux%zu",
                  t.depthwise ? "_dw" : "", t.th, t.tq, t.vw);
     else
-        snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_direct_nchw_%zux%zux%zu", t.kt, t.th, t.vw);
-    snprintf(plan->info.params, sizeof plan->info.params,
+        snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_direct_nchw_%zux%zux%zu", t.kt, t.th, t.vw);
+    snprintf(plan->base.params, sizeof plan->base.params,
              "tile %s %zux%zux%zu, VW=%zu WG=%zu, %zux%zu filter, stride %zux%zu, dilation %zux%zu",
              t.nhwc ? "rows x columns x filters" : "filters x rows x columns", t.nhwc ? t.th : t.kt,
              t.nhwc ? t.tq : t.th, t.vw, t.vw, t.wg, d->r, d->s, d->stride_h, d->stride_w, d->dilation_h,
@@ -156,20 +154,18 @@ static kiln_status direct_execute(struct kiln_conv2d_plan *plan, const struct ki
     if (st != KILN_SUCCESS)
         return st;
     /* Every size is compiled in; the tile count bounds the work-items. */
-    const int32_t tiles = (int32_t)t.tiles;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, a->x},
-        {KILN_ARG_BUFFER, 0, a->w},
-        {KILN_ARG_BUFFER, 0, a->bias},
-        {KILN_ARG_BUFFER, 0, a->z},
-        {KILN_ARG_BUFFER, 0, a->y},
-        {KILN_ARG_SCALAR, sizeof tiles, &tiles},
-        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
-        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
-        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
-    };
-    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, sizeof args / sizeof *args, 1, plan->global[0],
-                              plan->local[0], 0, event);
+    struct kiln_args args = {0};
+    kiln_args_buffer(&args, a->x);
+    kiln_args_buffer(&args, a->w);
+    kiln_args_buffer(&args, a->bias);
+    kiln_args_buffer(&args, a->z);
+    kiln_args_buffer(&args, a->y);
+    kiln_args_int(&args, (int32_t)t.tiles);
+    kiln_args_float(&args, d->alpha);
+    kiln_args_float(&args, d->beta);
+    kiln_args_float(&args, d->leaky_slope);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[0], &args, 1, plan->global[0], plan->local[0], 0,
+                              event);
 }
 
 const struct kiln_conv_algorithm kiln_conv_direct = {"direct",       KILN_CONV_DIRECT, direct_unsupported,

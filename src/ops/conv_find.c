@@ -110,11 +110,11 @@ static void remember(kiln_context *ctx, const char *key, const char *name)
 static kiln_status time_once(kiln_conv2d_plan *plan, kiln_buffer *const t[5], double *ms)
 {
     struct kiln_launch_timing timing;
-    kiln_launch_timing_begin(plan->ctx, &timing);
+    kiln_launch_timing_begin(plan->base.ctx, &timing);
     double t0 = now_ms();
     kiln_status st = kiln_conv2d_plan_execute(plan, t[0], t[1], t[2], t[3], t[4], NULL);
     if (st == KILN_SUCCESS)
-        st = kiln_context_finish(plan->ctx);
+        st = kiln_context_finish(plan->base.ctx);
     *ms = now_ms() - t0;
     double device_ms;
     if (kiln_launch_timing_end(&timing, &device_ms) == KILN_SUCCESS)
@@ -129,7 +129,7 @@ static kiln_status time_plan(kiln_conv2d_plan *plan, kiln_buffer *const t[5], do
     double times[FIND_REPS];
     kiln_status st = kiln_conv2d_plan_execute(plan, t[0], t[1], t[2], t[3], t[4], NULL);
     if (st == KILN_SUCCESS)
-        st = kiln_context_finish(plan->ctx);
+        st = kiln_context_finish(plan->base.ctx);
     for (int r = 0; r < FIND_REPS && st == KILN_SUCCESS; r++)
         st = time_once(plan, t, &times[r]);
     if (st == KILN_SUCCESS) {

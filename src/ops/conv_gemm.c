@@ -52,7 +52,7 @@ static kiln_status lower(struct kiln_conv2d_plan *plan, size_t volume)
     struct lowering *l = calloc(1, sizeof *l);
     if (!l)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a convolution lowering");
-    plan->impl = l;
+    plan->base.impl = l;
     kiln_gemm_desc g;
     struct kiln_gemm_epilogue epi = {d->has_bias ? 1 : 0, d->beta != 0.0f, d->activation};
     if (d->layout == KILN_NCHW) {
@@ -70,20 +70,20 @@ static kiln_status lower(struct kiln_conv2d_plan *plan, size_t volume)
     }
     g.dtype = d->dtype;
     g.algo = KILN_GEMM_CPU;
-    kiln_status st = kiln_gemm_plan_create_fused(plan->ctx, &g, &epi, &l->gemm);
+    kiln_status st = kiln_gemm_plan_create_fused(plan->base.ctx, &g, &epi, &l->gemm);
     if (st != KILN_SUCCESS)
         return st;
     kiln_gemm_plan_info info;
     kiln_gemm_plan_describe(l->gemm, &info);
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", info.kernel);
-    snprintf(plan->info.params, sizeof plan->info.params, "%.200s, per group %zux%zux%zu", info.params, g.m, g.n, g.k);
-    plan->info.workspace_bytes += info.workspace_bytes;
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", info.kernel);
+    snprintf(plan->base.params, sizeof plan->base.params, "%.200s, per group %zux%zux%zu", info.params, g.m, g.n, g.k);
+    plan->base.workspace_bytes += info.workspace_bytes;
     return KILN_SUCCESS;
 }
 
 static kiln_status run(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *data, void **event)
 {
-    const struct lowering *l = plan->impl;
+    const struct lowering *l = plan->base.impl;
     const kiln_conv2d_desc *d = &plan->s.d;
     /* The GEMM workspace holds one group's packed weights: reusable only
        with a single group. */
@@ -104,11 +104,11 @@ static kiln_status run(struct kiln_conv2d_plan *plan, const struct kiln_conv_arg
 
 static void release(struct kiln_conv2d_plan *plan)
 {
-    struct lowering *l = plan->impl;
+    struct lowering *l = plan->base.impl;
     if (l)
         kiln_gemm_plan_destroy(l->gemm);
     free(l);
-    plan->impl = NULL;
+    plan->base.impl = NULL;
 }
 
 static kiln_status gemm1x1_prepare(struct kiln_conv2d_plan *plan) { return lower(plan, plan->s.d.c); }
@@ -127,13 +127,10 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
        program, so every epilogue shares one build. */
     struct kiln_options options = {0};
     kiln_options_add(&options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
-    kiln_status st = kiln_options_status(&options, "conv2d im2col");
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, "conv/conv_f32_im2col", kiln_options_text(&options), "conv_f32_im2col",
-                             &plan->kernels[0]);
+    kiln_status st = kiln_plan_kernel(&plan->base, 0, "conv/conv_f32_im2col", &options, "conv_f32_im2col");
     kiln_options_free(&options);
     if (st == KILN_SUCCESS)
-        st = kiln_conv_workspace(plan, 0, volume * pixels * (d->dtype == KILN_F16 ? 2 : 4));
+        st = kiln_plan_workspace(&plan->base, 0, volume * pixels * (d->dtype == KILN_F16 ? 2 : 4));
     if (st != KILN_SUCCESS)
         return st;
     size_t g[3] = {s->p * s->q, volume, d->n};
@@ -147,21 +144,20 @@ static kiln_status im2col_execute(struct kiln_conv2d_plan *plan, const struct ki
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    const int32_t v[14] = {(int32_t)d->c,        (int32_t)d->h,          (int32_t)d->w,          (int32_t)d->r,
-                           (int32_t)d->s,        (int32_t)s->p,          (int32_t)s->q,          (int32_t)d->stride_h,
-                           (int32_t)d->stride_w, (int32_t)d->pad_top,    (int32_t)d->pad_left,   (int32_t)d->dilation_h,
-                           (int32_t)d->dilation_w, (int32_t)d->groups};
-    struct kiln_arg args[16];
+    const size_t v[14] = {d->c,        d->h,        d->w,       d->r,        d->s,          s->p,          s->q,
+                          d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->dilation_h, d->dilation_w, d->groups};
+    struct kiln_args args = {0};
     for (int i = 0; i < 14; i++)
-        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof v[i], &v[i]};
-    void *col = plan->workspace[0]->handle;
-    args[14] = (struct kiln_arg){KILN_ARG_BUFFER, 0, x->x};
-    args[15] = (struct kiln_arg){KILN_ARG_BUFFER, 0, col};
-    kiln_status st = kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 16, 3, plan->global[0], NULL, 0, NULL);
+        kiln_args_int(&args, (int32_t)v[i]);
+    void *col = plan->base.workspace[0]->handle;
+    kiln_args_buffer(&args, x->x);
+    kiln_args_buffer(&args, col);
+    kiln_status st =
+        kiln_kernel_launch(plan->base.ctx, plan->base.kernels[0], &args, 3, plan->global[0], NULL, 0, NULL);
     return st == KILN_SUCCESS ? run(plan, x, col, event) : st;
 }
 
-const struct kiln_conv_algorithm kiln_conv_gemm1x1 = {"gemm-1x1", KILN_CONV_GEMM_1X1, gemm1x1_unsupported,
-                                                      gemm1x1_prepare, gemm1x1_execute, release};
-const struct kiln_conv_algorithm kiln_conv_im2col = {"im2col", KILN_CONV_IM2COL, im2col_unsupported, im2col_prepare,
-                                                     im2col_execute, release};
+const struct kiln_conv_algorithm kiln_conv_gemm1x1 = {"gemm-1x1",      KILN_CONV_GEMM_1X1, gemm1x1_unsupported,
+                                                      gemm1x1_prepare, gemm1x1_execute,    release};
+const struct kiln_conv_algorithm kiln_conv_im2col = {"im2col",       KILN_CONV_IM2COL, im2col_unsupported,
+                                                     im2col_prepare, im2col_execute,   release};

@@ -64,30 +64,28 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     struct kiln_options options = {0};
     kiln_conv_options(plan, &options);
     const struct kiln_cpu_tile tile = kiln_cpu_tile_choose(cpu, s->kg, pixels, &options);
-    st = kiln_options_status(&options, "conv2d implicit-gemm");
 
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     size_t kk = s->cg * d->r * d->s, panels = (s->kg + mr - 1) / mr;
     size_t local_bytes = kk * nr * sizeof(float);
-    if (st == KILN_SUCCESS && local_bytes > plan->ctx->desc.local_mem_bytes)
+    if (st == KILN_SUCCESS && local_bytes > plan->base.ctx->desc.local_mem_bytes)
         st = kiln_error(KILN_ERROR_UNSUPPORTED,
                         "conv2d implicit-gemm: a %zu x %zu im2col panel (%zu bytes) exceeds the device's %llu bytes "
                         "of local memory",
-                        kk, nr, local_bytes, plan->ctx->desc.local_mem_bytes);
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_%zux%zu", mr, nr);
+                        kk, nr, local_bytes, plan->base.ctx->desc.local_mem_bytes);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_%zux%zu", mr, nr);
     if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "conv_f32_igemm_pack_w",
-                             &plan->kernels[PACK]);
+        st = kiln_plan_kernel(&plan->base, PACK, SOURCE, &options, "conv_f32_igemm_pack_w");
     if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), "conv_f32_igemm", &plan->kernels[MAIN]);
+        st = kiln_plan_kernel(&plan->base, MAIN, SOURCE, &options, "conv_f32_igemm");
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
     size_t tiles = (pixels + nr - 1) / nr;
-    size_t blocks = filter_blocks(tiles * d->groups, panels, plan->ctx->desc.compute_units);
+    size_t blocks = filter_blocks(tiles * d->groups, panels, plan->base.ctx->desc.compute_units);
     plan->block_panels = (panels + blocks - 1) / blocks;
     blocks = (panels + plan->block_panels - 1) / plan->block_panels;
-    snprintf(plan->info.params, sizeof plan->info.params,
+    snprintf(plan->base.params, sizeof plan->base.params,
              "MR=%zu NR=%zu VW=%ld, im2col panel %zux%zu in local memory, %zu filter blocks", mr, nr, tile.vw, kk, nr,
              blocks);
     size_t g[2][3] = {{kk, panels, d->groups}, {tiles, blocks, d->groups}};
@@ -95,7 +93,7 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     for (int i = 0; i < 3; i++)
         plan->local[MAIN][i] = 1;
     plan->local_bytes = local_bytes;
-    return kiln_conv_workspace(plan, 0, d->groups * panels * (size_t)mr * kk * sizeof(float));
+    return kiln_plan_workspace(&plan->base, 0, d->groups * panels * (size_t)mr * kk * sizeof(float));
 }
 
 /* The tiled kernel; its parameters were checked against their constraints
@@ -119,8 +117,8 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     kiln_conv_options(plan, &options);
     kiln_profile_defines(&options, KILN_GROUP_conv_igemm_tiled, t);
 
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_igemm_tiled_%ldx%ld", mwg, nwg);
-    snprintf(plan->info.params, sizeof plan->info.params,
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_tiled_%ldx%ld", mwg, nwg);
+    snprintf(plan->base.params, sizeof plan->base.params,
              "tile %ld pixels x %ld filters, K step %ld, work-group %ldx%ld, VW=%ld, %zu bytes of local memory", mwg,
              nwg, kwg, mdimc, ndimc, vw, local_bytes);
     const size_t pixels = d->n * s->p * s->q;
@@ -129,17 +127,14 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     plan->local[MAIN][0] = threads;
     plan->local[MAIN][1] = plan->local[MAIN][2] = 1;
     plan->tiled = 1;
-    st = kiln_options_status(&options, "conv2d implicit-gemm");
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, TILED_SOURCE, kiln_options_text(&options), "conv_f32_igemm_tiled",
-                             &plan->kernels[MAIN]);
+    st = kiln_plan_kernel(&plan->base, MAIN, TILED_SOURCE, &options, "conv_f32_igemm_tiled");
     kiln_options_free(&options);
     return st;
 }
 
 static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 {
-    const int route = kiln_profile_params(plan->ctx->profile)->select.conv_igemm_route;
+    const int route = kiln_profile_params(plan->base.ctx->profile)->select.conv_igemm_route;
     return route == KILN_IGEMM_CPU ? cpu_prepare(plan) : tiled_prepare(plan);
 }
 
@@ -151,30 +146,24 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    const int32_t shape[16] = {
-        (int32_t)d->n,        (int32_t)d->c,          (int32_t)d->h,          (int32_t)d->w,
-        (int32_t)d->k,        (int32_t)d->r,          (int32_t)d->s,          (int32_t)s->p,
-        (int32_t)s->q,        (int32_t)d->stride_h,   (int32_t)d->stride_w,   (int32_t)d->pad_top,
-        (int32_t)d->pad_left, (int32_t)d->dilation_h, (int32_t)d->dilation_w, (int32_t)d->groups};
-    const int32_t block_panels = (int32_t)plan->block_panels;
-    struct kiln_arg args[16 + 9];
+    const size_t shape[16] = {d->n,        d->c,          d->h,          d->w,        d->k,        d->r,
+                              d->s,        s->p,          s->q,          d->stride_h, d->stride_w, d->pad_top,
+                              d->pad_left, d->dilation_h, d->dilation_w, d->groups};
+    struct kiln_args a = {0};
     for (int i = 0; i < 16; i++)
-        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
-    /* Unused bias and z still need a buffer argument: pass y, never read. */
-    const struct kiln_arg rest[9] = {
-        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
-        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
-        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
-        {KILN_ARG_BUFFER, 0, x->x},
-        {KILN_ARG_BUFFER, 0, w},
-        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->y},
-        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
-        {KILN_ARG_BUFFER, 0, x->y},
-        {KILN_ARG_SCALAR, sizeof block_panels, &block_panels},
-    };
-    memcpy(args + 16, rest, sizeof rest);
-    return kiln_kernel_launch(plan->ctx, plan->kernels[MAIN], args, plan->tiled ? 24 : 25, 3, plan->global[MAIN],
-                              plan->local[MAIN], plan->local_bytes, event);
+        kiln_args_int(&a, (int32_t)shape[i]);
+    kiln_args_float(&a, d->alpha);
+    kiln_args_float(&a, d->beta);
+    kiln_args_float(&a, d->leaky_slope);
+    kiln_args_buffer(&a, x->x);
+    kiln_args_buffer(&a, w);
+    kiln_args_buffer_or(&a, x->bias, x->y); /* unused bias and z: y stands in, never read */
+    kiln_args_buffer_or(&a, x->z, x->y);
+    kiln_args_buffer(&a, x->y);
+    if (!plan->tiled)
+        kiln_args_int(&a, (int32_t)plan->block_panels);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[MAIN], &a, 3, plan->global[MAIN], plan->local[MAIN],
+                              plan->local_bytes, event);
 }
 
 static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
@@ -182,15 +171,15 @@ static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kil
     if (plan->tiled)
         return launch(plan, x, x->w, event);
     const struct kiln_conv_shape *s = &plan->s;
-    const int32_t kg = (int32_t)s->kg, kk = (int32_t)(s->cg * s->d.r * s->d.s);
-    void *wp = plan->workspace[0]->handle;
-    const struct kiln_arg pack[] = {{KILN_ARG_SCALAR, sizeof kg, &kg},
-                                    {KILN_ARG_SCALAR, sizeof kk, &kk},
-                                    {KILN_ARG_BUFFER, 0, x->w},
-                                    {KILN_ARG_BUFFER, 0, wp}};
+    void *wp = plan->base.workspace[0]->handle;
     if (kiln_conv_weights_stale(plan, x->w)) {
+        struct kiln_args a = {0};
+        kiln_args_int(&a, (int32_t)s->kg);
+        kiln_args_int(&a, (int32_t)(s->cg * s->d.r * s->d.s));
+        kiln_args_buffer(&a, x->w);
+        kiln_args_buffer(&a, wp);
         kiln_status st =
-            kiln_kernel_launch(plan->ctx, plan->kernels[PACK], pack, 4, 3, plan->global[PACK], NULL, 0, NULL);
+            kiln_kernel_launch(plan->base.ctx, plan->base.kernels[PACK], &a, 3, plan->global[PACK], NULL, 0, NULL);
         if (st != KILN_SUCCESS) {
             plan->packed_from = NULL;
             return st;

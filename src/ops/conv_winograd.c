@@ -76,7 +76,7 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     struct wino *w = calloc(1, sizeof *w);
     if (!w)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a Winograd plan");
-    plan->impl = w;
+    plan->base.impl = w;
     w->m = plan->algorithm->algo == KILN_CONV_WINOGRAD_4X4 ? 4 : 2;
     const size_t m = (size_t)w->m, a2 = (m + 2) * (m + 2);
     w->th = up(s->p, m), w->tw = up(s->q, m), w->tiles = d->n * w->th * w->tw;
@@ -109,12 +109,11 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     struct kiln_options options = {0};
     kiln_conv_options(plan, &options);
     kiln_options_add(&options, "-DKILN_WINO_M=%d -DKILN_WINO_VW=%ld", w->m, vw);
-    st = kiln_options_status(&options, plan->algorithm->name);
     static const char *const suffix[] = {"filter", "in", "out"};
     for (int i = FILTER; i <= OUTPUT && st == KILN_SUCCESS; i++) {
         char name[64];
         snprintf(name, sizeof name, "conv_f32_wino%dx%d_%s", w->m, w->m, suffix[i]);
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), name, &plan->kernels[i]);
+        st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, name);
     }
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
@@ -131,7 +130,7 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     /* A CPU runs each work-item's vectors best alone: with POCL choosing
        larger groups the layer of n = 1 (8), C = K = 128, 56x56 took 2.3
        (20.1) ms instead of 2.2 (19.5). */
-    w->local = plan->ctx->desc.type == KILN_DEVICE_CPU;
+    w->local = plan->base.ctx->desc.type == KILN_DEVICE_CPU;
     for (int i = FILTER; i <= OUTPUT; i++)
         for (int dim = 0; dim < 3; dim++)
             plan->local[i][dim] = 1;
@@ -140,7 +139,7 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     w->plane[WS_V] = plane_of(d->c * w->tiles);
     w->plane[WS_M] = plane_of(d->k * w->tiles);
     for (int i = WS_U; i <= WS_M; i++)
-        if ((st = kiln_conv_workspace(plan, i, a2 * w->plane[i] * sizeof(float))) != KILN_SUCCESS)
+        if ((st = kiln_plan_workspace(&plan->base, i, a2 * w->plane[i] * sizeof(float))) != KILN_SUCCESS)
             return st;
 
     /* NCHW: M[t] (K x T) = U[t]^T V[t] (U[t] is C x K, read transposed so
@@ -155,13 +154,13 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     g.stride_a = w->plane[nhwc ? WS_V : WS_U];
     g.stride_b = w->plane[nhwc ? WS_U : WS_V];
     g.stride_c = w->plane[WS_M];
-    if ((st = kiln_gemm_plan_create(plan->ctx, &g, &w->gemm)) != KILN_SUCCESS)
+    if ((st = kiln_gemm_plan_create(plan->base.ctx, &g, &w->gemm)) != KILN_SUCCESS)
         return st;
     kiln_gemm_plan_info gi;
     kiln_gemm_plan_describe(w->gemm, &gi);
-    plan->info.workspace_bytes += gi.workspace_bytes;
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "conv_f32_wino%dx%d + %.40s", w->m, w->m, gi.kernel);
-    snprintf(plan->info.params, sizeof plan->info.params, "VW=%ld, %zu tiles, %zu GEMMs %zux%zux%zu (%.120s)", vw,
+    plan->base.workspace_bytes += gi.workspace_bytes;
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_wino%dx%d + %.40s", w->m, w->m, gi.kernel);
+    snprintf(plan->base.params, sizeof plan->base.params, "VW=%ld, %zu tiles, %zu GEMMs %zux%zux%zu (%.120s)", vw,
              w->tiles, a2, g.m, g.n, g.k, gi.params);
     return KILN_SUCCESS;
 }
@@ -170,35 +169,36 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
 {
     const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
-    const struct wino *w = plan->impl;
-    void *u = plan->workspace[WS_U]->handle, *v = plan->workspace[WS_V]->handle, *m = plan->workspace[WS_M]->handle;
-    const int32_t k = (int32_t)d->k, c = (int32_t)d->c;
-    const struct kiln_arg filter[] = {
-        {KILN_ARG_SCALAR, sizeof k, &k},
-        {KILN_ARG_SCALAR, sizeof c, &c},
-        {KILN_ARG_BUFFER, 0, x->w},
-        {KILN_ARG_BUFFER, 0, u},
-        {KILN_ARG_SCALAR, sizeof w->plane[WS_U], &w->plane[WS_U]},
-    };
+    const struct wino *w = plan->base.impl;
+    void *u = plan->base.workspace[WS_U]->handle, *v = plan->base.workspace[WS_V]->handle,
+         *m = plan->base.workspace[WS_M]->handle;
     kiln_status st;
     const int fresh = kiln_conv_weights_stale(plan, x->w);
-    if (fresh && (st = kiln_kernel_launch(plan->ctx, plan->kernels[FILTER], filter, 5, 2, plan->global[FILTER],
-                                          w->local ? plan->local[FILTER] : NULL, 0, NULL)) != KILN_SUCCESS) {
-        plan->packed_from = NULL;
-        return st;
+    if (fresh) {
+        struct kiln_args a = {0};
+        kiln_args_int(&a, (int32_t)d->k);
+        kiln_args_int(&a, (int32_t)d->c);
+        kiln_args_buffer(&a, x->w);
+        kiln_args_buffer(&a, u);
+        kiln_args_ulong(&a, w->plane[WS_U]);
+        if ((st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[FILTER], &a, 2, plan->global[FILTER],
+                                     w->local ? plan->local[FILTER] : NULL, 0, NULL)) != KILN_SUCCESS) {
+            plan->packed_from = NULL;
+            return st;
+        }
     }
 
-    /* clang-format off */
-    const int32_t shape[11] = {(int32_t)d->n, c, (int32_t)d->h, (int32_t)d->w, k, (int32_t)s->p, (int32_t)s->q,
-                               (int32_t)d->pad_top, (int32_t)d->pad_left, (int32_t)w->th, (int32_t)w->tw};
-    /* clang-format on */
-    struct kiln_arg args[11 + 8];
-    for (int i = 0; i < 11; i++)
-        args[i] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof shape[i], &shape[i]};
-    args[11] = (struct kiln_arg){KILN_ARG_BUFFER, 0, x->x};
-    args[12] = (struct kiln_arg){KILN_ARG_BUFFER, 0, v};
-    args[13] = (struct kiln_arg){KILN_ARG_SCALAR, sizeof w->plane[WS_V], &w->plane[WS_V]};
-    if ((st = kiln_kernel_launch(plan->ctx, plan->kernels[INPUT], args, 14, 3, plan->global[INPUT],
+    /* The input and output transforms' arguments both start with the shape. */
+    const size_t shape[11] = {d->n, d->c, d->h, d->w, d->k, s->p, s->q, d->pad_top, d->pad_left, w->th, w->tw};
+    struct kiln_args in = {0}, out = {0};
+    for (int i = 0; i < 11; i++) {
+        kiln_args_int(&in, (int32_t)shape[i]);
+        kiln_args_int(&out, (int32_t)shape[i]);
+    }
+    kiln_args_buffer(&in, x->x);
+    kiln_args_buffer(&in, v);
+    kiln_args_ulong(&in, w->plane[WS_V]);
+    if ((st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[INPUT], &in, 3, plan->global[INPUT],
                                  w->local ? plan->local[INPUT] : NULL, 0, NULL)) != KILN_SUCCESS)
         return st;
 
@@ -212,29 +212,25 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
         return st;
     }
 
-    /* Unused bias and z still need a buffer argument: pass y, never read. */
-    const struct kiln_arg rest[8] = {
-        {KILN_ARG_SCALAR, sizeof d->alpha, &d->alpha},
-        {KILN_ARG_SCALAR, sizeof d->beta, &d->beta},
-        {KILN_ARG_SCALAR, sizeof d->leaky_slope, &d->leaky_slope},
-        {KILN_ARG_BUFFER, 0, m},
-        {KILN_ARG_SCALAR, sizeof w->plane[WS_M], &w->plane[WS_M]},
-        {KILN_ARG_BUFFER, 0, x->bias ? x->bias : x->y},
-        {KILN_ARG_BUFFER, 0, x->z ? x->z : x->y},
-        {KILN_ARG_BUFFER, 0, x->y},
-    };
-    memcpy(args + 11, rest, sizeof rest);
-    return kiln_kernel_launch(plan->ctx, plan->kernels[OUTPUT], args, 19, 3, plan->global[OUTPUT],
+    kiln_args_float(&out, d->alpha);
+    kiln_args_float(&out, d->beta);
+    kiln_args_float(&out, d->leaky_slope);
+    kiln_args_buffer(&out, m);
+    kiln_args_ulong(&out, w->plane[WS_M]);
+    kiln_args_buffer_or(&out, x->bias, x->y); /* unused bias and z: y stands in, never read */
+    kiln_args_buffer_or(&out, x->z, x->y);
+    kiln_args_buffer(&out, x->y);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[OUTPUT], &out, 3, plan->global[OUTPUT],
                               w->local ? plan->local[OUTPUT] : NULL, 0, event);
 }
 
 static void wino_release(struct kiln_conv2d_plan *plan)
 {
-    struct wino *w = plan->impl;
+    struct wino *w = plan->base.impl;
     if (w)
         kiln_gemm_plan_destroy(w->gemm);
     free(w);
-    plan->impl = NULL;
+    plan->base.impl = NULL;
 }
 
 const struct kiln_conv_algorithm kiln_conv_winograd2 = {"winograd-2x2", KILN_CONV_WINOGRAD_2X2, wino_unsupported,

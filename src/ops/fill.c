@@ -32,14 +32,12 @@ kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t count, f
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    uint64_t first64 = first, count64 = count; /* the kernel's ulong */
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, buf->handle},
-        {KILN_ARG_SCALAR, sizeof first64, &first64},
-        {KILN_ARG_SCALAR, sizeof count64, &count64},
-        {KILN_ARG_SCALAR, sizeof value, &value},
-    };
+    struct kiln_args args = {0};
+    kiln_args_buffer(&args, buf->handle);
+    kiln_args_ulong(&args, first);
+    kiln_args_ulong(&args, count);
+    kiln_args_float(&args, value);
     size_t local = (size_t)wg;
     size_t global = (count + local - 1) / local * local;
-    return kiln_kernel_launch(ctx, kernel, args, 4, 1, &global, &local, 0, NULL);
+    return kiln_kernel_launch(ctx, kernel, &args, 1, &global, &local, 0, NULL);
 }

@@ -99,57 +99,48 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
     return KILN_SUCCESS;
 }
 
-static const struct kiln_gemm_family *family_of(kiln_gemm_algo algo)
+static const struct kiln_gemm_algorithm *const algorithms[] = {&kiln_gemm_cpu, &kiln_gemm_tiled, &kiln_gemm_direct,
+                                                               &kiln_gemm_clblast, &kiln_gemm_smallm};
+
+static const struct kiln_gemm_algorithm *algorithm_of(kiln_gemm_algo algo)
 {
-    switch (algo) {
-    case KILN_GEMM_CPU:
-        return &kiln_gemm_cpu;
-    case KILN_GEMM_TILED:
-        return &kiln_gemm_tiled;
-    case KILN_GEMM_DIRECT:
-        return &kiln_gemm_direct;
-    case KILN_GEMM_CLBLAST:
-        return &kiln_gemm_clblast;
-    case KILN_GEMM_SMALLM:
-        return &kiln_gemm_smallm;
-    default:
-        return NULL;
-    }
+    for (size_t i = 0; i < sizeof algorithms / sizeof *algorithms; i++)
+        if (algorithms[i]->algo == (int)algo)
+            return algorithms[i];
+    return NULL;
+}
+
+static const char *why_not(const struct kiln_gemm_algorithm *a, const struct kiln_gemm_problem *p)
+{
+    return a->unsupported ? a->unsupported(p) : NULL;
 }
 
 /* AUTO: few rows of C (in row-major terms) go to the small-M kernels, other
    small problems to the direct kernel; the rest take the profile's route
    (CLBlast's only where kiln was built with it). Fused epilogues never come
    here: kiln_gemm_plan_create_fused asks for the CPU family. */
-static kiln_status choose(struct kiln_gemm_plan *plan, kiln_gemm_algo requested)
+static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const struct kiln_gemm_problem *p,
+                                                char *reason, size_t size)
 {
-    if (requested != KILN_GEMM_AUTO) {
-        plan->family = family_of(requested);
-        snprintf(plan->info.reason, sizeof plan->info.reason, "requested");
-        return KILN_SUCCESS;
-    }
-    const struct kiln_param_select *sel = &kiln_profile_params(plan->ctx->profile)->select;
+    const struct kiln_param_select *sel = &kiln_profile_params(ctx->profile)->select;
     const long smallm_max = sel->gemm_smallm_max, direct_max = sel->gemm_direct_max;
-    const struct kiln_gemm_problem *p = &plan->p;
     double volume = (double)p->m * (double)p->n * (double)p->k;
     if (p->m <= (size_t)smallm_max) {
-        plan->family = &kiln_gemm_smallm;
-        snprintf(plan->info.reason, sizeof plan->info.reason, "%s = %zu <= smallm_max %ld", p->swapped ? "n" : "m",
-                 p->m, smallm_max);
-    } else if (volume <= (double)direct_max) {
-        plan->family = &kiln_gemm_direct;
-        snprintf(plan->info.reason, sizeof plan->info.reason, "m*n*k = %.0f <= direct_max %ld", volume,
-                 direct_max);
-    } else if (sel->gemm_route == KILN_ROUTE_CLBLAST && kiln_gemm_clblast.prepare) {
-        plan->family = &kiln_gemm_clblast;
-        snprintf(plan->info.reason, sizeof plan->info.reason, "profile route clblast");
-    } else {
-        plan->family = sel->gemm_route == KILN_ROUTE_CPU ? &kiln_gemm_cpu : &kiln_gemm_tiled;
-        static const char *const routes[] = {KILN_GEMM_ROUTES};
-        snprintf(plan->info.reason, sizeof plan->info.reason, "profile route %s%s", routes[sel->gemm_route],
-                 sel->gemm_route == KILN_ROUTE_CLBLAST ? " (kiln built without CLBlast: tiled)" : "");
+        snprintf(reason, size, "%s = %zu <= smallm_max %ld", p->swapped ? "n" : "m", p->m, smallm_max);
+        return &kiln_gemm_smallm;
     }
-    return KILN_SUCCESS;
+    if (volume <= (double)direct_max) {
+        snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
+        return &kiln_gemm_direct;
+    }
+    static const char *const routes[] = {KILN_GEMM_ROUTES};
+    if (sel->gemm_route == KILN_ROUTE_CLBLAST && !why_not(&kiln_gemm_clblast, p)) {
+        snprintf(reason, size, "profile route clblast");
+        return &kiln_gemm_clblast;
+    }
+    snprintf(reason, size, "profile route %s%s", routes[sel->gemm_route],
+             sel->gemm_route == KILN_ROUTE_CLBLAST ? " (kiln built without CLBlast: tiled)" : "");
+    return sel->gemm_route == KILN_ROUTE_CPU ? &kiln_gemm_cpu : &kiln_gemm_tiled;
 }
 
 kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values)
@@ -160,8 +151,7 @@ kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id gro
     dims.v[KILN_DIM_N] = (long)p->n;
     dims.v[KILN_DIM_K] = (long)p->k;
     dims.v[KILN_DIM_BATCH] = (long)p->batch;
-    return kiln_profile_plan_set(plan->ctx->profile, group, &dims, &plan->ctx->desc, (const void **)values,
-                                 plan->info.param_set);
+    return kiln_plan_params(&plan->base, group, &dims, values);
 }
 
 void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o)
@@ -191,14 +181,6 @@ struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu,
     return tile;
 }
 
-kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t bytes)
-{
-    kiln_status st = kiln_buffer_create(plan->ctx, bytes, &plan->workspace[slot]);
-    if (st == KILN_SUCCESS)
-        plan->info.workspace_bytes += bytes;
-    return st;
-}
-
 static kiln_status plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, const struct kiln_gemm_epilogue *epi,
                                kiln_gemm_plan **out)
 {
@@ -208,27 +190,25 @@ static kiln_status plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, co
         return st;
     if (epi)
         p.epi = *epi;
-    if (desc->algo == KILN_GEMM_CLBLAST && !kiln_gemm_clblast.prepare)
-        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: kiln was built without CLBlast (KILN_WITH_CLBLAST)");
+    char reason[128] = "requested";
+    const struct kiln_gemm_algorithm *algorithm =
+        desc->algo == KILN_GEMM_AUTO ? choose(ctx, &p, reason, sizeof reason) : algorithm_of(desc->algo);
+    const char *why = why_not(algorithm, &p);
+    if (why)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: %s", why);
 
-    kiln_gemm_plan *plan = calloc(1, sizeof *plan);
+    kiln_gemm_plan *plan = kiln_plan_new(ctx, sizeof *plan, algorithm->name, algorithm->algo, reason);
     if (!plan)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a GEMM plan");
-    plan->ctx = ctx;
+        return KILN_ERROR_OUT_OF_MEMORY;
     plan->p = p;
-    snprintf(plan->info.profile, sizeof plan->info.profile, "%s", kiln_profile_name(ctx->profile));
-    st = choose(plan, desc->algo);
-    if (st == KILN_SUCCESS) {
-        plan->info.algo = plan->family->algo;
-        snprintf(plan->info.family, sizeof plan->info.family, "%s", plan->family->name);
-        st = plan->family->prepare(plan);
-    }
+    plan->algorithm = algorithm;
+    st = algorithm->prepare(plan);
     if (st != KILN_SUCCESS) {
         kiln_gemm_plan_destroy(plan);
         return st;
     }
-    kiln_log(KILN_LOG_INFO, "gemm %zux%zux%zu batch %zu: %s %s (%s; %s)", p.m, p.n, p.k, p.batch, plan->info.kernel,
-             plan->info.params, plan->info.reason, plan->info.profile);
+    kiln_log(KILN_LOG_INFO, "gemm %zux%zux%zu batch %zu: %s %s (%s; %s)", p.m, p.n, p.k, p.batch, plan->base.kernel,
+             plan->base.params, reason, plan->base.profile);
     *out = plan;
     return KILN_SUCCESS;
 }
@@ -252,7 +232,7 @@ kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc 
 
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event)
 {
-    return plan->family->execute(plan, args, event);
+    return plan->algorithm->execute(plan, args, event);
 }
 
 /* The buffer must hold the operand's footprint past its offset. */
@@ -277,7 +257,7 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
     KILN_CHECK_ARG(a);
     KILN_CHECK_ARG(b);
     KILN_CHECK_ARG(c);
-    if (a->ctx != plan->ctx || b->ctx != plan->ctx || c->ctx != plan->ctx)
+    if (a->ctx != plan->base.ctx || b->ctx != plan->base.ctx || c->ctx != plan->base.ctx)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: a buffer belongs to another context than the plan");
     if (c == a || c == b || c->handle == a->handle || c->handle == b->handle)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: C must not be the same buffer as A or B");
@@ -305,9 +285,7 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
 
     void *handle = NULL;
     st = kiln_gemm_run(plan, &args, event ? &handle : NULL);
-    if (st == KILN_SUCCESS && event)
-        st = kiln_event_new(plan->ctx->backend, handle, event);
-    return st;
+    return kiln_plan_event(&plan->base, st, handle, event);
 }
 
 kiln_status kiln_gemm_plan_describe(const kiln_gemm_plan *plan, kiln_gemm_plan_info *info)
@@ -315,17 +293,15 @@ kiln_status kiln_gemm_plan_describe(const kiln_gemm_plan *plan, kiln_gemm_plan_i
     kiln_error_clear();
     KILN_CHECK_ARG(plan);
     KILN_CHECK_ARG(info);
-    *info = plan->info;
+    KILN_PLAN_DESCRIBE(&plan->base, info, family);
     return KILN_SUCCESS;
 }
 
 void kiln_gemm_plan_destroy(kiln_gemm_plan *plan)
 {
-    if (!plan)
-        return;
-    for (int i = 0; i < 2; i++)
-        kiln_buffer_destroy(plan->workspace[i]);
-    free(plan);
+    if (plan && plan->algorithm && plan->algorithm->release)
+        plan->algorithm->release(plan);
+    kiln_plan_free(plan ? &plan->base : NULL);
 }
 
 kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, float alpha, const kiln_buffer *a,

@@ -12,6 +12,7 @@
 
 #include "core/context.h"
 #include "kiln/kiln.h"
+#include "ops/plan.h"
 #include "profiles/profile.h"
 #include "util/options.h"
 
@@ -45,30 +46,22 @@ struct kiln_gemm_args {
     int reuse_a, reuse_b; /* the workspace already holds this operand packed */
 };
 
-struct kiln_gemm_family;
-
 struct kiln_gemm_plan {
-    kiln_context *ctx;
+    struct kiln_plan base;
     struct kiln_gemm_problem p;
-    const struct kiln_gemm_family *family;
-    kiln_gemm_plan_info info;
-    struct kiln_kernel *kernels[3];
-    kiln_buffer *workspace[2];
-    size_t dims[3][3]; /* per-kernel launch geometry, family-defined */
-    size_t aux[2];     /* family-defined values fixed at planning */
+    const struct kiln_gemm_algorithm *algorithm;
+    size_t dims[3][3]; /* per-kernel launch geometry, algorithm-defined */
+    size_t aux[2];     /* algorithm-defined values fixed at planning */
 };
 
-/* A kernel family: prepare builds kernels and sizes the workspace (filling
-   info.kernel, info.params, info.workspace_bytes); execute queues the work
-   and, if asked, returns the backend event of its last launch. */
-struct kiln_gemm_family {
-    const char *name;
-    kiln_gemm_algo algo;
-    kiln_status (*prepare)(struct kiln_gemm_plan *plan);
-    kiln_status (*execute)(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
+/* A kernel family (the public API's "family"): prepare builds kernels and
+   sizes the workspace, filling base.kernel and base.params; execute queues
+   the work and, if asked, returns the backend event of its last launch. */
+struct kiln_gemm_algorithm {
+    KILN_ALGORITHM_ENTRY(struct kiln_gemm_plan, struct kiln_gemm_problem, struct kiln_gemm_args);
 };
 
-extern const struct kiln_gemm_family kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
+extern const struct kiln_gemm_algorithm kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
     kiln_gemm_smallm;
 
 /* A row-major GEMM plan with a fused epilogue, always on the CPU family
@@ -81,19 +74,16 @@ kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *arg
 
 /* The execute of the families whose one kernel reads A, B and C in place
    with gemm_f32_tiled.cl's arguments: kernels[0] over global size dims[0],
-   local size dims[1]. */
+   local size dims[1]. Its arguments, for kernels launched elsewhere (tests):
+   kiln_gemm_inplace_args. */
+void kiln_gemm_inplace_args(struct kiln_args *a, const struct kiln_gemm_problem *p, const struct kiln_gemm_args *x);
 kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
 
 /* The problem's compiler options: transposes, storage type and epilogue. */
 void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o);
 
-/* The plan's parameter set of `group` for its shape into *(const struct
-   kiln_param_<group> **)values, recorded in info.param_set; UNSUPPORTED if
-   it does not fit the device. */
+/* The plan's parameter set of `group` for its shape (kiln_plan_params). */
 kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values);
-
-/* Allocate workspace buffer `slot` of `bytes` (freed with the plan). */
-kiln_status kiln_gemm_workspace(struct kiln_gemm_plan *plan, int slot, size_t bytes);
 
 static inline size_t kiln_div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 

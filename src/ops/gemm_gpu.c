@@ -22,8 +22,8 @@ static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, cons
     struct kiln_options options = {0};
     kiln_gemm_options(plan, &options);
     kiln_profile_defines(&options, group, values);
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
-    snprintf(plan->info.params, sizeof plan->info.params, "tile %ldx%ld, work-group %ldx%ld", tm, tn, dm, dn);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", kernel);
+    snprintf(plan->base.params, sizeof plan->base.params, "tile %ldx%ld, work-group %ldx%ld", tm, tn, dm, dn);
     const struct kiln_gemm_problem *p = &plan->p;
     plan->dims[0][0] = kiln_div_up(p->n, (size_t)tn) * (size_t)dn;
     plan->dims[0][1] = kiln_div_up(p->m, (size_t)tm) * (size_t)dm;
@@ -31,9 +31,7 @@ static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, cons
     plan->dims[1][0] = (size_t)dn;
     plan->dims[1][1] = (size_t)dm;
     plan->dims[1][2] = 1;
-    kiln_status st = kiln_options_status(&options, "gemm");
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, source, kiln_options_text(&options), kernel, &plan->kernels[0]);
+    kiln_status st = kiln_plan_kernel(&plan->base, 0, source, &options, kernel);
     kiln_options_free(&options);
     return st;
 }
@@ -58,35 +56,35 @@ static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
                    d->mdimc, d->ndimc);
 }
 
-kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+void kiln_gemm_inplace_args(struct kiln_args *a, const struct kiln_gemm_problem *p, const struct kiln_gemm_args *x)
 {
-    const struct kiln_gemm_problem *p = &plan->p;
-    const int32_t m = (int32_t)p->m, n = (int32_t)p->n, k = (int32_t)p->k;
-    const int32_t lda = (int32_t)p->lda, ldb = (int32_t)p->ldb, ldc = (int32_t)p->ldc;
-    const uint64_t off_a = x->off_a, off_b = x->off_b, off_c = x->off_c;
-    const uint64_t stride_a = p->stride_a, stride_b = p->stride_b, stride_c = p->stride_c;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_SCALAR, sizeof m, &m},
-        {KILN_ARG_SCALAR, sizeof n, &n},
-        {KILN_ARG_SCALAR, sizeof k, &k},
-        {KILN_ARG_SCALAR, sizeof x->alpha, &x->alpha},
-        {KILN_ARG_SCALAR, sizeof x->beta, &x->beta},
-        {KILN_ARG_BUFFER, 0, x->a},
-        {KILN_ARG_SCALAR, sizeof off_a, &off_a},
-        {KILN_ARG_SCALAR, sizeof lda, &lda},
-        {KILN_ARG_SCALAR, sizeof stride_a, &stride_a},
-        {KILN_ARG_BUFFER, 0, x->b},
-        {KILN_ARG_SCALAR, sizeof off_b, &off_b},
-        {KILN_ARG_SCALAR, sizeof ldb, &ldb},
-        {KILN_ARG_SCALAR, sizeof stride_b, &stride_b},
-        {KILN_ARG_BUFFER, 0, x->c},
-        {KILN_ARG_SCALAR, sizeof off_c, &off_c},
-        {KILN_ARG_SCALAR, sizeof ldc, &ldc},
-        {KILN_ARG_SCALAR, sizeof stride_c, &stride_c},
-    };
-    return kiln_kernel_launch(plan->ctx, plan->kernels[0], args, 17, 3, plan->dims[0], plan->dims[1], 0, event);
+    kiln_args_int(a, (int32_t)p->m);
+    kiln_args_int(a, (int32_t)p->n);
+    kiln_args_int(a, (int32_t)p->k);
+    kiln_args_float(a, x->alpha);
+    kiln_args_float(a, x->beta);
+    kiln_args_buffer(a, x->a);
+    kiln_args_ulong(a, x->off_a);
+    kiln_args_int(a, (int32_t)p->lda);
+    kiln_args_ulong(a, p->stride_a);
+    kiln_args_buffer(a, x->b);
+    kiln_args_ulong(a, x->off_b);
+    kiln_args_int(a, (int32_t)p->ldb);
+    kiln_args_ulong(a, p->stride_b);
+    kiln_args_buffer(a, x->c);
+    kiln_args_ulong(a, x->off_c);
+    kiln_args_int(a, (int32_t)p->ldc);
+    kiln_args_ulong(a, p->stride_c);
 }
 
-const struct kiln_gemm_family kiln_gemm_tiled = {"tiled", KILN_GEMM_TILED, tiled_prepare, kiln_gemm_inplace_execute};
-const struct kiln_gemm_family kiln_gemm_direct = {"direct", KILN_GEMM_DIRECT, direct_prepare,
-                                                  kiln_gemm_inplace_execute};
+kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+{
+    struct kiln_args a = {0};
+    kiln_gemm_inplace_args(&a, &plan->p, x);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[0], &a, 3, plan->dims[0], plan->dims[1], 0, event);
+}
+
+const struct kiln_gemm_algorithm kiln_gemm_tiled = {"tiled",       KILN_GEMM_TILED,           NULL,
+                                                    tiled_prepare, kiln_gemm_inplace_execute, NULL};
+const struct kiln_gemm_algorithm kiln_gemm_direct = {"direct",       KILN_GEMM_DIRECT,          NULL,
+                                                     direct_prepare, kiln_gemm_inplace_execute, NULL};

@@ -36,18 +36,16 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
     kiln_profile_defines(&options, KILN_GROUP_gemm_smallm, sm);
     kiln_options_add(&options, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
     const char *kernel = p->trans_b ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy";
-    snprintf(plan->info.kernel, sizeof plan->info.kernel, "%s", kernel);
-    snprintf(plan->info.params, sizeof plan->info.params, "MB=%zu NB=%zu VW=%ld", mb, nb, vw);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", kernel);
+    snprintf(plan->base.params, sizeof plan->base.params, "MB=%zu NB=%zu VW=%ld", mb, nb, vw);
     plan->dims[0][0] = kiln_div_up(p->n, p->trans_b ? nb : nb * (size_t)vw);
     plan->dims[0][1] = 1;
     plan->dims[0][2] = p->batch;
     plan->dims[1][0] = plan->dims[1][1] = plan->dims[1][2] = 1;
-    st = kiln_options_status(&options, "gemm");
-    if (st == KILN_SUCCESS)
-        st = kiln_kernel_get(plan->ctx, SOURCE, kiln_options_text(&options), kernel, &plan->kernels[0]);
+    st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, kernel);
     kiln_options_free(&options);
     return st;
 }
 
-const struct kiln_gemm_family kiln_gemm_smallm = {"smallm", KILN_GEMM_SMALLM, smallm_prepare,
-                                                  kiln_gemm_inplace_execute};
+const struct kiln_gemm_algorithm kiln_gemm_smallm = {"smallm",       KILN_GEMM_SMALLM,          NULL,
+                                                     smallm_prepare, kiln_gemm_inplace_execute, NULL};

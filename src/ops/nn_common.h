@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "core/context.h"
+#include "jit/args.h"
 
 /* *out = a * b * c * d; 0 if the product overflows size_t (*out is then
    SIZE_MAX), 1 otherwise. */
@@ -56,6 +57,6 @@ static inline size_t kiln_pow2_ceil(size_t n)
    `event` is not NULL wrap the launch's event into *event. Nothing is queued
    when the build fails. */
 kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *name, const char *defines,
-                           const struct kiln_arg *args, unsigned nargs, size_t items, kiln_event **event);
+                           const struct kiln_args *args, size_t items, kiln_event **event);
 
 #endif /* KILN_OPS_NN_COMMON_H */

@@ -122,15 +122,13 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
                      rows.th, rows.tiles_p);
     if (strcmp(kernel, "nn_pool2d_nchw") == 0)
         kiln_row_tiling_options(&rows, &defines);
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, x->handle},
-        {KILN_ARG_BUFFER, 0, y->handle},
-        {KILN_ARG_SCALAR, sizeof items, &items},
-    };
+    struct kiln_args args = {0};
+    kiln_args_buffer(&args, x->handle);
+    kiln_args_buffer(&args, y->handle);
+    kiln_args_ulong(&args, items);
     st = kiln_options_status(&defines, __func__);
     if (st == KILN_SUCCESS)
-        st = kiln_nn_launch(ctx, "nn/pool", kernel, kiln_options_text(&defines), args, sizeof args / sizeof *args,
-                            items, event);
+        st = kiln_nn_launch(ctx, "nn/pool", kernel, kiln_options_text(&defines), &args, items, event);
     kiln_options_free(&defines);
     return st;
 }

@@ -23,13 +23,11 @@ kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inn
         st = kiln_tensor_check(__func__, "y", ctx, y, count, sizeof(float));
     if (st != KILN_SUCCESS)
         return st;
-    const uint64_t columns64 = columns, dim64 = dim, inner64 = inner;
-    const struct kiln_arg args[] = {
-        {KILN_ARG_BUFFER, 0, x->handle},
-        {KILN_ARG_BUFFER, 0, y->handle},
-        {KILN_ARG_SCALAR, sizeof columns64, &columns64},
-        {KILN_ARG_SCALAR, sizeof dim64, &dim64},
-        {KILN_ARG_SCALAR, sizeof inner64, &inner64},
-    };
-    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", "", args, 5, columns, event);
+    struct kiln_args args = {0};
+    kiln_args_buffer(&args, x->handle);
+    kiln_args_buffer(&args, y->handle);
+    kiln_args_ulong(&args, columns);
+    kiln_args_ulong(&args, dim);
+    kiln_args_ulong(&args, inner);
+    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", "", &args, columns, event);
 }
