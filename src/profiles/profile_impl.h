@@ -70,12 +70,17 @@ kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, 
                                struct kiln_profile **out, char *why);
 void kiln_profile_free(struct kiln_profile *p); /* and the profile it replaced */
 
+/* Parse the JSON text of an overlay (the keys "device", "select" and
+   "kernels" of a profile file) into a profile without name, parent or match
+   rules; INVALID_PROFILE with `why`, or OUT_OF_MEMORY. */
+kiln_status kiln_profile_parse_overlay(const char *text, struct kiln_profile **out, char *why);
+
 /* Fill p's inherited values from its resolved `parent` (NULL for a root) and
    check every parameter set. Returns 0, or -1 with `why`; OUT_OF_MEMORY is
    reported as -2. */
 int kiln_profile_inherit(struct kiln_profile *p, const struct kiln_profile *parent, char *why);
 
-/* "cpu", "gpu", "accelerator", "other" (profile_match.c). */
+/* "cpu", "gpu", "accelerator", "other" (profile_parse.c). */
 const char *kiln_profile_type_name(kiln_device_type type);
 
 #endif /* KILN_PROFILE_IMPL_H */

@@ -16,21 +16,6 @@
 #define VENDOR_SCORE 2
 #define TYPE_SCORE 1
 
-const char *kiln_profile_type_name(kiln_device_type type)
-{
-    switch (type) {
-    case KILN_DEVICE_CPU:
-        return "cpu";
-    case KILN_DEVICE_GPU:
-        return "gpu";
-    case KILN_DEVICE_ACCELERATOR:
-        return "accelerator";
-    case KILN_DEVICE_OTHER:
-        break;
-    }
-    return "other";
-}
-
 static void lower(char *dst, size_t size, const char *src)
 {
     size_t n = 0;

@@ -11,6 +11,21 @@
 
 #include "core/diag.h"
 
+const char *kiln_profile_type_name(kiln_device_type type)
+{
+    switch (type) {
+    case KILN_DEVICE_CPU:
+        return "cpu";
+    case KILN_DEVICE_GPU:
+        return "gpu";
+    case KILN_DEVICE_ACCELERATOR:
+        return "accelerator";
+    case KILN_DEVICE_OTHER:
+        break;
+    }
+    return "other";
+}
+
 static void str_list_free(struct kiln_str_list *l)
 {
     for (size_t i = 0; i < l->count; i++)
@@ -394,40 +409,28 @@ kiln_status kiln_profile_parse(const char *text, size_t size, const char *path, 
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_profile_derive(const struct kiln_profile *parent, const char *overlay, struct kiln_profile **out)
+kiln_status kiln_profile_parse_overlay(const char *text, struct kiln_profile **out, char *why)
 {
-    if (!parent || !overlay || !out)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile overlay: NULL argument");
-    char why[KILN_PROFILE_WHY_SIZE] = "";
-    cJSON *root = parse_json(overlay, strlen(overlay), why);
+    cJSON *root = parse_json(text, strlen(text), why);
     if (!root)
-        return kiln_error(KILN_ERROR_INVALID_PROFILE, "profile overlay: %s", why);
+        return KILN_ERROR_INVALID_PROFILE;
     struct kiln_profile *p = calloc(1, sizeof *p);
     kiln_status st = p ? KILN_SUCCESS : KILN_ERROR_OUT_OF_MEMORY;
     for (const cJSON *item = root->child; st == KILN_SUCCESS && cJSON_IsObject(root) && item; item = item->next)
         if (strcmp(item->string, "device") != 0 && strcmp(item->string, "select") != 0 &&
             strcmp(item->string, "kernels") != 0) {
-            snprintf(why, sizeof why, "unknown key '%s' (an overlay holds \"device\", \"select\" and \"kernels\")",
-                     item->string);
+            snprintf(why, KILN_PROFILE_WHY_SIZE,
+                     "unknown key '%s' (an overlay holds \"device\", \"select\" and \"kernels\")", item->string);
             st = KILN_ERROR_INVALID_PROFILE;
         }
     if (st == KILN_SUCCESS)
         st = parse_fields(root, p, why);
     cJSON_Delete(root);
-    if (st == KILN_SUCCESS) {
-        snprintf(p->name, sizeof p->name, "%.*s+overlay", KILN_PROFILE_NAME_MAX - 9, parent->name);
-        snprintf(p->parent, sizeof p->parent, "%s", parent->name);
-        p->has_match = parent->has_match;
+    if (st == KILN_SUCCESS)
         st = finish(p, "overlay", why);
-    }
-    if (st == KILN_SUCCESS) {
-        int r = kiln_profile_inherit(p, parent, why);
-        st = r == 0 ? KILN_SUCCESS : r == -1 ? KILN_ERROR_INVALID_PROFILE : KILN_ERROR_OUT_OF_MEMORY;
-    }
     if (st != KILN_SUCCESS) {
         kiln_profile_free(p);
-        return st == KILN_ERROR_INVALID_PROFILE ? kiln_error(st, "profile overlay: %s", why)
-                                                : kiln_error(st, "profile overlay: out of memory");
+        return st;
     }
     *out = p;
     return KILN_SUCCESS;
