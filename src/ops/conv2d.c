@@ -5,6 +5,7 @@
  */
 #include "ops/conv2d.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 
 #include "core/diag.h"
+#include "ops/find.h"
 #include "profiles/profile.h"
 
 void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_tensor_layout layout, size_t n, size_t c, size_t h, size_t w,
@@ -252,6 +254,95 @@ kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape 
     return KILN_SUCCESS;
 }
 
+/* Benchmark mode (src/ops/find.h): the key names the device and driver,
+   the kernel sources and profile parameters, and the shape with its
+   epilogue; each applicable algorithm is timed on scratch tensors. */
+static void find_key(const kiln_context *ctx, const struct kiln_conv_shape *s, char *key, size_t size)
+{
+    const kiln_conv2d_desc *d = &s->d;
+    snprintf(key, size,
+             "conv-find 2\ndevice=%s\nversion=%s\ndriver=%s\nprofile=%s\ncode=%016" PRIx64
+             "\nshape=%d %d %zu %zu %zu %zu %zu %zu %zu s%zu,%zu p%zu,%zu,%zu,%zu d%zu,%zu g%zu\n"
+             "epilogue=bias%d z%d act%d pool%d\n",
+             ctx->desc.name, ctx->desc.device_version, ctx->desc.driver_version, kiln_profile_name(ctx->profile),
+             kiln_find_code_hash(ctx), (int)d->layout, (int)d->dtype, d->n, d->c, d->h, d->w, d->k, d->r, d->s,
+             d->stride_h, d->stride_w, d->pad_top, d->pad_bottom, d->pad_left, d->pad_right, d->dilation_h,
+             d->dilation_w, d->groups, d->has_bias != 0, d->beta != 0.0f, (int)d->activation, d->fused_maxpool != 0);
+}
+
+struct find_state {
+    kiln_context *ctx;
+    const struct kiln_conv_shape *s;
+    kiln_buffer *t[5]; /* scratch x, w, bias, z, y */
+    kiln_conv2d_plan *plan;
+};
+
+static int find_applies(void *cookie, size_t i)
+{
+    const struct find_state *f = cookie;
+    return !algorithms[i]->unsupported(f->s);
+}
+
+static kiln_status find_run(void *cookie)
+{
+    const struct find_state *f = cookie;
+    return kiln_conv2d_plan_execute(f->plan, f->t[0], f->t[1], f->t[2], f->t[3], f->t[4], NULL);
+}
+
+static kiln_status find_time(void *cookie, size_t i, double *ms, int *built)
+{
+    struct find_state *f = cookie;
+    *built = kiln_conv_plan_with(f->ctx, f->s, algorithms[i], "find", &f->plan) == KILN_SUCCESS;
+    if (!*built)
+        return KILN_SUCCESS;
+    kiln_status st = kiln_find_median(f->ctx, find_run, f, ms);
+    kiln_conv2d_plan_destroy(f->plan);
+    f->plan = NULL;
+    return st;
+}
+
+/* Scratch x, w, bias, z, y for timing, filled with small values. */
+static kiln_status find_scratch(struct find_state *f)
+{
+    const struct kiln_conv_shape *s = f->s;
+    const kiln_conv2d_desc *d = &s->d;
+    size_t elem = d->dtype == KILN_F16 ? 2 : 4;
+    size_t counts[5] = {d->n * d->c * d->h * d->w, d->k * s->cg * d->r * d->s, d->has_bias ? d->k : 0,
+                        d->beta != 0.0f ? d->n * d->k * s->p * s->q : 0, d->n * d->k * s->yh * s->yw};
+    for (int i = 0; i < 5; i++) {
+        if (!counts[i])
+            continue;
+        size_t bytes = counts[i] * (i == 2 ? sizeof(float) : elem);
+        kiln_status st = kiln_buffer_create(f->ctx, bytes, &f->t[i]);
+        if (st == KILN_SUCCESS)
+            st = kiln_buffer_fill_f32(f->t[i], 0, bytes / sizeof(float), 0.0078125f);
+        if (st != KILN_SUCCESS)
+            return st;
+    }
+    return KILN_SUCCESS;
+}
+
+static kiln_status find_algorithm(kiln_context *ctx, const struct kiln_conv_shape *s,
+                                  const struct kiln_conv_algorithm **pick, char *reason, size_t reason_size)
+{
+    const char *names[ALGORITHM_COUNT];
+    for (size_t i = 0; i < ALGORITHM_COUNT; i++)
+        names[i] = algorithms[i]->name;
+    struct find_state f = {ctx, s, {0}, NULL};
+    const struct kiln_find_candidates c = {names, ALGORITHM_COUNT, find_applies, find_time, &f};
+    char key[1024];
+    find_key(ctx, s, key, sizeof key);
+    size_t i = 0;
+    kiln_status st = find_scratch(&f);
+    if (st == KILN_SUCCESS)
+        st = kiln_find(ctx, key, &c, &i, reason, reason_size);
+    for (int b = 0; b < 5; b++)
+        kiln_buffer_destroy(f.t[b]);
+    if (st == KILN_SUCCESS)
+        *pick = algorithms[i];
+    return st;
+}
+
 kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *desc, kiln_conv2d_plan **out)
 {
     kiln_error_clear();
@@ -272,8 +363,7 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
         const char *env = getenv("KILN_FIND");
         int find = desc->find || (env && atoi(env) > 0);
         algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
-        if (find && (st = kiln_conv_find(ctx, &s, algorithms, ALGORITHM_COUNT, &algorithm, reason, sizeof reason)) !=
-                        KILN_SUCCESS)
+        if (find && (st = find_algorithm(ctx, &s, &algorithm, reason, sizeof reason)) != KILN_SUCCESS)
             return st;
     }
     st = kiln_conv_plan_with(ctx, &s, algorithm, reason, out);

@@ -60,15 +60,6 @@ kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape 
                                 const struct kiln_conv_algorithm *algorithm, const char *reason,
                                 kiln_conv2d_plan **out);
 
-/* Benchmark mode: time every applicable algorithm of `algorithms` once for
-   this shape and device and set *pick to the fastest; the choice is kept in
-   the context and in the find database beside the program cache, keyed by
-   device, driver, profile parameters, kernel sources and shape, so a later
-   process (or a changed kernel or profile) needs no (or a new) search. */
-kiln_status kiln_conv_find(kiln_context *ctx, const struct kiln_conv_shape *s,
-                           const struct kiln_conv_algorithm *const *algorithms, size_t count,
-                           const struct kiln_conv_algorithm **pick, char *reason, size_t reason_size);
-
 /* Whether the weights in `w` must be packed (again) for this execution; with
    constant_weights, only the first time a given buffer is seen. Records `w`. */
 int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w);
