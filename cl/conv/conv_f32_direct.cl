@@ -82,29 +82,29 @@
 #define IR ((TH - 1) * SH + (FR - 1) * DH + 1)
 
 /* The activation, on every lane at once. */
-KILN_ACTIVATION_FUNCTION(vec, activate)
+KILN_ACTIVATION_FUNCTION(VEC, activate)
 
 #if !KILN_NHWC
 
 #define KT KILN_DIRECT_KT
 
 /* Lane-wise 2x2 max pool of rows a and b into `out` (VW / 2 values). */
-INLINE void pool_pairs(vec a, vec b, float *out)
+INLINE void pool_pairs(VEC a, VEC b, float *out)
 {
     float t[VW];
-    VTO(fmax(a, b), t);
+    VSTORE(fmax(a, b), 0, t);
 #pragma unroll
     for (int l = 0; l < VW / 2; l++)
         out[l] = fmax(t[2 * l], t[2 * l + 1]);
 }
 
 /* Add input channel xc's contribution (weights wk) to the tile. */
-INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const vec wk[KT][FR][FS], int row0, int col0,
+INLINE void nchw_channel(VEC acc[KT][TH], __global const KILN_STORAGE *xc, const VEC wk[KT][FR][FS], int row0, int col0,
                          bool interior)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
-        vec xv[FS];
+        VEC xv[FS];
         if (!footprint_row(xv, xc, row0, i, col0, interior, 0.0f))
             continue;
 #pragma unroll
@@ -123,11 +123,11 @@ INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const
 
 /* The tile's sums over the CG input channels from c0 of filters k0.. of
    image n. */
-INLINE void nchw_tile(vec acc[KT][TH], __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, int n, int k0,
+INLINE void nchw_tile(VEC acc[KT][TH], __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, int n, int k0,
                       int c0, int row0, int col0, bool interior)
 {
     for (int c = 0; c < CG; c++) {
-        vec wk[KT][FR][FS];
+        VEC wk[KT][FR][FS];
 #pragma unroll
         for (int kt = 0; kt < KT; kt++)
 #pragma unroll
@@ -157,7 +157,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
     const int row0 = p0 * SH - PT;
     const int c0 = k0 / KG * CG;
 
-    vec acc[KT][TH];
+    VEC acc[KT][TH];
 #pragma unroll
     for (int kt = 0; kt < KT; kt++)
 #pragma unroll
@@ -169,7 +169,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
         const size_t plane = (size_t)n * K + k0 + kt;
-        vec v[TH];
+        VEC v[TH];
 #pragma unroll
         for (int t = 0; t < TH; t++) {
             v[t] = alpha * acc[kt][t];
@@ -177,13 +177,13 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
             if (p0 + t < P) {
                 __global const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
 #if QE >= VW
-                const vec zv = VLOAD_S(zrow + q0);
+                const VEC zv = VLOADU_S(zrow + q0);
 #elif TILES_P == 1
-                const vec zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
+                const VEC zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
 #else
-                const vec zv = load_span(zrow, 0, 1, Q, false, 0.0f);
+                const VEC zv = load_span(zrow, 0, 1, Q, false, 0.0f);
 #endif
-                v[t] = fma((vec)(beta), zv, v[t]);
+                v[t] = fma((VEC)(beta), zv, v[t]);
             }
 #endif
 #if KILN_HAS_BIAS
@@ -221,7 +221,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 
 /* Add one footprint pixel's value xv (input row i, column j of the tile) to
    the outputs it reaches through weights wv. */
-INLINE void nhwc_pixel(vec acc[TH][TQ], const vec wv[FR][FS], vec xv, int i, int j)
+INLINE void nhwc_pixel(VEC acc[TH][TQ], const VEC wv[FR][FS], VEC xv, int i, int j)
 {
 #pragma unroll
     for (int r = 0; r < FR; r++) {
@@ -242,7 +242,7 @@ INLINE void nhwc_pixel(vec acc[TH][TQ], const vec wv[FR][FS], vec xv, int i, int
    values (broadcast unless `vector`) through weights wv. row0 and col0 are
    the footprint's first row and column; x points at the tile's image and
    channel. */
-INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const KILN_STORAGE *x, int row0, int col0,
+INLINE void nhwc_channel(VEC acc[TH][TQ], const VEC wv[FR][FS], __global const KILN_STORAGE *x, int row0, int col0,
                          bool vector)
 {
 #pragma unroll
@@ -255,7 +255,7 @@ INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const K
         for (int j = 0; j < IC; j++) {
             const int iw = col0 + j;
             if ((uint)iw < (uint)W)
-                nhwc_pixel(acc, wv, vector ? VLOAD_S(row + iw * C) : (vec)(KILN_LOAD(row, iw * C)), i, j);
+                nhwc_pixel(acc, wv, vector ? VLOADU_S(row + iw * C) : (VEC)(KILN_LOAD(row, iw * C)), i, j);
         }
     }
 }
@@ -285,14 +285,14 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
                 __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
                 const float beta, const float slope)
 {
-    vec acc[TH][TQ];
+    VEC acc[TH][TQ];
 #pragma unroll
     for (int t = 0; t < TH; t++)
 #pragma unroll
         for (int u = 0; u < TQ; u++)
             acc[t][u] = 0.0f;
     int n, p0, q0;
-    vec wv[FR][FS];
+    VEC wv[FR][FS];
 #if KILN_DIRECT_DEPTHWISE
     const int id = get_global_id(0);
     if (id >= tiles)
@@ -308,7 +308,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
             for (int l = 0; l < VW; l++)
                 t[l] = KILN_LOAD(w, (size_t)(k0 + l) * (FR * FS) + r * FS + s);
-            wv[r][s] = VFROM(t);
+            wv[r][s] = VLOAD(0, t);
         }
     nhwc_channel(acc, wv, x + (size_t)n * H * W * C + k0, p0 * SH - PT, q0 * SW - PL, true);
 #else
@@ -334,7 +334,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
             for (int r = 0; r < FR; r++)
 #pragma unroll
                 for (int s = 0; s < FS; s++)
-                    wv[r][s] = VFROM(wl[c][r * FS + s]);
+                    wv[r][s] = VLOAD(0, wl[c][r * FS + s]);
             nhwc_channel(acc, wv, xc + c, p0 * SH - PT, q0 * SW - PL, false);
         }
     }
@@ -345,16 +345,16 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #endif
 
 #if KILN_HAS_BIAS
-    const vec b = VFROM(bias + k0);
+    const VEC b = VLOAD(0, bias + k0);
 #endif
 #pragma unroll
     for (int t = 0; t < TH; t++)
 #pragma unroll
         for (int u = 0; u < TQ; u++) {
-            vec v = alpha * acc[t][u];
+            VEC v = alpha * acc[t][u];
 #if KILN_HAS_Z
             if (p0 + t < P && q0 + u < Q)
-                v = fma((vec)(beta), VLOAD_S(z + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0), v);
+                v = fma((VEC)(beta), VLOADU_S(z + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0), v);
 #endif
 #if KILN_HAS_BIAS
             v += b;
@@ -368,7 +368,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
         for (int u = 0; u < TQ; u += 2) {
             const int py = (p0 + t) / 2, px = (q0 + u) / 2;
             if (py < YH && px < YW)
-                VSTORE_S(fmax(fmax(acc[t][u], acc[t][u + 1]), fmax(acc[t + 1][u], acc[t + 1][u + 1])),
+                VSTOREU_S(fmax(fmax(acc[t][u], acc[t][u + 1]), fmax(acc[t + 1][u], acc[t + 1][u + 1])),
                          y + (((size_t)n * YH + py) * YW + px) * K + k0);
         }
 #else
@@ -377,7 +377,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
         for (int u = 0; u < TQ; u++)
             if (p0 + t < P && q0 + u < Q)
-                VSTORE_S(acc[t][u], y + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0);
+                VSTOREU_S(acc[t][u], y + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0);
 #endif
 }
 

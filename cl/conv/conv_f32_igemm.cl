@@ -80,7 +80,7 @@ inline void copy_row(__local float *dst, const __global KILN_STORAGE *src, int l
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
-__kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, const float slope,
+__kernel void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                              __global const KILN_STORAGE *x, __global const float *wp, __global const float *bias,
                              __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int block_panels,
                              __local float *panel)

@@ -72,7 +72,7 @@
 
 /* clang-format off */
 __kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
-void conv_f32_igemm_tiled(SHAPE_ARGS, const float alpha, const float beta, const float slope,
+void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                           __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
                           __global const KILN_STORAGE *z, __global KILN_STORAGE *y)
 /* clang-format on */

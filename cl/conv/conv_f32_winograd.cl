@@ -194,14 +194,7 @@ LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
 #define GATHER(PHASE, a) (VEC)(PHASE(a[0]), PHASE(a[1]), PHASE(a[2]), PHASE(a[3]))
 #endif
 
-/* Two vectors' worth, for the interleaving stores. */
-#if VW == 2
-#define VW2 4
-#elif VW == 4
-#define VW2 8
-#else
-#define VW2 16
-#endif
+/* Two vectors' worth (VW2, common/vector.h), for the interleaving stores. */
 #define VEC2 CAT(float, VW2)
 #define VSTORE2 CAT(vstore, VW2)
 #if KILN_F16
@@ -308,7 +301,7 @@ inline void store_row(const VEC *y, __global KILN_STORAGE *row, int col0, int li
 /* Kernels                                                                  */
 /* ------------------------------------------------------------------------ */
 
-#define SHAPE_ARGS                                                                                                     \
+#define WINO_SHAPE_ARGS                                                                                                \
     const int N, const int C, const int H, const int W, const int K, const int P, const int Q, const int pad_top,      \
         const int pad_left, const int TH, const int TW
 
@@ -371,7 +364,7 @@ inline void input_columns(VEC rows[WA][WA], __global float *v, size_t plane, siz
  * time; the last VW overlap the ones before (unless the row has fewer), so
  * every store is a whole vector.
  */
-__kernel void KERNEL(_in)(SHAPE_ARGS, __global const KILN_STORAGE *x, __global float *v, const ulong plane)
+__kernel void KERNEL(_in)(WINO_SHAPE_ARGS, __global const KILN_STORAGE *x, __global float *v, const ulong plane)
 {
     VEC rows[WA][WA];
 #if KILN_NHWC
@@ -493,9 +486,9 @@ inline void pool_tile(VEC e[WM][WM], VEC out[SIDE][SIDE])
  * reaching past P or Q are not stored, and the residual is read only inside
  * P x Q.
  */
-__kernel void KERNEL(_out)(SHAPE_ARGS, const float alpha, const float beta, const float slope, __global const float *m,
-                           const ulong plane, __global const float *bias, __global const KILN_STORAGE *z,
-                           __global KILN_STORAGE *y)
+__kernel void KERNEL(_out)(WINO_SHAPE_ARGS, const float alpha, const float beta, const float slope,
+                           __global const float *m, const ulong plane, __global const float *bias,
+                           __global const KILN_STORAGE *z, __global KILN_STORAGE *y)
 {
     const int T = N * TH * TW;
     const int YH = KILN_POOL ? P / 2 : P, YW = KILN_POOL ? Q / 2 : Q;
