@@ -27,16 +27,16 @@
  * Edges, beta == 0 and alpha == 0 are handled as in gemm_f32_tiled.
  */
 #define GEMM_KERNEL gemm_f32_direct
-#define GEMM_MWG KILN_GEMM_WGD
-#define GEMM_NWG KILN_GEMM_WGD
-#define GEMM_KWG KILN_GEMM_WGD
-#define GEMM_MDIMC KILN_GEMM_MDIMCD
-#define GEMM_NDIMC KILN_GEMM_NDIMCD
+#define LTILE_MWG KILN_GEMM_WGD
+#define LTILE_NWG KILN_GEMM_WGD
+#define LTILE_KWG KILN_GEMM_WGD
+#define LTILE_MDIMC KILN_GEMM_MDIMCD
+#define LTILE_NDIMC KILN_GEMM_NDIMCD
+#define LTILE_KWI KILN_GEMM_KWID
+#define LTILE_VWM KILN_GEMM_VWMD
+#define LTILE_VWN KILN_GEMM_VWND
+#define LTILE_SA 1
+#define LTILE_SB 1
 #define GEMM_MDIMA KILN_GEMM_MDIMCD
 #define GEMM_NDIMB KILN_GEMM_NDIMCD
-#define GEMM_KWI KILN_GEMM_KWID
-#define GEMM_VWM KILN_GEMM_VWMD
-#define GEMM_VWN KILN_GEMM_VWND
-#define GEMM_SA 1
-#define GEMM_SB 1
 #include "gemm/gemm_f32_tiled.cl"
