@@ -31,6 +31,7 @@
 #ifndef KILN_CL_LOCAL_TILE_H
 #define KILN_CL_LOCAL_TILE_H
 
+#include "common/portability.h"
 #include "common/storage.h"
 
 #if LTILE_MWG % (LTILE_MDIMC * LTILE_VWM) || LTILE_NWG % (LTILE_NDIMC * LTILE_VWN) || LTILE_KWG % LTILE_KWI
@@ -69,14 +70,14 @@ inline void ltile_zero(float acc[LTILE_MWI][LTILE_NWI])
 
 /* The register fragments of step row k, read from the staged tiles as
    vectors: a[mi] = A(LTILE_ROW(mi, im), k), b[ni] = B(k, LTILE_COL(ni, in)). */
-inline void ltile_a_fragment(float a[LTILE_MWI], __local const float *als, const int k, const int im)
+inline void ltile_a_fragment(float a[LTILE_MWI], KILN_LOCAL const float *als, const int k, const int im)
 {
 #pragma unroll
     for (int mv = 0; mv < LTILE_MWI / LTILE_VWM; mv++)
         LTILE_COPY(LTILE_VWM, als + LTILE_A_AT((mv * LTILE_MDIMC + im) * LTILE_VWM, k), a + mv * LTILE_VWM);
 }
 
-inline void ltile_b_fragment(float b[LTILE_NWI], __local const float *bls, const int k, const int in)
+inline void ltile_b_fragment(float b[LTILE_NWI], KILN_LOCAL const float *bls, const int k, const int in)
 {
 #pragma unroll
     for (int nv = 0; nv < LTILE_NWI / LTILE_VWN; nv++)
@@ -87,7 +88,7 @@ inline void ltile_b_fragment(float b[LTILE_NWI], __local const float *bls, const
    staged tiles is handed to all; after the multiply, the tiles are released
    to the next step's staging. No barrier when nothing is staged. */
 #if LTILE_SA || LTILE_SB
-#define LTILE_SYNC() barrier(CLK_LOCAL_MEM_FENCE)
+#define LTILE_SYNC() KILN_BARRIER_LOCAL()
 #else
 #define LTILE_SYNC() ((void)0)
 #endif

@@ -10,7 +10,7 @@
  *                   the same for a storage array (fp16 converted on the
  *                   way).
  *   VLOADU_S(p), VSTOREU_S(v, p)
- *                   VW storage values at a __global pointer of any alignment
+ *                   VW storage values at a global pointer of any alignment
  *                   as one unaligned move (KILN_VLOADN, common/storage.h),
  *                   where POCL splits an unaligned VLOAD_S into pieces.
  *   VW2             2 * VW as a literal, for VW 2, 4 and 8 (for pasting

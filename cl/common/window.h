@@ -65,7 +65,7 @@
 /* p[col], p[col + step], ... for VW lanes. Unless `full` (every lane inside
    [0, limit)), a lane outside reads `fill`. step and full are constants at
    every call, so the branches fold. */
-INLINE VEC load_span(__global const KILN_STORAGE *p, int col, int step, int limit, bool full, float fill)
+INLINE VEC load_span(KILN_GLOBAL const KILN_STORAGE *p, int col, int step, int limit, bool full, float fill)
 {
     if (full && step == 1)
         return VLOADU_S(p + col);
@@ -121,7 +121,7 @@ INLINE VEC shift_lanes(VEC v, int k)
    lo, hi - VW * step), where row[lo..hi) may be read, then (stride 2) its
    even or odd elements, a lane shift and a mask, which fold into one or two
    shuffles when the arguments are constants; otherwise lane by lane. */
-INLINE VEC clamped_load(__global const KILN_STORAGE *row, int start, int step, int width, int lo, int hi, float fill)
+INLINE VEC clamped_load(KILN_GLOBAL const KILN_STORAGE *row, int start, int step, int width, int lo, int hi, float fill)
 {
 #if VW > 1
     if (step <= 2 && hi - lo >= VW * step) {
@@ -149,7 +149,7 @@ INLINE VEC clamped_load(__global const KILN_STORAGE *row, int start, int step, i
 /* Columns start, start + SW, ... of `row`, row ih of its plane, `fill`
    outside the row: one load clamped into the row, or into the plane when
    its rows are narrower than a load and known at compile time. */
-INLINE VEC row_load(__global const KILN_STORAGE *row, int ih, int start, float fill)
+INLINE VEC row_load(KILN_GLOBAL const KILN_STORAGE *row, int ih, int start, float fill)
 {
 #if TILES_P == 1 && W < VW * SW
     return clamped_load(row, start, SW, W, -ih * W, (H - ih) * W, fill);
@@ -165,7 +165,7 @@ INLINE VEC row_load(__global const KILN_STORAGE *row, int ih, int start, float f
    and shift the further taps out of those, taking the columns past them
    from memory; otherwise one load per tap. The including kernel defines FS
    and DL. */
-INLINE void row_taps(VEC taps[FS], __global const KILN_STORAGE *row, int ih, int col0, bool interior, float fill)
+INLINE void row_taps(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *row, int ih, int col0, bool interior, float fill)
 {
 #if VW > 1 && SW == 2 && DL == 1
     if (interior) {
@@ -194,7 +194,7 @@ INLINE void row_taps(VEC taps[FS], __global const KILN_STORAGE *row, int ih, int
    of the plane at xc; false, loading nothing, when that row is outside the
    image. The row's offset is row0 * W as a long plus the constant i * W,
    which the compiler folds into the loads' addresses. */
-INLINE bool footprint_row(VEC taps[FS], __global const KILN_STORAGE *xc, int row0, int i, int col0, bool interior,
+INLINE bool footprint_row(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *xc, int row0, int i, int col0, bool interior,
                           float fill)
 {
     if (i < -row0 || i >= H - row0)
@@ -228,9 +228,9 @@ INLINE bool footprint_row(VEC taps[FS], __global const KILN_STORAGE *xc, int row
    also one store if the lanes past the row land in later rows of this tile
    (stored after it), and for the plane's last rows one vector ending at the
    plane's end made of their values; otherwise lane by lane. */
-INLINE void store_row(const VEC v[TH], int t, int p0, int q0, __global KILN_STORAGE *plane)
+INLINE void store_row(const VEC v[TH], int t, int p0, int q0, KILN_GLOBAL KILN_STORAGE *plane)
 {
-    __global KILN_STORAGE *out = plane + (p0 + t) * Q + q0;
+    KILN_GLOBAL KILN_STORAGE *out = plane + (p0 + t) * Q + q0;
     if (QE >= VW || t * Q + VW <= min(TH, P - p0) * Q) {
         VSTOREU_S(v[t], out);
         return;

@@ -38,6 +38,7 @@
  * the layout.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "common/storage.h"
 
 /* The filter, its strides and dilations. */
@@ -99,8 +100,8 @@ INLINE void pool_pairs(VEC a, VEC b, float *out)
 }
 
 /* Add input channel xc's contribution (weights wk) to the tile. */
-INLINE void nchw_channel(VEC acc[KT][TH], __global const KILN_STORAGE *xc, const VEC wk[KT][FR][FS], int row0, int col0,
-                         bool interior)
+INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, const VEC wk[KT][FR][FS], int row0,
+                         int col0, bool interior)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
@@ -123,8 +124,8 @@ INLINE void nchw_channel(VEC acc[KT][TH], __global const KILN_STORAGE *xc, const
 
 /* The tile's sums over the CG input channels from c0 of filters k0.. of
    image n. */
-INLINE void nchw_tile(VEC acc[KT][TH], __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, int n, int k0,
-                      int c0, int row0, int col0, bool interior)
+INLINE void nchw_tile(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w, int n,
+                      int k0, int c0, int row0, int col0, bool interior)
 {
     for (int c = 0; c < CG; c++) {
         VEC wk[KT][FR][FS];
@@ -140,12 +141,12 @@ INLINE void nchw_tile(VEC acc[KT][TH], __global const KILN_STORAGE *x, __global 
 }
 
 /* Tile index = ((n * KBLOCKS + kb) * TILES_P + tp) * TILES_Q + tq. */
-__kernel __attribute__((reqd_work_group_size(KILN_DIRECT_WG, 1, 1))) void
-conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
-                const float beta, const float slope)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
+void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
+                     KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
+                     const int tiles, const float alpha, const float beta, const float slope)
 {
-    int id = get_global_id(0);
+    int id = KILN_GLOBAL_ID(0);
     if (id >= tiles)
         return;
     const int tq = id % TILES_Q;
@@ -175,7 +176,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
             v[t] = alpha * acc[kt][t];
 #if KILN_HAS_Z
             if (p0 + t < P) {
-                __global const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
+                KILN_GLOBAL const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
 #if QE >= VW
                 const VEC zv = VLOADU_S(zrow + q0);
 #elif TILES_P == 1
@@ -199,7 +200,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
                 break;
             float pooled[VW / 2];
             pool_pairs(v[t], v[t + 1], pooled);
-            __global KILN_STORAGE *out = y + (plane * YH + py) * YW + px;
+            KILN_GLOBAL KILN_STORAGE *out = y + (plane * YH + py) * YW + px;
             for (int l = 0; l < VW / 2 && px + l < YW; l++)
                 KILN_STORE(pooled[l], out, l);
         }
@@ -242,7 +243,7 @@ INLINE void nhwc_pixel(VEC acc[TH][TQ], const VEC wv[FR][FS], VEC xv, int i, int
    values (broadcast unless `vector`) through weights wv. row0 and col0 are
    the footprint's first row and column; x points at the tile's image and
    channel. */
-INLINE void nhwc_channel(VEC acc[TH][TQ], const VEC wv[FR][FS], __global const KILN_STORAGE *x, int row0, int col0,
+INLINE void nhwc_channel(VEC acc[TH][TQ], const VEC wv[FR][FS], KILN_GLOBAL const KILN_STORAGE *x, int row0, int col0,
                          bool vector)
 {
 #pragma unroll
@@ -250,7 +251,7 @@ INLINE void nhwc_channel(VEC acc[TH][TQ], const VEC wv[FR][FS], __global const K
         const int ih = row0 + i;
         if ((uint)ih >= (uint)H)
             continue;
-        __global const KILN_STORAGE *row = x + (size_t)ih * W * C;
+        KILN_GLOBAL const KILN_STORAGE *row = x + (size_t)ih * W * C;
 #pragma unroll
         for (int j = 0; j < IC; j++) {
             const int iw = col0 + j;
@@ -280,10 +281,10 @@ INLINE void pixel_tile(int pixel, int *n, int *p0, int *q0)
    in local memory as VW-wide vectors, CC of the CG input channels at a
    time (usually all at once: one barrier, before anything else is
    computed, so nothing lives across it). */
-__kernel __attribute__((reqd_work_group_size(KILN_DIRECT_WG, 1, 1))) void
-conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
-                const float beta, const float slope)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
+void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
+                     KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
+                     const int tiles, const float alpha, const float beta, const float slope)
 {
     VEC acc[TH][TQ];
 #pragma unroll
@@ -294,7 +295,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
     int n, p0, q0;
     VEC wv[FR][FS];
 #if KILN_DIRECT_DEPTHWISE
-    const int id = get_global_id(0);
+    const int id = KILN_GLOBAL_ID(0);
     if (id >= tiles)
         return;
     const int k0 = id % KBLOCKS * VW;
@@ -313,22 +314,22 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
     nhwc_channel(acc, wv, x + (size_t)n * H * W * C + k0, p0 * SH - PT, q0 * SW - PL, true);
 #else
     const int pixels = tiles / KBLOCKS, groups = (pixels + KILN_DIRECT_WG - 1) / KILN_DIRECT_WG;
-    const int k0 = get_group_id(0) / groups * VW;
-    __local float wl[CC][FR * FS][VW];
+    const int k0 = KILN_GROUP_ID(0) / groups * VW;
+    KILN_LOCAL float wl[CC][FR * FS][VW];
     for (int c0 = 0; c0 < CG; c0 += CC) {
         /* wl[c][tap][l] = w[k0 + l][tap][c0 + c] (KRSC), zero past CG. */
         if (c0 > 0)
-            barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = get_local_id(0); e < CC * FR * FS * VW; e += KILN_DIRECT_WG) {
+            KILN_BARRIER_LOCAL();
+        for (int e = KILN_LOCAL_ID(0); e < CC * FR * FS * VW; e += KILN_DIRECT_WG) {
             const int c = e % CC, tap = e / CC % (FR * FS), l = e / CC / (FR * FS);
             wl[c][tap][l] = c0 + c < CG ? KILN_LOAD(w, ((size_t)(k0 + l) * (FR * FS) + tap) * CG + c0 + c) : 0.0f;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int pixel = get_group_id(0) % groups * KILN_DIRECT_WG + get_local_id(0);
+        KILN_BARRIER_LOCAL();
+        const int pixel = KILN_GROUP_ID(0) % groups * KILN_DIRECT_WG + KILN_LOCAL_ID(0);
         if (pixel >= pixels)
             continue;
         pixel_tile(pixel, &n, &p0, &q0);
-        __global const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / KG * CG + c0;
+        KILN_GLOBAL const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / KG * CG + c0;
         for (int c = 0; c < CC && c0 + c < CG; c++) {
 #pragma unroll
             for (int r = 0; r < FR; r++)
@@ -338,7 +339,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
             nhwc_channel(acc, wv, xc + c, p0 * SH - PT, q0 * SW - PL, false);
         }
     }
-    const int pixel = get_group_id(0) % groups * KILN_DIRECT_WG + get_local_id(0);
+    const int pixel = KILN_GROUP_ID(0) % groups * KILN_DIRECT_WG + KILN_LOCAL_ID(0);
     if (pixel >= pixels)
         return;
     pixel_tile(pixel, &n, &p0, &q0);

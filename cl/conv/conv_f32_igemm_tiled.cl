@@ -46,6 +46,7 @@
  * constant_weights changes nothing for this kernel.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "conv/igemm_shape.h"
 
 /* The local tile (common/local_tile.h): X is its A (pixels x kk), staged
@@ -66,27 +67,27 @@
 #include "common/local_tile.h"
 
 /* clang-format off */
-__kernel __attribute__((reqd_work_group_size(LTILE_THREADS, 1, 1)))
+KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_THREADS, 1, 1)
 void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
-                          __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                          __global const KILN_STORAGE *z, __global KILN_STORAGE *y)
+                          KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
+                          KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 /* clang-format on */
 {
-    __local float xs[LTILE_KWG * LTILE_ALD], ws[LTILE_KWG * LTILE_BLD];
+    KILN_LOCAL float xs[LTILE_KWG * LTILE_ALD], ws[LTILE_KWG * LTILE_BLD];
     /* Pixel j of the tile reads x at pix_at[j] + kk_at[cur][kk] when its input
        row pix_h[j] + kk_h[cur][kk] and column pix_w[j] + kk_w[cur][kk] are
        inside, cur being the kk table's half of the step. */
-    __local long pix_at[LTILE_MWG], kk_at[2][LTILE_KWG];
-    __local int pix_h[LTILE_MWG], pix_w[LTILE_MWG], kk_h[2][LTILE_KWG], kk_w[2][LTILE_KWG];
+    KILN_LOCAL long pix_at[LTILE_MWG], kk_at[2][LTILE_KWG];
+    KILN_LOCAL int pix_h[LTILE_MWG], pix_w[LTILE_MWG], kk_h[2][LTILE_KWG], kk_w[2][LTILE_KWG];
 
-    const int lid = get_local_id(0), g = get_group_id(2);
+    const int lid = KILN_LOCAL_ID(0), g = KILN_GROUP_ID(2);
 #if KILN_NHWC
     const int in = lid % LTILE_NDIMC, im = lid / LTILE_NDIMC;
 #else
     const int im = lid % LTILE_MDIMC, in = lid / LTILE_MDIMC;
 #endif
     const int cg = C / groups, kg = K / groups, PQ = P * Q, RS = R * S, KK = cg * RS;
-    const int pix0 = get_group_id(0) * LTILE_MWG, f0 = get_group_id(1) * LTILE_NWG;
+    const int pix0 = KILN_GROUP_ID(0) * LTILE_MWG, f0 = KILN_GROUP_ID(1) * LTILE_NWG;
     const int mrem = N * PQ - pix0, nrem = kg - f0;
 
     for (int j = lid; j < LTILE_MWG; j += LTILE_THREADS) {
@@ -118,14 +119,14 @@ void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta,
 #endif
     for (int i = lid; i < LTILE_KWG; i += LTILE_THREADS)
         DECODE_KK(0, i, i);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    KILN_BARRIER_LOCAL();
 
     float acc[LTILE_MWI][LTILE_NWI];
     ltile_zero(acc);
 #define X_FRAGMENT(a, kk) ltile_a_fragment(a, xs, kk, im)
 #define W_FRAGMENT(b, kk) ltile_b_fragment(b, ws, kk, in)
 
-    const __global KILN_STORAGE *wg = w + (size_t)(g * kg + f0) * KK;
+    const KILN_GLOBAL KILN_STORAGE *wg = w + (size_t)(g * kg + f0) * KK;
     for (int k0 = 0; k0 < KK; k0 += LTILE_KWG) {
         const int krem = KK - k0, cur = k0 / LTILE_KWG % 2;
         for (int i = lid; i < LTILE_KWG; i += LTILE_THREADS)

@@ -2,7 +2,7 @@
  * gemm_f32_direct: batched GEMM for small problems, with small square tiles.
  * The ABI is gemm_f32_tiled's (gemm_f32_tiled.cl, whose body this kernel is):
  *
- * ABI, in row-major terms, for batch item b = get_group_id(2):
+ * ABI, in row-major terms, for batch item b = KILN_GROUP_ID(2):
  *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j),  i < M, j < N
  *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
  *   opB(k,j) = KILN_TRANS_B ? B[j*ldb + k] : B[k*ldb + j]

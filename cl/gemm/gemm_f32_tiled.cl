@@ -4,7 +4,7 @@
  * gemm_f32_direct (gemm_f32_direct.cl), which includes this file with the
  * direct parameters.
  *
- * ABI, in row-major terms, for batch item b = get_group_id(2):
+ * ABI, in row-major terms, for batch item b = KILN_GROUP_ID(2):
  *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j),  i < M, j < N
  *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
  *   opB(k,j) = KILN_TRANS_B ? B[j*ldb + k] : B[k*ldb + j]
@@ -44,6 +44,8 @@
  * rows as VWN-wide vectors; other tiles store element by element, masked to
  * rows < M and columns < N.
  */
+#include "common/portability.h"
+
 /* The parameters: the local tile's (common/local_tile.h) and the staging
    work-group shapes. gemm_f32_direct.cl defines them before including this. */
 #ifndef GEMM_KERNEL
@@ -93,15 +95,15 @@ typedef CAT(float, LTILE_VWN) gemm_floatn;
 #define GEMM_CLOAD(p) CAT(vloada_half, LTILE_VWN)(0, p)
 #define GEMM_CSTORE(v, p) CAT(vstorea_half, LTILE_VWN)(v, 0, p)
 #else
-#define GEMM_CLOAD(p) (*(__global const gemm_floatn *)(p))
-#define GEMM_CSTORE(v, p) (*(__global gemm_floatn *)(p) = (v))
+#define GEMM_CLOAD(p) (*(KILN_GLOBAL const gemm_floatn *)(p))
+#define GEMM_CSTORE(v, p) (*(KILN_GLOBAL gemm_floatn *)(p) = (v))
 #endif
 #endif
 
 /* Stage the MWG x KWG tile of opA whose origin A points at into the local
    tile als; with `guard`, elements at i >= mrem or k >= krem read as 0. */
-void gemm_stage_a(__local float *als, __global const KILN_STORAGE *A, const int lda, const int mrem, const int krem,
-                  const int tid, const int guard)
+void gemm_stage_a(KILN_LOCAL float *als, KILN_GLOBAL const KILN_STORAGE *A, const int lda, const int mrem,
+                  const int krem, const int tid, const int guard)
 {
 #if KILN_TRANS_A
     const int i0 = tid % GEMM_MDIMA, k0 = tid / GEMM_MDIMA;
@@ -119,8 +121,8 @@ void gemm_stage_a(__local float *als, __global const KILN_STORAGE *A, const int 
 }
 
 /* The same for the KWG x NWG tile of opB, into bls. */
-void gemm_stage_b(__local float *bls, __global const KILN_STORAGE *B, const int ldb, const int nrem, const int krem,
-                  const int tid, const int guard)
+void gemm_stage_b(KILN_LOCAL float *bls, KILN_GLOBAL const KILN_STORAGE *B, const int ldb, const int nrem,
+                  const int krem, const int tid, const int guard)
 {
 #if KILN_TRANS_B
     const int k0 = tid % GEMM_KDIMB, j0 = tid / GEMM_KDIMB;
@@ -141,9 +143,9 @@ void gemm_stage_b(__local float *bls, __global const KILN_STORAGE *B, const int 
    columns), with A and B pointing at the step's origin in each operand and
    mrem, nrem, krem the extents left from it. An operand not staged is read
    from memory as its fragments are used. */
-void gemm_step(float acc[LTILE_MWI][LTILE_NWI], __global const KILN_STORAGE *A, const int lda,
-               __global const KILN_STORAGE *B, const int ldb, const int mrem, const int nrem, const int krem,
-               __local float *als, __local float *bls, const int tx, const int ty, const int guard)
+void gemm_step(float acc[LTILE_MWI][LTILE_NWI], KILN_GLOBAL const KILN_STORAGE *A, const int lda,
+               KILN_GLOBAL const KILN_STORAGE *B, const int ldb, const int mrem, const int nrem, const int krem,
+               KILN_LOCAL float *als, KILN_LOCAL float *bls, const int tx, const int ty, const int guard)
 {
 #if LTILE_SA
     gemm_stage_a(als, A, lda, mrem, krem, ty * LTILE_NDIMC + tx, guard);
@@ -174,7 +176,7 @@ void gemm_step(float acc[LTILE_MWI][LTILE_NWI], __global const KILN_STORAGE *A, 
    read). `vec`: the tile is inside C and its rows are vector-aligned, so move
    VWN-wide vectors; otherwise elements, only those at rows < mrem and
    columns < nrem. */
-void gemm_store(float acc[LTILE_MWI][LTILE_NWI], __global KILN_STORAGE *C, const int ldc, const int mrem,
+void gemm_store(float acc[LTILE_MWI][LTILE_NWI], KILN_GLOBAL KILN_STORAGE *C, const int ldc, const int mrem,
                 const int nrem, const float alpha, const float beta, const int tx, const int ty, const int vec)
 {
 #pragma unroll
@@ -182,7 +184,7 @@ void gemm_store(float acc[LTILE_MWI][LTILE_NWI], __global KILN_STORAGE *C, const
         const int i = LTILE_ROW(mi, ty);
         if (i >= mrem)
             break;
-        __global KILN_STORAGE *row = C + (size_t)i * ldc;
+        KILN_GLOBAL KILN_STORAGE *row = C + (size_t)i * ldc;
 #pragma unroll
         for (int nv = 0; nv < LTILE_NWI / LTILE_VWN; nv++) {
             const int j = (nv * LTILE_NDIMC + tx) * LTILE_VWN;
@@ -210,20 +212,20 @@ void gemm_store(float acc[LTILE_MWI][LTILE_NWI], __global KILN_STORAGE *C, const
 
 /* The signature keeps one line per operand. */
 /* clang-format off */
-__kernel __attribute__((reqd_work_group_size(LTILE_NDIMC, LTILE_MDIMC, 1)))
+KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_NDIMC, LTILE_MDIMC, 1)
 void GEMM_KERNEL(const int M, const int N, const int K, const float alpha, const float beta,
-                 __global const KILN_STORAGE *A, const ulong off_a, const int lda, const ulong stride_a,
-                 __global const KILN_STORAGE *B, const ulong off_b, const int ldb, const ulong stride_b,
-                 __global KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c)
+                 KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda, const ulong stride_a,
+                 KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b, const int ldb, const ulong stride_b,
+                 KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c)
 /* clang-format on */
 {
     /* Local tiles of one element when not staged, so every path passes them. */
-    __local float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
-    __local float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
-    const int tx = get_local_id(0), ty = get_local_id(1);
-    const int m0 = get_group_id(1) * LTILE_MWG, n0 = get_group_id(0) * LTILE_NWG;
+    KILN_LOCAL float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
+    KILN_LOCAL float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
+    const int tx = KILN_LOCAL_ID(0), ty = KILN_LOCAL_ID(1);
+    const int m0 = KILN_GROUP_ID(1) * LTILE_MWG, n0 = KILN_GROUP_ID(0) * LTILE_NWG;
     const int mrem = M - m0, nrem = N - n0;
-    const ulong batch = get_group_id(2);
+    const ulong batch = KILN_GROUP_ID(2);
     A += off_a + batch * stride_a;
     B += off_b + batch * stride_b;
     C += off_c + batch * stride_c;
