@@ -4,7 +4,8 @@
 #   2. the test suite under AddressSanitizer and UBSan (build/asan);
 #   3. the installed package, used from CMake (shared and static) and from
 #      pkg-config by examples/hello.c (build/stage, build/examples*);
-#   4. cppcheck on src/.
+#   4. cppcheck on src/;
+#   5. the formatting of every C file (.clang-format) outside cl/.
 # Ends with "N passed, M failed" (tests and example checks); exits non-zero if
 # anything failed.
 set -Eeuo pipefail
@@ -112,6 +113,15 @@ if command -v cppcheck >/dev/null 2>&1; then
         echo "FAIL: cppcheck" >&2
         failed=$((failed + 1))
     fi
+fi
+
+section "formatting (clang-format)"
+mapfile -t c_files < <(git ls-files '*.c' '*.h' ':!cl/*' 2>/dev/null || find src include tests bench tools examples -name '*.[ch]')
+if clang-format --dry-run --Werror "${c_files[@]}"; then
+    echo "clang-format: ${#c_files[@]} files formatted"
+else
+    echo "FAIL: clang-format (run: clang-format -i on the files above)" >&2
+    failed=$((failed + 1))
 fi
 
 echo

@@ -55,6 +55,7 @@
 #define NB KILN_ATTN_BLOCKS
 #define CK KILN_ATTENTION_CHUNK_KV
 
+#include "common/portability.h"
 #include "common/vector.h"
 
 #ifdef KILN_ATTN_D
@@ -101,22 +102,22 @@ typedef struct {
    Q and O have element strides q_sb, q_sh, q_ss per batch item, head and
    position; K and V kv_sb, kv_sh, kv_ss. The mask row of (b, h, i) starts at
    b * m_sb + h * m_sh + i * nk. Unused buffers are never read. */
-__kernel __attribute__((reqd_work_group_size(KILN_ATTENTION_WG, 1, 1)))
-void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STORAGE *K,
-                         __global const KILN_STORAGE *V, __global const float *mask,
-                         __global const int *key_lengths, __global KILN_STORAGE *O, __global float *lse,
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_ATTENTION_WG, 1, 1)
+void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KILN_STORAGE *K,
+                         KILN_GLOBAL const KILN_STORAGE *V, KILN_GLOBAL const float *mask,
+                         KILN_GLOBAL const int *key_lengths, KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse,
                          const int nq, const int nk, const int head_dim, const int heads, const int group,
                          const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
                          const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2)
 {
     const int rows = nq * group, items = (rows + NB * BQ - 1) / (NB * BQ);
-    int item = get_global_id(0);
+    int item = KILN_GLOBAL_ID(0);
     if (item >= items)
         return;
 #if KILN_ATTN_CAUSAL
     item = items - 1 - item; /* the work-items with the most keys first */
 #endif
-    const int kv_heads = heads / group, b = get_global_id(1) / kv_heads, hk = get_global_id(1) % kv_heads;
+    const int kv_heads = heads / group, b = KILN_GLOBAL_ID(1) / kv_heads, hk = KILN_GLOBAL_ID(1) % kv_heads;
     (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)head_dim;
     int klimit = nk;
 #if KILN_ATTN_KEY_LENGTHS
@@ -190,7 +191,7 @@ void attention_f32_fused(__global const KILN_STORAGE *Q, __global const KILN_STO
 #define KEY(j, d) kf[(j) * DMAX + (d)]
 #define VALUE(j, d) vf[(j) * DMAX + (d)]
 #else
-                __global const float *kr[BK], *vr[BK];
+                KILN_GLOBAL const float *kr[BK], *vr[BK];
 #pragma unroll
                 for (int j = 0; j < BK; j++)
                     kr[j] = K + kp[j], vr[j] = V + kp[j];

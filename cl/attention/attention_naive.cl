@@ -16,12 +16,14 @@
  * KILN_UTIL_WG is the work-group size from the profile.
  */
 
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1)))
-void attention_softmax_rows(__global float *S, __global const float *mask, __global const int *key_lengths,
-                            __global float *lse, const ulong rows, const int nq, const int nk, const int heads,
+#include "common/portability.h"
+
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask, KILN_GLOBAL const int *key_lengths,
+                            KILN_GLOBAL float *lse, const ulong rows, const int nq, const int nk, const int heads,
                             const ulong m_sb, const ulong m_sh)
 {
-    const size_t row = get_global_id(0);
+    const size_t row = KILN_GLOBAL_ID(0);
     if (row >= rows)
         return;
     const int i = row % nq, h = row / nq % heads, b = row / nq / heads;
@@ -33,9 +35,9 @@ void attention_softmax_rows(__global float *S, __global const float *mask, __glo
 #if KILN_ATTN_CAUSAL
     lim = clamp(i + nk - nq + 1, 0, lim);
 #endif
-    __global float *s = S + row * nk;
+    KILN_GLOBAL float *s = S + row * nk;
 #if KILN_ATTN_MASK
-    __global const float *mrow = mask + b * m_sb + h * m_sh + (ulong)i * nk;
+    KILN_GLOBAL const float *mrow = mask + b * m_sb + h * m_sh + (ulong)i * nk;
 #endif
     float top = -INFINITY;
     for (int j = 0; j < lim; j++) {
@@ -59,18 +61,18 @@ void attention_softmax_rows(__global float *S, __global const float *mask, __glo
 }
 
 #if KILN_F16
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1)))
-void attention_widen(__global const half *src, __global float *dst, const ulong count)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void attention_widen(KILN_GLOBAL const half *src, KILN_GLOBAL float *dst, const ulong count)
 {
-    const size_t i = get_global_id(0);
+    const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
         dst[i] = vload_half(i, src);
 }
 
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1)))
-void attention_narrow(__global const float *src, __global half *dst, const ulong count)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void attention_narrow(KILN_GLOBAL const float *src, KILN_GLOBAL half *dst, const ulong count)
 {
-    const size_t i = get_global_id(0);
+    const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
         vstore_half(src[i], i, dst);
 }

@@ -7,11 +7,13 @@
 #ifndef KILN_CL_STORAGE_H
 #define KILN_CL_STORAGE_H
 
+#include "common/portability.h"
+
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 
 /* KILN_VLOADN(n, p) and KILN_VSTOREN(v, n, p) move n (2, 4, 8 or 16)
-   consecutive storage values at a __global pointer of any alignment as one
+   consecutive storage values at a global pointer of any alignment as one
    floatn. vloadn would do, but POCL (LLVM 15) splits an unaligned vload8
    into 64-bit loads and shuffles them together; a vector type declared with
    the alignment of one float becomes one unaligned move. Lowering a
@@ -31,8 +33,8 @@ typedef float2 __attribute__((aligned(4))) kiln_float2_u;
 typedef float4 __attribute__((aligned(4))) kiln_float4_u;
 typedef float8 __attribute__((aligned(4))) kiln_float8_u;
 typedef float16 __attribute__((aligned(4))) kiln_float16_u;
-#define KILN_VLOADN(n, p) (*(__global const CAT(CAT(kiln_float, n), _u) *)(p))
-#define KILN_VSTOREN(v, n, p) (*(__global CAT(CAT(kiln_float, n), _u) *)(p) = (v))
+#define KILN_VLOADN(n, p) (*(KILN_GLOBAL const CAT(CAT(kiln_float, n), _u) *)(p))
+#define KILN_VSTOREN(v, n, p) (*(KILN_GLOBAL CAT(CAT(kiln_float, n), _u) *)(p) = (v))
 #else
 #define KILN_VLOADN(n, p) CAT(vload, n)(0, (p))
 #define KILN_VSTOREN(v, n, p) CAT(vstore, n)((v), 0, (p))

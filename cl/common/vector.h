@@ -1,9 +1,20 @@
 /*
- * Vector helpers for a kernel that defines its vector width VW (1, 2, 4, 8
- * or 16) before including this: VEC is floatVW (float for 1), IVEC the int
- * vector of the same width (what comparing two VECs gives), ANY(c) whether
- * any lane of such a comparison holds, VLOAD / VSTORE move floats, VLOAD_S /
- * VSTORE_S move the storage type (fp16 converted on the way).
+ * The vector vocabulary of kernels that define their vector width VW (1, 2,
+ * 4, 8 or 16) before including this:
+ *   VEC, IVEC       floatVW (float for 1) and the int vector of the same
+ *                   width (what comparing two VECs gives); ANY(c) whether
+ *                   any lane of such a comparison holds.
+ *   VLOAD(i, p), VSTORE(v, i, p)
+ *                   vector i of a float array p (vloadVW / vstoreVW).
+ *   VLOAD_S(i, p), VSTORE_S(v, i, p)
+ *                   the same for a storage array (fp16 converted on the
+ *                   way).
+ *   VLOADU_S(p), VSTOREU_S(v, p)
+ *                   VW storage values at a global pointer of any alignment
+ *                   as one unaligned move (KILN_VLOADN, common/storage.h),
+ *                   where POCL splits an unaligned VLOAD_S into pieces.
+ *   VW2             2 * VW as a literal, for VW 2, 4 and 8 (for pasting
+ *                   into type and function names).
  */
 #ifndef KILN_CL_VECTOR_H
 #define KILN_CL_VECTOR_H
@@ -18,6 +29,8 @@
 #define VSTORE(v, i, p) ((p)[i] = (v))
 #define VLOAD_S(i, p) KILN_LOAD((p), (i))
 #define VSTORE_S(v, i, p) KILN_STORE((v), (p), (i))
+#define VLOADU_S(p) KILN_LOAD((p), 0)
+#define VSTOREU_S(v, p) KILN_STORE((v), (p), 0)
 #else
 #define VEC CAT(float, VW)
 #define IVEC CAT(int, VW)
@@ -31,6 +44,16 @@
 #define VLOAD_S(i, p) VLOAD((i), (p))
 #define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
 #endif
+#define VLOADU_S(p) KILN_VLOADN(VW, p)
+#define VSTOREU_S(v, p) KILN_VSTOREN(v, VW, p)
+#endif
+
+#if VW == 2
+#define VW2 4
+#elif VW == 4
+#define VW2 8
+#elif VW == 8
+#define VW2 16
 #endif
 
 #endif

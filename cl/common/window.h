@@ -1,6 +1,6 @@
 /*
- * Vectors of VW floats, and the row tiles of kernels that slide a window
- * over NCHW planes (direct convolution, pooling).
+ * The row tiles of kernels that slide a window over NCHW planes (direct
+ * convolution, pooling), in the vector vocabulary of common/vector.h.
  *
  * A row tile is VW consecutive outputs of TH rows of one plane. For every
  * input row of its footprint the kernel reads VW columns at the window's
@@ -15,52 +15,36 @@
  * The last tile of a row is shifted left to end at the row's end, so every
  * tile is whole when the row is at least VW wide.
  *
- * The including kernel defines VW (1, 2, 4, 8 or 16) and includes
- * common/storage.h first; for the row tiles also SW, W and H (input width
- * and height), P and Q (output height and width), QE (the output columns
- * the tiles cover: Q, or fewer under a fused pool), TH, TILES_P, PL (left
- * padding) and the host's KILN_ROW_* tiling.
+ * The including kernel defines VW (1, 2, 4, 8 or 16); for the row tiles
+ * also SW, W and H (input width and height), P and Q (output height and
+ * width), QE (the output columns the tiles cover: Q, or fewer under a fused
+ * pool), TH, TILES_P, PL (left padding) and the host's KILN_ROW_* tiling.
  */
 #ifndef KILN_CL_WINDOW_H
 #define KILN_CL_WINDOW_H
 
+#include "common/vector.h"
+
 /* Helpers must inline: their constant arguments select code paths. */
 #define INLINE inline __attribute__((always_inline))
 
-/* vec: VW floats; VLOAD_S / VSTORE_S move them from / to storage, VFROM /
-   VTO from / to a float array. */
-#if VW == 1
-typedef float vec;
-#define VLOAD_S(p) KILN_LOAD((p), 0)
-#define VSTORE_S(v, p) KILN_STORE((v), (p), 0)
-#define VFROM(a) ((a)[0])
-#define VTO(v, a) ((a)[0] = (v))
-#else
-typedef CAT(float, VW) vec;
-typedef CAT(int, VW) ivec;
-#define VLOAD_S(p) KILN_VLOADN(VW, p)
-#define VSTORE_S(v, p) KILN_VSTOREN(v, VW, p)
-#define VFROM(a) CAT(vload, VW)(0, (a))
-#define VTO(v, a) CAT(vstore, VW)((v), 0, (a))
-/* Per width: VW2 = 2 * VW (below 16); LANES: 0, 1, ... VW - 1; LANE_LIST(k):
-   k, k + 1, ... and EVERY_OTHER(k): k, k + 2, ... as shuffle indices. */
+#if VW > 1
+/* Per width: LANES: 0, 1, ... VW - 1; LANE_LIST(k): k, k + 1, ... and
+   EVERY_OTHER(k): k, k + 2, ... as shuffle indices. */
 #if VW == 2
-#define VW2 4
-#define LANES ((ivec)(0, 1))
+#define LANES ((IVEC)(0, 1))
 #define LANE_LIST(k) (k), (k) + 1
 #define EVERY_OTHER(k) (k), (k) + 2
 #elif VW == 4
-#define VW2 8
-#define LANES ((ivec)(0, 1, 2, 3))
+#define LANES ((IVEC)(0, 1, 2, 3))
 #define LANE_LIST(k) (k), (k) + 1, (k) + 2, (k) + 3
 #define EVERY_OTHER(k) (k), (k) + 2, (k) + 4, (k) + 6
 #elif VW == 8
-#define VW2 16
-#define LANES ((ivec)(0, 1, 2, 3, 4, 5, 6, 7))
+#define LANES ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7))
 #define LANE_LIST(k) (k), (k) + 1, (k) + 2, (k) + 3, (k) + 4, (k) + 5, (k) + 6, (k) + 7
 #define EVERY_OTHER(k) (k), (k) + 2, (k) + 4, (k) + 6, (k) + 8, (k) + 10, (k) + 12, (k) + 14
 #else
-#define LANES ((ivec)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define LANES ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 #define LANE_LIST(k)                                                                                                   \
     (k), (k) + 1, (k) + 2, (k) + 3, (k) + 4, (k) + 5, (k) + 6, (k) + 7, (k) + 8, (k) + 9, (k) + 10, (k) + 11,          \
         (k) + 12, (k) + 13, (k) + 14, (k) + 15
@@ -81,10 +65,10 @@ typedef CAT(int, VW) ivec;
 /* p[col], p[col + step], ... for VW lanes. Unless `full` (every lane inside
    [0, limit)), a lane outside reads `fill`. step and full are constants at
    every call, so the branches fold. */
-INLINE vec load_span(__global const KILN_STORAGE *p, int col, int step, int limit, bool full, float fill)
+INLINE VEC load_span(KILN_GLOBAL const KILN_STORAGE *p, int col, int step, int limit, bool full, float fill)
 {
     if (full && step == 1)
-        return VLOAD_S(p + col);
+        return VLOADU_S(p + col);
 #if VW > 1
     if (full && step == 2)
         return VLOAD_EVEN(p + col);
@@ -95,21 +79,21 @@ INLINE vec load_span(__global const KILN_STORAGE *p, int col, int step, int limi
         const int c = col + l * step;
         t[l] = full || (uint)c < (uint)limit ? KILN_LOAD(p, c) : fill;
     }
-    return VFROM(t);
+    return VLOAD(0, t);
 }
 
 #if VW > 1
 /* Lanes of v moved down (lane l takes lane l + k) or up by a constant k,
    zero shifted in. */
-#define SHIFT_DOWN(v, k) __builtin_shufflevector((v), (vec)(0.0f), LANE_LIST(k))
-#define SHIFT_UP(v, k) __builtin_shufflevector((vec)(0.0f), (v), LANE_LIST(VW - (k)))
+#define SHIFT_DOWN(v, k) __builtin_shufflevector((v), (VEC)(0.0f), LANE_LIST(k))
+#define SHIFT_UP(v, k) __builtin_shufflevector((VEC)(0.0f), (v), LANE_LIST(VW - (k)))
 
 /* Lane l of the result is v[l + k], zero where l + k is outside the vector.
    k is a constant at every call, so the tests fold into at most four
    shuffles of constant masks, which the compiler merges. (OpenCL's shuffle
    and shuffle2 go element by element in POCL, and once they are inlined
    LLVM 15 turns the 2*VW-value load feeding them into element loads.) */
-INLINE vec shift_lanes(vec v, int k)
+INLINE VEC shift_lanes(VEC v, int k)
 {
     if (k >= VW || k <= -VW)
         return 0.0f;
@@ -137,18 +121,18 @@ INLINE vec shift_lanes(vec v, int k)
    lo, hi - VW * step), where row[lo..hi) may be read, then (stride 2) its
    even or odd elements, a lane shift and a mask, which fold into one or two
    shuffles when the arguments are constants; otherwise lane by lane. */
-INLINE vec clamped_load(__global const KILN_STORAGE *row, int start, int step, int width, int lo, int hi, float fill)
+INLINE VEC clamped_load(KILN_GLOBAL const KILN_STORAGE *row, int start, int step, int width, int lo, int hi, float fill)
 {
 #if VW > 1
     if (step <= 2 && hi - lo >= VW * step) {
         const int from = clamp(start, lo, hi - VW * step), d = start - from;
-        vec v = VLOAD_S(row + from);
+        VEC v = VLOADU_S(row + from);
         if (step == 2)
             v = d % 2 == 0 ? VLOAD_EVEN(row + from) : VLOAD_ODD(row + from);
         /* d / step rounded down: lane 0's element. */
         v = shift_lanes(v, step == 2 ? d >> 1 : d);
-        const ivec cols = start + LANES * step;
-        return select((vec)(fill), v, cols >= 0 && cols < width);
+        const IVEC cols = start + LANES * step;
+        return select((VEC)(fill), v, cols >= 0 && cols < width);
     }
 #endif
     return load_span(row, start, step, width, false, fill);
@@ -165,7 +149,7 @@ INLINE vec clamped_load(__global const KILN_STORAGE *row, int start, int step, i
 /* Columns start, start + SW, ... of `row`, row ih of its plane, `fill`
    outside the row: one load clamped into the row, or into the plane when
    its rows are narrower than a load and known at compile time. */
-INLINE vec row_load(__global const KILN_STORAGE *row, int ih, int start, float fill)
+INLINE VEC row_load(KILN_GLOBAL const KILN_STORAGE *row, int ih, int start, float fill)
 {
 #if TILES_P == 1 && W < VW * SW
     return clamped_load(row, start, SW, W, -ih * W, (H - ih) * W, fill);
@@ -181,21 +165,21 @@ INLINE vec row_load(__global const KILN_STORAGE *row, int ih, int start, float f
    and shift the further taps out of those, taking the columns past them
    from memory; otherwise one load per tap. The including kernel defines FS
    and DL. */
-INLINE void row_taps(vec taps[FS], __global const KILN_STORAGE *row, int ih, int col0, bool interior, float fill)
+INLINE void row_taps(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *row, int ih, int col0, bool interior, float fill)
 {
 #if VW > 1 && SW == 2 && DL == 1
     if (interior) {
-        const vec a = VLOAD_S(row + col0), b = VLOAD_S(row + col0 + VW);
-        const vec even = __builtin_shufflevector(a, b, EVERY_OTHER(0)),
+        const VEC a = VLOADU_S(row + col0), b = VLOADU_S(row + col0 + VW);
+        const VEC even = __builtin_shufflevector(a, b, EVERY_OTHER(0)),
                   odd = __builtin_shufflevector(a, b, EVERY_OTHER(1));
 #pragma unroll
         for (int s = 0; s < FS; s++) {
-            vec v = s % 2 == 0 ? even : odd;
+            VEC v = s % 2 == 0 ? even : odd;
             /* Lanes past the loaded columns: columns col0 + 2 * VW + s % 2
                + 2 * j, j < s / 2, shifted in one lane at a time. */
 #pragma unroll
             for (int j = 0; j < s / 2; j++)
-                v = __builtin_shufflevector(v, (vec)(KILN_LOAD(row, col0 + 2 * VW + s % 2 + 2 * j)), LANE_LIST(1));
+                v = __builtin_shufflevector(v, (VEC)(KILN_LOAD(row, col0 + 2 * VW + s % 2 + 2 * j)), LANE_LIST(1));
             taps[s] = v;
         }
         return;
@@ -210,7 +194,7 @@ INLINE void row_taps(vec taps[FS], __global const KILN_STORAGE *row, int ih, int
    of the plane at xc; false, loading nothing, when that row is outside the
    image. The row's offset is row0 * W as a long plus the constant i * W,
    which the compiler folds into the loads' addresses. */
-INLINE bool footprint_row(vec taps[FS], __global const KILN_STORAGE *xc, int row0, int i, int col0, bool interior,
+INLINE bool footprint_row(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *xc, int row0, int i, int col0, bool interior,
                           float fill)
 {
     if (i < -row0 || i >= H - row0)
@@ -244,11 +228,11 @@ INLINE bool footprint_row(vec taps[FS], __global const KILN_STORAGE *xc, int row
    also one store if the lanes past the row land in later rows of this tile
    (stored after it), and for the plane's last rows one vector ending at the
    plane's end made of their values; otherwise lane by lane. */
-INLINE void store_row(const vec v[TH], int t, int p0, int q0, __global KILN_STORAGE *plane)
+INLINE void store_row(const VEC v[TH], int t, int p0, int q0, KILN_GLOBAL KILN_STORAGE *plane)
 {
-    __global KILN_STORAGE *out = plane + (p0 + t) * Q + q0;
+    KILN_GLOBAL KILN_STORAGE *out = plane + (p0 + t) * Q + q0;
     if (QE >= VW || t * Q + VW <= min(TH, P - p0) * Q) {
-        VSTORE_S(v[t], out);
+        VSTOREU_S(v[t], out);
         return;
     }
     float lanes[VW];
@@ -257,12 +241,12 @@ INLINE void store_row(const vec v[TH], int t, int p0, int q0, __global KILN_STOR
     for (int l = 0; l < VW; l++) {
         const int f = P * Q - VW + l;
         float row[VW];
-        VTO(v[f / Q], row);
+        VSTORE(v[f / Q], 0, row);
         lanes[l] = row[f % Q];
     }
-    VSTORE_S(VFROM(lanes), plane + P * Q - VW);
+    VSTOREU_S(VLOAD(0, lanes), plane + P * Q - VW);
 #else
-    VTO(v[t], lanes);
+    VSTORE(v[t], 0, lanes);
     for (int l = 0; l < Q; l++)
         KILN_STORE(lanes[l], out, l);
 #endif

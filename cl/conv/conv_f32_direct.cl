@@ -38,6 +38,7 @@
  * the layout.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "common/storage.h"
 
 /* The filter, its strides and dilations. */
@@ -82,29 +83,29 @@
 #define IR ((TH - 1) * SH + (FR - 1) * DH + 1)
 
 /* The activation, on every lane at once. */
-KILN_ACTIVATION_FUNCTION(vec, activate)
+KILN_ACTIVATION_FUNCTION(VEC, activate)
 
 #if !KILN_NHWC
 
 #define KT KILN_DIRECT_KT
 
 /* Lane-wise 2x2 max pool of rows a and b into `out` (VW / 2 values). */
-INLINE void pool_pairs(vec a, vec b, float *out)
+INLINE void pool_pairs(VEC a, VEC b, float *out)
 {
     float t[VW];
-    VTO(fmax(a, b), t);
+    VSTORE(fmax(a, b), 0, t);
 #pragma unroll
     for (int l = 0; l < VW / 2; l++)
         out[l] = fmax(t[2 * l], t[2 * l + 1]);
 }
 
 /* Add input channel xc's contribution (weights wk) to the tile. */
-INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const vec wk[KT][FR][FS], int row0, int col0,
-                         bool interior)
+INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, const VEC wk[KT][FR][FS], int row0,
+                         int col0, bool interior)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
-        vec xv[FS];
+        VEC xv[FS];
         if (!footprint_row(xv, xc, row0, i, col0, interior, 0.0f))
             continue;
 #pragma unroll
@@ -123,11 +124,11 @@ INLINE void nchw_channel(vec acc[KT][TH], __global const KILN_STORAGE *xc, const
 
 /* The tile's sums over the CG input channels from c0 of filters k0.. of
    image n. */
-INLINE void nchw_tile(vec acc[KT][TH], __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, int n, int k0,
-                      int c0, int row0, int col0, bool interior)
+INLINE void nchw_tile(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w, int n,
+                      int k0, int c0, int row0, int col0, bool interior)
 {
     for (int c = 0; c < CG; c++) {
-        vec wk[KT][FR][FS];
+        VEC wk[KT][FR][FS];
 #pragma unroll
         for (int kt = 0; kt < KT; kt++)
 #pragma unroll
@@ -140,12 +141,12 @@ INLINE void nchw_tile(vec acc[KT][TH], __global const KILN_STORAGE *x, __global 
 }
 
 /* Tile index = ((n * KBLOCKS + kb) * TILES_P + tp) * TILES_Q + tq. */
-__kernel __attribute__((reqd_work_group_size(KILN_DIRECT_WG, 1, 1))) void
-conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
-                const float beta, const float slope)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
+void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
+                     KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
+                     const int tiles, const float alpha, const float beta, const float slope)
 {
-    int id = get_global_id(0);
+    int id = KILN_GLOBAL_ID(0);
     if (id >= tiles)
         return;
     const int tq = id % TILES_Q;
@@ -157,7 +158,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
     const int row0 = p0 * SH - PT;
     const int c0 = k0 / KG * CG;
 
-    vec acc[KT][TH];
+    VEC acc[KT][TH];
 #pragma unroll
     for (int kt = 0; kt < KT; kt++)
 #pragma unroll
@@ -169,21 +170,21 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
         const size_t plane = (size_t)n * K + k0 + kt;
-        vec v[TH];
+        VEC v[TH];
 #pragma unroll
         for (int t = 0; t < TH; t++) {
             v[t] = alpha * acc[kt][t];
 #if KILN_HAS_Z
             if (p0 + t < P) {
-                __global const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
+                KILN_GLOBAL const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
 #if QE >= VW
-                const vec zv = VLOAD_S(zrow + q0);
+                const VEC zv = VLOADU_S(zrow + q0);
 #elif TILES_P == 1
-                const vec zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
+                const VEC zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
 #else
-                const vec zv = load_span(zrow, 0, 1, Q, false, 0.0f);
+                const VEC zv = load_span(zrow, 0, 1, Q, false, 0.0f);
 #endif
-                v[t] = fma((vec)(beta), zv, v[t]);
+                v[t] = fma((VEC)(beta), zv, v[t]);
             }
 #endif
 #if KILN_HAS_BIAS
@@ -199,7 +200,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
                 break;
             float pooled[VW / 2];
             pool_pairs(v[t], v[t + 1], pooled);
-            __global KILN_STORAGE *out = y + (plane * YH + py) * YW + px;
+            KILN_GLOBAL KILN_STORAGE *out = y + (plane * YH + py) * YW + px;
             for (int l = 0; l < VW / 2 && px + l < YW; l++)
                 KILN_STORE(pooled[l], out, l);
         }
@@ -221,7 +222,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 
 /* Add one footprint pixel's value xv (input row i, column j of the tile) to
    the outputs it reaches through weights wv. */
-INLINE void nhwc_pixel(vec acc[TH][TQ], const vec wv[FR][FS], vec xv, int i, int j)
+INLINE void nhwc_pixel(VEC acc[TH][TQ], const VEC wv[FR][FS], VEC xv, int i, int j)
 {
 #pragma unroll
     for (int r = 0; r < FR; r++) {
@@ -242,7 +243,7 @@ INLINE void nhwc_pixel(vec acc[TH][TQ], const vec wv[FR][FS], vec xv, int i, int
    values (broadcast unless `vector`) through weights wv. row0 and col0 are
    the footprint's first row and column; x points at the tile's image and
    channel. */
-INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const KILN_STORAGE *x, int row0, int col0,
+INLINE void nhwc_channel(VEC acc[TH][TQ], const VEC wv[FR][FS], KILN_GLOBAL const KILN_STORAGE *x, int row0, int col0,
                          bool vector)
 {
 #pragma unroll
@@ -250,12 +251,12 @@ INLINE void nhwc_channel(vec acc[TH][TQ], const vec wv[FR][FS], __global const K
         const int ih = row0 + i;
         if ((uint)ih >= (uint)H)
             continue;
-        __global const KILN_STORAGE *row = x + (size_t)ih * W * C;
+        KILN_GLOBAL const KILN_STORAGE *row = x + (size_t)ih * W * C;
 #pragma unroll
         for (int j = 0; j < IC; j++) {
             const int iw = col0 + j;
             if ((uint)iw < (uint)W)
-                nhwc_pixel(acc, wv, vector ? VLOAD_S(row + iw * C) : (vec)(KILN_LOAD(row, iw * C)), i, j);
+                nhwc_pixel(acc, wv, vector ? VLOADU_S(row + iw * C) : (VEC)(KILN_LOAD(row, iw * C)), i, j);
         }
     }
 }
@@ -280,21 +281,21 @@ INLINE void pixel_tile(int pixel, int *n, int *p0, int *q0)
    in local memory as VW-wide vectors, CC of the CG input channels at a
    time (usually all at once: one barrier, before anything else is
    computed, so nothing lives across it). */
-__kernel __attribute__((reqd_work_group_size(KILN_DIRECT_WG, 1, 1))) void
-conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int tiles, const float alpha,
-                const float beta, const float slope)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
+void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
+                     KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
+                     const int tiles, const float alpha, const float beta, const float slope)
 {
-    vec acc[TH][TQ];
+    VEC acc[TH][TQ];
 #pragma unroll
     for (int t = 0; t < TH; t++)
 #pragma unroll
         for (int u = 0; u < TQ; u++)
             acc[t][u] = 0.0f;
     int n, p0, q0;
-    vec wv[FR][FS];
+    VEC wv[FR][FS];
 #if KILN_DIRECT_DEPTHWISE
-    const int id = get_global_id(0);
+    const int id = KILN_GLOBAL_ID(0);
     if (id >= tiles)
         return;
     const int k0 = id % KBLOCKS * VW;
@@ -308,53 +309,53 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
             for (int l = 0; l < VW; l++)
                 t[l] = KILN_LOAD(w, (size_t)(k0 + l) * (FR * FS) + r * FS + s);
-            wv[r][s] = VFROM(t);
+            wv[r][s] = VLOAD(0, t);
         }
     nhwc_channel(acc, wv, x + (size_t)n * H * W * C + k0, p0 * SH - PT, q0 * SW - PL, true);
 #else
     const int pixels = tiles / KBLOCKS, groups = (pixels + KILN_DIRECT_WG - 1) / KILN_DIRECT_WG;
-    const int k0 = get_group_id(0) / groups * VW;
-    __local float wl[CC][FR * FS][VW];
+    const int k0 = KILN_GROUP_ID(0) / groups * VW;
+    KILN_LOCAL float wl[CC][FR * FS][VW];
     for (int c0 = 0; c0 < CG; c0 += CC) {
         /* wl[c][tap][l] = w[k0 + l][tap][c0 + c] (KRSC), zero past CG. */
         if (c0 > 0)
-            barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = get_local_id(0); e < CC * FR * FS * VW; e += KILN_DIRECT_WG) {
+            KILN_BARRIER_LOCAL();
+        for (int e = KILN_LOCAL_ID(0); e < CC * FR * FS * VW; e += KILN_DIRECT_WG) {
             const int c = e % CC, tap = e / CC % (FR * FS), l = e / CC / (FR * FS);
             wl[c][tap][l] = c0 + c < CG ? KILN_LOAD(w, ((size_t)(k0 + l) * (FR * FS) + tap) * CG + c0 + c) : 0.0f;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int pixel = get_group_id(0) % groups * KILN_DIRECT_WG + get_local_id(0);
+        KILN_BARRIER_LOCAL();
+        const int pixel = KILN_GROUP_ID(0) % groups * KILN_DIRECT_WG + KILN_LOCAL_ID(0);
         if (pixel >= pixels)
             continue;
         pixel_tile(pixel, &n, &p0, &q0);
-        __global const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / KG * CG + c0;
+        KILN_GLOBAL const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / KG * CG + c0;
         for (int c = 0; c < CC && c0 + c < CG; c++) {
 #pragma unroll
             for (int r = 0; r < FR; r++)
 #pragma unroll
                 for (int s = 0; s < FS; s++)
-                    wv[r][s] = VFROM(wl[c][r * FS + s]);
+                    wv[r][s] = VLOAD(0, wl[c][r * FS + s]);
             nhwc_channel(acc, wv, xc + c, p0 * SH - PT, q0 * SW - PL, false);
         }
     }
-    const int pixel = get_group_id(0) % groups * KILN_DIRECT_WG + get_local_id(0);
+    const int pixel = KILN_GROUP_ID(0) % groups * KILN_DIRECT_WG + KILN_LOCAL_ID(0);
     if (pixel >= pixels)
         return;
     pixel_tile(pixel, &n, &p0, &q0);
 #endif
 
 #if KILN_HAS_BIAS
-    const vec b = VFROM(bias + k0);
+    const VEC b = VLOAD(0, bias + k0);
 #endif
 #pragma unroll
     for (int t = 0; t < TH; t++)
 #pragma unroll
         for (int u = 0; u < TQ; u++) {
-            vec v = alpha * acc[t][u];
+            VEC v = alpha * acc[t][u];
 #if KILN_HAS_Z
             if (p0 + t < P && q0 + u < Q)
-                v = fma((vec)(beta), VLOAD_S(z + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0), v);
+                v = fma((VEC)(beta), VLOADU_S(z + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0), v);
 #endif
 #if KILN_HAS_BIAS
             v += b;
@@ -368,7 +369,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
         for (int u = 0; u < TQ; u += 2) {
             const int py = (p0 + t) / 2, px = (q0 + u) / 2;
             if (py < YH && px < YW)
-                VSTORE_S(fmax(fmax(acc[t][u], acc[t][u + 1]), fmax(acc[t + 1][u], acc[t + 1][u + 1])),
+                VSTOREU_S(fmax(fmax(acc[t][u], acc[t][u + 1]), fmax(acc[t + 1][u], acc[t + 1][u + 1])),
                          y + (((size_t)n * YH + py) * YW + px) * K + k0);
         }
 #else
@@ -377,7 +378,7 @@ conv_f32_direct(__global const KILN_STORAGE *x, __global const KILN_STORAGE *w, 
 #pragma unroll
         for (int u = 0; u < TQ; u++)
             if (p0 + t < P && q0 + u < Q)
-                VSTORE_S(acc[t][u], y + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0);
+                VSTOREU_S(acc[t][u], y + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0);
 #endif
 }
 

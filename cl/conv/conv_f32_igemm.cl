@@ -22,16 +22,17 @@
  * KILN_F16, and the epilogue switches of common/epilogue.h.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "common/register_tile.h"
 #include "conv/igemm_shape.h"
 
-__kernel void conv_f32_igemm_pack_w(const int kg, const int kk_count, __global const KILN_STORAGE *w,
-                                    __global float *wp)
+KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int kk_count, KILN_GLOBAL const KILN_STORAGE *w,
+                                       KILN_GLOBAL float *wp)
 {
-    const int kk = get_global_id(0), panel = get_global_id(1), g = get_global_id(2);
+    const int kk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
     if (kk >= kk_count)
         return;
-    __global float *dst = wp + ((size_t)g * get_global_size(1) + panel) * (size_t)kk_count * MR + (size_t)kk * MR;
+    KILN_GLOBAL float *dst = wp + ((size_t)g * KILN_GLOBAL_SIZE(1) + panel) * (size_t)kk_count * MR + (size_t)kk * MR;
 #pragma unroll
     for (int i = 0; i < MR; i++) {
         const int f = panel * MR + i;
@@ -62,7 +63,7 @@ inline size_t y_at(int pix, int k, int K, int PQ)
 
 /* dst[j] = src[j * stride] for j < len, where every element is inside the
    input row: whole vectors for strides 1 and 2 (the even lanes of two). */
-inline void copy_row(__local float *dst, const __global KILN_STORAGE *src, int len, int stride)
+inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src, int len, int stride)
 {
     int j = 0;
     if (stride == 1) {
@@ -80,12 +81,12 @@ inline void copy_row(__local float *dst, const __global KILN_STORAGE *src, int l
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
-__kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, const float slope,
-                             __global const KILN_STORAGE *x, __global const float *wp, __global const float *bias,
-                             __global const KILN_STORAGE *z, __global KILN_STORAGE *y, const int block_panels,
-                             __local float *panel)
+KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
+                                KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const float *wp,
+                                KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
+                                KILN_GLOBAL KILN_STORAGE *y, const int block_panels, KILN_LOCAL float *panel)
 {
-    const int tile = get_global_id(0), block = get_global_id(1), g = get_global_id(2);
+    const int tile = KILN_GLOBAL_ID(0), block = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
     const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;
     const int kk_count = cg * R * S;
     const int pix0 = tile * NR;
@@ -118,19 +119,21 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
             for (int s = 0; s < S; s++) {
                 const int w0 = seg_q[i] * stride_w - pad_left + s * dil_w;
 #if KILN_NHWC
-                __local float *dst = panel + (size_t)(r * S + s) * cg * NR + j0;
+                KILN_LOCAL float *dst = panel + (size_t)(r * S + s) * cg * NR + j0;
                 for (int j = 0; j < len; j++) {
                     const int w = w0 + j * stride_w;
                     const bool inside = row_inside && (uint)w < (uint)W;
-                    const __global KILN_STORAGE *src = x + x_at(seg_img[i], g * cg, inside ? h : 0, inside ? w : 0, C, H, W);
+                    const KILN_GLOBAL KILN_STORAGE *src =
+                        x + x_at(seg_img[i], g * cg, inside ? h : 0, inside ? w : 0, C, H, W);
                     for (int c = 0; c < cg; c++)
                         dst[c * NR + j] = inside ? KILN_LOAD(src, c) : 0.0f;
                 }
 #else
                 const bool interior = row_inside && (flat || (w0 >= 0 && w0 + (len - 1) * stride_w < W));
                 for (int c = 0; c < cg; c++) {
-                    __local float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
-                    const __global KILN_STORAGE *src = x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);
+                    KILN_LOCAL float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
+                    const KILN_GLOBAL KILN_STORAGE *src =
+                        x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);
                     if (interior) {
                         copy_row(dst, src + w0, len, stride_w);
                         continue;
@@ -151,7 +154,7 @@ __kernel void conv_f32_igemm(SHAPE_ARGS, const float alpha, const float beta, co
     const bool rows = !KILN_NHWC && pix0 + NR <= pixels && pq0 + NR <= PQ;
     const int mt_end = min(panels, (block + 1) * block_panels);
     for (int mt = block * block_panels; mt < mt_end; mt++) {
-        const __global float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
+        const KILN_GLOBAL float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
         VEC acc[MR][NV];
         KILN_TILE_MULTIPLY(acc, a, panel, kk_count);
 

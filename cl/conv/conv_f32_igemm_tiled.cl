@@ -23,7 +23,9 @@
  *
  * K advances in steps of KWG: the work-group stages the KWG x MWG block of X
  * and the KWG x NWG block of W in local memory (zeros past the last pixel,
- * filter or kk), barrier, every work-item multiplies, barrier. Staging keeps
+ * filter or kk), barrier, every work-item multiplies, barrier. The register
+ * tile, the local blocks' layout, the multiply and its barriers are the
+ * GEMM's (common/local_tile.h, X as its A and W as its B). Staging keeps
  * neighbouring work-items on neighbouring addresses of x (pixels in NCHW,
  * channels in NHWC) and of w (kk). The gather reads two small tables in
  * local memory: each tile pixel's input origin (offset, top row, left
@@ -44,57 +46,51 @@
  * constant_weights changes nothing for this kernel.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "conv/igemm_shape.h"
 
-#define MWG KILN_CONV_IGEMM_MWG
-#define NWG KILN_CONV_IGEMM_NWG
-#define KWG KILN_CONV_IGEMM_KWG
-#define MDIMC KILN_CONV_IGEMM_MDIMC
-#define NDIMC KILN_CONV_IGEMM_NDIMC
-#define VW KILN_CONV_IGEMM_VW
-#define THREADS (MDIMC * NDIMC)
-#define MWI (MWG / MDIMC)
-#define NWI (NWG / NDIMC)
-
-#include "common/vector.h"
-
-/* Row lengths of the local blocks X as [KWG][XLD] and W as [KWG][WLD]. A
-   block staged down its columns (W always, X in NHWC) has its rows padded
-   by one vector, which spreads those writes over the banks and keeps the
-   rows vector-aligned. The host sizes local memory by the same rule. */
-#define XLD (MWG + (KILN_NHWC ? VW : 0))
-#define WLD (NWG + VW)
-
-/* Tile pixel of register row mi of work-item im, tile filter of register
-   column ni of work-item in. */
-#define TILE_M(mi, im) (((mi) / VW * MDIMC + (im)) * VW + (mi) % VW)
-#define TILE_N(ni, in) (((ni) / VW * NDIMC + (in)) * VW + (ni) % VW)
+/* The local tile (common/local_tile.h): X is its A (pixels x kk), staged
+   along K in NHWC; W its B (kk x filters), always along K; one vector width
+   for both; no unroll over a step. */
+#define LTILE_MWG KILN_CONV_IGEMM_MWG
+#define LTILE_NWG KILN_CONV_IGEMM_NWG
+#define LTILE_KWG KILN_CONV_IGEMM_KWG
+#define LTILE_MDIMC KILN_CONV_IGEMM_MDIMC
+#define LTILE_NDIMC KILN_CONV_IGEMM_NDIMC
+#define LTILE_KWI 1
+#define LTILE_VWM KILN_CONV_IGEMM_VW
+#define LTILE_VWN KILN_CONV_IGEMM_VW
+#define LTILE_SA 1
+#define LTILE_SB 1
+#define LTILE_A_ALONG_K KILN_NHWC
+#define LTILE_B_ALONG_K 1
+#include "common/local_tile.h"
 
 /* clang-format off */
-__kernel __attribute__((reqd_work_group_size(THREADS, 1, 1)))
-void conv_f32_igemm_tiled(SHAPE_ARGS, const float alpha, const float beta, const float slope,
-                          __global const KILN_STORAGE *x, __global const KILN_STORAGE *w, __global const float *bias,
-                          __global const KILN_STORAGE *z, __global KILN_STORAGE *y)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_THREADS, 1, 1)
+void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
+                          KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
+                          KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 /* clang-format on */
 {
-    __local float xs[KWG * XLD], ws[KWG * WLD];
+    KILN_LOCAL float xs[LTILE_KWG * LTILE_ALD], ws[LTILE_KWG * LTILE_BLD];
     /* Pixel j of the tile reads x at pix_at[j] + kk_at[cur][kk] when its input
        row pix_h[j] + kk_h[cur][kk] and column pix_w[j] + kk_w[cur][kk] are
        inside, cur being the kk table's half of the step. */
-    __local long pix_at[MWG], kk_at[2][KWG];
-    __local int pix_h[MWG], pix_w[MWG], kk_h[2][KWG], kk_w[2][KWG];
+    KILN_LOCAL long pix_at[LTILE_MWG], kk_at[2][LTILE_KWG];
+    KILN_LOCAL int pix_h[LTILE_MWG], pix_w[LTILE_MWG], kk_h[2][LTILE_KWG], kk_w[2][LTILE_KWG];
 
-    const int lid = get_local_id(0), g = get_group_id(2);
+    const int lid = KILN_LOCAL_ID(0), g = KILN_GROUP_ID(2);
 #if KILN_NHWC
-    const int in = lid % NDIMC, im = lid / NDIMC;
+    const int in = lid % LTILE_NDIMC, im = lid / LTILE_NDIMC;
 #else
-    const int im = lid % MDIMC, in = lid / MDIMC;
+    const int im = lid % LTILE_MDIMC, in = lid / LTILE_MDIMC;
 #endif
     const int cg = C / groups, kg = K / groups, PQ = P * Q, RS = R * S, KK = cg * RS;
-    const int pix0 = get_group_id(0) * MWG, f0 = get_group_id(1) * NWG;
+    const int pix0 = KILN_GROUP_ID(0) * LTILE_MWG, f0 = KILN_GROUP_ID(1) * LTILE_NWG;
     const int mrem = N * PQ - pix0, nrem = kg - f0;
 
-    for (int j = lid; j < MWG; j += THREADS) {
+    for (int j = lid; j < LTILE_MWG; j += LTILE_THREADS) {
         const int pix = pix0 + min(j, mrem - 1), n = pix / PQ, pq = pix - n * PQ, p = pq / Q;
         const int h0 = p * stride_h - pad_top, w0 = (pq - p * Q) * stride_w - pad_left;
 #if KILN_NHWC
@@ -121,59 +117,41 @@ void conv_f32_igemm_tiled(SHAPE_ARGS, const float alpha, const float beta, const
         kk_at[t][i] = ((long)c_ * H + kk_h[t][i]) * W + kk_w[t][i];                                                    \
     } while (0)
 #endif
-    for (int i = lid; i < KWG; i += THREADS)
+    for (int i = lid; i < LTILE_KWG; i += LTILE_THREADS)
         DECODE_KK(0, i, i);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    KILN_BARRIER_LOCAL();
 
-    float acc[MWI][NWI];
-#pragma unroll
-    for (int mi = 0; mi < MWI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NWI; ni++)
-            acc[mi][ni] = 0.0f;
+    float acc[LTILE_MWI][LTILE_NWI];
+    ltile_zero(acc);
+#define X_FRAGMENT(a, kk) ltile_a_fragment(a, xs, kk, im)
+#define W_FRAGMENT(b, kk) ltile_b_fragment(b, ws, kk, in)
 
-    const __global KILN_STORAGE *wg = w + (size_t)(g * kg + f0) * KK;
-    for (int k0 = 0; k0 < KK; k0 += KWG) {
-        const int krem = KK - k0, cur = k0 / KWG % 2;
-        for (int i = lid; i < KWG; i += THREADS)
-            DECODE_KK(1 - cur, i, k0 + KWG + i);
-        for (int e = lid; e < KWG * MWG; e += THREADS) {
+    const KILN_GLOBAL KILN_STORAGE *wg = w + (size_t)(g * kg + f0) * KK;
+    for (int k0 = 0; k0 < KK; k0 += LTILE_KWG) {
+        const int krem = KK - k0, cur = k0 / LTILE_KWG % 2;
+        for (int i = lid; i < LTILE_KWG; i += LTILE_THREADS)
+            DECODE_KK(1 - cur, i, k0 + LTILE_KWG + i);
+        for (int e = lid; e < LTILE_KWG * LTILE_MWG; e += LTILE_THREADS) {
 #if KILN_NHWC
-            const int kk = e % KWG, j = e / KWG;
+            const int kk = e % LTILE_KWG, j = e / LTILE_KWG;
 #else
-            const int kk = e / MWG, j = e % MWG;
+            const int kk = e / LTILE_MWG, j = e % LTILE_MWG;
 #endif
             const int row = pix_h[j] + kk_h[cur][kk], col = pix_w[j] + kk_w[cur][kk];
             const bool inside = j < mrem && kk < krem && (uint)row < (uint)H && (uint)col < (uint)W;
-            xs[kk * XLD + j] = inside ? KILN_LOAD(x, pix_at[j] + kk_at[cur][kk]) : 0.0f;
+            xs[LTILE_A_AT(j, kk)] = inside ? KILN_LOAD(x, pix_at[j] + kk_at[cur][kk]) : 0.0f;
         }
-        for (int e = lid; e < KWG * NWG; e += THREADS) {
-            const int kk = e % KWG, f = e / KWG;
-            ws[kk * WLD + f] = f < nrem && kk < krem ? KILN_LOAD(wg, (size_t)f * KK + k0 + kk) : 0.0f;
+        for (int e = lid; e < LTILE_KWG * LTILE_NWG; e += LTILE_THREADS) {
+            const int kk = e % LTILE_KWG, f = e / LTILE_KWG;
+            ws[LTILE_B_AT(kk, f)] = f < nrem && kk < krem ? KILN_LOAD(wg, (size_t)f * KK + k0 + kk) : 0.0f;
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
-
-        for (int kk = 0; kk < KWG; kk++) {
-            float a[MWI], b[NWI];
-#pragma unroll
-            for (int v = 0; v < MWI / VW; v++)
-                VSTORE(VLOAD(0, xs + kk * XLD + (v * MDIMC + im) * VW), 0, a + v * VW);
-#pragma unroll
-            for (int v = 0; v < NWI / VW; v++)
-                VSTORE(VLOAD(0, ws + kk * WLD + (v * NDIMC + in) * VW), 0, b + v * VW);
-#pragma unroll
-            for (int mi = 0; mi < MWI; mi++)
-#pragma unroll
-                for (int ni = 0; ni < NWI; ni++)
-                    acc[mi][ni] = fma(a[mi], b[ni], acc[mi][ni]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        LTILE_STEP(acc, X_FRAGMENT, W_FRAGMENT);
     }
 
     /* Epilogue and the only store: output (n, k, pq) at base + k * kstride. */
 #pragma unroll
-    for (int mi = 0; mi < MWI; mi++) {
-        const int j = TILE_M(mi, im);
+    for (int mi = 0; mi < LTILE_MWI; mi++) {
+        const int j = LTILE_ROW(mi, im);
         if (j >= mrem)
             break;
         const int pix = pix0 + j;
@@ -184,8 +162,8 @@ void conv_f32_igemm_tiled(SHAPE_ARGS, const float alpha, const float beta, const
         const size_t base = (size_t)n * K * PQ + (pix - n * PQ), kstride = PQ;
 #endif
 #pragma unroll
-        for (int ni = 0; ni < NWI; ni++) {
-            const int f = TILE_N(ni, in);
+        for (int ni = 0; ni < LTILE_NWI; ni++) {
+            const int f = LTILE_COL(ni, in);
             if (f >= nrem)
                 break;
             const int k = g * kg + f0 + f;

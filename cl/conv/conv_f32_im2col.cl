@@ -6,21 +6,22 @@
  * so that per group the GEMM reads it with the weights' own K order (KCRS
  * or KRSC). Padding is stored as zero.
  */
+#include "common/portability.h"
 #include "common/storage.h"
 
-__kernel void conv_f32_im2col(const int C, const int H, const int W, const int R, const int S, const int P,
-                              const int Q, const int stride_h, const int stride_w, const int pad_top,
-                              const int pad_left, const int dil_h, const int dil_w, const int groups,
-                              __global const KILN_STORAGE *x, __global KILN_STORAGE *col)
+KILN_KERNEL void conv_f32_im2col(const int C, const int H, const int W, const int R, const int S, const int P,
+                                 const int Q, const int stride_h, const int stride_w, const int pad_top,
+                                 const int pad_left, const int dil_h, const int dil_w, const int groups,
+                                 KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL KILN_STORAGE *col)
 {
 #if KILN_NHWC
-    const int row = get_global_id(0), pix = get_global_id(1);
+    const int row = KILN_GLOBAL_ID(0), pix = KILN_GLOBAL_ID(1);
     const int cg = C / groups, per_group = R * S * cg;
     const int g = row / per_group, rsc = row - g * per_group;
     const int r = rsc / (S * cg), s = rsc / cg % S, c = g * cg + rsc % cg;
     const int n = pix / (P * Q), pq = pix - n * P * Q;
 #else
-    const int pq = get_global_id(0), row = get_global_id(1), n = get_global_id(2);
+    const int pq = KILN_GLOBAL_ID(0), row = KILN_GLOBAL_ID(1), n = KILN_GLOBAL_ID(2);
     const int c = row / (R * S), r = row / S % R, s = row % S;
 #endif
     if (row >= C * R * S || pq >= P * Q)

@@ -46,6 +46,7 @@
  * CPUs.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "common/storage.h"
 
 #define WM KILN_WINO_M
@@ -69,7 +70,7 @@
 
 #if WM == 2
 /* den_i of G = D Gi: G's rows are Gi's divided by these. */
-__constant float den[WA] = {1.0f, 2.0f, 2.0f, 1.0f};
+KILN_CONSTANT float den[WA] = {1.0f, 2.0f, 2.0f, 1.0f};
 
 /* h = Gi g: Gi rows (1 0 0), (1 1 1), (1 -1 1), (0 0 1). */
 inline void filter_1d(const VEC g0, const VEC g1, const VEC g2, VEC *h)
@@ -97,7 +98,7 @@ inline void output_1d(const VEC *v, VEC *y)
     y[1] = v[1] - v[2] + v[3];
 }
 #elif WM == 4
-__constant float den[WA] = {4.0f, -6.0f, -6.0f, 24.0f, 24.0f, 1.0f};
+KILN_CONSTANT float den[WA] = {4.0f, -6.0f, -6.0f, 24.0f, 24.0f, 1.0f};
 
 /* Gi rows (1 0 0), (1 1 1), (1 -1 1), (1 2 4), (1 -2 4), (0 0 1). */
 inline void filter_1d(const VEC g0, const VEC g1, const VEC g2, VEC *h)
@@ -149,7 +150,7 @@ inline void output_1d(const VEC *v, VEC *y)
  * (load_vec, store_vec).
  */
 #define LANE_IO(suffix, T, VLOAD_T, VSTORE_T, LOAD_T, STORE_T)                                                         \
-    inline VEC load##suffix(__global const T *p, int valid)                                                            \
+    inline VEC load##suffix(KILN_GLOBAL const T *p, int valid)                                                         \
     {                                                                                                                  \
         if (valid >= VW)                                                                                               \
             return VLOAD_T(0, p);                                                                                      \
@@ -158,7 +159,7 @@ inline void output_1d(const VEC *v, VEC *y)
             lane[l] = l < valid ? LOAD_T(p, l) : 0.0f;                                                                 \
         return VLOAD(0, lane);                                                                                         \
     }                                                                                                                  \
-    inline void store##suffix(VEC v, __global T *p, int valid)                                                         \
+    inline void store##suffix(VEC v, KILN_GLOBAL T *p, int valid)                                                      \
     {                                                                                                                  \
         if (valid >= VW) {                                                                                             \
             VSTORE_T(v, 0, p);                                                                                         \
@@ -194,14 +195,7 @@ LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
 #define GATHER(PHASE, a) (VEC)(PHASE(a[0]), PHASE(a[1]), PHASE(a[2]), PHASE(a[3]))
 #endif
 
-/* Two vectors' worth, for the interleaving stores. */
-#if VW == 2
-#define VW2 4
-#elif VW == 4
-#define VW2 8
-#else
-#define VW2 16
-#endif
+/* Two vectors' worth (VW2, common/vector.h), for the interleaving stores. */
 #define VEC2 CAT(float, VW2)
 #define VSTORE2 CAT(vstore, VW2)
 #if KILN_F16
@@ -221,7 +215,7 @@ LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
 
 /* VW pixels of a row from column c, zero outside [0, limit): a vector load
    inside, clamped scalar loads where the vector crosses an edge. */
-inline VEC load_lanes(__global const KILN_STORAGE *row, int c, int limit)
+inline VEC load_lanes(KILN_GLOBAL const KILN_STORAGE *row, int c, int limit)
 {
     if (c >= 0 && c + VW <= limit)
         return VLOAD_S(0, row + c);
@@ -236,7 +230,7 @@ inline VEC load_lanes(__global const KILN_STORAGE *row, int c, int limit)
 }
 
 /* Lane v of d[j] (j < a) is row[col0 + v*m + j], zero outside [0, limit). */
-inline void load_row(__global const KILN_STORAGE *row, int col0, int limit, VEC *d)
+inline void load_row(KILN_GLOBAL const KILN_STORAGE *row, int col0, int limit, VEC *d)
 {
     VEC a[WM];
 #pragma unroll
@@ -272,7 +266,7 @@ inline void load_row(__global const KILN_STORAGE *row, int col0, int limit, VEC 
 
 /* The inverse of load_row for stored tiles of SIDE columns:
    row[col0 + v*SIDE + j] = lane v of y[j], for the columns below `limit`. */
-inline void store_row(const VEC *y, __global KILN_STORAGE *row, int col0, int limit)
+inline void store_row(const VEC *y, KILN_GLOBAL KILN_STORAGE *row, int col0, int limit)
 {
     SEG seg[SEGS];
 #if SIDE == 1
@@ -308,7 +302,7 @@ inline void store_row(const VEC *y, __global KILN_STORAGE *row, int col0, int li
 /* Kernels                                                                  */
 /* ------------------------------------------------------------------------ */
 
-#define SHAPE_ARGS                                                                                                     \
+#define WINO_SHAPE_ARGS                                                                                                \
     const int N, const int C, const int H, const int W, const int K, const int P, const int Q, const int pad_top,      \
         const int pad_left, const int TH, const int TW
 
@@ -316,10 +310,10 @@ inline void store_row(const VEC *y, __global KILN_STORAGE *row, int col0, int li
  * U = G g G^T for VW filters of channel c: global (ceil(K/VW), C), written
  * to U[t][c][k..] in both layouts (weights KCRS or KRSC).
  */
-__kernel void KERNEL(_filter)(const int K, const int C, __global const KILN_STORAGE *w, __global float *u,
-                              const ulong plane)
+KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *u,
+                                 const ulong plane)
 {
-    const int k0 = get_global_id(0) * VW, c = get_global_id(1);
+    const int k0 = KILN_GLOBAL_ID(0) * VW, c = KILN_GLOBAL_ID(1);
 #if KILN_NHWC
     const size_t base = (size_t)k0 * 9 * C + c, tap_stride = C;
 #else
@@ -350,7 +344,7 @@ __kernel void KERNEL(_filter)(const int K, const int C, __global const KILN_STOR
 }
 
 /* Columns of B^T (d B) from the rows of d B, stored at v[t * plane + out]. */
-inline void input_columns(VEC rows[WA][WA], __global float *v, size_t plane, size_t out, int valid)
+inline void input_columns(VEC rows[WA][WA], KILN_GLOBAL float *v, size_t plane, size_t out, int valid)
 {
 #pragma unroll
     for (int j = 0; j < WA; j++) {
@@ -371,17 +365,18 @@ inline void input_columns(VEC rows[WA][WA], __global float *v, size_t plane, siz
  * time; the last VW overlap the ones before (unless the row has fewer), so
  * every store is a whole vector.
  */
-__kernel void KERNEL(_in)(SHAPE_ARGS, __global const KILN_STORAGE *x, __global float *v, const ulong plane)
+KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL float *v,
+                             const ulong plane)
 {
     VEC rows[WA][WA];
 #if KILN_NHWC
-    const int c0 = get_global_id(0) * VW, tw = get_global_id(1), nth = get_global_id(2);
+    const int c0 = KILN_GLOBAL_ID(0) * VW, tw = KILN_GLOBAL_ID(1), nth = KILN_GLOBAL_ID(2);
     const int n = nth / TH, th = nth - n * TH, valid = min(VW, C - c0);
     const int h0 = th * WM - pad_top, w0 = tw * WM - pad_left;
-    __global const KILN_STORAGE *image = x + (size_t)n * H * W * C + c0;
+    KILN_GLOBAL const KILN_STORAGE *image = x + (size_t)n * H * W * C + c0;
     VEC d[WA][WA];
     if (h0 >= 0 && h0 + WA <= H && w0 >= 0 && w0 + WA <= W && valid == VW) { /* interior */
-        __global const KILN_STORAGE *patch = image + ((size_t)h0 * W + w0) * C;
+        KILN_GLOBAL const KILN_STORAGE *patch = image + ((size_t)h0 * W + w0) * C;
 #pragma unroll
         for (int i = 0; i < WA; i++)
 #pragma unroll
@@ -400,9 +395,9 @@ __kernel void KERNEL(_in)(SHAPE_ARGS, __global const KILN_STORAGE *x, __global f
         input_1d(d[i], rows[i]);
     input_columns(rows, v, plane, (size_t)(nth * TW + tw) * C + c0, valid);
 #else
-    const int th = get_global_id(0), nc = get_global_id(1);
+    const int th = KILN_GLOBAL_ID(0), nc = KILN_GLOBAL_ID(1);
     const int n = nc / C, c = nc - n * C, h0 = th * WM - pad_top;
-    __global const KILN_STORAGE *image = x + (size_t)nc * H * W;
+    KILN_GLOBAL const KILN_STORAGE *image = x + (size_t)nc * H * W;
     const size_t row_tiles = (size_t)c * N * TH * TW + (size_t)(n * TH + th) * TW;
     for (int next = 0; next < TW; next += VW) {
         const int tw0 = TW > VW ? min(next, TW - VW) : 0, valid = min(VW, TW - tw0);
@@ -446,7 +441,7 @@ inline VEC epilogue(VEC acc, VEC z, VEC bias, float alpha, float beta, float slo
 }
 
 /* acc = A^T M A from m[t * plane + in]. */
-inline void output_tile(__global const float *m, size_t plane, size_t in, int valid, VEC acc[WM][WM])
+inline void output_tile(KILN_GLOBAL const float *m, size_t plane, size_t in, int valid, VEC acc[WM][WM])
 {
     VEC rows[WA][WM];
 #pragma unroll
@@ -493,15 +488,15 @@ inline void pool_tile(VEC e[WM][WM], VEC out[SIDE][SIDE])
  * reaching past P or Q are not stored, and the residual is read only inside
  * P x Q.
  */
-__kernel void KERNEL(_out)(SHAPE_ARGS, const float alpha, const float beta, const float slope, __global const float *m,
-                           const ulong plane, __global const float *bias, __global const KILN_STORAGE *z,
-                           __global KILN_STORAGE *y)
+KILN_KERNEL void KERNEL(_out)(WINO_SHAPE_ARGS, const float alpha, const float beta, const float slope,
+                              KILN_GLOBAL const float *m, const ulong plane, KILN_GLOBAL const float *bias,
+                              KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 {
     const int T = N * TH * TW;
     const int YH = KILN_POOL ? P / 2 : P, YW = KILN_POOL ? Q / 2 : Q;
     VEC acc[WM][WM], e[WM][WM], out[SIDE][SIDE];
 #if KILN_NHWC
-    const int k0 = get_global_id(0) * VW, tw = get_global_id(1), nth = get_global_id(2);
+    const int k0 = KILN_GLOBAL_ID(0) * VW, tw = KILN_GLOBAL_ID(1), nth = KILN_GLOBAL_ID(2);
     const int n = nth / TH, th = nth - n * TH, valid = min(VW, K - k0);
     const int oh0 = th * WM, ow0 = tw * WM;
 #if KILN_HAS_BIAS
@@ -527,7 +522,7 @@ __kernel void KERNEL(_out)(SHAPE_ARGS, const float alpha, const float beta, cons
         for (int j = 0; j < SIDE && c0 + j < YW; j++)
             store_vec(out[i][j], y + (((size_t)n * YH + r0 + i) * YW + c0 + j) * K + k0, valid);
 #else
-    const int th = get_global_id(0), nk = get_global_id(1);
+    const int th = KILN_GLOBAL_ID(0), nk = KILN_GLOBAL_ID(1);
     const int n = nk / K, k = nk - n * K, oh0 = th * WM, r0 = oh0 / (WM / SIDE);
 #if KILN_HAS_BIAS
     const VEC b = bias[k];

@@ -7,7 +7,7 @@
 #ifndef KILN_CL_IGEMM_SHAPE_H
 #define KILN_CL_IGEMM_SHAPE_H
 
-#define SHAPE_ARGS                                                                                                     \
+#define IGEMM_SHAPE_ARGS                                                                                               \
     const int N, const int C, const int H, const int W, const int K, const int R, const int S, const int P,            \
         const int Q, const int stride_h, const int stride_w, const int pad_top, const int pad_left, const int dil_h,   \
         const int dil_w, const int groups

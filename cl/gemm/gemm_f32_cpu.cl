@@ -33,6 +33,7 @@
  * (common/epilogue.h) last.
  */
 #include "common/epilogue.h"
+#include "common/portability.h"
 #include "common/register_tile.h"
 
 #ifndef KILN_EPI_BIAS
@@ -45,30 +46,30 @@
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
 /* Global size (K, ceil(M/MR), batch_a): one k of one panel per work-item. */
-__kernel void gemm_f32_cpu_pack_a(const int M, const int K, __global const KILN_STORAGE *A, const ulong off_a,
-                                  const ulong a_ri, const ulong a_rk, const ulong stride_a, __global float *Ap)
+KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
+                                     const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
-    const int k = get_global_id(0), panel = get_global_id(1), b = get_global_id(2);
+    const int k = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     if (k >= K)
         return;
     const int row0 = panel * MR;
     const ulong src = off_a + b * stride_a + (ulong)k * a_rk;
-    __global float *dst = Ap + ((size_t)b * get_global_size(1) + panel) * (size_t)K * MR + (size_t)k * MR;
+    KILN_GLOBAL float *dst = Ap + ((size_t)b * KILN_GLOBAL_SIZE(1) + panel) * (size_t)K * MR + (size_t)k * MR;
 #pragma unroll
     for (int i = 0; i < MR; i++)
         dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;
 }
 
 /* Global size (K, ceil(N/NR), batch_b): one k of one panel per work-item. */
-__kernel void gemm_f32_cpu_pack_b(const int N, const int K, __global const KILN_STORAGE *B, const ulong off_b,
-                                  const ulong b_rk, const ulong b_rj, const ulong stride_b, __global float *Bp)
+KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
+                                     const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
-    const int k = get_global_id(0), panel = get_global_id(1), b = get_global_id(2);
+    const int k = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     if (k >= K)
         return;
     const int col0 = panel * NR;
     const ulong src = off_b + b * stride_b + (ulong)k * b_rk + (ulong)col0 * b_rj;
-    __global float *dst = Bp + ((size_t)b * get_global_size(1) + panel) * (size_t)K * NR + (size_t)k * NR;
+    KILN_GLOBAL float *dst = Bp + ((size_t)b * KILN_GLOBAL_SIZE(1) + panel) * (size_t)K * NR + (size_t)k * NR;
     if (b_rj == 1 && col0 + NR <= N) { /* contiguous row segment */
 #pragma unroll
         for (int v = 0; v < NV; v++)
@@ -82,26 +83,26 @@ __kernel void gemm_f32_cpu_pack_b(const int N, const int K, __global const KILN_
 
 /* Global size (ceil(M/MR), ceil(N/NR), batch). panel_a / panel_b are the
    distances between batch items' packed panels (0 when an operand is shared). */
-__kernel void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
-                                 __global const float *Ap, const ulong panel_a, __global const float *Bp,
-                                 const ulong panel_b, __global KILN_STORAGE *C, const ulong off_c, const int ldc,
-                                 const ulong stride_c, __global const float *bias, const ulong off_bias,
-                                 __global const KILN_STORAGE *Z, const float slope)
+KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
+                                    KILN_GLOBAL const float *Ap, const ulong panel_a, KILN_GLOBAL const float *Bp,
+                                    const ulong panel_b, KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc,
+                                    const ulong stride_c, KILN_GLOBAL const float *bias, const ulong off_bias,
+                                    KILN_GLOBAL const KILN_STORAGE *Z, const float slope)
 {
-    const int it = get_global_id(0), jt = get_global_id(1), b = get_global_id(2);
-    const __global float *a = Ap + b * panel_a + (size_t)it * K * MR;
-    const __global float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
+    const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
+    const KILN_GLOBAL float *a = Ap + b * panel_a + (size_t)it * K * MR;
+    const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
 
     VEC acc[MR][NV];
     KILN_TILE_MULTIPLY(acc, a, bp, K);
 
     const int row0 = it * MR, col0 = jt * NR;
     const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;
-    __global KILN_STORAGE *c = C + c0;
+    KILN_GLOBAL KILN_STORAGE *c = C + c0;
 #if KILN_EPI_Z
-    __global const KILN_STORAGE *addend = Z + c0; /* beta scales z; C is only written */
+    KILN_GLOBAL const KILN_STORAGE *addend = Z + c0; /* beta scales z; C is only written */
 #else
-    __global const KILN_STORAGE *addend = c;
+    KILN_GLOBAL const KILN_STORAGE *addend = c;
 #endif
     (void)bias, (void)off_bias, (void)Z, (void)slope;
     if (row0 + MR <= M && col0 + NR <= N) {

@@ -4,7 +4,7 @@
  * C[1 x n] = x[1 x k] . W^T, a matrix-vector product bound by reading B.
  *
  * ABI: gemm_f32_tiled's (gemm_f32_tiled.cl), in row-major terms, for batch
- * item b = get_global_id(2):
+ * item b = KILN_GLOBAL_ID(2):
  *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j),  i < M, j < N
  *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
  *   opB(k,j) = KILN_TRANS_B ? B[j*ldb + k] : B[k*ldb + j]
@@ -43,6 +43,7 @@
 #define MB KILN_SMALLM_MB
 #define NB KILN_SMALLM_NB
 
+#include "common/portability.h"
 #include "common/vector.h"
 
 #if KILN_TRANS_A
@@ -52,7 +53,7 @@
 #endif
 
 /* VW consecutive elements of row i of opA from column k. */
-inline VEC load_a(__global const KILN_STORAGE *A, const int lda, const int i, const int k)
+inline VEC load_a(KILN_GLOBAL const KILN_STORAGE *A, const int lda, const int i, const int k)
 {
 #if KILN_TRANS_A
     float lane[VW];
@@ -90,7 +91,7 @@ inline float lane_sum(const VEC v)
 }
 
 /* C[at] = alpha * sum + beta * C[at], reading C only for beta != 0. */
-inline void store_c(__global KILN_STORAGE *C, const size_t at, const float sum, const float alpha, const float beta)
+inline void store_c(KILN_GLOBAL KILN_STORAGE *C, const size_t at, const float sum, const float alpha, const float beta)
 {
     float r = alpha * sum;
     if (beta != 0.0f)
@@ -110,19 +111,19 @@ inline void store_c(__global KILN_STORAGE *C, const size_t at, const float sum, 
     _Pragma("unroll") for (int i_ = 0; i_ < MB; i_++) _Pragma("unroll") for (int v_ = 0; v_ < NB; v_++) acc[i_][v_] =  \
         0.0f
 
-__kernel void gemm_f32_smallm_dot(const int M, const int N, const int K, const float alpha, const float beta,
-                                  __global const KILN_STORAGE *A, const ulong off_a, const int lda,
-                                  const ulong stride_a, __global const KILN_STORAGE *B, const ulong off_b,
-                                  const int ldb, const ulong stride_b, __global KILN_STORAGE *C, const ulong off_c,
-                                  const int ldc, const ulong stride_c)
+KILN_KERNEL void gemm_f32_smallm_dot(const int M, const int N, const int K, const float alpha, const float beta,
+                                     KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda,
+                                     const ulong stride_a, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
+                                     const int ldb, const ulong stride_b, KILN_GLOBAL KILN_STORAGE *C,
+                                     const ulong off_c, const int ldc, const ulong stride_c)
 {
-    const int j0 = get_global_id(0) * NB, b = get_global_id(2);
+    const int j0 = KILN_GLOBAL_ID(0) * NB, b = KILN_GLOBAL_ID(2);
     if (j0 >= N)
         return;
     A += off_a + b * stride_a;
     B += off_b + b * stride_b;
     C += off_c + b * stride_c;
-    __global const KILN_STORAGE *col[NB];
+    KILN_GLOBAL const KILN_STORAGE *col[NB];
 #pragma unroll
     for (int c = 0; c < NB; c++)
         col[c] = B + (size_t)min(j0 + c, N - 1) * ldb;
@@ -167,10 +168,10 @@ __kernel void gemm_f32_smallm_dot(const int M, const int N, const int K, const f
 /* The NB vectors of row k of B from the work-item's first column (B points
    there): with `full` all NB * VW columns exist, else only the first `cols`,
    loaded lane by lane and zero past them. */
-inline void load_b_row(VEC *bv, __global const KILN_STORAGE *B, const int ldb, const int k, const int cols,
+inline void load_b_row(VEC *bv, KILN_GLOBAL const KILN_STORAGE *B, const int ldb, const int k, const int cols,
                        const int full)
 {
-    __global const KILN_STORAGE *bk = B + (size_t)k * ldb;
+    KILN_GLOBAL const KILN_STORAGE *bk = B + (size_t)k * ldb;
     for (int v = 0; v < NB; v++) {
         if (full) {
             bv[v] = VLOAD_S(v, bk);
@@ -189,8 +190,8 @@ inline void load_b_row(VEC *bv, __global const KILN_STORAGE *B, const int ldb, c
    them in turn. The kernel calls it with `full` constant, so the loop is
    compiled twice and its steps test nothing; POCL does not inline it
    unasked, hence always_inline. */
-__attribute__((always_inline)) inline void axpy_rows(VEC (*acc)[NB], __global const KILN_STORAGE *A, const int lda,
-                                                     const int *row, __global const KILN_STORAGE *B, const int ldb,
+__attribute__((always_inline)) inline void axpy_rows(VEC (*acc)[NB], KILN_GLOBAL const KILN_STORAGE *A, const int lda,
+                                                     const int *row, KILN_GLOBAL const KILN_STORAGE *B, const int ldb,
                                                      const int K, const int cols, const int full)
 {
     VEC bv[NB];
@@ -222,13 +223,13 @@ __attribute__((always_inline)) inline void axpy_rows(VEC (*acc)[NB], __global co
     }
 }
 
-__kernel void gemm_f32_smallm_axpy(const int M, const int N, const int K, const float alpha, const float beta,
-                                   __global const KILN_STORAGE *A, const ulong off_a, const int lda,
-                                   const ulong stride_a, __global const KILN_STORAGE *B, const ulong off_b,
-                                   const int ldb, const ulong stride_b, __global KILN_STORAGE *C, const ulong off_c,
-                                   const int ldc, const ulong stride_c)
+KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, const float alpha, const float beta,
+                                      KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda,
+                                      const ulong stride_a, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
+                                      const int ldb, const ulong stride_b, KILN_GLOBAL KILN_STORAGE *C,
+                                      const ulong off_c, const int ldc, const ulong stride_c)
 {
-    const int j0 = get_global_id(0) * NB * VW, b = get_global_id(2);
+    const int j0 = KILN_GLOBAL_ID(0) * NB * VW, b = KILN_GLOBAL_ID(2);
     if (j0 >= N)
         return;
     A += off_a + b * stride_a;
@@ -244,7 +245,7 @@ __kernel void gemm_f32_smallm_axpy(const int M, const int N, const int K, const 
         else
             axpy_rows(acc, A, lda, row, B, ldb, K, cols, 0);
         for (int i = 0; i < MB && i0 + i < M; i++) {
-            __global KILN_STORAGE *c = C + (size_t)(i0 + i) * ldc;
+            KILN_GLOBAL KILN_STORAGE *c = C + (size_t)(i0 + i) * ldc;
             for (int v = 0; v < NB && v * VW < cols; v++) {
                 if (cols >= (v + 1) * VW) {
                     VEC r = alpha * acc[i][v];

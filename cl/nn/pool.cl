@@ -21,6 +21,7 @@
  * Offsets inside a plane (NCHW) are ints: the host refuses planes of 2^31
  * values or more.
  */
+#include "common/portability.h"
 #include "common/storage.h"
 
 #define FR KILN_POOL_R
@@ -72,11 +73,11 @@
 
 /* Fold the window over the tile's footprint, rows from row0 and columns
    from col0 of the plane at xc, into acc. */
-INLINE void pool_tile(vec acc[TH], __global const float *xc, int row0, int col0, bool interior)
+INLINE void pool_tile(VEC acc[TH], KILN_GLOBAL const float *xc, int row0, int col0, bool interior)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
-        vec taps[FS], across = IDENTITY;
+        VEC taps[FS], across = IDENTITY;
         if (!footprint_row(taps, xc, row0, i, col0, interior, IDENTITY))
             continue;
 #pragma unroll
@@ -92,10 +93,10 @@ INLINE void pool_tile(vec acc[TH], __global const float *xc, int row0, int col0,
 }
 
 /* Tile index = (plane * TILES_P + tp) * TILES_Q + tq. */
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1))) void
-nn_pool2d_nchw(__global const float *x, __global float *y, const ulong items)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
-    size_t id = get_global_id(0);
+    size_t id = KILN_GLOBAL_ID(0);
     if (id >= items)
         return;
     const int tq = id % TILES_Q;
@@ -103,8 +104,8 @@ nn_pool2d_nchw(__global const float *x, __global float *y, const ulong items)
     const int tp = id % TILES_P;
     const size_t plane = id / TILES_P;
     const int p0 = tp * TH, q0 = TILE_Q0(tq), row0 = p0 * SH - PT;
-    __global const float *xc = x + (size_t)plane * H * W;
-    vec acc[TH];
+    KILN_GLOBAL const float *xc = x + (size_t)plane * H * W;
+    VEC acc[TH];
 #pragma unroll
     for (int t = 0; t < TH; t++)
         acc[t] = IDENTITY;
@@ -119,7 +120,7 @@ nn_pool2d_nchw(__global const float *x, __global float *y, const ulong items)
 #if VW == 1
     const int cols = CELLS(q0 * SW - PL, FS, W);
 #else
-    const ivec cols = CELLS((q0 + LANES) * SW - PL, FS, W);
+    const IVEC cols = CELLS((q0 + LANES) * SW - PL, FS, W);
 #endif
 #pragma unroll
     for (int t = 0; t < TH; t++)
@@ -135,26 +136,26 @@ nn_pool2d_nchw(__global const float *x, __global float *y, const ulong items)
 #endif /* KILN_ROW_TILES_Q */
 
 /* Plane `id` (H * W values, unpadded, one output). */
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1))) void
-nn_pool2d_nchw_plane(__global const float *x, __global float *y, const ulong items)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
-    const size_t id = get_global_id(0);
+    const size_t id = KILN_GLOBAL_ID(0);
     if (id >= items)
         return;
-    __global const float *xp = x + (size_t)id * H * W;
-    vec acc = IDENTITY;
+    KILN_GLOBAL const float *xp = x + (size_t)id * H * W;
+    VEC acc = IDENTITY;
     for (int j = 0; j + VW <= H * W; j += VW)
-        acc = COMBINE(acc, VLOAD_S(xp + j));
+        acc = COMBINE(acc, VLOADU_S(xp + j));
 #if (H * W) % VW != 0
 #if VW > 1 && H * W > VW
     /* The last VW values, less those already folded in. */
-    acc = COMBINE(acc, select((vec)(IDENTITY), VLOAD_S(xp + H * W - VW), LANES >= VW - (H * W) % VW));
+    acc = COMBINE(acc, select((VEC)(IDENTITY), VLOADU_S(xp + H * W - VW), LANES >= VW - (H * W) % VW));
 #else
     acc = COMBINE(acc, load_span(xp, H * W / VW * VW, 1, H * W, false, IDENTITY));
 #endif
 #endif
     float lanes[VW];
-    VTO(acc, lanes);
+    VSTORE(acc, 0, lanes);
     float v = lanes[0];
 #pragma unroll
     for (int l = 1; l < VW; l++)
@@ -176,18 +177,18 @@ nn_pool2d_nchw_plane(__global const float *x, __global float *y, const ulong ite
 #endif
 
 /* Work-item = ((n * P + oy) * Q + ox) * C / VW + channel block. */
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1))) void
-nn_pool2d_nhwc(__global const float *x, __global float *y, const ulong items)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void nn_pool2d_nhwc(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
-    const size_t id = get_global_id(0);
+    const size_t id = KILN_GLOBAL_ID(0);
     if (id >= items)
         return;
     const int c0 = id % (C / VW) * VW;
     const size_t pixel = id / (C / VW), n = pixel / Q / P;
     const int ox = pixel % Q, oy = pixel / Q % P;
     const int h0 = oy * SH - PT, w0 = ox * SW - PL;
-    __global const float *xn = x + (size_t)n * H * W * C + c0;
-    vec acc = IDENTITY;
+    KILN_GLOBAL const float *xn = x + (size_t)n * H * W * C + c0;
+    VEC acc = IDENTITY;
     WINDOW_UNROLL
     for (int r = 0; r < FR; r++) {
         const int h = h0 + r;
@@ -197,7 +198,7 @@ nn_pool2d_nhwc(__global const float *x, __global float *y, const ulong items)
         for (int s = 0; s < FS; s++) {
             const int w = w0 + s;
             if ((uint)w < (uint)W)
-                acc = COMBINE(acc, VLOAD_S(xn + ((size_t)h * W + w) * C));
+                acc = COMBINE(acc, VLOADU_S(xn + ((size_t)h * W + w) * C));
         }
     }
 #if KILN_POOL_AVG
@@ -207,7 +208,7 @@ nn_pool2d_nhwc(__global const float *x, __global float *y, const ulong items)
     acc /= (float)(CELLS(h0, FR, H) * CELLS(w0, FS, W));
 #endif
 #endif
-    VSTORE_S(acc, y + (size_t)pixel * C + c0);
+    VSTOREU_S(acc, y + (size_t)pixel * C + c0);
 }
 
 #endif /* KILN_NHWC */

@@ -7,15 +7,18 @@
  * KILN_UTIL_WG is the work-group size from the profile.
  */
 
-__kernel __attribute__((reqd_work_group_size(KILN_UTIL_WG, 1, 1)))
-void nn_softmax(__global const float *x, __global float *y, const ulong columns, const ulong dim, const ulong inner)
+#include "common/portability.h"
+
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
+                const ulong inner)
 {
-    const size_t i = get_global_id(0);
+    const size_t i = KILN_GLOBAL_ID(0);
     if (i >= columns)
         return;
     const size_t base = i / inner * dim * inner + i % inner;
-    __global const float *xc = x + base;
-    __global float *yc = y + base;
+    KILN_GLOBAL const float *xc = x + base;
+    KILN_GLOBAL float *yc = y + base;
     float m = -INFINITY;
     for (size_t d = 0; d < dim; d++)
         m = fmax(m, xc[d * inner]);
