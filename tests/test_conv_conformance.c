@@ -12,9 +12,10 @@
  * (UNSUPPORTED "not implemented") are listed and passed over; a profile whose
  * every algorithm is unwritten is skipped.
  *
- * Implicit GEMM runs the GPU-style tiled kernel on profiles whose GEMM route
- * is not "cpu" and the CPU kernel on the others (src/ops/conv_igemm.c); each
- * profile checks that its plan names the kernel the rule gives. On this CPU
+ * Implicit GEMM runs the GPU-style tiled kernel on profiles whose
+ * select.conv_igemm_route is "tiled" and the CPU kernel on the others
+ * (src/ops/conv_igemm.c); each profile checks that its plan names the
+ * kernel the rule gives. On this CPU
  * device the GPU profiles' tiles run nowhere else, so those profiles also
  * run the implicit-GEMM table below (the CPU kernel has test_conv_shapes.c's
  * table under the device's own profile).

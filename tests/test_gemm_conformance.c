@@ -5,7 +5,7 @@
  * an edge shape, a tile-ish shape, a few-row shape and 1x1x1 through the
  * public API, checked against the plain-C reference of gemm_ref.h, and AUTO
  * takes the small-M kernels for one row of C exactly when the profile's
- * gemm.smallm_max allows. One test per profile.
+ * select.gemm_smallm_max allows. One test per profile.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -27,12 +27,11 @@
    Linux is free to place. Kernels of a millisecond or less leave the workers
    asleep most of the time, and once two have been woken onto the same core
    the load balancer rarely separates them: a process then runs every launch
-   on one core for good. On the 2-core test machine a 1x1 convolution took
-   0.56 ms or 1.06 ms depending on the process (3 of 5 and 4 of 5 processes
-   slow in two shapes); with the workers pinned one per core (POCL_AFFINITY=1)
-   it took 0.56-0.60 ms in 10 of 10. So kiln asks POCL to pin, before the
-   first OpenCL call of the process lets POCL read its environment, unless
-   the user has set POCL_AFFINITY. Other OpenCL drivers ignore the variable. */
+   on one core for good, up to twice as slow
+   (docs/pocl.md#worker-threads-pinned-to-cores). So kiln asks POCL to pin,
+   before the first OpenCL call of the process lets POCL read its
+   environment, unless the user has set POCL_AFFINITY. Other OpenCL drivers
+   ignore the variable. */
 static void prefer_pinned_pocl_workers(void)
 {
     if (!getenv("POCL_AFFINITY"))

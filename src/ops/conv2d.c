@@ -134,28 +134,8 @@ static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_sh
     return !a->unsupported(s);
 }
 
-/* The profile's heuristic: depthwise and thin groups go direct, plain 1x1 to
-   GEMM, 3x3 with enough channels to Winograd, the rest to implicit GEMM.
-   A thin input with many filters and a large window is a GEMM with a deep
-   enough reduction: ResNet's 7x7/2 stem on 3 channels (K = 64) takes 1.35 ms
-   by implicit GEMM, 4.9 ms direct; MobileNet's 3x3/2 stem (K = 32, a
-   reduction of 27) 0.36 ms of CPU time per call against 0.48.
-   NCHW 1x1 layers: implicit GEMM gathers each tile's pixels, whole runs of
-   the image planes, into local memory in the one launch of the product;
-   gemm-1x1 packs the input in a launch of its own. Measured (ms, gemm-1x1 /
-   implicit GEMM): 112x112, 32 -> 64 0.38 / 0.34; 56x56, 128 -> 128 0.57 /
-   0.55; 28x28, 256 -> 256 0.545 / 0.53; 14x14, 512 -> 512 0.54 / 0.54;
-   7x7, 1024 -> 1024 0.65 / 0.70. Hence implicit GEMM from 784 pixels.
-   Winograd's batched products are K x C x T for T output tiles, with the
-   tiles along the GEMM's column panels (32 wide, or 16 with the narrow
-   tile); the transformed weights are packed once (constant weights).
-   Measured against implicit GEMM on the CPU device (C = K, 3x3, CPU ms per
-   call): 14x14, 256: F(4x4) 0.95, F(2x2) 1.6, implicit 2.8; 14x14, 512:
-   5.0, 6.2, 10.9; 7x7, 512: F(2x2) 2.0, implicit 3.3 (F(4x4) has 4 tiles
-   there). Hence F(4x4) from 16 tiles of 4x4, F(2x2) from 16 tiles of 2x2,
-   else the profile's conv.algo (implicit GEMM in the shipped roots). */
-/* The profile's conv.algo: what the heuristic falls back on when no rule
-   above it applies. NULL if the profile names none this build has. */
+/* The profile's conv.algo: what the heuristic falls back on when none of
+   its rules applies. NULL if the profile names none this build has. */
 static const struct kiln_conv_algorithm *profile_default(const struct kiln_profile *profile)
 {
     const kiln_conv_algo algo =
@@ -166,6 +146,12 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
     return NULL;
 }
 
+/* The profile's heuristic: depthwise and thin groups go direct, unless a
+   thin input meets many filters over a large window (a stem: a GEMM with a
+   deep enough reduction); plain 1x1 to GEMM, by implicit GEMM on NCHW from
+   784 pixels; 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
+   4x4 and F(2x2) from 16 tiles of 2x2; else the profile's conv.algo. Each
+   threshold is a measured break-even (docs/convolution.md#heuristic). */
 static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const struct kiln_profile *profile,
                                                    char *why, size_t why_size)
 {

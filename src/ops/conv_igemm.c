@@ -38,9 +38,8 @@ static const char *igemm_unsupported(const struct kiln_conv_shape *s)
    One while the tiles alone give every compute unit several work-groups;
    otherwise the fewest that give each unit two, in a multiple of the unit
    count so the last round is not half empty. Each block gathers its im2col
-   panel again, so more blocks cost more: measured at 14x14 (7 tiles of 32
-   pixels), C = K = 256, 2 units: 1 block 2.8 ms, 2 blocks 1.57, 4 blocks
-   1.77, 6 blocks 2.1. */
+   panel again, so more blocks cost more
+   (docs/convolution.md#filter-blocks-of-the-implicit-gemm-cpu-kernel). */
 static size_t filter_blocks(size_t tiles, size_t panels, unsigned units)
 {
     size_t cu = units ? units : 1;

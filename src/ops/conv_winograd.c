@@ -13,18 +13,10 @@
  * are (m+2)^2 K C floats, 4 times the weights for m = 4, so Winograd pays
  * only where the tiles outnumber the filters (docs/winograd.md).
  *
- * Accuracy (docs/winograd.md): error of y against a double-precision
- * direct convolution, relative to S = sum |x||w| of each output, over 200k
- * outputs of random data (x uniform in [-1, 1), weights of variance
- * 1/(9C)), max / mean, u = 2^-24:
- *                   C = 64              C = 256             C = 512
- *   implicit GEMM   2.2e-7 / 1.7e-8     2.5e-7 / 1.7e-8     2.7e-7 / 1.7e-8
- *   F(2x2, 3x3)     9.5e-8 / 1.1e-8     9.5e-8 / 1.1e-8     1.1e-7 / 1.1e-8
- *   F(4x4, 3x3)     2.1e-6 / 5.9e-8     2.0e-6 / 5.4e-8     2.4e-6 / 5.3e-8
- * F(2x2) is as accurate as the direct sum; F(4x4) is about 10 times worse
- * at the maximum and 3 times on average, and worse still for few channels
- * (1.9e-5 = 316 u at C = 1), since a tile's outputs are built from its
- * whole 6x6 patch. tests/test_winograd.c allows 64 u and 2048 u.
+ * Accuracy: F(2x2) is as accurate as the direct sum; F(4x4) is about 10
+ * times worse, and worse still for few channels, since a tile's outputs are
+ * built from its whole 6x6 patch. tests/test_winograd.c allows 64 u and
+ * 2048 u (u = 2^-24); the error study is in docs/winograd.md#error-study.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -127,9 +119,8 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         {nhwc ? up(d->k, lanes) : w->th, nhwc ? w->tw : d->n * d->k, nhwc ? d->n * w->th : 1},
     };
     memcpy(plan->global, geometry, sizeof geometry);
-    /* A CPU runs each work-item's vectors best alone: with POCL choosing
-       larger groups the layer of n = 1 (8), C = K = 128, 56x56 took 2.3
-       (20.1) ms instead of 2.2 (19.5). */
+    /* A CPU runs each work-item's vectors best alone, in work-groups of one
+       (docs/winograd.md#work-groups-on-a-cpu). */
     w->local = plan->base.ctx->desc.type == KILN_DEVICE_CPU;
     for (int i = FILTER; i <= OUTPUT; i++)
         for (int dim = 0; dim < 3; dim++)

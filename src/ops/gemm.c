@@ -165,7 +165,8 @@ void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o
 /* The profile's mr x nr tile, or its narrow tile of narrow_mr rows by one
    vector where that computes fewer padded elements, counting each of them
    6% dearer: its accumulators are fed by one vector load and narrow_mr
-   broadcasts per k instead of 2 and 6 (docs/gemm.md). */
+   broadcasts per k instead of 2 and 6
+   (docs/gemm.md#the-cpu-register-tile-wide-or-narrow). */
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o)
 {

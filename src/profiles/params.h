@@ -1,6 +1,6 @@
 /*
  * The one table of profile parameters. Every group below becomes a C struct
- * (struct kiln_<group>, one int or double per field), an entry of the schema
+ * (struct kiln_param_<group>, one int or double per field), an entry of the schema
  * that the loader validates against (profile_schema.c), the -D options of
  * the kernels that use it (only fields marked DEF, named <prefix><KEY>) and
  * a section of device_profiles/README.md (the profile tests check it names
