@@ -521,13 +521,13 @@ int bench_conv(int argc, char **argv)
     struct bench_conv_options opt = {.warmup = 1, .budget_ms = 1000.0};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
-        int bad = 0, *flag = strcmp(a, "--json") == 0       ? &json
-                             : strcmp(a, "--bias") == 0     ? &bias
-                             : strcmp(a, "--relu") == 0     ? &relu
-                             : strcmp(a, "--residual") == 0 ? &residual
-                             : strcmp(a, "--find") == 0     ? &find
+        int bad = 0, *flag = strcmp(a, "--json") == 0               ? &json
+                             : strcmp(a, "--bias") == 0             ? &bias
+                             : strcmp(a, "--relu") == 0             ? &relu
+                             : strcmp(a, "--residual") == 0         ? &residual
+                             : strcmp(a, "--find") == 0             ? &find
                              : strcmp(a, "--constant-weights") == 0 ? &constant
-                                                            : NULL;
+                                                                    : NULL;
         const struct {
             const char *name;
             size_t *value;

@@ -60,8 +60,6 @@ static inline size_t gr_extent(const kiln_gemm_desc *d, int which)
     return (d->batch - 1) * op.stride + gr_at(&op, op.rows - 1, op.cols - 1) + 1;
 }
 
-
-
 /*
  * Error bound of one element of C.
  * - Each product a*b rounds once (u = 2^-24 relative) and each of the K - 1

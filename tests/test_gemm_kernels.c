@@ -35,8 +35,7 @@ static const struct family {
     const char *tile_m, *tile_n, *tile_k, *wg_m, *wg_n;
 } families[] = {
     {"tiled", "gemm/gemm_f32_tiled", "gemm_f32_tiled", KILN_GROUP_gemm_tiled, "mwg", "nwg", "kwg", "mdimc", "ndimc"},
-    {"direct", "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, "wg", "wg", "wg", "mdimc",
-     "ndimc"},
+    {"direct", "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, "wg", "wg", "wg", "mdimc", "ndimc"},
 };
 
 /* A shape relative to the family's tile: m = tm * tile_m + m, and so on. pad

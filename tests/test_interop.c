@@ -90,7 +90,7 @@ static void test_wrapped_context_runs_kernels_and_is_given_back(void **state)
     assert_int_equal(mem_refs(mem), mem_before);
 
     kiln_context_destroy(ctx);
-    clReleaseMemObject(mem); /* a cl_mem holds a reference on its context too */
+    clReleaseMemObject(mem);                         /* a cl_mem holds a reference on its context too */
     assert_int_equal(context_refs(n.context), refs); /* every reference kiln took is given back */
     native_close(&n);
 }

@@ -115,7 +115,7 @@ static struct kiln_profile_set *load_with(const char *const *files, size_t count
     return set;
 }
 
-#define LOAD_WITH(...)                                                                                      \
+#define LOAD_WITH(...)                                                                                                 \
     load_with((const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
 
 static void assert_warning(const struct kiln_profile_set *set, const char *file, const char *cause)
@@ -231,10 +231,14 @@ static void test_nvidia_name_guesses(void **state)
 {
     (void)state;
     static const char *const cases[][2] = {
-        {"Quadro RTX 4000", "sm_75"},      {"NVIDIA RTX 4000 Ada Generation", "sm_89"},
-        {"NVIDIA RTX A3000 Laptop GPU", "sm_86"}, {"NVIDIA A10G", "sm_86"},
-        {"NVIDIA L4", "sm_89"},             {"NVIDIA GeForce GTX 1660 SUPER", "sm_75"},
-        {"NVIDIA GeForce RTX 3060", "sm_86"}, {"Mystery NVIDIA board", ""},
+        {"Quadro RTX 4000", "sm_75"},
+        {"NVIDIA RTX 4000 Ada Generation", "sm_89"},
+        {"NVIDIA RTX A3000 Laptop GPU", "sm_86"},
+        {"NVIDIA A10G", "sm_86"},
+        {"NVIDIA L4", "sm_89"},
+        {"NVIDIA GeForce GTX 1660 SUPER", "sm_75"},
+        {"NVIDIA GeForce RTX 3060", "sm_86"},
+        {"Mystery NVIDIA board", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct kiln_device_desc d = nvidia(cases[i][0], 0, 0);

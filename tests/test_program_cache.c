@@ -12,12 +12,11 @@
 #include "jit/program_cache.h"
 #include "test_util.h"
 
-static const char axpb_source[] =
-    "__kernel void axpb(__global float *y, __global const float *x, const float a)\n"
-    "{\n"
-    "    const size_t i = get_global_id(0);\n"
-    "    y[i] = a * x[i] + (float)i + OFFSET;\n"
-    "}\n";
+static const char axpb_source[] = "__kernel void axpb(__global float *y, __global const float *x, const float a)\n"
+                                  "{\n"
+                                  "    const size_t i = get_global_id(0);\n"
+                                  "    y[i] = a * x[i] + (float)i + OFFSET;\n"
+                                  "}\n";
 
 enum { N = 333 };
 
@@ -290,9 +289,9 @@ static void test_build_failure_reports_the_log_and_caches_nothing(void **state)
     /* Asking again fails again (failures are not cached as programs). */
     kt_assert_status(kiln_program_get(ctx, "broken", broken, strlen(broken), "", &prog), KILN_ERROR_BUILD);
     /* Bad options are a build error too. */
-    kt_assert_status(kiln_program_get(ctx, "axpb", axpb_source, strlen(axpb_source), "-DOFFSET=1.0f -fno-such-flag",
-                                      &prog),
-                     KILN_ERROR_BUILD);
+    kt_assert_status(
+        kiln_program_get(ctx, "axpb", axpb_source, strlen(axpb_source), "-DOFFSET=1.0f -fno-such-flag", &prog),
+        KILN_ERROR_BUILD);
     kiln_context_destroy(ctx);
     kt_remove_tree(dir);
     free(dir);

@@ -55,7 +55,7 @@ static void test_detail_is_per_thread(void **state)
     void *seen = NULL;
     assert_int_equal(pthread_create(&t, NULL, fail_in_thread, NULL), 0);
     assert_int_equal(pthread_join(t, &seen), 0);
-    assert_non_null(seen);                            /* the thread saw its own failure */
+    assert_non_null(seen);                             /* the thread saw its own failure */
     assert_string_equal(kiln_last_error_detail(), ""); /* and it did not leak here */
 }
 

@@ -103,8 +103,8 @@ int main(int argc, char **argv)
     kiln_cache_info cache;
     if (kiln_context_get_cache_info(ctx, &cache) == KILN_SUCCESS) {
         if (cache.dir[0])
-            printf("program cache: %s (%llu entries, %.1f KiB)\n", cache.dir,
-                   (unsigned long long)cache.disk_entries, cache.disk_bytes / 1024.0);
+            printf("program cache: %s (%llu entries, %.1f KiB)\n", cache.dir, (unsigned long long)cache.disk_entries,
+                   cache.disk_bytes / 1024.0);
         else
             printf("program cache: memory only\n");
     }

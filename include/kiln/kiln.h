@@ -38,25 +38,25 @@ extern "C" {
  * strings returned by kiln_status_string(); values are assigned in order, so
  * two codes cannot collide. New codes are appended, never inserted.
  */
-#define KILN_STATUS_LIST(X)                                                     \
-    X(KILN_SUCCESS, "success")                                                  \
-    X(KILN_ERROR_INVALID_ARGUMENT, "invalid argument")                          \
-    X(KILN_ERROR_OUT_OF_BOUNDS, "size or offset outside the buffer")           \
-    X(KILN_ERROR_UNSUPPORTED, "unsupported on this device or for this shape")   \
-    X(KILN_ERROR_OUT_OF_MEMORY, "out of memory")                                \
-    X(KILN_ERROR_DEVICE, "device or OpenCL runtime error")                     \
-    X(KILN_ERROR_BUILD, "kernel build failed")                                  \
-    X(KILN_ERROR_IO, "file input/output error")                                 \
-    X(KILN_ERROR_NOT_FOUND, "not found")                                        \
-    X(KILN_ERROR_INVALID_PROFILE, "invalid device profile")                     \
-    X(KILN_ERROR_CORRUPT_CACHE, "corrupt or foreign cache entry")               \
+#define KILN_STATUS_LIST(X)                                                                                            \
+    X(KILN_SUCCESS, "success")                                                                                         \
+    X(KILN_ERROR_INVALID_ARGUMENT, "invalid argument")                                                                 \
+    X(KILN_ERROR_OUT_OF_BOUNDS, "size or offset outside the buffer")                                                   \
+    X(KILN_ERROR_UNSUPPORTED, "unsupported on this device or for this shape")                                          \
+    X(KILN_ERROR_OUT_OF_MEMORY, "out of memory")                                                                       \
+    X(KILN_ERROR_DEVICE, "device or OpenCL runtime error")                                                             \
+    X(KILN_ERROR_BUILD, "kernel build failed")                                                                         \
+    X(KILN_ERROR_IO, "file input/output error")                                                                        \
+    X(KILN_ERROR_NOT_FOUND, "not found")                                                                               \
+    X(KILN_ERROR_INVALID_PROFILE, "invalid device profile")                                                            \
+    X(KILN_ERROR_CORRUPT_CACHE, "corrupt or foreign cache entry")                                                      \
     X(KILN_ERROR_INTERNAL, "internal error")
 
 typedef enum kiln_status {
 #define KILN_STATUS_ENUM_(name, text) name,
     KILN_STATUS_LIST(KILN_STATUS_ENUM_)
 #undef KILN_STATUS_ENUM_
-    KILN_STATUS_COUNT_
+        KILN_STATUS_COUNT_
 } kiln_status;
 
 /** Human-readable, static text for a status ("unknown status" if out of range). */
@@ -86,15 +86,15 @@ typedef enum kiln_device_type {
 
 /** Everything kiln knows about a device, including the profile it matched. */
 typedef struct kiln_device_info {
-    size_t index;              /**< position in kiln's device enumeration */
-    char backend[16];          /**< "opencl" */
-    char platform[128];        /**< platform name */
-    char name[128];            /**< device name */
-    char vendor[128];          /**< vendor name */
-    char device_version[128];  /**< e.g. "OpenCL 3.0 PoCL ..." */
-    char driver_version[64];   /**< driver version string */
-    char arch[64];             /**< derived architecture: "sm_86", "gfx1030",
-                                    "xe-hpg", "x86_64:skylake-avx512", ... */
+    size_t index;             /**< position in kiln's device enumeration */
+    char backend[16];         /**< "opencl" */
+    char platform[128];       /**< platform name */
+    char name[128];           /**< device name */
+    char vendor[128];         /**< vendor name */
+    char device_version[128]; /**< e.g. "OpenCL 3.0 PoCL ..." */
+    char driver_version[64];  /**< driver version string */
+    char arch[64];            /**< derived architecture: "sm_86", "gfx1030",
+                                   "xe-hpg", "x86_64:skylake-avx512", ... */
     kiln_device_type type;
     unsigned compute_units;
     unsigned clock_mhz;
@@ -102,13 +102,13 @@ typedef struct kiln_device_info {
     uint64_t local_mem_bytes;
     uint64_t max_alloc_bytes;
     size_t max_work_group_size;
-    int fp16;                  /**< cl_khr_fp16 available */
-    int fp64;                  /**< cl_khr_fp64 available */
-    char profile[64];          /**< name of the matched device profile */
-    char profile_reason[256];  /**< why it matched */
-    double peak_gflops;        /**< fp32 peak, GFLOP/s */
-    double peak_gbps;          /**< memory bandwidth peak, GB/s */
-    char peak_source[32];      /**< "profile" or "measured" */
+    int fp16;                 /**< cl_khr_fp16 available */
+    int fp64;                 /**< cl_khr_fp64 available */
+    char profile[64];         /**< name of the matched device profile */
+    char profile_reason[256]; /**< why it matched */
+    double peak_gflops;       /**< fp32 peak, GFLOP/s */
+    double peak_gbps;         /**< memory bandwidth peak, GB/s */
+    char peak_source[32];     /**< "profile" or "measured" */
 } kiln_device_info;
 
 /** Number of devices kiln can use, over all platforms. */
@@ -184,13 +184,13 @@ KILN_API kiln_status kiln_context_get_profile_json(const kiln_context *ctx, char
 KILN_API kiln_status kiln_context_finish(kiln_context *ctx);
 
 typedef struct kiln_cache_info {
-    char dir[512];             /**< on-disk cache directory ("" if disabled) */
-    uint64_t disk_entries;     /**< entries currently in the directory */
-    uint64_t disk_bytes;       /**< their total size */
-    uint64_t memory_hits;      /**< programs found in this context's memory */
-    uint64_t disk_hits;        /**< programs loaded from disk */
-    uint64_t builds;           /**< programs compiled from source */
-    uint64_t discarded;        /**< corrupt or foreign disk entries thrown away */
+    char dir[512];         /**< on-disk cache directory ("" if disabled) */
+    uint64_t disk_entries; /**< entries currently in the directory */
+    uint64_t disk_bytes;   /**< their total size */
+    uint64_t memory_hits;  /**< programs found in this context's memory */
+    uint64_t disk_hits;    /**< programs loaded from disk */
+    uint64_t builds;       /**< programs compiled from source */
+    uint64_t discarded;    /**< corrupt or foreign disk entries thrown away */
 } kiln_cache_info;
 
 /** Program cache location, size and this context's hit/miss counters. */
@@ -287,8 +287,8 @@ typedef struct kiln_gemm_desc {
     kiln_transpose trans_a, trans_b;
     kiln_dtype dtype;
     size_t m, n, k;
-    size_t lda, ldb, ldc;            /**< at least the stored rows' length */
-    size_t batch;                    /**< >= 1 */
+    size_t lda, ldb, ldc;                /**< at least the stored rows' length */
+    size_t batch;                        /**< >= 1 */
     size_t stride_a, stride_b, stride_c; /**< elements between batch items;
                                           0 repeats the operand (not for C) */
     kiln_gemm_algo algo;
@@ -337,15 +337,15 @@ KILN_API kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, c
 
 /** What a plan chose. */
 typedef struct kiln_gemm_plan_info {
-    kiln_gemm_algo algo;       /**< the family chosen (never AUTO) */
-    char family[16];           /**< "cpu", "tiled", "direct", "clblast" or "smallm" */
-    char kernel[64];           /**< kernel name, e.g. "gemm_f32_cpu_6x32" */
-    char params[256];          /**< its parameters, "MR=6 NR=32 ..." */
-    char param_set[48];        /**< the profile parameter set they came from: "<group>:<set>", e.g.
-                                    "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
-    char profile[64];          /**< the profile that supplied them */
-    char reason[128];          /**< why this family */
-    size_t workspace_bytes;    /**< device memory the plan holds */
+    kiln_gemm_algo algo;    /**< the family chosen (never AUTO) */
+    char family[16];        /**< "cpu", "tiled", "direct", "clblast" or "smallm" */
+    char kernel[64];        /**< kernel name, e.g. "gemm_f32_cpu_6x32" */
+    char params[256];       /**< its parameters, "MR=6 NR=32 ..." */
+    char param_set[48];     /**< the profile parameter set they came from: "<group>:<set>", e.g.
+                                 "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
+    char profile[64];       /**< the profile that supplied them */
+    char reason[128];       /**< why this family */
+    size_t workspace_bytes; /**< device memory the plan holds */
 } kiln_gemm_plan_info;
 
 /** Fill `info` with what the plan chose. INVALID_ARGUMENT for NULL pointers. */
@@ -364,7 +364,7 @@ KILN_API kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, fl
 }
 #endif
 
-#include "kiln_nn.h"
 #include "kiln_attention.h"
+#include "kiln_nn.h"
 
 #endif /* KILN_KILN_H */

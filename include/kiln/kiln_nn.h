@@ -51,27 +51,27 @@ typedef enum kiln_conv_algo {
 typedef struct kiln_conv2d_desc {
     kiln_tensor_layout layout;
     kiln_dtype dtype;
-    size_t n, c, h, w;               /**< input batch, channels, height, width */
-    size_t k, r, s;                  /**< filters, filter height and width */
+    size_t n, c, h, w; /**< input batch, channels, height, width */
+    size_t k, r, s;    /**< filters, filter height and width */
     size_t stride_h, stride_w;
     size_t pad_top, pad_bottom, pad_left, pad_right;
     size_t dilation_h, dilation_w;
-    size_t groups;                   /**< divides c and k; c == k == groups is depthwise */
+    size_t groups; /**< divides c and k; c == k == groups is depthwise */
     float alpha, beta;
     int has_bias;
     kiln_activation activation;
-    float leaky_slope;               /**< for KILN_ACT_LEAKY_RELU */
-    int fused_maxpool;               /**< non-zero: 2x2 stride-2 max pool of the result
-                                          (direct and Winograd; the other algorithms
-                                          answer KILN_ERROR_UNSUPPORTED, AUTO avoids them) */
+    float leaky_slope; /**< for KILN_ACT_LEAKY_RELU */
+    int fused_maxpool; /**< non-zero: 2x2 stride-2 max pool of the result
+                            (direct and Winograd; the other algorithms
+                            answer KILN_ERROR_UNSUPPORTED, AUTO avoids them) */
     kiln_conv_algo algo;
-    int constant_weights;            /**< non-zero: w holds the same values at every
-                                          execution of the plan (inference), so kiln
-                                          may pack or transform them once; passing
-                                          another weights buffer repacks */
-    int find;                        /**< non-zero (or KILN_FIND=1): with AUTO, time
-                                          every applicable algorithm once per shape
-                                          and remember the fastest, also on disk */
+    int constant_weights; /**< non-zero: w holds the same values at every
+                               execution of the plan (inference), so kiln
+                               may pack or transform them once; passing
+                               another weights buffer repacks */
+    int find;             /**< non-zero (or KILN_FIND=1): with AUTO, time
+                               every applicable algorithm once per shape
+                               and remember the fastest, also on disk */
 } kiln_conv2d_desc;
 
 /** A convolution of n x c x h x w by k filters of r x s: stride 1, no
@@ -101,8 +101,7 @@ typedef struct kiln_conv2d_plan kiln_conv2d_plan;
  *         than the (dilated) filter, invalid enums; KILN_ERROR_UNSUPPORTED for
  *         an algorithm that does not apply to the shape (the detail says why).
  */
-KILN_API kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *desc,
-                                             kiln_conv2d_plan **out);
+KILN_API kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *desc, kiln_conv2d_plan **out);
 
 /**
  * Queue the convolution. bias (k elements) is needed when has_bias, z (the
@@ -116,15 +115,15 @@ KILN_API kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln
                                               kiln_event **event);
 
 typedef struct kiln_conv2d_plan_info {
-    kiln_conv_algo algo;           /**< the algorithm chosen (never AUTO) */
-    char name[32];                 /**< "implicit-gemm", "winograd-4x4", ... */
-    char kernel[64];               /**< main kernel */
-    char params[256];              /**< its parameters */
-    char param_set[48];            /**< the profile parameter set they came from: "<group>:<set>", e.g.
-                                        "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
-    char profile[64];              /**< profile that supplied them */
-    char reason[160];              /**< requested / heuristic / find / find database */
-    size_t workspace_bytes;        /**< device memory the plan holds */
+    kiln_conv_algo algo;    /**< the algorithm chosen (never AUTO) */
+    char name[32];          /**< "implicit-gemm", "winograd-4x4", ... */
+    char kernel[64];        /**< main kernel */
+    char params[256];       /**< its parameters */
+    char param_set[48];     /**< the profile parameter set they came from: "<group>:<set>", e.g.
+                                 "gemm.tiled:default" or "gemm.tiled:skinny" ("" if none) */
+    char profile[64];       /**< profile that supplied them */
+    char reason[160];       /**< requested / heuristic / find / find database */
+    size_t workspace_bytes; /**< device memory the plan holds */
 } kiln_conv2d_plan_info;
 
 KILN_API kiln_status kiln_conv2d_plan_describe(const kiln_conv2d_plan *plan, kiln_conv2d_plan_info *info);
@@ -173,8 +172,8 @@ KILN_API kiln_status kiln_pool2d_output_size(const kiln_pool2d_desc *desc, size_
 
 /** Pool x into y (fp32). INVALID_ARGUMENT / OUT_OF_BOUNDS as for convolution;
     UNSUPPORTED for NCHW planes (h * w) of 2^31 values or more. */
-KILN_API kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const kiln_buffer *x,
-                                 kiln_buffer *y, kiln_event **event);
+KILN_API kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const kiln_buffer *x, kiln_buffer *y,
+                                 kiln_event **event);
 
 /** Softmax of x viewed as [outer][dim][inner], over `dim`, into y (fp32; y
     may be x). Numerically safe: subtracts the maximum first. */

@@ -13,16 +13,16 @@ struct kiln_profile;
 
 struct kiln_context {
     const struct kiln_backend *backend;
-    void *dev;                           /* backend device handle */
-    size_t device_index;                 /* in kiln's enumeration; SIZE_MAX if unknown */
+    void *dev;           /* backend device handle */
+    size_t device_index; /* in kiln's enumeration; SIZE_MAX if unknown */
     struct kiln_device_desc desc;
     struct kiln_profile_set *profiles;
     const struct kiln_profile *profile; /* matched or forced (owned by profiles), or overlay */
     struct kiln_profile *overlay;       /* the matched profile with the options' overlay, or NULL */
     char profile_reason[256];
     struct kiln_program_cache cache;
-    int cache_ready;                     /* cache initialised (its lock exists) */
-    struct kiln_memo *memo;              /* choices made by timing (conv find); under cache.lock */
+    int cache_ready;        /* cache initialised (its lock exists) */
+    struct kiln_memo *memo; /* choices made by timing (conv find); under cache.lock */
 };
 
 /* A remembered choice: key -> value strings, newest first. */
@@ -33,7 +33,7 @@ struct kiln_memo {
 
 struct kiln_buffer {
     kiln_context *ctx;
-    void *handle;                        /* backend buffer handle */
+    void *handle; /* backend buffer handle */
     size_t size;
 };
 
@@ -48,7 +48,7 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
 
 struct kiln_event {
     const struct kiln_backend *backend;
-    void *handle;                        /* backend event handle */
+    void *handle; /* backend event handle */
 };
 
 /* Wrap a backend event handle into *out (releasing it on failure). */
@@ -62,10 +62,10 @@ kiln_status kiln_buffer_wrap_native(kiln_context *ctx, void *native, kiln_buffer
 kiln_status kiln_check_range(const char *func, size_t capacity, size_t offset, size_t size);
 
 /* Reject a NULL argument with a detail naming it. */
-#define KILN_CHECK_ARG(arg)                                                                \
-    do {                                                                                   \
-        if (!(arg))                                                                        \
-            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", __func__, #arg); \
+#define KILN_CHECK_ARG(arg)                                                                                            \
+    do {                                                                                                               \
+        if (!(arg))                                                                                                    \
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: %s must not be NULL", __func__, #arg);                 \
     } while (0)
 
 #endif /* KILN_CONTEXT_H */

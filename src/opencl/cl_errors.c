@@ -6,8 +6,8 @@
 const char *kiln_cl_error_name(cl_int err)
 {
     switch (err) {
-#define KILN_CL_ERROR_(name) \
-    case name: \
+#define KILN_CL_ERROR_(name)                                                                                           \
+    case name:                                                                                                         \
         return #name;
         KILN_CL_ERROR_(CL_SUCCESS)
         KILN_CL_ERROR_(CL_DEVICE_NOT_FOUND)

@@ -59,11 +59,12 @@ static kiln_status validate(const kiln_conv2d_desc *d, struct kiln_conv_shape *s
 {
     if ((unsigned)d->layout > KILN_NHWC || (unsigned)d->dtype > KILN_F16 || (unsigned)d->activation > KILN_ACT_GELU ||
         (unsigned)d->algo > KILN_CONV_GEMM_1X1)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: layout, dtype, activation or algo is not a valid value");
-    const size_t sizes[] = {d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->dilation_h,
-                            d->dilation_w, d->groups};
-    static const char *const names[] = {"n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "dilation_h",
-                                        "dilation_w", "groups"};
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                          "conv2d: layout, dtype, activation or algo is not a valid value");
+    const size_t sizes[] = {d->n, d->c,        d->h,        d->w,          d->k,          d->r,
+                            d->s, d->stride_h, d->stride_w, d->dilation_h, d->dilation_w, d->groups};
+    static const char *const names[] = {"n", "c",        "h",        "w",          "k",          "r",
+                                        "s", "stride_h", "stride_w", "dilation_h", "dilation_w", "groups"};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         if (sizes[i] == 0)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: %s must be at least 1", names[i]);
@@ -116,8 +117,8 @@ kiln_status kiln_conv_shape_of(const kiln_conv2d_desc *desc, struct kiln_conv_sh
 
 /* The algorithms this build has, in the order `find` tries them. */
 static const struct kiln_conv_algorithm *const algorithms[] = {
-    &kiln_conv_igemm, &kiln_conv_winograd4, &kiln_conv_winograd2, &kiln_conv_gemm1x1, &kiln_conv_im2col,
-    &kiln_conv_direct,
+    &kiln_conv_igemm,   &kiln_conv_winograd4, &kiln_conv_winograd2,
+    &kiln_conv_gemm1x1, &kiln_conv_im2col,    &kiln_conv_direct,
 };
 enum { ALGORITHM_COUNT = sizeof algorithms / sizeof *algorithms };
 
@@ -129,10 +130,7 @@ static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
     return NULL;
 }
 
-static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_shape *s)
-{
-    return !a->unsupported(s);
-}
+static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_shape *s) { return !a->unsupported(s); }
 
 /* The profile's conv.algo: what the heuristic falls back on when none of
    its rules applies. NULL if the profile names none this build has. */
@@ -160,8 +158,8 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     const struct kiln_conv_algorithm *pick;
     if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < 16)) {
         pick = &kiln_conv_direct;
-        snprintf(why, why_size, "heuristic: %zu channels and %zu filters per group (depthwise or thin groups)",
-                 s->cg, s->kg);
+        snprintf(why, why_size, "heuristic: %zu channels and %zu filters per group (depthwise or thin groups)", s->cg,
+                 s->kg);
     } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && d->n * s->p * s->q >= 784 &&
                usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
@@ -221,7 +219,7 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)
 }
 
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
-                             const struct kiln_conv_algorithm *algorithm, const char *reason, kiln_conv2d_plan **out)
+                                const struct kiln_conv_algorithm *algorithm, const char *reason, kiln_conv2d_plan **out)
 {
     const char *why_not = algorithm->unsupported(s);
     if (why_not)

@@ -14,9 +14,9 @@
 /* A validated descriptor and what follows from it. */
 struct kiln_conv_shape {
     kiln_conv2d_desc d;
-    size_t p, q;       /* convolution output height and width */
-    size_t yh, yw;     /* stored output (after the fused pool, if any) */
-    size_t cg, kg;     /* channels and filters per group */
+    size_t p, q;   /* convolution output height and width */
+    size_t yh, yw; /* stored output (after the fused pool, if any) */
+    size_t cg, kg; /* channels and filters per group */
 };
 
 /* Operands of one execution: backend buffer handles, NULL when unused. */
@@ -42,9 +42,9 @@ struct kiln_conv2d_plan {
     size_t global[KILN_PLAN_KERNELS][3], local[KILN_PLAN_KERNELS][3];
     size_t local_bytes;  /* dynamic local memory of the main kernel, 0 if none */
     size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group */
-    int tiled;          /* implicit GEMM: the GPU-style tiled kernel runs */
-    void *packed_from;  /* weights buffer whose packed form the workspace holds
-                           (constant_weights), else NULL */
+    int tiled;           /* implicit GEMM: the GPU-style tiled kernel runs */
+    void *packed_from;   /* weights buffer whose packed form the workspace holds
+                            (constant_weights), else NULL */
 };
 
 extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_conv_gemm1x1, kiln_conv_winograd2,

@@ -27,8 +27,8 @@ struct lowering {
 static const char *gemm1x1_unsupported(const struct kiln_conv_shape *s)
 {
     const kiln_conv2d_desc *d = &s->d;
-    if (d->r != 1 || d->s != 1 || d->stride_h != 1 || d->stride_w != 1 || d->pad_top || d->pad_bottom ||
-        d->pad_left || d->pad_right)
+    if (d->r != 1 || d->s != 1 || d->stride_h != 1 || d->stride_w != 1 || d->pad_top || d->pad_bottom || d->pad_left ||
+        d->pad_right)
         return "needs a 1x1 filter, stride 1 and no padding";
     if (d->fused_maxpool)
         return "the fused max pool needs the direct or a Winograd algorithm";
@@ -90,11 +90,20 @@ static kiln_status run(struct kiln_conv2d_plan *plan, const struct kiln_conv_arg
     int reuse = !kiln_conv_weights_stale(plan, x->w) && d->groups == 1;
     kiln_status st = KILN_SUCCESS;
     for (size_t g = 0; g < d->groups && st == KILN_SUCCESS; g++) {
-        struct kiln_gemm_args a = {d->alpha,  d->beta,          l->data_is_a ? data : x->w,
-                                   l->data_is_a ? x->w : data, x->y, g * l->group_a,
-                                   g * l->group_b,             g * l->group_c, x->bias,
-                                   x->z,      g * plan->s.kg,  d->leaky_slope,
-                                   reuse && !l->data_is_a,     reuse && l->data_is_a};
+        struct kiln_gemm_args a = {d->alpha,
+                                   d->beta,
+                                   l->data_is_a ? data : x->w,
+                                   l->data_is_a ? x->w : data,
+                                   x->y,
+                                   g * l->group_a,
+                                   g * l->group_b,
+                                   g * l->group_c,
+                                   x->bias,
+                                   x->z,
+                                   g * plan->s.kg,
+                                   d->leaky_slope,
+                                   reuse && !l->data_is_a,
+                                   reuse && l->data_is_a};
         st = kiln_gemm_run(l->gemm, &a, g + 1 == d->groups ? event : NULL);
     }
     if (st != KILN_SUCCESS || d->groups > 1)

@@ -196,8 +196,8 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
     /* With weights transformed on an earlier call, the GEMM's packed copy of
        U is current too: 36 K C floats for F(4x4) not packed again. */
     const int nhwc = d->layout == KILN_NHWC;
-    const struct kiln_gemm_args product = {1.0f, 0.0f, nhwc ? v : u, nhwc ? u : v, m, 0, 0, 0, NULL, NULL, 0, 0.0f,
-                                           !fresh && !nhwc, !fresh && nhwc};
+    const struct kiln_gemm_args product = {1.0f, 0.0f, nhwc ? v : u,    nhwc ? u : v,  m, 0, 0, 0, NULL, NULL,
+                                           0,    0.0f, !fresh && !nhwc, !fresh && nhwc};
     if ((st = kiln_gemm_run(w->gemm, &product, NULL)) != KILN_SUCCESS) {
         plan->packed_from = NULL;
         return st;

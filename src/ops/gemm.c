@@ -57,10 +57,10 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
         (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_SMALLM)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: layout, transpose, dtype or algo is not a valid value");
     if (d->m == 0 || d->n == 0 || d->k == 0 || d->batch == 0)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: m, n, k and batch must be at least 1 (m=%zu n=%zu k=%zu batch=%zu)",
-                          d->m, d->n, d->k, d->batch);
-    if (d->m > INT_MAX || d->n > INT_MAX || d->k > INT_MAX || d->lda > INT_MAX || d->ldb > INT_MAX ||
-        d->ldc > INT_MAX)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                          "gemm: m, n, k and batch must be at least 1 (m=%zu n=%zu k=%zu batch=%zu)", d->m, d->n, d->k,
+                          d->batch);
+    if (d->m > INT_MAX || d->n > INT_MAX || d->k > INT_MAX || d->lda > INT_MAX || d->ldb > INT_MAX || d->ldc > INT_MAX)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: dimensions and leading dimensions above %d", INT_MAX);
 
     memset(p, 0, sizeof *p);
@@ -99,6 +99,9 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
     return KILN_SUCCESS;
 }
 
+/* The families, each defined in a file of its own (gemm_<name>.c). */
+extern const struct kiln_gemm_algorithm kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
+    kiln_gemm_smallm;
 static const struct kiln_gemm_algorithm *const algorithms[] = {&kiln_gemm_cpu, &kiln_gemm_tiled, &kiln_gemm_direct,
                                                                &kiln_gemm_clblast, &kiln_gemm_smallm};
 
@@ -250,8 +253,8 @@ static kiln_status check_operand(const char *name, const kiln_buffer *buf, size_
 }
 
 kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln_buffer *a, size_t offset_a,
-                                   const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
-                                   size_t offset_c, kiln_event **event)
+                                   const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c, size_t offset_c,
+                                   kiln_event **event)
 {
     kiln_error_clear();
     KILN_CHECK_ARG(plan);
@@ -264,8 +267,8 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: C must not be the same buffer as A or B");
 
     const struct kiln_gemm_problem *p = &plan->p;
-    struct kiln_gemm_args args = {alpha, beta, a->handle, b->handle, c->handle, offset_a, offset_b, offset_c,
-                                  NULL, NULL, 0, 0.0f, 0, 0};
+    struct kiln_gemm_args args = {alpha,    beta, a->handle, b->handle, c->handle, offset_a, offset_b,
+                                  offset_c, NULL, NULL,      0,         0.0f,      0,        0};
     const kiln_buffer *ra = a, *rb = b; /* the row-major problem's A and B */
     if (p->swapped) {
         args.a = b->handle, args.b = a->handle;
@@ -274,8 +277,8 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
     }
     size_t elem = p->f16 ? 2 : 4;
     const char *name_a = p->swapped ? "B" : "A", *name_b = p->swapped ? "A" : "B";
-    kiln_status st = check_operand(name_a, ra, args.off_a, p->trans_a ? p->k : p->m, p->trans_a ? p->m : p->k,
-                                   p->lda, p->stride_a, p->batch, elem);
+    kiln_status st = check_operand(name_a, ra, args.off_a, p->trans_a ? p->k : p->m, p->trans_a ? p->m : p->k, p->lda,
+                                   p->stride_a, p->batch, elem);
     if (st == KILN_SUCCESS)
         st = check_operand(name_b, rb, args.off_b, p->trans_b ? p->n : p->k, p->trans_b ? p->k : p->n, p->ldb,
                            p->stride_b, p->batch, elem);
@@ -305,9 +308,9 @@ void kiln_gemm_plan_destroy(kiln_gemm_plan *plan)
     kiln_plan_free(plan ? &plan->base : NULL);
 }
 
-kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, float alpha, const kiln_buffer *a,
-                      size_t offset_a, const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c,
-                      size_t offset_c, kiln_event **event)
+kiln_status kiln_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, float alpha, const kiln_buffer *a, size_t offset_a,
+                      const kiln_buffer *b, size_t offset_b, float beta, kiln_buffer *c, size_t offset_c,
+                      kiln_event **event)
 {
     kiln_gemm_plan *plan = NULL;
     kiln_status st = kiln_gemm_plan_create(ctx, desc, &plan);

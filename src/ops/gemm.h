@@ -40,9 +40,9 @@ struct kiln_gemm_args {
     float alpha, beta;
     void *a, *b, *c; /* backend buffer handles */
     size_t off_a, off_b, off_c;
-    void *bias, *z;  /* epilogue operands, NULL when unused */
+    void *bias, *z; /* epilogue operands, NULL when unused */
     size_t off_bias;
-    float slope;     /* leaky ReLU slope */
+    float slope;          /* leaky ReLU slope */
     int reuse_a, reuse_b; /* the workspace already holds this operand packed */
 };
 
@@ -60,9 +60,6 @@ struct kiln_gemm_plan {
 struct kiln_gemm_algorithm {
     KILN_ALGORITHM_ENTRY(struct kiln_gemm_plan, struct kiln_gemm_problem, struct kiln_gemm_args);
 };
-
-extern const struct kiln_gemm_algorithm kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
-    kiln_gemm_smallm;
 
 /* A row-major GEMM plan with a fused epilogue, always on the CPU family
    (the only one with epilogues; it runs on any device). */

@@ -52,8 +52,8 @@ static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_direct, &d);
     if (st != KILN_SUCCESS)
         return st;
-    return prepare(plan, "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, d, d->wg, d->wg,
-                   d->mdimc, d->ndimc);
+    return prepare(plan, "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, d, d->wg, d->wg, d->mdimc,
+                   d->ndimc);
 }
 
 void kiln_gemm_inplace_args(struct kiln_args *a, const struct kiln_gemm_problem *p, const struct kiln_gemm_args *x)

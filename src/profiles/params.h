@@ -125,25 +125,30 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
     F(attention_fused, vw, VW, 1, 16, DEF, "vector width: query rows per vector")
 
 /* The groups: G(group, JSON name, define prefix, shape dimensions its parameter
-   sets may be chosen by, doc). Dimensions are KILN_DIM_* bits. */
+   sets may be chosen by, check, doc). Dimensions are KILN_DIM_* bits; check
+   names the function of profile_schema.c that tests the group's constraints
+   and device limits (NULL for none). */
 #define KILN_PARAM_GROUPS(G)                                                                                           \
-    G(device, "device", "", 0, "device facts: peaks for kiln-info and kiln-bench")                                     \
-    G(select, "select", "", 0, "routes and thresholds the host reads to choose a kernel family or algorithm")          \
-    G(util, "util", "KILN_UTIL_", 0, "element-wise kernels (fill, activations, softmax), pooling, naive attention")    \
-    G(gemm_cpu, "gemm.cpu", "", KILN_DIMS_GEMM,                                                                        \
+    G(device, "device", "", 0, NULL, "device facts: peaks for kiln-info and kiln-bench")                               \
+    G(select, "select", "", 0, NULL, "routes and thresholds the host reads to choose a kernel family or algorithm")    \
+    G(util, "util", "KILN_UTIL_", 0, check_util,                                                                       \
+      "element-wise kernels (fill, activations, softmax), pooling, naive attention")                                   \
+    G(gemm_cpu, "gemm.cpu", "", KILN_DIMS_GEMM, check_gemm_cpu,                                                        \
       "the CPU GEMM family (cl/gemm/gemm_f32_cpu.cl) and implicit-GEMM convolution's CPU kernel: register tile")       \
-    G(gemm_tiled, "gemm.tiled", "KILN_GEMM_", KILN_DIMS_GEMM,                                                          \
+    G(gemm_tiled, "gemm.tiled", "KILN_GEMM_", KILN_DIMS_GEMM, check_gemm_tiled,                                        \
       "the tiled GEMM family (cl/gemm/gemm_f32_tiled.cl): local-memory tiles in the style of CLBlast's Xgemm")         \
-    G(gemm_direct, "gemm.direct", "KILN_GEMM_DIRECT_", KILN_DIMS_GEMM,                                                 \
+    G(gemm_direct, "gemm.direct", "KILN_GEMM_DIRECT_", KILN_DIMS_GEMM, check_gemm_direct,                              \
       "the direct GEMM family (cl/gemm/gemm_f32_direct.cl): small square tiles for small problems")                    \
-    G(gemm_smallm, "gemm.smallm", "KILN_GEMM_SMALLM_", KILN_DIMS_GEMM,                                                 \
+    G(gemm_smallm, "gemm.smallm", "KILN_GEMM_SMALLM_", KILN_DIMS_GEMM, NULL,                                           \
       "the small-M GEMM family (cl/gemm/gemm_f32_smallm.cl): a few rows of C, operands read in place")                 \
-    G(conv_igemm_tiled, "conv.igemm_tiled", "KILN_CONV_IGEMM_", KILN_DIMS_GEMM,                                        \
+    G(conv_igemm_tiled, "conv.igemm_tiled", "KILN_CONV_IGEMM_", KILN_DIMS_GEMM, check_igemm_tiled,                     \
       "implicit-GEMM convolution's tiled GPU kernel (cl/conv/conv_f32_igemm_tiled.cl); m pixels, n filters, k "        \
       "channels x taps")                                                                                               \
-    G(conv_direct, "conv.direct", "", KILN_DIMS_CONV, "direct convolution (cl/conv/conv_f32_direct.cl)")               \
-    G(conv_winograd, "conv.winograd", "", KILN_DIMS_CONV, "Winograd's transforms (cl/conv/conv_f32_winograd.cl)")      \
-    G(attention_fused, "attention.fused", "KILN_ATTENTION_", KILN_DIMS_ATTENTION,                                      \
+    G(conv_direct, "conv.direct", "", KILN_DIMS_CONV, check_conv_direct,                                               \
+      "direct convolution (cl/conv/conv_f32_direct.cl)")                                                               \
+    G(conv_winograd, "conv.winograd", "", KILN_DIMS_CONV, NULL,                                                        \
+      "Winograd's transforms (cl/conv/conv_f32_winograd.cl)")                                                          \
+    G(attention_fused, "attention.fused", "KILN_ATTENTION_", KILN_DIMS_ATTENTION, check_attention,                     \
       "fused attention (cl/attention/attention_f32_fused.cl)")
 
 /* Shape dimensions a parameter set's class may bound. */
@@ -184,7 +189,7 @@ struct kiln_dims {
 #define KILN_CTYPE_CHOICE int
 #define KILN_CTYPE_NUMBER double
 #define KILN_STRUCT_FIELD(group, key, type, min, max, role, doc) KILN_CTYPE_##type key;
-#define KILN_STRUCT(group, json, prefix, dims, doc)                                                                    \
+#define KILN_STRUCT(group, json, prefix, dims, check, doc)                                                             \
     struct kiln_param_##group {                                                                                        \
         KILN_FIELDS_##group(KILN_STRUCT_FIELD)                                                                         \
     };
@@ -192,7 +197,7 @@ KILN_PARAM_GROUPS(KILN_STRUCT)
 #undef KILN_STRUCT
 
 enum kiln_group_id {
-#define KILN_GROUP_ENUM(group, json, prefix, dims, doc) KILN_GROUP_##group,
+#define KILN_GROUP_ENUM(group, json, prefix, dims, check, doc) KILN_GROUP_##group,
     KILN_PARAM_GROUPS(KILN_GROUP_ENUM)
 #undef KILN_GROUP_ENUM
         KILN_GROUP_COUNT
@@ -200,7 +205,7 @@ enum kiln_group_id {
 
 /* Every group's values side by side: a profile's default sets. */
 struct kiln_params {
-#define KILN_PARAMS_MEMBER(group, json, prefix, dims, doc) struct kiln_param_##group group;
+#define KILN_PARAMS_MEMBER(group, json, prefix, dims, check, doc) struct kiln_param_##group group;
     KILN_PARAM_GROUPS(KILN_PARAMS_MEMBER)
 #undef KILN_PARAMS_MEMBER
 };

@@ -195,7 +195,6 @@ void kiln_profile_defines(struct kiln_options *o, enum kiln_group_id group, cons
     }
 }
 
-
 kiln_status kiln_profile_derive(const struct kiln_profile *parent, const char *overlay, struct kiln_profile **out)
 {
     if (!parent || !overlay || !out)

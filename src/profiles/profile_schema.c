@@ -33,7 +33,7 @@ static const char *const conv_algos[] = {KILN_CONV_ALGOS, NULL};
      KILN_ROLE_##role,                                                                                                 \
      offsetof(struct kiln_param_##group, key),                                                                         \
      doc},
-#define FIELD_TABLE(group, json, prefix, dims, doc)                                                                    \
+#define FIELD_TABLE(group, json, prefix, dims, check, doc)                                                             \
     static const struct kiln_param_field group##_fields[] = {KILN_FIELDS_##group(FIELD)};
 KILN_PARAM_GROUPS(FIELD_TABLE)
 
@@ -153,14 +153,7 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
     return fits("attention.fused", dev, p->wg, 0, why, size);
 }
 
-#define check_device NULL
-#define check_select NULL
-#define check_conv_winograd NULL
-#define check_gemm_smallm NULL
-#define check_conv_igemm_tiled check_igemm_tiled
-#define check_attention_fused check_attention
-
-#define GROUP(group, json, prefix, dims, doc)                                                                          \
+#define GROUP(group, json, prefix, dims, check, doc)                                                                   \
     {json,                                                                                                             \
      prefix,                                                                                                           \
      dims,                                                                                                             \
@@ -168,7 +161,7 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
      offsetof(struct kiln_params, group),                                                                              \
      group##_fields,                                                                                                   \
      sizeof group##_fields / sizeof group##_fields[0],                                                                 \
-     check_##group,                                                                                                    \
+     check,                                                                                                            \
      doc},
 const struct kiln_param_group kiln_param_groups[KILN_GROUP_COUNT] = {KILN_PARAM_GROUPS(GROUP)};
 
