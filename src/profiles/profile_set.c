@@ -387,9 +387,24 @@ kiln_status kiln_profile_set_shared(const char *override_dir, struct kiln_profil
         } else if (st == KILN_SUCCESS) {
             s = fresh;
             s->dir = dir_copy;
-            for (struct shared_set *old = shared_sets; old; old = old->next)
-                if (strcmp(old->dir, dir) == 0)
-                    old->current = 0;
+            /* The directory changed: its older set is freed now if no
+               context holds it, else by its last release. */
+            for (struct shared_set **at = &shared_sets; *at;) {
+                struct shared_set *old = *at;
+                if (strcmp(old->dir, dir) != 0) {
+                    at = &old->next;
+                    continue;
+                }
+                old->current = 0;
+                if (old->refs) {
+                    at = &old->next;
+                    continue;
+                }
+                *at = old->next;
+                kiln_profile_set_free(old->set);
+                free(old->dir);
+                free(old);
+            }
             s->state = state;
             s->set = set;
             s->current = 1;
