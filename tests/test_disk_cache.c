@@ -471,11 +471,13 @@ static int restore_env(void **state)
     return 0;
 }
 
-static void assert_default_dir(const char *expected)
+static void assert_default_dir(const char *expected, const char *origin)
 {
     char buf[PATH_MAX];
-    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf), KILN_SUCCESS);
+    const char *from = NULL;
+    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf, &from), KILN_SUCCESS);
     assert_string_equal(buf, expected);
+    assert_string_equal(from, origin);
 }
 
 static void test_default_dir_prefers_kiln_cache_dir(void **state)
@@ -484,7 +486,7 @@ static void test_default_dir_prefers_kiln_cache_dir(void **state)
     setenv("KILN_CACHE_DIR", "/opt/kiln-cache", 1);
     setenv("XDG_CACHE_HOME", "/xdg", 1);
     setenv("HOME", "/home/u", 1);
-    assert_default_dir("/opt/kiln-cache");
+    assert_default_dir("/opt/kiln-cache", "KILN_CACHE_DIR");
 }
 
 static void test_default_dir_uses_xdg_cache_home_when_kiln_cache_dir_unset_or_empty(void **state)
@@ -492,30 +494,30 @@ static void test_default_dir_uses_xdg_cache_home_when_kiln_cache_dir_unset_or_em
     (void)state;
     setenv("XDG_CACHE_HOME", "/xdg", 1);
     setenv("HOME", "/home/u", 1);
-    assert_default_dir("/xdg/kiln");
+    assert_default_dir("/xdg/kiln", "$XDG_CACHE_HOME/kiln");
     setenv("KILN_CACHE_DIR", "", 1);
-    assert_default_dir("/xdg/kiln");
+    assert_default_dir("/xdg/kiln", "$XDG_CACHE_HOME/kiln");
 }
 
 static void test_default_dir_uses_home_when_xdg_unset_empty_or_relative(void **state)
 {
     (void)state;
     setenv("HOME", "/home/u", 1);
-    assert_default_dir("/home/u/.cache/kiln");
+    assert_default_dir("/home/u/.cache/kiln", "$HOME/.cache/kiln");
     setenv("XDG_CACHE_HOME", "", 1);
-    assert_default_dir("/home/u/.cache/kiln");
+    assert_default_dir("/home/u/.cache/kiln", "$HOME/.cache/kiln");
     setenv("XDG_CACHE_HOME", "relative/cache", 1);
-    assert_default_dir("/home/u/.cache/kiln");
+    assert_default_dir("/home/u/.cache/kiln", "$HOME/.cache/kiln");
 }
 
 static void test_default_dir_is_not_found_without_any_variable(void **state)
 {
     (void)state;
     char buf[PATH_MAX];
-    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf, NULL), KILN_ERROR_NOT_FOUND);
     setenv("HOME", "", 1);
     setenv("KILN_CACHE_DIR", "", 1);
-    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf, NULL), KILN_ERROR_NOT_FOUND);
 }
 
 static void test_default_dir_with_small_buffer_is_invalid_argument(void **state)
@@ -523,9 +525,11 @@ static void test_default_dir_with_small_buffer_is_invalid_argument(void **state)
     (void)state;
     setenv("HOME", "/home/u", 1);
     char buf[19]; /* "/home/u/.cache/kiln" needs 20 */
-    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf), KILN_ERROR_INVALID_ARGUMENT);
+    const char *origin = NULL;
+    kt_assert_status(kiln_disk_cache_default_dir(buf, sizeof buf, &origin), KILN_ERROR_INVALID_ARGUMENT);
+    assert_string_equal(origin, "$HOME/.cache/kiln"); /* named even when too long */
     char exact[20];
-    kt_assert_status(kiln_disk_cache_default_dir(exact, sizeof exact), KILN_SUCCESS);
+    kt_assert_status(kiln_disk_cache_default_dir(exact, sizeof exact, NULL), KILN_SUCCESS);
 }
 
 /* Null arguments: INVALID_ARGUMENT with the argument's name in the detail. */
@@ -568,7 +572,73 @@ static void test_entry_path_and_default_dir_with_null_argument_are_invalid(void 
     assert_null_argument(kiln_disk_cache_entry_path(NULL, key_a, buf, sizeof buf), "dir");
     assert_null_argument(kiln_disk_cache_entry_path(*state, NULL, buf, sizeof buf), "key");
     assert_null_argument(kiln_disk_cache_entry_path(*state, key_a, NULL, sizeof buf), "buf");
-    assert_null_argument(kiln_disk_cache_default_dir(NULL, sizeof buf), "buf");
+    assert_null_argument(kiln_disk_cache_default_dir(NULL, sizeof buf, NULL), "buf");
+}
+
+/* A writer's temporary file (here half an entry, as a writer that is still
+   writing or died leaves it) is never read as the entry. */
+static void test_half_written_temporary_file_is_never_read_as_entry(void **state)
+{
+    const char *dir = *state;
+    char entry[PATH_MAX], tmp[PATH_MAX + 64];
+    assert_round_trip(dir, key_a, 1000);
+    path_of(dir, key_a, entry);
+    size_t size = 0;
+    unsigned char *whole = read_bytes(entry, &size);
+    assert_int_equal(unlink(entry), 0);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.0", entry, (long)getpid() + 1);
+    write_bytes(tmp, whole, size / 2);
+    void *payload = NULL;
+    size_t got = 0;
+    kt_assert_status(kiln_disk_cache_load(dir, key_a, &payload, &got), KILN_ERROR_NOT_FOUND);
+    assert_null(payload);
+    assert_true(file_exists(tmp)); /* another writer's file is left alone */
+    assert_round_trip(dir, key_a, 1000);
+    free(whole);
+}
+
+/* kiln_disk_cache_check: usable directories (existing, or creatable under a
+   writable ancestor) pass; the reason for an unusable one follows its name. */
+static void assert_check_fails(const char *dir, const char *says)
+{
+    kt_assert_status(kiln_disk_cache_check(dir), KILN_ERROR_IO);
+    if (!strstr(kiln_last_error_detail(), says))
+        fail_msg("check of %s: \"%s\" does not say \"%s\"", dir, kiln_last_error_detail(), says);
+}
+
+static void test_check_accepts_usable_and_explains_unusable_directories(void **state)
+{
+    const char *base = *state;
+    char path[PATH_MAX + 64], file[PATH_MAX];
+    kt_assert_status(kiln_disk_cache_check(base), KILN_SUCCESS);
+    snprintf(path, sizeof path, "%s/not/yet/made/", base);
+    kt_assert_status(kiln_disk_cache_check(path), KILN_SUCCESS);
+    assert_int_equal(count_files(base), 0); /* checking creates nothing */
+
+    snprintf(file, sizeof file, "%s/file", base);
+    kt_write_file(file, "x");
+    assert_check_fails(file, "is not a directory");
+    snprintf(path, sizeof path, "%s/a/b", file);
+    char says[PATH_MAX + 64];
+    snprintf(says, sizeof says, "is under %s, which is not a directory", file);
+    assert_check_fails(path, says);
+
+    size_t len = (size_t)snprintf(path, sizeof path, "%s/", base);
+    memset(path + len, 'x', PATH_MAX - len);
+    path[PATH_MAX] = '\0';
+    assert_check_fails(path, "is too long");
+
+    snprintf(path, sizeof path, "%s/read-only", base);
+    assert_int_equal(mkdir(path, 0555), 0);
+    if (geteuid() == 0) {
+        printf("# read-only case skipped: running as root, which writes to read-only directories\n");
+    } else {
+        assert_check_fails(path, "is not writable");
+        strcat(path, "/sub");
+        assert_check_fails(path, "cannot be created");
+    }
+    assert_null_argument(kiln_disk_cache_check(NULL), "dir");
+    kt_assert_status(kiln_disk_cache_check(""), KILN_ERROR_INVALID_ARGUMENT);
 }
 
 /* Racing writers: each stores its own payload under one key RACE_ROUNDS
@@ -779,6 +849,8 @@ int main(void)
     kt_add(&tests, DIR_TEST(test_store_with_null_argument_is_invalid));
     kt_add(&tests, DIR_TEST(test_usage_with_null_argument_is_invalid));
     kt_add(&tests, DIR_TEST(test_entry_path_and_default_dir_with_null_argument_are_invalid));
+    kt_add(&tests, DIR_TEST(test_half_written_temporary_file_is_never_read_as_entry));
+    kt_add(&tests, DIR_TEST(test_check_accepts_usable_and_explains_unusable_directories));
     kt_add(&tests, DIR_TEST(test_racing_writer_processes_never_expose_partial_entry));
     kt_add(&tests, DIR_TEST(test_racing_writer_threads_never_expose_partial_entry));
     return kt_run_with("disk_cache", &tests, NULL, NULL);

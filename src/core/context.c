@@ -302,7 +302,7 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     if (!options->disable_disk_cache) {
         if (options->cache_dir)
             snprintf(dir, sizeof dir, "%s", options->cache_dir);
-        else if (kiln_disk_cache_default_dir(dir, sizeof dir) != KILN_SUCCESS)
+        else if (kiln_disk_cache_default_dir(dir, sizeof dir, NULL) != KILN_SUCCESS)
             kiln_log(KILN_LOG_WARN, "no cache directory (set KILN_CACHE_DIR or HOME); programs stay in memory");
     }
     st = kiln_program_cache_init(&ctx->cache, dir);

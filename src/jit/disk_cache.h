@@ -13,8 +13,18 @@
 #include "kiln/kiln.h"
 
 /* The default directory: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
-   $HOME/.cache/kiln. NOT_FOUND if none of these variables is set. */
-kiln_status kiln_disk_cache_default_dir(char *buf, size_t size);
+   $HOME/.cache/kiln. NOT_FOUND if none of these variables is set;
+   INVALID_ARGUMENT if the path does not fit `size` bytes. *origin (when not
+   NULL) names where the path came from ("KILN_CACHE_DIR",
+   "$XDG_CACHE_HOME/kiln" or "$HOME/.cache/kiln"), also when it is too long. */
+kiln_status kiln_disk_cache_default_dir(char *buf, size_t size, const char **origin);
+
+/* Whether `dir` can hold the cache now: it is a writable directory, or its
+   nearest existing ancestor is one (a store creates the rest). IO with the
+   reason as the detail, phrased to follow the directory's name ("is not a
+   directory", "is under /x, which is not a directory", "is not writable
+   (Permission denied)", ...); INVALID_ARGUMENT for a NULL or empty dir. */
+kiln_status kiln_disk_cache_check(const char *dir);
 
 /* Read the payload stored under `key` into a malloc'd *payload.
    NOT_FOUND: no entry. CORRUPT_CACHE: an entry existed but was truncated,
