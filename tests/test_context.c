@@ -1,10 +1,15 @@
 /* Device enumeration, context creation, selection by options and
-   environment, forced profiles, and two contexts / many threads at once. */
+   environment, forced profiles, two contexts / many threads at once, and
+   cache directories that cannot be used, at open or later. */
 #include <ctype.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -272,6 +277,241 @@ static void test_null_context_arguments(void **state)
     kiln_context_destroy(ctx);
 }
 
+/* A fill and a small GEMM (two programs) on ctx, both checked. */
+static void fill_and_gemm(kiln_context *ctx)
+{
+    enum { M = 5, N = 7, K = 9 };
+    float a[M * K], b[K * N], c[M * N];
+    uint64_t seed = kt_seed();
+    kt_fill_uniform(a, M * K, -1.0f, 1.0f, &seed);
+    kt_fill_uniform(b, K * N, -1.0f, 1.0f, &seed);
+    kiln_buffer *ba, *bb, *bc;
+    kt_assert_status(kiln_buffer_create(ctx, sizeof a, &ba), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(ctx, sizeof b, &bb), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(ctx, sizeof c, &bc), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(ba, 0, sizeof a, a), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(bb, 0, sizeof b, b), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_fill_f32(bc, 0, M * N, 42.5f), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_read(bc, 0, sizeof c, c), KILN_SUCCESS);
+    for (int i = 0; i < M * N; i++)
+        assert_true(c[i] == 42.5f);
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, M, N, K);
+    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, ba, 0, bb, 0, 0.0f, bc, 0, NULL), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_read(bc, 0, sizeof c, c), KILN_SUCCESS);
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double ref = 0.0;
+            for (int p = 0; p < K; p++)
+                ref += (double)a[i * K + p] * b[p * N + j];
+            /* K = 9 products of |x| < 1 in fp32: a few ulps of K. */
+            assert_float_equal(c[i * N + j], ref, 1e-5 * K);
+        }
+    }
+    kiln_buffer_destroy(ba);
+    kiln_buffer_destroy(bb);
+    kiln_buffer_destroy(bc);
+}
+
+/* A cache directory that cannot be used, made under `base` into dir; NULL
+   when the case cannot be made here (the reason in *skip). */
+struct unusable {
+    const char *name;
+    void (*make)(const char *base, char *dir, size_t size, const char **skip);
+    const char *says; /* in the reason */
+};
+
+static void make_regular_file(const char *base, char *dir, size_t size, const char **skip)
+{
+    (void)skip;
+    snprintf(dir, size, "%s/file", base);
+    kt_write_file(dir, "not a directory");
+}
+
+static void make_under_regular_file(const char *base, char *dir, size_t size, const char **skip)
+{
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s/file", base);
+    make_regular_file(base, file, sizeof file, skip);
+    snprintf(dir, size, "%s/sub/cache", file);
+}
+
+static void make_over_long(const char *base, char *dir, size_t size, const char **skip)
+{
+    (void)skip;
+    int len = snprintf(dir, size, "%s/", base);
+    while ((size_t)len + 1 < size)
+        dir[len++] = 'x';
+    dir[len] = '\0';
+}
+
+static void make_read_only(const char *base, char *dir, size_t size, const char **skip)
+{
+    snprintf(dir, size, "%s/read-only", base);
+    assert_int_equal(mkdir(dir, 0555), 0);
+    if (geteuid() == 0)
+        *skip = "running as root, which writes to read-only directories";
+}
+
+static const struct unusable unusable_dirs[] = {
+    {"a regular file", make_regular_file, "is not a directory"},
+    {"a path under a regular file", make_under_regular_file, "which is not a directory"},
+    {"a path longer than PATH_MAX", make_over_long, "path too long"},
+    {"a read-only directory", make_read_only, "is not writable"},
+};
+
+/* KILN_CACHE_DIR names an unusable directory: the context opens, work runs
+   and is right, the cache info reports memory only with a reason naming the
+   directory, and one warning says so. */
+static void test_unusable_cache_dir(void **state)
+{
+    const struct unusable *u = *state;
+    char *base = kt_temp_dir();
+    char *dir = malloc(PATH_MAX + 100);
+    assert_non_null(dir);
+    const char *skip = NULL;
+    u->make(base, dir, PATH_MAX + 100, &skip);
+    if (skip) {
+        printf("# skipped: %s\n", skip);
+    } else {
+        const char *saved = getenv("KILN_CACHE_DIR");
+        char *saved_copy = saved ? strdup(saved) : NULL;
+        setenv("KILN_CACHE_DIR", dir, 1);
+        struct kt_capture cap;
+        kt_capture_begin(&cap, base);
+        kiln_context *ctx = NULL;
+        kiln_status st = kiln_context_create(NULL, &ctx);
+        kiln_cache_info info;
+        if (st == KILN_SUCCESS) {
+            fill_and_gemm(ctx);
+            fill_and_gemm(ctx);
+            st = kiln_context_get_cache_info(ctx, &info);
+        }
+        int warnings = kt_capture_end(&cap);
+        if (saved_copy)
+            setenv("KILN_CACHE_DIR", saved_copy, 1);
+        else
+            unsetenv("KILN_CACHE_DIR");
+        free(saved_copy);
+        kt_assert_status(st, KILN_SUCCESS);
+        printf("# reason: %s\n", info.disk_reason);
+        assert_int_equal(info.disk_enabled, 0);
+        assert_string_equal(info.dir, "");
+        assert_non_null(strstr(info.disk_reason, u->says));
+        assert_non_null(strstr(info.disk_reason, "KILN_CACHE_DIR"));
+        char shown[100];
+        snprintf(shown, sizeof shown, "'%.80s", dir);
+        assert_non_null(strstr(info.disk_reason, shown));
+        assert_true(info.builds >= 2);
+        assert_int_equal(info.disk_hits, 0);
+        assert_int_equal(warnings, 1);
+        kiln_context_destroy(ctx);
+    }
+    free(dir);
+    kt_remove_tree(base);
+    free(base);
+}
+
+static kiln_context *open_with_cache(const char *dir)
+{
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.cache_dir = dir;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    return ctx;
+}
+
+/* The cache directory is removed while a context uses it: later builds
+   succeed (the store makes it again), and a new context misses and builds. */
+static void test_cache_dir_removed_while_running(void **state)
+{
+    (void)state;
+    char *base = kt_temp_dir();
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cache", base);
+    struct kt_capture cap;
+    kt_capture_begin(&cap, base);
+    kiln_context *ctx = open_with_cache(dir);
+    kiln_buffer *buf = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, 64, &buf), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_fill_f32(buf, 0, 16, 1.0f), KILN_SUCCESS);
+    kiln_buffer_destroy(buf);
+    kt_remove_tree(dir);
+    fill_and_gemm(ctx);
+    kiln_cache_info info;
+    kt_assert_status(kiln_context_get_cache_info(ctx, &info), KILN_SUCCESS);
+    assert_int_equal(info.disk_enabled, 1);
+    assert_int_equal(info.disk_failures, 0);
+    kiln_context_destroy(ctx);
+
+    kt_remove_tree(dir);
+    ctx = open_with_cache(dir);
+    fill_and_gemm(ctx);
+    kt_assert_status(kiln_context_get_cache_info(ctx, &info), KILN_SUCCESS);
+    assert_int_equal(info.disk_hits, 0);
+    assert_true(info.builds >= 2);
+    kiln_context_destroy(ctx);
+    assert_int_equal(kt_capture_end(&cap), 0);
+    kt_remove_tree(base);
+    free(base);
+}
+
+/* The cache directory becomes a regular file after the context opened:
+   every store fails and is counted, one warning is logged, the work is
+   right and the cache info still succeeds, saying why it cannot list. */
+static void test_cache_dir_replaced_by_a_file_while_running(void **state)
+{
+    (void)state;
+    char *base = kt_temp_dir();
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/cache", base);
+    struct kt_capture cap;
+    kt_capture_begin(&cap, base);
+    kiln_context *ctx = open_with_cache(dir);
+    kt_remove_tree(dir);
+    kt_write_file(dir, "not a directory any more");
+    fill_and_gemm(ctx);
+    fill_and_gemm(ctx);
+    kiln_cache_info info;
+    kiln_status st = kiln_context_get_cache_info(ctx, &info);
+    int warnings = kt_capture_end(&cap);
+    kt_assert_status(st, KILN_SUCCESS);
+    printf("# reason: %s\n", info.disk_reason);
+    assert_int_equal(info.disk_enabled, 1);
+    assert_string_equal(info.dir, dir);
+    assert_true(info.builds >= 2);
+    assert_int_equal(info.disk_failures, info.builds);
+    assert_non_null(strstr(info.disk_reason, dir));
+    assert_int_equal(info.disk_entries, 0);
+    assert_int_equal(warnings, 1);
+    kiln_context_destroy(ctx);
+    kt_remove_tree(base);
+    free(base);
+}
+
+/* Disabled by the options: no warning, and the reason says so. */
+static void test_cache_disabled_by_options_is_reported_without_warning(void **state)
+{
+    (void)state;
+    char *base = kt_temp_dir();
+    struct kt_capture cap;
+    kt_capture_begin(&cap, base);
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.disable_disk_cache = 1;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    kiln_cache_info info;
+    kt_assert_status(kiln_context_get_cache_info(ctx, &info), KILN_SUCCESS);
+    kiln_context_destroy(ctx);
+    assert_int_equal(kt_capture_end(&cap), 0);
+    assert_int_equal(info.disk_enabled, 0);
+    assert_string_equal(info.disk_reason, "disabled by the options");
+    kt_remove_tree(base);
+    free(base);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -285,5 +525,10 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_two_contexts_in_one_process));
     kt_add(&tests, cmocka_unit_test(test_one_context_many_threads));
     kt_add(&tests, cmocka_unit_test(test_null_context_arguments));
+    kt_add_items(&tests, "cache directory unusable: ", test_unusable_cache_dir, unusable_dirs,
+                 sizeof unusable_dirs / sizeof unusable_dirs[0], sizeof unusable_dirs[0]);
+    kt_add(&tests, cmocka_unit_test(test_cache_dir_removed_while_running));
+    kt_add(&tests, cmocka_unit_test(test_cache_dir_replaced_by_a_file_while_running));
+    kt_add(&tests, cmocka_unit_test(test_cache_disabled_by_options_is_reported_without_warning));
     return kt_run_with("context", &tests, NULL, NULL);
 }

@@ -341,6 +341,35 @@ static void test_kernel_dir_reads_sources_from_disk(void **state)
     free(dir);
 }
 
+/* Stores through the program cache (builds and the convolution find
+   database alike) that fail once the directory breaks are counted, warned
+   about once per context, and never fail the caller. */
+static void test_failing_stores_are_counted_and_warned_about_once(void **state)
+{
+    (void)state;
+    char *base = kt_temp_dir();
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/cache", base);
+    kiln_context *ctx = open_cached(dir);
+    run_axpb(ctx, 1.0f);
+    assert_int_equal(stats(ctx).disk_entries, 1);
+    kt_remove_tree(dir);
+    kt_write_file(dir, "a file where the directory was");
+    struct kt_capture cap;
+    kt_capture_begin(&cap, base);
+    kiln_program_cache_store(&ctx->cache, "a find database entry", "find-key-1", "direct", 6);
+    kiln_program_cache_store(&ctx->cache, "a find database entry", "find-key-2", "wino", 4);
+    run_axpb(ctx, 2.0f);
+    int warnings = kt_capture_end(&cap);
+    kiln_cache_info s = stats(ctx);
+    assert_int_equal(s.disk_failures, 3);
+    assert_int_equal(s.builds, 2);
+    assert_int_equal(warnings, 1);
+    kiln_context_destroy(ctx);
+    kt_remove_tree(base);
+    free(base);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -354,5 +383,6 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_build_failure_reports_the_log_and_caches_nothing));
     kt_add(&tests, cmocka_unit_test(test_unknown_kernel_and_source_names));
     kt_add(&tests, cmocka_unit_test(test_kernel_dir_reads_sources_from_disk));
+    kt_add(&tests, cmocka_unit_test(test_failing_stores_are_counted_and_warned_about_once));
     return kt_run_with("program_cache", &tests, NULL, NULL);
 }

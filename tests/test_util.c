@@ -3,12 +3,14 @@
 #include "kiln/kiln_cl.h"
 #include "profiles/profile.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t kt_seed(void)
 {
@@ -321,4 +323,42 @@ int kt_run_with(const char *group, struct kt_list *list, CMFixtureFunction setup
 int kt_run(const char *group, struct kt_list *list)
 {
     return kt_run_with(group, list, kt_group_setup, kt_group_teardown);
+}
+
+void kt_capture_begin(struct kt_capture *c, const char *dir)
+{
+    const char *log = getenv("KILN_LOG");
+    c->log_env = log ? strdup(log) : NULL;
+    setenv("KILN_LOG", "1", 1);
+    snprintf(c->path, sizeof c->path, "%s/stderr.txt", dir);
+    fflush(stderr);
+    c->saved = dup(STDERR_FILENO);
+    int fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(c->saved >= 0 && fd >= 0);
+    assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+    close(fd);
+}
+
+int kt_capture_end(struct kt_capture *c)
+{
+    fflush(stderr);
+    dup2(c->saved, STDERR_FILENO);
+    close(c->saved);
+    if (c->log_env)
+        setenv("KILN_LOG", c->log_env, 1);
+    else
+        unsetenv("KILN_LOG");
+    free(c->log_env);
+    FILE *f = fopen(c->path, "r");
+    assert_non_null(f);
+    int warnings = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "kiln warning:", 13) == 0) {
+            warnings++;
+            printf("# %s", line);
+        }
+    }
+    fclose(f);
+    return warnings;
 }

@@ -24,6 +24,18 @@ void kt_remove_tree(const char *path);
 /* Write `text` to `path`, failing the test on error. */
 void kt_write_file(const char *path, const char *text);
 
+/* kiln's warnings, counted from stderr: kt_capture_begin sets KILN_LOG=1
+   and redirects stderr to a file in `dir`; kt_capture_end restores both and
+   returns the number of "kiln warning:" lines, echoing them as comments so
+   a failure shows what was said. */
+struct kt_capture {
+    char path[4096];
+    int saved;
+    char *log_env;
+};
+void kt_capture_begin(struct kt_capture *c, const char *dir);
+int kt_capture_end(struct kt_capture *c);
+
 /* Assert that `status` is `expected` and that the error detail is non-empty
    when it is an error, printing both on failure. */
 #define kt_assert_status(status, expected) kt_assert_status_((status), (expected), __FILE__, __LINE__)

@@ -101,12 +101,17 @@ int main(int argc, char **argv)
     }
 
     kiln_cache_info cache;
-    if (kiln_context_get_cache_info(ctx, &cache) == KILN_SUCCESS) {
-        if (cache.dir[0])
-            printf("program cache: %s (%llu entries, %.1f KiB)\n", cache.dir, (unsigned long long)cache.disk_entries,
-                   cache.disk_bytes / 1024.0);
-        else
-            printf("program cache: memory only\n");
+    st = kiln_context_get_cache_info(ctx, &cache);
+    if (st != KILN_SUCCESS) {
+        printf("program cache: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
+        failed = 1;
+    } else if (!cache.disk_enabled) {
+        printf("program cache: memory only (%s)\n", cache.disk_reason);
+    } else if (cache.disk_reason[0]) {
+        printf("program cache: %s (%s)\n", cache.dir, cache.disk_reason);
+    } else {
+        printf("program cache: %s (%llu entries, %.1f KiB)\n", cache.dir, (unsigned long long)cache.disk_entries,
+               cache.disk_bytes / 1024.0);
     }
     kiln_context_destroy(ctx);
     return failed;

@@ -133,7 +133,10 @@ typedef struct kiln_context_options {
     /** Force a profile by name. NULL: KILN_PROFILE, or if unset match. */
     const char *profile;
     /** Directory of the on-disk program cache. NULL: KILN_CACHE_DIR, or if
-        unset $XDG_CACHE_HOME/kiln (or ~/.cache/kiln). */
+        unset $XDG_CACHE_HOME/kiln (or ~/.cache/kiln). A directory that
+        cannot be used (not a directory, not writable, too long) never fails
+        the context: programs stay in memory, one warning is logged and
+        kiln_context_get_cache_info() says why. */
     const char *cache_dir;
     /** Non-zero: keep built programs in memory only. */
     int disable_disk_cache;
@@ -191,9 +194,25 @@ typedef struct kiln_cache_info {
     uint64_t disk_hits;    /**< programs loaded from disk */
     uint64_t builds;       /**< programs compiled from source */
     uint64_t discarded;    /**< corrupt or foreign disk entries thrown away */
+    /** Non-zero: programs (and convolution find results) are loaded from and
+        stored in `dir`. Zero: they stay in memory, and `disk_reason` says
+        why. Decided when the context opens. */
+    int disk_enabled;
+    /** Why the disk cache is off, e.g. "disabled by the options" or
+        "KILN_CACHE_DIR '/x' is not a directory"; while it is on, why `dir`
+        could not be listed just now (disk_entries and disk_bytes are then
+        0); "" otherwise. */
+    char disk_reason[256];
+    /** Stores to `dir` that failed since the context opened. Each leaves its
+        program in memory; the first is logged as a warning. */
+    uint64_t disk_failures;
 } kiln_cache_info;
 
-/** Program cache location, size and this context's hit/miss counters. */
+/**
+ * Program cache location, state, size and this context's hit/miss counters.
+ * A disk cache that is off or fails is reported in `info`, never as an error.
+ * @return KILN_ERROR_INVALID_ARGUMENT for a NULL ctx or info; else success.
+ */
 KILN_API kiln_status kiln_context_get_cache_info(const kiln_context *ctx, kiln_cache_info *info);
 
 /* ------------------------------------------------------------------------ */

@@ -268,6 +268,43 @@ void kiln_context_options_init(kiln_context_options *options)
         memset(options, 0, sizeof *options);
 }
 
+/* The program cache's directory for `options` in dir (`size` bytes), or ""
+   with why the disk cache is off in `reason`. A directory that cannot be
+   used is warned about here, once per context, and costs nothing else: a
+   cache is an optimisation. */
+static void choose_cache_dir(const kiln_context_options *options, char *dir, size_t size, char *reason,
+                             size_t reason_size)
+{
+    dir[0] = reason[0] = '\0';
+    if (options->disable_disk_cache || (options->cache_dir && !*options->cache_dir)) {
+        snprintf(reason, reason_size, "disabled by the options");
+        return;
+    }
+    const char *origin = "the cache_dir option";
+    kiln_status st = KILN_SUCCESS;
+    if (options->cache_dir) {
+        if (snprintf(dir, size, "%s", options->cache_dir) >= (int)size)
+            st = KILN_ERROR_INVALID_ARGUMENT;
+    } else {
+        st = kiln_disk_cache_default_dir(dir, size, &origin);
+    }
+    /* The reason names the directory, shortened to leave room for why. */
+    enum { SHOWN = 120 };
+    const char *more = strlen(dir) > SHOWN ? "..." : "";
+    if (st == KILN_ERROR_NOT_FOUND)
+        snprintf(reason, reason_size, "no cache directory (set KILN_CACHE_DIR, XDG_CACHE_HOME or HOME)");
+    else if (st != KILN_SUCCESS)
+        snprintf(reason, reason_size, "%s '%.*s...': path too long (kiln takes up to %zu bytes)", origin, SHOWN, dir,
+                 size - 1);
+    else if (kiln_disk_cache_check(dir) != KILN_SUCCESS)
+        snprintf(reason, reason_size, "%s '%.*s%s' %s", origin, SHOWN, dir, more, kiln_last_error_detail());
+    else
+        return;
+    kiln_error_clear();
+    kiln_log(KILN_LOG_WARN, "program cache: memory only: %s", reason);
+    dir[0] = '\0';
+}
+
 kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *options)
 {
     kiln_context_options defaults;
@@ -298,14 +335,9 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     kiln_log(KILN_LOG_INFO, "device %s: profile %s (%s)", ctx->desc.name, kiln_profile_name(ctx->profile),
              ctx->profile_reason);
 
-    char dir[512] = "";
-    if (!options->disable_disk_cache) {
-        if (options->cache_dir)
-            snprintf(dir, sizeof dir, "%s", options->cache_dir);
-        else if (kiln_disk_cache_default_dir(dir, sizeof dir, NULL) != KILN_SUCCESS)
-            kiln_log(KILN_LOG_WARN, "no cache directory (set KILN_CACHE_DIR or HOME); programs stay in memory");
-    }
-    st = kiln_program_cache_init(&ctx->cache, dir);
+    char dir[sizeof ctx->cache.dir], reason[sizeof ctx->cache.disk_reason];
+    choose_cache_dir(options, dir, sizeof dir, reason, sizeof reason);
+    st = kiln_program_cache_init(&ctx->cache, dir, reason);
     ctx->cache_ready = st == KILN_SUCCESS;
     return st;
 }
@@ -423,8 +455,15 @@ kiln_status kiln_context_get_cache_info(const kiln_context *ctx, kiln_cache_info
     info->disk_hits = cache->disk_hits;
     info->builds = cache->builds;
     info->discarded = cache->discarded;
+    snprintf(info->disk_reason, sizeof info->disk_reason, "%s", cache->disk_reason);
     pthread_mutex_unlock(&cache->lock);
-    if (info->dir[0])
-        return kiln_disk_cache_usage(info->dir, &info->disk_entries, &info->disk_bytes);
+    info->disk_enabled = info->dir[0] != '\0';
+    info->disk_failures = atomic_load(&cache->disk_failures);
+    if (info->disk_enabled &&
+        kiln_disk_cache_usage(info->dir, &info->disk_entries, &info->disk_bytes) != KILN_SUCCESS) {
+        snprintf(info->disk_reason, sizeof info->disk_reason, "%s", kiln_last_error_detail());
+        info->disk_entries = info->disk_bytes = 0;
+        kiln_error_clear();
+    }
     return KILN_SUCCESS;
 }

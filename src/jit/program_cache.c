@@ -21,18 +21,36 @@ struct kiln_program {
     struct kiln_program *next;
 };
 
-kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir)
+kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir, const char *reason)
 {
     memset(cache, 0, sizeof *cache);
+    atomic_init(&cache->disk_failures, 0);
     if (dir && *dir) {
         if (strlen(dir) >= sizeof cache->dir)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "cache directory path is longer than %zu bytes",
                               sizeof cache->dir - 1);
         strcpy(cache->dir, dir);
+    } else if (reason) {
+        snprintf(cache->disk_reason, sizeof cache->disk_reason, "%s", reason);
     }
     if (pthread_mutex_init(&cache->lock, NULL) != 0)
         return kiln_error(KILN_ERROR_INTERNAL, "pthread_mutex_init failed");
     return KILN_SUCCESS;
+}
+
+void kiln_program_cache_store(struct kiln_program_cache *cache, const char *what, const char *key, const void *payload,
+                              size_t size)
+{
+    if (!cache->dir[0])
+        return;
+    if (kiln_disk_cache_store(cache->dir, key, payload, size) == KILN_SUCCESS) {
+        kiln_log(KILN_LOG_DEBUG, "stored %s (%zu bytes) in %s", what, size, cache->dir);
+    } else if (atomic_fetch_add(&cache->disk_failures, 1) == 0) {
+        kiln_log(KILN_LOG_WARN,
+                 "cannot store %s in the cache directory %s: %s; it stays in memory (later failures are counted "
+                 "in kiln_context_get_cache_info, not logged)",
+                 what, cache->dir, kiln_last_error_detail());
+    }
 }
 
 void kiln_program_cache_release(struct kiln_program_cache *cache, const struct kiln_backend *backend)
@@ -101,9 +119,8 @@ static void store_to_disk(kiln_context *ctx, const char *label, const char *key,
 {
     void *binary = NULL;
     size_t size = 0;
-    if (ctx->backend->program_binary(ctx->dev, handle, &binary, &size) == KILN_SUCCESS &&
-        kiln_disk_cache_store(ctx->cache.dir, key, binary, size) == KILN_SUCCESS)
-        kiln_log(KILN_LOG_DEBUG, "stored %s (%zu bytes) in %s", label, size, ctx->cache.dir);
+    if (ctx->backend->program_binary(ctx->dev, handle, &binary, &size) == KILN_SUCCESS)
+        kiln_program_cache_store(&ctx->cache, label, key, binary, size);
     else
         kiln_log(KILN_LOG_WARN, "could not cache %s on disk: %s", label, kiln_last_error_detail());
     free(binary);

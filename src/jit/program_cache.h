@@ -10,6 +10,7 @@
 #define KILN_PROGRAM_CACHE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,11 +33,21 @@ struct kiln_program_cache {
     pthread_mutex_t lock;
     struct kiln_program *programs; /* singly linked, newest first */
     char dir[512];                 /* "" when the disk cache is off */
+    char disk_reason[256];         /* why it is off, "" when on */
     uint64_t memory_hits, disk_hits, builds, discarded;
+    atomic_uint_least64_t disk_failures; /* failed stores; needs no lock */
 };
 
-/* Set up the cache; `dir` NULL or "" keeps programs in memory only. */
-kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir);
+/* Set up the cache; `dir` NULL or "" keeps programs in memory only, for
+   `reason` (copied, may be NULL). */
+kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir, const char *reason);
+
+/* Store `payload` under `key` in the cache's directory, if it has one. A
+   failure never fails the caller: it is counted in disk_failures, and the
+   first of the cache is logged as a warning naming `what` (so a directory
+   that breaks while the process runs warns once, not at every build). */
+void kiln_program_cache_store(struct kiln_program_cache *cache, const char *what, const char *key, const void *payload,
+                              size_t size);
 void kiln_program_cache_release(struct kiln_program_cache *cache, const struct kiln_backend *backend);
 
 /* The program built from `source` (length bytes, `label` names it in logs)

@@ -72,8 +72,7 @@ static void remember(kiln_context *ctx, const char *key, const char *name)
         free(m->key);
         free(m);
     }
-    if (ctx->cache.dir[0] && kiln_disk_cache_store(ctx->cache.dir, key, name, strlen(name)) != KILN_SUCCESS)
-        kiln_log(KILN_LOG_WARN, "could not write the find database: %s", kiln_last_error_detail());
+    kiln_program_cache_store(&ctx->cache, "a find database entry", key, name, strlen(name));
 }
 
 kiln_status kiln_find(kiln_context *ctx, const char *key, const struct kiln_find_candidates *c, size_t *pick,
