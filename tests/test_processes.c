@@ -2,7 +2,9 @@
  * Many processes on one program cache directory: eight processes that start
  * together on an empty directory all build the same kernels (a GEMM and a
  * convolution in find mode, which also writes the find database) and
- * compute right results, after which a ninth finds everything on disk.
+ * compute right results, after which a ninth finds everything on disk; and a
+ * process given a directory with damaged entries and foreign files discards
+ * and rebuilds the damaged entries and leaves the foreign files alone.
  * tests/test_disk_cache.c covers the entry format within one process.
  *
  * The parent never opens a context: POCL is not fork-safe once initialised,
@@ -103,7 +105,10 @@ static void child_conv(kiln_context *ctx, uint64_t *seed, struct report *r)
 static int child_main(int argc, char **argv)
 {
     if (argc != 7) {
-        fprintf(stderr, "usage: %s --child <cache dir> <report file> <seed> <ready fd> <go fd>\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s --child <cache dir> <report file> <seed> <ready fd> <go "
+                "fd>\n",
+                argv[0]);
         return 2;
     }
     uint64_t seed = strtoull(argv[4], NULL, 0);
@@ -253,9 +258,10 @@ static struct report child_report(const struct child *c, int index)
     memcpy(&r, bytes, sizeof r);
     free(bytes);
     assert_int_equal(r.magic, REPORT_MAGIC);
-    print_message("# process %d: %s and %s (%s); %llu builds, %llu disk hits, %llu discarded\n", index, r.gemm_kernel,
-                  r.conv_name, r.conv_reason, (unsigned long long)r.cache.builds, (unsigned long long)r.cache.disk_hits,
-                  (unsigned long long)r.cache.discarded);
+    print_message("# process %d: %s and %s (%s); %llu builds, %llu disk hits, "
+                  "%llu discarded\n",
+                  index, r.gemm_kernel, r.conv_name, r.conv_reason, (unsigned long long)r.cache.builds,
+                  (unsigned long long)r.cache.disk_hits, (unsigned long long)r.cache.discarded);
     return r;
 }
 
@@ -393,6 +399,135 @@ static void test_eight_processes_on_one_empty_directory_then_a_ninth_finds_all_o
     free(work);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Damaged entries and foreign files                                        */
+/* ------------------------------------------------------------------------ */
+
+/* The entry of `list` whose key starts with `prefix`, skipping `skip` of them.
+ */
+static struct entry *entry_with(struct entries *list, const char *prefix, int skip)
+{
+    for (size_t i = 0; i < list->count; i++)
+        if (strncmp(list->items[i].key, prefix, strlen(prefix)) == 0 && skip-- == 0)
+            return &list->items[i];
+    fail_msg("fewer entries with a key starting \"%s\" than the test needs", prefix);
+    return NULL;
+}
+
+/* Rewrite `e` as the entry another device would have written: a whole,
+   valid entry for its key with the device line changed (stored through the
+   library in `scratch`), so only the key tells it apart. */
+static void rewrite_as_other_device(struct entry *e, const char *scratch)
+{
+    const char *line = strstr(e->key, "\ndevice=");
+    assert_non_null(line);
+    const char *end = strchr(line + 1, '\n');
+    assert_non_null(end);
+    char key[4096];
+    snprintf(key, sizeof key, "%.*s\ndevice=Another Device%s", (int)(line - e->key), e->key, end);
+    const size_t payload_at = KT_ENTRY_HEADER + strlen(e->key);
+    kt_assert_status(kiln_disk_cache_store(scratch, key, e->bytes + payload_at, e->size - payload_at), KILN_SUCCESS);
+    char path[PATH_MAX];
+    kt_assert_status(kiln_disk_cache_entry_path(scratch, key, path, sizeof path), KILN_SUCCESS);
+    size_t size;
+    unsigned char *bytes = kt_read_bytes(path, &size);
+    kt_write_bytes(e->path, bytes, size);
+    free(bytes);
+}
+
+struct foreign {
+    const char *name; /* in the cache directory */
+    size_t size;      /* bytes of random content; 0: empty */
+};
+
+/* Files that are none of kiln's: named like nothing kiln writes, like an
+   entry of no key, like a writer's temporary file (one that died half way),
+   and a directory named like an entry. */
+static const struct foreign foreign_files[] = {
+    {"notes.txt", 3000},
+    {"0123456789abcdef0123456789abcdef.kbin", 0},
+    {"0123456789abcdef0123456789abcdee.kbin.tmp.99999.0", 777},
+};
+#define FOREIGN_DIR "fedcba9876543210fedcba9876543210.kbin"
+
+static void assert_foreign_files_intact(const char *dir, unsigned char *const *contents)
+{
+    for (size_t i = 0; i < sizeof foreign_files / sizeof foreign_files[0]; i++) {
+        char path[PATH_MAX];
+        path_in(path, sizeof path, dir, foreign_files[i].name);
+        size_t size;
+        unsigned char *now = kt_read_bytes(path, &size);
+        assert_int_equal(size, foreign_files[i].size);
+        assert_memory_equal(now, contents[i], size);
+        free(now);
+    }
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, FOREIGN_DIR "/inside");
+    size_t size;
+    free(kt_read_bytes(path, &size));
+    assert_int_equal(size, 0);
+}
+
+/* A process fills a directory; the find database entry is truncated, and of
+   three program entries one gets a flipped payload bit, one is rewritten as
+   another device's and one as another format version's; foreign files are
+   added. The next process must discard exactly those four, search again
+   (the database entry is gone), which loads every program entry, rebuild
+   the three programs, compute right results and store whole entries again,
+   leaving the foreign files as they were. */
+static void test_new_process_discards_damaged_entries_and_ignores_foreign_files(void **state)
+{
+    (void)state;
+    char *work = kt_temp_dir();
+    char dir[512], scratch[512];
+    snprintf(dir, sizeof dir, "%s/cache", work);
+    snprintf(scratch, sizeof scratch, "%s/scratch", work);
+    run_one(work, dir, 0);
+
+    struct entries before;
+    list_entries(dir, &before);
+    struct entry *db = entry_with(&before, "conv-find", 0);
+    kt_write_bytes(db->path, db->bytes, db->size / 2);
+    struct entry *flipped = entry_with(&before, "backend=", 0);
+    flipped->bytes[flipped->size - flipped->size / 3] ^= 0x04;
+    kt_write_bytes(flipped->path, flipped->bytes, flipped->size);
+    rewrite_as_other_device(entry_with(&before, "backend=", 1), scratch);
+    struct entry *versioned = entry_with(&before, "backend=", 2);
+    versioned->bytes[KT_ENTRY_VERSION] += 1;
+    kt_write_bytes(versioned->path, versioned->bytes, versioned->size);
+
+    unsigned char *contents[sizeof foreign_files / sizeof foreign_files[0]];
+    for (size_t i = 0; i < sizeof foreign_files / sizeof foreign_files[0]; i++) {
+        char path[PATH_MAX];
+        path_in(path, sizeof path, dir, foreign_files[i].name);
+        float *x = malloc(foreign_files[i].size + sizeof(float));
+        assert_non_null(x);
+        kt_fill_uniform(x, foreign_files[i].size / sizeof(float) + 1, -1e9f, 1e9f, &seed);
+        contents[i] = (unsigned char *)x;
+        kt_write_bytes(path, contents[i], foreign_files[i].size);
+    }
+    char path[PATH_MAX];
+    path_in(path, sizeof path, dir, FOREIGN_DIR);
+    assert_int_equal(mkdir(path, 0755), 0);
+    path_in(path, sizeof path, dir, FOREIGN_DIR "/inside");
+    kt_write_bytes(path, "", 0);
+
+    struct report r = run_one(work, dir, 1);
+    if (r.cache.discarded != 4 || r.cache.builds != 3)
+        fail_msg("%llu entries discarded and %llu programs built where 4 damaged entries (3 of programs) were",
+                 (unsigned long long)r.cache.discarded, (unsigned long long)r.cache.builds);
+    assert_null(strstr(r.conv_reason, "database"));
+    assert_foreign_files_intact(dir, contents);
+
+    /* Every entry there was is whole again. */
+    assert_entries_load(dir, &before);
+    free_entries(&before);
+    for (size_t i = 0; i < sizeof foreign_files / sizeof foreign_files[0]; i++)
+        free(contents[i]);
+    kt_remove_tree(work);
+    free(work);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
@@ -400,5 +535,6 @@ int main(int argc, char **argv)
     seed = kt_seed();
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_eight_processes_on_one_empty_directory_then_a_ninth_finds_all_on_disk));
+    kt_add(&tests, cmocka_unit_test(test_new_process_discards_damaged_entries_and_ignores_foreign_files));
     return kt_run_with("processes", &tests, NULL, NULL);
 }
