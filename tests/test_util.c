@@ -52,12 +52,33 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 void kt_remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
-void kt_write_file(const char *path, const char *text)
+void kt_write_file(const char *path, const char *text) { kt_write_bytes(path, text, strlen(text)); }
+
+void kt_write_bytes(const char *path, const void *data, size_t size)
 {
     FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    if (!f)
+        fail_msg("cannot create %s", path);
+    assert_int_equal(fwrite(data, 1, size, f), size);
     assert_int_equal(fclose(f), 0);
+}
+
+unsigned char *kt_read_bytes(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    unsigned char *data = malloc((size_t)n + 1);
+    assert_non_null(data);
+    assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    data[n] = '\0';
+    *size = (size_t)n;
+    return data;
 }
 
 void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, int line)

@@ -23,6 +23,17 @@ char *kt_temp_dir(void);
 void kt_remove_tree(const char *path);
 /* Write `text` to `path`, failing the test on error. */
 void kt_write_file(const char *path, const char *text);
+/* Write `size` bytes to `path` (replacing it), failing the test on error. */
+void kt_write_bytes(const char *path, const void *data, size_t size);
+/* The bytes of the file `path` in a malloc'd buffer with one spare byte
+   after them (a NUL, so text can be read as a string); fails the test on
+   error. */
+unsigned char *kt_read_bytes(const char *path, size_t *size);
+
+/* The layout of an entry of the on-disk program cache (src/jit/disk_cache.c):
+   little-endian header fields at these byte offsets, the key right after the
+   header, then the payload. */
+enum { KT_ENTRY_VERSION = 8, KT_ENTRY_KEY_LEN = 12, KT_ENTRY_PAYLOAD_LEN = 16, KT_ENTRY_HEADER = 32 };
 
 /* kiln's warnings, counted from stderr: kt_capture_begin sets KILN_LOG=1
    and redirects stderr to a file in `dir`; kt_capture_end restores both and

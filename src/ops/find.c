@@ -50,11 +50,17 @@ static size_t recall(kiln_context *ctx, const char *key, const struct kiln_find_
         return pick;
     void *payload = NULL;
     size_t size = 0;
-    if (kiln_disk_cache_load(ctx->cache.dir, key, &payload, &size) == KILN_SUCCESS) {
+    kiln_status st = kiln_disk_cache_load(ctx->cache.dir, key, &payload, &size);
+    if (st == KILN_SUCCESS) {
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(size < sizeof name ? size : sizeof name - 1), (char *)payload);
         pick = by_name(c, name);
         *where = "from the find database";
+    } else if (st == KILN_ERROR_CORRUPT_CACHE) {
+        /* Removed like a damaged program entry, and counted with them. */
+        pthread_mutex_lock(&ctx->cache.lock);
+        ctx->cache.discarded++;
+        pthread_mutex_unlock(&ctx->cache.lock);
     }
     free(payload);
     return pick;
