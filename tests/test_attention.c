@@ -288,13 +288,27 @@ static void test_one_shot(void **state)
     }
 }
 
-/* B = 1, H = 8, seq 16384, D = 64: the naive score matrix (8 GiB) cannot be
-   allocated and its plan says so; the fused plan holds no memory at all. */
+/* B = 1, H = 8, D = 64 and seq_q = seq_kv = the smallest power of two from
+   16384 whose score matrix (8 * seq^2 floats) exceeds both the device's
+   largest allocation and its whole memory: the naive plan is refused with
+   OUT_OF_MEMORY, whatever the device, and the fused plan, which holds no
+   memory, is made. seq stops at 2^30, the fused kernel's row limit; there
+   the score matrix's bytes overflow 64 bits, which the naive plan refuses
+   alike. */
 static void test_naive_memory_limit(void **state)
 {
     (void)state;
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    const uint64_t limit = dev.max_alloc_bytes > dev.global_mem_bytes ? dev.max_alloc_bytes : dev.global_mem_bytes;
+    size_t seq = 16384;
+    while (seq < ((size_t)1 << 30) && (uint64_t)seq * seq <= limit / (8 * sizeof(float)))
+        seq *= 2;
+    printf("# seq %zu: score matrix %.1f GiB, largest allocation %.1f GiB, device memory %.1f GiB\n", seq,
+           8.0 * sizeof(float) * (double)seq * (double)seq / (1 << 30), (double)dev.max_alloc_bytes / (1 << 30),
+           (double)dev.global_mem_bytes / (1 << 30));
     kiln_attention_desc d;
-    kiln_attention_desc_init(&d, BSHD, 1, 8, 16384, 16384, 64);
+    kiln_attention_desc_init(&d, BSHD, 1, 8, seq, seq, 64);
     d.algo = KILN_ATTENTION_NAIVE;
     kiln_attention_plan *plan = POISON_PLAN;
     kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_ERROR_OUT_OF_MEMORY);

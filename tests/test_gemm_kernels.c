@@ -132,12 +132,7 @@ static void launch(kiln_context *ctx, const struct family *f, struct gr_case *t,
 static void test_profile(void **state)
 {
     const char *name = *state;
-    kiln_context_options opt;
-    kiln_context_options_init(&opt);
-    opt.profile = name;
-    kiln_context *ctx = NULL;
-    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
-    assert_string_equal(kiln_profile_name(ctx->profile), name);
+    kiln_context *ctx = kt_profile_context(name);
 
     const clock_t start = clock();
     unsigned runs = 0;

@@ -185,8 +185,11 @@ static void test_overlay_context_refused(void **state)
     int side = 1;
     while ((size_t)side * (size_t)side <= dev.max_work_group_size && side < 1024)
         side *= 2;
-    if ((size_t)side * (size_t)side <= dev.max_work_group_size)
-        skip(); /* a device whose work-groups take a million work-items */
+    if ((size_t)side * (size_t)side <= dev.max_work_group_size) {
+        printf("# skipped: device %s takes %zu work-items per work-group, more than a profile can ask for\n", dev.name,
+               dev.max_work_group_size);
+        skip();
+    }
     char overlay[256];
     snprintf(overlay, sizeof overlay,
              "{\"kernels\": {\"attention.fused\": {\"wg\": %d}, \"conv.direct\": {\"wg\": 1}}}",

@@ -1,7 +1,9 @@
 #include "test_util.h"
 
+#include "core/context.h"
 #include "kiln/kiln_cl.h"
 #include "profiles/profile.h"
+#include "profiles/profile_impl.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -198,6 +200,12 @@ kiln_context *kt_profile_context(const char *name)
     kiln_device_info dev;
     kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
     assert_string_equal(dev.profile, name);
+    char why[KILN_PROFILE_WHY_SIZE];
+    if (kiln_profile_fits(ctx->profile, &ctx->desc, why) != 0) {
+        printf("# skipped: profile %s does not fit device %s: %s\n", name, dev.name, why);
+        kiln_context_destroy(ctx);
+        skip();
+    }
     return ctx;
 }
 

@@ -74,7 +74,9 @@ int kt_group_setup(void **state);
 int kt_group_teardown(void **state);
 
 /* A context on the default device forced to profile `name` (the test fails
-   unless the context reports it); the caller destroys it. */
+   unless the context reports it); the caller destroys it. A profile whose
+   work-groups or local memory exceed the device's limits skips the test,
+   saying why. */
 kiln_context *kt_profile_context(const char *name);
 
 /* A value no event handle has: event outputs are set to it before a call

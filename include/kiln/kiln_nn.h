@@ -33,8 +33,8 @@ typedef enum kiln_activation {
 typedef enum kiln_conv_algo {
     KILN_CONV_AUTO = 0,
     KILN_CONV_IMPLICIT_GEMM = 1, /**< GEMM over the implicit im2col matrix (no fused pool) */
-    KILN_CONV_WINOGRAD_2X2 = 2,  /**< F(2x2,3x3): 3x3, stride 1, dilation 1 */
-    KILN_CONV_WINOGRAD_4X4 = 3,  /**< F(4x4,3x3): 3x3, stride 1, dilation 1 */
+    KILN_CONV_WINOGRAD_2X2 = 2,  /**< F(2x2,3x3): 3x3, stride 1, dilation 1, groups = 1 only */
+    KILN_CONV_WINOGRAD_4X4 = 3,  /**< F(4x4,3x3): 3x3, stride 1, dilation 1, groups = 1 only */
     KILN_CONV_DIRECT = 4,        /**< direct loops: depthwise, few channels */
     KILN_CONV_IM2COL = 5,        /**< explicit im2col matrix, then GEMM (no fused pool) */
     KILN_CONV_GEMM_1X1 = 6       /**< 1x1, stride 1, no padding: a plain GEMM (no fused pool) */
