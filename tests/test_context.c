@@ -91,9 +91,29 @@ static void test_devices_are_listed_with_profiles(void **state)
     kt_assert_status(kiln_device_get_info(0, NULL), KILN_ERROR_INVALID_ARGUMENT);
 }
 
+/* KILN_DEVICE as the suite was started with (the suite runs on the device
+   it selects), put back by the tests that change it. */
+static void restore_device(char *selected)
+{
+    if (selected)
+        setenv("KILN_DEVICE", selected, 1);
+    else
+        unsetenv("KILN_DEVICE");
+    free(selected);
+}
+
+static char *take_device(void)
+{
+    const char *v = getenv("KILN_DEVICE");
+    char *selected = v ? strdup(v) : NULL;
+    unsetenv("KILN_DEVICE");
+    return selected;
+}
+
 static void test_default_context_is_the_best_device(void **state)
 {
     (void)state;
+    char *selected = take_device(); /* the best device is what kiln picks when nothing selects one */
     kiln_context *ctx = NULL;
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
     kiln_device_info info;
@@ -109,6 +129,7 @@ static void test_default_context_is_the_best_device(void **state)
     kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
     kiln_context_destroy(ctx);
     kiln_context_destroy(NULL);
+    restore_device(selected);
 }
 
 static void test_selectors(void **state)
@@ -155,6 +176,7 @@ static void test_bad_selectors(void **state)
 static void test_environment_selects_device_and_options_win(void **state)
 {
     (void)state;
+    char *selected = take_device();
     setenv("KILN_DEVICE", "no-such-device-anywhere", 1);
     kiln_context *ctx = POISON_CTX;
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_ERROR_NOT_FOUND);
@@ -167,7 +189,7 @@ static void test_environment_selects_device_and_options_win(void **state)
     setenv("KILN_DEVICE", "", 1); /* empty is unset */
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
     kiln_context_destroy(ctx);
-    unsetenv("KILN_DEVICE");
+    restore_device(selected);
 }
 
 static void test_forced_profile(void **state)
