@@ -218,7 +218,7 @@ static void test_igemm_parameters_checked(void **state)
         kwg *= 2;
     struct {
         const char *name;
-        char conv[96], cause[64];
+        char conv[160], cause[96];
         kiln_status create;
         int applies;
     } bad[] = {
