@@ -19,13 +19,6 @@
 
 #include "jit/disk_cache.h"
 
-/* Header layout from disk_cache.c: magic, version, key length, payload
-   length, checksum, then the key at HEADER_SIZE. */
-#define OFFSET_VERSION 8
-#define OFFSET_KEY_LEN 12
-#define OFFSET_PAYLOAD_LEN 16
-#define HEADER_SIZE 32
-
 static const char key_a[] = "gemm_f32_cpu_6x32|device=Test CPU|driver=1.2|options=-cl-fast-relaxed-math";
 static const char key_b[] = "conv_f32_wino4x4_out|device=Test CPU|driver=1.2|options=";
 
@@ -39,30 +32,6 @@ static unsigned char *random_bytes(size_t n)
     assert_non_null(x);
     kt_fill_uniform(x, floats, -1e9f, 1e9f, &rng);
     return (unsigned char *)x;
-}
-
-static unsigned char *read_bytes(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    assert_true(n >= 0);
-    rewind(f);
-    unsigned char *data = malloc((size_t)n + 1);
-    assert_non_null(data);
-    assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return data;
-}
-
-static void write_bytes(const char *path, const void *data, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, size, f), size);
-    assert_int_equal(fclose(f), 0);
 }
 
 static void path_of(const char *dir, const char *key, char *buf)
@@ -115,7 +84,7 @@ static unsigned char *stored_entry(const char *dir, const char *key, size_t payl
     char path[PATH_MAX];
     assert_round_trip(dir, key, payload_size);
     path_of(dir, key, path);
-    return read_bytes(path, file_size);
+    return kt_read_bytes(path, file_size);
 }
 
 /* Load of key fails as corrupt for `reason`, the file is gone, and the key
@@ -153,7 +122,7 @@ static void corrupt_entry(const char *dir, const char *key, void (*edit)(unsigne
     assert_non_null(edited);
     edit(edited, &size);
     path_of(dir, key, path);
-    write_bytes(path, edited, size);
+    kt_write_bytes(path, edited, size);
     free(edited);
 }
 
@@ -250,17 +219,17 @@ static void test_load_rejects_entry_truncated_at_any_point(void **state)
                            1,
                            8,
                            20,
-                           HEADER_SIZE - 1,
-                           HEADER_SIZE,
-                           HEADER_SIZE + key_len / 2,
-                           HEADER_SIZE + key_len,
-                           HEADER_SIZE + key_len + 1500,
+                           KT_ENTRY_HEADER - 1,
+                           KT_ENTRY_HEADER,
+                           KT_ENTRY_HEADER + key_len / 2,
+                           KT_ENTRY_HEADER + key_len,
+                           KT_ENTRY_HEADER + key_len + 1500,
                            size - 1};
     char path[PATH_MAX];
     path_of(*state, key_a, path);
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         print_message("# cut at %zu of %zu bytes\n", cuts[i], size);
-        write_bytes(path, bytes, cuts[i]);
+        kt_write_bytes(path, bytes, cuts[i]);
         assert_rejected(*state, key_a, "truncated");
     }
     free(bytes);
@@ -270,7 +239,7 @@ static void flip_payload_byte(unsigned char *b, size_t *size) { b[*size - 100] ^
 static void flip_key_byte(unsigned char *b, size_t *size)
 {
     (void)size;
-    b[HEADER_SIZE + 3] ^= 0x01;
+    b[KT_ENTRY_HEADER + 3] ^= 0x01;
 }
 static void flip_magic_byte(unsigned char *b, size_t *size)
 {
@@ -280,7 +249,7 @@ static void flip_magic_byte(unsigned char *b, size_t *size)
 static void set_version_2(unsigned char *b, size_t *size)
 {
     (void)size;
-    put_le(b + OFFSET_VERSION, 2, 4);
+    put_le(b + KT_ENTRY_VERSION, 2, 4);
 }
 static void append_garbage(unsigned char *b, size_t *size)
 {
@@ -290,12 +259,12 @@ static void append_garbage(unsigned char *b, size_t *size)
 static void set_huge_payload_length(unsigned char *b, size_t *size)
 {
     (void)size;
-    put_le(b + OFFSET_PAYLOAD_LEN, 1ull << 60, 8);
+    put_le(b + KT_ENTRY_PAYLOAD_LEN, 1ull << 60, 8);
 }
 static void set_huge_key_length(unsigned char *b, size_t *size)
 {
     (void)size;
-    put_le(b + OFFSET_KEY_LEN, UINT32_MAX, 4);
+    put_le(b + KT_ENTRY_KEY_LEN, UINT32_MAX, 4);
 }
 
 static void test_load_rejects_flipped_payload_byte(void **state)
@@ -344,13 +313,13 @@ static void test_load_rejects_valid_entry_of_another_key(void **state)
     unsigned char *bytes = stored_entry(*state, key_a, 2000, &size);
     char path_b[PATH_MAX];
     path_of(*state, key_b, path_b);
-    write_bytes(path_b, bytes, size);
+    kt_write_bytes(path_b, bytes, size);
     assert_rejected(*state, key_b, "foreign key");
 
     char path_a[PATH_MAX];
     path_of(*state, key_a, path_a);
     assert_true(file_exists(path_a));
-    assert_loads(*state, key_a, bytes + HEADER_SIZE + strlen(key_a), size - HEADER_SIZE - strlen(key_a));
+    assert_loads(*state, key_a, bytes + KT_ENTRY_HEADER + strlen(key_a), size - KT_ENTRY_HEADER - strlen(key_a));
     free(bytes);
 }
 
@@ -413,7 +382,7 @@ static void test_usage_counts_entries_and_bytes_ignoring_other_files(void **stat
     uint64_t expected_bytes = 0;
     for (int i = 0; i < 3; i++) {
         assert_round_trip(*state, keys[i], sizes[i]);
-        expected_bytes += HEADER_SIZE + strlen(keys[i]) + sizes[i];
+        expected_bytes += KT_ENTRY_HEADER + strlen(keys[i]) + sizes[i];
     }
     char other[PATH_MAX + 64], entry[PATH_MAX];
     path_of(*state, keys[0], entry);
@@ -584,10 +553,10 @@ static void test_half_written_temporary_file_is_never_read_as_entry(void **state
     assert_round_trip(dir, key_a, 1000);
     path_of(dir, key_a, entry);
     size_t size = 0;
-    unsigned char *whole = read_bytes(entry, &size);
+    unsigned char *whole = kt_read_bytes(entry, &size);
     assert_int_equal(unlink(entry), 0);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld.0", entry, (long)getpid() + 1);
-    write_bytes(tmp, whole, size / 2);
+    kt_write_bytes(tmp, whole, size / 2);
     void *payload = NULL;
     size_t got = 0;
     kt_assert_status(kiln_disk_cache_load(dir, key_a, &payload, &got), KILN_ERROR_NOT_FOUND);
