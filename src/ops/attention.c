@@ -129,8 +129,12 @@ kiln_status kiln_attention_plan_create(kiln_context *ctx, const kiln_attention_d
     if (st != KILN_SUCCESS)
         return st;
 
-    const struct kiln_attention_algorithm *algorithm =
-        desc->algo == KILN_ATTENTION_NAIVE ? &kiln_attention_naive : &kiln_attention_fused;
+    /* AUTO takes the first entry: the fused kernel needs no score matrix. */
+    static const struct kiln_attention_algorithm *const algorithms[] = {&kiln_attention_fused, &kiln_attention_naive};
+    const struct kiln_attention_algorithm *algorithm = algorithms[0];
+    for (size_t i = 0; i < sizeof algorithms / sizeof *algorithms; i++)
+        if (algorithms[i]->algo == (int)desc->algo)
+            algorithm = algorithms[i];
     const char *why = algorithm->unsupported ? algorithm->unsupported(&s) : NULL;
     if (why)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "attention: %s does not apply: %s", algorithm->name, why);
