@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds kiln's libFuzzer harnesses (tests/fuzz/, clang with ASan and UBSan,
+# in build/fuzz) and runs each named target (all by default):
+#   1. replays its corpus, tests/fuzz/corpus/<target>/ (every input once);
+#   2. fuzzes it for --seconds (default 600; the CI run uses a few), keeping
+#      new inputs in build/fuzz/corpus/<target>/ and any input that fails in
+#      build/fuzz/crashes/ (replay one: build/fuzz/tests/fuzz/fuzz_<target> FILE);
+#   3. with --merge, adds the new inputs that reach new code to the corpus in
+#      the repository (to be committed).
+# --replay stops after step 1. Exits non-zero if any target failed.
+#
+#   tools/fuzz.sh                       # every target, ten minutes each
+#   tools/fuzz.sh --seconds 3600 conv   # one target for an hour
+set -Eeuo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+root=$PWD
+
+seconds=600
+replay_only=0
+merge=0
+targets=()
+while (($#)); do
+    case $1 in
+    --seconds) seconds=$2 && shift ;;
+    --replay) replay_only=1 ;;
+    --merge) merge=1 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' && exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2 && exit 2 ;;
+    *) targets+=("$1") ;;
+    esac
+    shift
+done
+if ((${#targets[@]} == 0)); then
+    for f in tests/fuzz/fuzz_*.c; do
+        t=${f##*/fuzz_}
+        targets+=("${t%.c}")
+    done
+fi
+
+if ! command -v clang >/dev/null 2>&1; then
+    echo "fuzz.sh: clang is needed (tools/install-deps.sh installs it)" >&2
+    exit 1
+fi
+CC=clang cmake -S . -B build/fuzz -DKILN_FUZZ=ON -DKILN_BUILD_TOOLS=OFF -DKILN_WERROR=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/fuzz -j"$(nproc)" --target kiln_fuzzers >/dev/null
+
+# Programs compiled on disk between runs; leaks inside POCL and LLVM are
+# theirs (tools/lsan.supp); a harness that allocates more than POCL's
+# compiler needs is a finding.
+export KILN_CACHE_DIR=$root/build/fuzz/cache
+export POCL_WORK_GROUP_SPECIALIZATION=0
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS="suppressions=$root/tools/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+options=(-rss_limit_mb=4096 -max_len=256 -timeout=120 -print_final_stats=0)
+
+failed=0
+for t in "${targets[@]}"; do
+    bin=build/fuzz/tests/fuzz/fuzz_$t
+    corpus=tests/fuzz/corpus/$t
+    if [[ ! -x $bin ]]; then
+        echo "fuzz.sh: no target $t (tests/fuzz/fuzz_$t.c)" >&2
+        failed=$((failed + 1))
+        continue
+    fi
+    mkdir -p "$corpus" "build/fuzz/corpus/$t" build/fuzz/crashes
+    log=build/fuzz/$t.log
+    start=$SECONDS
+    if ! "$bin" "${options[@]}" -runs=0 "$corpus" >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "FAIL: fuzz $t: an input of $corpus fails (log: $log)" >&2
+        failed=$((failed + 1))
+        continue
+    fi
+    inputs=$(find "$corpus" -type f | wc -l)
+    if ((replay_only)); then
+        echo "PASS: fuzz $t: $inputs corpus inputs replayed in $((SECONDS - start)) s"
+        continue
+    fi
+    if ! "$bin" "${options[@]}" -max_total_time="$seconds" -artifact_prefix="build/fuzz/crashes/$t-" \
+        "build/fuzz/corpus/$t" "$corpus" >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "FAIL: fuzz $t (log: $log; the failing input is in build/fuzz/crashes/)" >&2
+        failed=$((failed + 1))
+        continue
+    fi
+    runs=$(grep -Eo '^Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || echo "?")
+    echo "PASS: fuzz $t: $inputs corpus inputs replayed, $runs runs in $((SECONDS - start)) s"
+    if ((merge)); then
+        "$bin" "${options[@]}" -merge=1 "$corpus" "build/fuzz/corpus/$t" >>"$log" 2>&1
+        echo "fuzz.sh: $corpus now holds $(find "$corpus" -type f | wc -l) inputs"
+    fi
+done
+exit $((failed > 0))
