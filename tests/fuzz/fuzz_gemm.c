@@ -37,6 +37,8 @@ static void fill(struct fz_pool *pool, int slot, const kiln_gemm_desc *d, int wh
     struct gr_operand op = gr_operand_of(d, which);
     const size_t have = pool->b[slot].bytes / pool->b[slot].elem_size;
     float v;
+    if (op.rows == 0 || op.cols == 0 || d->batch == 0)
+        return; /* nothing to fill, and no loop over the others */
     if (fz_mul(fz_mul(d->batch, op.rows), op.cols) > ((size_t)1 << 20) || extent(d, which, offset) > have) {
         for (size_t i = 0; i < have; i++) {
             kt_fill_uniform(&v, 1, -1.0f, 1.0f, seed);
