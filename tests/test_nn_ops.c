@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_ref.h"
+#include "nn_ref.h"
 #include "test_util.h"
 
 #define POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
@@ -193,41 +193,6 @@ static kiln_pool2d_desc pool_desc_of(const struct pool_row *r)
     return d;
 }
 
-/* Element (n, c, h, w) of a tensor of c x h x w images in the layout. */
-static size_t at(kiln_tensor_layout layout, size_t c, size_t h, size_t w, size_t in, size_t ic, size_t ih, size_t iw)
-{
-    return layout == KILN_NHWC ? ((in * h + ih) * w + iw) * c + ic : ((in * c + ic) * h + ih) * w + iw;
-}
-
-/* The reference, with a tolerance per output: max is exact; an average of
-   `cells` values in [-1, 1] summed in float is off by at most about
-   cells * epsilon. */
-static void pool_reference(const kiln_pool2d_desc *d, size_t yh, size_t yw, const float *x, double *y, double *tol)
-{
-    for (size_t n = 0; n < d->n; n++)
-        for (size_t c = 0; c < d->c; c++)
-            for (size_t oy = 0; oy < yh; oy++)
-                for (size_t ox = 0; ox < yw; ox++) {
-                    double acc = d->mode == KILN_POOL_MAX ? -INFINITY : 0.0;
-                    size_t cells = 0;
-                    for (size_t i = 0; i < d->window_h; i++)
-                        for (size_t j = 0; j < d->window_w; j++) {
-                            long h = (long)(oy * d->stride_h + i) - (long)d->pad_top;
-                            long w = (long)(ox * d->stride_w + j) - (long)d->pad_left;
-                            if (h < 0 || w < 0 || h >= (long)d->h || w >= (long)d->w)
-                                continue;
-                            double v = x[at(d->layout, d->c, d->h, d->w, n, c, (size_t)h, (size_t)w)];
-                            acc = d->mode == KILN_POOL_MAX ? fmax(acc, v) : acc + v;
-                            cells++;
-                        }
-                    size_t o = at(d->layout, d->c, yh, yw, n, c, oy, ox);
-                    if (d->mode == KILN_POOL_AVG)
-                        acc /= (double)(d->count_include_pad ? d->window_h * d->window_w : cells);
-                    y[o] = acc;
-                    tol[o] = d->mode == KILN_POOL_MAX ? 0.0 : 2.0 * (double)(cells + 1) * FLT_EPSILON;
-                }
-}
-
 /* Run a pool row; with `event`, through an event waited on. */
 static void run_pool(const struct pool_row *r, int event)
 {
@@ -241,7 +206,7 @@ static void run_pool(const struct pool_row *r, int event)
     kt_fill_uniform(x, nx, -1.0f, 1.0f, &seed);
     double *want = malloc(ny * sizeof *want), *tol = malloc(ny * sizeof *tol);
     assert_true(want && tol);
-    pool_reference(&d, yh, yw, x, want, tol);
+    nr_pool_reference(&d, yh, yw, x, want, tol);
     kiln_buffer *bx = device_floats(ctx, x, nx), *by = device_floats(ctx, NULL, ny + GUARD);
     kiln_event *ev = POISON_EVENT;
     kt_assert_status(kiln_pool2d(ctx, &d, bx, by, event ? &ev : NULL), KILN_SUCCESS);
@@ -291,27 +256,6 @@ static const struct softmax_row softmax_rows[] = {
 };
 enum { SOFTMAX_ROWS = sizeof softmax_rows / sizeof *softmax_rows };
 
-/* The reference, safe itself: exp(x - max) in double. The kernel's float
-   sum of `dim` terms is off by at most about dim * epsilon relative, and
-   exp and the division add a few ulp, hence (dim + 8) * epsilon relative. */
-static void softmax_reference(const struct softmax_row *r, const float *x, double *y, double *tol)
-{
-    for (size_t o = 0; o < r->outer; o++)
-        for (size_t i = 0; i < r->inner; i++) {
-            const size_t base = o * r->dim * r->inner + i;
-            double m = -INFINITY, sum = 0.0;
-            for (size_t d = 0; d < r->dim; d++)
-                m = fmax(m, x[base + d * r->inner]);
-            for (size_t d = 0; d < r->dim; d++)
-                sum += exp((double)x[base + d * r->inner] - m);
-            for (size_t d = 0; d < r->dim; d++) {
-                const size_t e = base + d * r->inner;
-                y[e] = exp((double)x[e] - m) / sum;
-                tol[e] = (double)(r->dim + 8) * FLT_EPSILON * y[e];
-            }
-        }
-}
-
 static void run_softmax(const struct softmax_row *r, int event)
 {
     const size_t n = r->outer * r->dim * r->inner;
@@ -326,7 +270,7 @@ static void run_softmax(const struct softmax_row *r, int event)
         memcpy(&x[i], &poison_bits, sizeof poison_bits);
     double *want = malloc(n * sizeof *want), *tol = malloc(n * sizeof *tol);
     assert_true(want && tol);
-    softmax_reference(r, x, want, tol);
+    nr_softmax_reference(r->outer, r->dim, r->inner, x, want, tol);
     kiln_buffer *bx = device_floats(ctx, x, n + GUARD);
     kiln_buffer *by = r->in_place ? bx : device_floats(ctx, NULL, n + GUARD);
     kiln_event *ev = POISON_EVENT;
@@ -381,13 +325,7 @@ static void run_activation(const struct act_row *r, int event)
     for (size_t i = ACT_COUNT; i < ACT_COUNT + GUARD; i++)
         memcpy(&x[i], &poison_bits, sizeof poison_bits);
     double want[ACT_COUNT], tol[ACT_COUNT];
-    for (size_t i = 0; i < ACT_COUNT; i++) {
-        want[i] = cr_activate(r->act, x[i], slope);
-        /* Piecewise-linear ones round once (leaky: slope * x); the
-           transcendental ones are within a few ulp of 1 + |x|. */
-        tol[i] = r->act <= KILN_ACT_LEAKY_RELU ? FLT_EPSILON * fabs(want[i])
-                                               : 16.0 * FLT_EPSILON * (1.0 + fabs((double)x[i]));
-    }
+    nr_activation_reference(r->act, slope, ACT_COUNT, x, want, tol);
     kiln_buffer *bx = device_floats(ctx, x, ACT_COUNT + GUARD);
     kiln_buffer *by = r->in_place ? bx : device_floats(ctx, NULL, ACT_COUNT + GUARD);
     kiln_event *ev = POISON_EVENT;
