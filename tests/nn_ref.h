@@ -1,6 +1,6 @@
 /*
  * The plain-C oracles of pooling, softmax and activations, each with a
- * tolerance per output, for the tests of these operators.
+ * tolerance per output, shared by test_nn_ops.c and test_threads.c.
  * Header-only (static inline functions), like conv_ref.h, whose
  * cr_activate() is the activation reference.
  */

@@ -104,15 +104,15 @@ suite build/asan \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 section "threads under ThreadSanitizer (build/tsan)"
-# The tests that run kiln from several threads: the racing threads of the
-# context, program cache and disk cache tests.
+# The tests that run kiln from several threads: test_threads (docs/threads.md)
+# and the racing threads of the context, program cache and disk cache tests.
 # The rest of the suite calls kiln from one thread at a time; the AddressSanitizer
 # build covers it. No suppressions: the OpenCL runtime (POCL, ocl-icd) gives
 # ThreadSanitizer nothing to report in these tests.
 build build/tsan -DKILN_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON
 suite build/tsan \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    -- -R '^test_(context|program_cache|disk_cache)$'
+    -- -R '^test_(threads|context|program_cache|disk_cache)$'
 
 section "installed package (build/stage)"
 rm -rf build/stage build/examples build/examples-pkgconfig
