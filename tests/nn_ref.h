@@ -1,16 +1,16 @@
 /*
- * Plain-C references for pooling and softmax, in double precision with a
- * tolerance per output, shared by test_nn_ops.c and the fuzz harnesses.
- * Header-only, like gemm_ref.h. (Activations: cr_activate in conv_ref.h.)
+ * The plain-C oracles of pooling, softmax and activations, each with a
+ * tolerance per output, shared by test_nn_ops.c, test_threads.c and the fuzz harnesses.
+ * Header-only (static inline functions), like conv_ref.h, whose
+ * cr_activate() is the activation reference.
  */
 #ifndef KILN_TEST_NN_REF_H
 #define KILN_TEST_NN_REF_H
 
 #include <float.h>
 #include <math.h>
-#include <stddef.h>
 
-#include "kiln/kiln.h"
+#include "conv_ref.h"
 
 /* Element (n, c, h, w) of a tensor of c x h x w images in the layout. */
 static inline size_t nr_at(kiln_tensor_layout layout, size_t c, size_t h, size_t w, size_t in, size_t ic, size_t ih,
@@ -19,9 +19,9 @@ static inline size_t nr_at(kiln_tensor_layout layout, size_t c, size_t h, size_t
     return layout == KILN_NHWC ? ((in * h + ih) * w + iw) * c + ic : ((in * c + ic) * h + ih) * w + iw;
 }
 
-/* The reference, with a tolerance per output: max is exact; an average of
-   `cells` values in [-1, 1] summed in float is off by at most about
-   cells * epsilon. */
+/* Pooling of x (yh x yw outputs per channel), with a tolerance per output:
+   max is exact; an average of `cells` values in [-1, 1] summed in float is
+   off by at most about cells * epsilon. */
 static inline void nr_pool_reference(const kiln_pool2d_desc *d, size_t yh, size_t yw, const float *x, double *y,
                                      double *tol)
 {
@@ -49,11 +49,11 @@ static inline void nr_pool_reference(const kiln_pool2d_desc *d, size_t yh, size_
                 }
 }
 
-/* The reference, safe itself: exp(x - max) in double. The kernel's float
-   sum of `dim` terms is off by at most about dim * epsilon relative, exp and
-   the division add a few ulp, and x - max rounds by up to half an ulp of
-   |x - max|, which exp turns into that much relative error: hence
-   (dim + 8 + |x - max|) * epsilon relative. */
+/* Softmax of x viewed as [outer][dim][inner] over dim, safe itself:
+   exp(x - max) in double. The kernel's float sum of `dim` terms is off by at
+   most about dim * epsilon relative, exp and the division add a few ulp, and
+   x - max rounds by up to half an ulp of |x - max|, which exp turns into that
+   much relative error: hence (dim + 8 + |x - max|) * epsilon relative. */
 static inline void nr_softmax_reference(size_t outer, size_t dim, size_t inner, const float *x, double *y, double *tol)
 {
     for (size_t o = 0; o < outer; o++)
@@ -70,6 +70,19 @@ static inline void nr_softmax_reference(size_t outer, size_t dim, size_t inner, 
                 tol[e] = ((double)(dim + 8) + fabs((double)x[e] - m)) * FLT_EPSILON * y[e];
             }
         }
+}
+
+/* The activation of x with its tolerance: the piecewise-linear ones round
+   once (leaky: slope * x), or flush a denormal result to zero (FLT_MIN);
+   the transcendental ones are within a few ulp of 1 + |x|. */
+static inline void nr_activation_reference(kiln_activation act, float slope, size_t count, const float *x, double *y,
+                                           double *tol)
+{
+    for (size_t i = 0; i < count; i++) {
+        y[i] = cr_activate(act, x[i], slope);
+        tol[i] = act <= KILN_ACT_LEAKY_RELU ? FLT_EPSILON * fabs(y[i]) + FLT_MIN
+                                            : 16.0 * FLT_EPSILON * (1.0 + fabs((double)x[i]));
+    }
 }
 
 #endif /* KILN_TEST_NN_REF_H */

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conv_ref.h"
 #include "nn_ref.h"
 #include "test_util.h"
 
@@ -326,13 +325,7 @@ static void run_activation(const struct act_row *r, int event)
     for (size_t i = ACT_COUNT; i < ACT_COUNT + GUARD; i++)
         memcpy(&x[i], &poison_bits, sizeof poison_bits);
     double want[ACT_COUNT], tol[ACT_COUNT];
-    for (size_t i = 0; i < ACT_COUNT; i++) {
-        want[i] = cr_activate(r->act, x[i], slope);
-        /* Piecewise-linear ones round once (leaky: slope * x); the
-           transcendental ones are within a few ulp of 1 + |x|. */
-        tol[i] = r->act <= KILN_ACT_LEAKY_RELU ? FLT_EPSILON * fabs(want[i])
-                                               : 16.0 * FLT_EPSILON * (1.0 + fabs((double)x[i]));
-    }
+    nr_activation_reference(r->act, slope, ACT_COUNT, x, want, tol);
     kiln_buffer *bx = device_floats(ctx, x, ACT_COUNT + GUARD);
     kiln_buffer *by = r->in_place ? bx : device_floats(ctx, NULL, ACT_COUNT + GUARD);
     kiln_event *ev = POISON_EVENT;

@@ -53,7 +53,7 @@ export POCL_WORK_GROUP_SPECIALIZATION=0
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export LSAN_OPTIONS="suppressions=$root/tools/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-options=(-rss_limit_mb=4096 -max_len=256 -timeout=120 -print_final_stats=0)
+options=(-rss_limit_mb=4096 -max_len=256 -len_control=0 -timeout=120 -print_final_stats=0)
 
 failed=0
 for t in "${targets[@]}"; do

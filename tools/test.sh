@@ -2,10 +2,12 @@
 # Installs what is missing, then builds and checks everything:
 #   1. the test suite with warnings as errors (build/ci);
 #   2. the test suite under AddressSanitizer and UBSan (build/asan);
-#   3. the installed package, used from CMake (shared and static) and from
+#   3. the tests that run kiln from several threads under ThreadSanitizer
+#      (build/tsan);
+#   4. the installed package, used from CMake (shared and static) and from
 #      pkg-config by examples/hello.c (build/stage, build/examples*);
-#   4. cppcheck on src/;
-#   5. the formatting of every C file (.clang-format) outside cl/.
+#   5. cppcheck on src/;
+#   6. the formatting of every C file (.clang-format) outside cl/.
 # Ends with "N passed, M failed" (tests and example checks); exits non-zero if
 # anything failed.
 set -Eeuo pipefail
@@ -26,12 +28,21 @@ build() {
     cmake --build "$dir" -j"$(nproc)"
 }
 
-# suite <build dir> [VAR=value...]: runs ctest there and adds its counts.
+# suite <build dir> [VAR=value...] [-- ctest options...]: runs ctest there
+# and adds its counts.
 suite() {
     local dir=$1
     shift
+    local vars=()
+    while (($#)) && [[ $1 != -- ]]; do
+        vars+=("$1")
+        shift
+    done
+    if (($#)); then
+        shift
+    fi
     local log=$dir/ctest.log rc=0
-    env "$@" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 2>&1 | tee "$log" || rc=$?
+    env "${vars[@]}" ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 "$@" 2>&1 | tee "$log" || rc=$?
     local summary
     summary=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
     if [[ -z $summary ]]; then
@@ -91,6 +102,17 @@ suite build/asan \
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:intercept_tls_get_addr=0 \
     LSAN_OPTIONS="suppressions=$root/tools/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+section "threads under ThreadSanitizer (build/tsan)"
+# The tests that run kiln from several threads: test_threads (docs/threads.md)
+# and the racing threads of the context, program cache and disk cache tests.
+# The rest of the suite calls kiln from one thread at a time; the AddressSanitizer
+# build covers it. No suppressions: the OpenCL runtime (POCL, ocl-icd) gives
+# ThreadSanitizer nothing to report in these tests.
+build build/tsan -DKILN_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON
+suite build/tsan \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    -- -R '^test_(threads|context|program_cache|disk_cache)$'
 
 section "installed package (build/stage)"
 rm -rf build/stage build/examples build/examples-pkgconfig

@@ -7,7 +7,10 @@
  *  - on failure nothing is written to outputs or device buffers, and
  *    kiln_last_error_detail() describes the failure for the calling thread;
  *  - handles are opaque; inputs are const; outputs come last;
- *  - every create has a destroy; ownership is stated per function.
+ *  - every create has a destroy; ownership is stated per function;
+ *  - threads (docs/threads.md): a context, its buffers and events may be
+ *    used from several threads at once, a plan by one thread at a time; the
+ *    declarations below say where a call has limits.
  *
  * Neural-network operators are declared in kiln/kiln_nn.h and attention in
  * kiln/kiln_attention.h, both included here. OpenCL interoperation (wrapping
@@ -66,7 +69,8 @@ KILN_API const char *kiln_status_string(kiln_status status);
  * Detail of the last failure on the calling thread: which argument was wrong,
  * the OpenCL error name, the compiler build log. Empty string if the last
  * call succeeded or gave no detail. Valid until the next kiln call on this
- * thread.
+ * thread. Each thread has its own: calls on other threads, failing or not,
+ * never change it.
  */
 KILN_API const char *kiln_last_error_detail(void);
 
@@ -121,7 +125,14 @@ KILN_API kiln_status kiln_device_get_info(size_t index, kiln_device_info *info);
 /* Contexts                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/** A device opened for use: queue, matched profile, program cache. Thread-safe. */
+/**
+ * A device opened for use: queue, matched profile, program cache.
+ * Thread-safe: every call that takes a context may be made from several
+ * threads at once (kiln_context_destroy aside). Their work goes to the
+ * context's one in-order queue in the order the calls reach it; kiln orders
+ * nothing between threads. A kernel that several threads need at once is
+ * built once.
+ */
 typedef struct kiln_context kiln_context;
 
 typedef struct kiln_context_options {
@@ -164,7 +175,8 @@ KILN_API void kiln_context_options_init(kiln_context_options *options);
  */
 KILN_API kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 
-/** Release a context and everything it built. Buffers must be destroyed first.
+/** Release a context and everything it built. Buffers must be destroyed first,
+    and every other call on the context and its objects must have returned.
     NULL is ignored. */
 KILN_API void kiln_context_destroy(kiln_context *ctx);
 
@@ -183,7 +195,8 @@ KILN_API kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_
  */
 KILN_API kiln_status kiln_context_get_profile_json(const kiln_context *ctx, char *buf, size_t size, size_t *length);
 
-/** Wait until all work queued on the context has finished. */
+/** Wait until all work queued on the context, by any thread, before this
+    call has finished. */
 KILN_API kiln_status kiln_context_finish(kiln_context *ctx);
 
 typedef struct kiln_cache_info {
@@ -219,7 +232,13 @@ KILN_API kiln_status kiln_context_get_cache_info(const kiln_context *ctx, kiln_c
 /* Buffers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/** Device memory. Belongs to one context; destroy before the context. */
+/**
+ * Device memory. Belongs to one context; destroy before the context.
+ * Different buffers may be used from different threads at once, and several
+ * calls may read one buffer at once (as an input, or kiln_buffer_read); a
+ * call that writes a buffer (an output, kiln_buffer_write,
+ * kiln_buffer_fill_f32) must not overlap another call on that buffer.
+ */
 typedef struct kiln_buffer kiln_buffer;
 
 /**
@@ -230,7 +249,8 @@ typedef struct kiln_buffer kiln_buffer;
  */
 KILN_API kiln_status kiln_buffer_create(kiln_context *ctx, size_t size, kiln_buffer **out);
 
-/** Release a buffer (a wrapped cl_mem is released, not freed). NULL is ignored. */
+/** Release a buffer (a wrapped cl_mem is released, not freed), once no call
+    on any thread uses it. NULL is ignored. */
 KILN_API void kiln_buffer_destroy(kiln_buffer *buf);
 
 /** Size in bytes (0 for NULL). */
@@ -258,13 +278,16 @@ KILN_API kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t
 /* Events                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/** Completion of queued work. Returned by asynchronous calls on request. */
+/** Completion of queued work. Returned by asynchronous calls on request; it
+    may be waited on and destroyed from any thread, not only the one whose
+    call returned it. */
 typedef struct kiln_event kiln_event;
 
 /** Block until the work behind `event` has finished. INVALID_ARGUMENT for NULL. */
 KILN_API kiln_status kiln_event_wait(kiln_event *event);
 
-/** Release an event (the work it tracks is not affected). NULL is ignored. */
+/** Release an event (the work it tracks is not affected), once, when no
+    thread waits on it. NULL is ignored. */
 KILN_API void kiln_event_destroy(kiln_event *event);
 
 /* ------------------------------------------------------------------------ */
@@ -319,7 +342,10 @@ KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_layout layout, kiln
                                   kiln_transpose trans_b, size_t m, size_t n, size_t k);
 
 /** A GEMM prepared once (kernel chosen and compiled, workspace allocated) and
-    executed many times. Not for concurrent use from several threads. */
+    executed many times. Not for concurrent use from several threads: one
+    thread at a time, which may change (created on one thread, executed and
+    destroyed on another). Different plans, on one context too, may be
+    created, executed and destroyed at once. */
 typedef struct kiln_gemm_plan kiln_gemm_plan;
 
 /**

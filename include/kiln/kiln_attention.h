@@ -90,7 +90,8 @@ KILN_API void kiln_attention_desc_init(kiln_attention_desc *desc, kiln_attention
                                        size_t heads, size_t seq_q, size_t seq_kv, size_t head_dim);
 
 /** Attention prepared once (kernels compiled, workspace owned by the plan)
-    and executed many times. Not for concurrent use from several threads. */
+    and executed many times. Not for concurrent use from several threads: one
+    thread at a time, as kiln_gemm_plan. */
 typedef struct kiln_attention_plan kiln_attention_plan;
 
 /**

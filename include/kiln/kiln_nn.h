@@ -90,7 +90,10 @@ KILN_API kiln_status kiln_conv2d_output_size(const kiln_conv2d_desc *desc, size_
                                              size_t *y_w);
 
 /** A convolution prepared once (algorithm chosen, kernels compiled,
-    workspace owned by the plan) and executed many times. */
+    workspace owned by the plan) and executed many times. Not for concurrent
+    use from several threads: one thread at a time, as kiln_gemm_plan. Plans
+    in find mode may be created by several threads at once: a shape not yet
+    remembered is searched by each (docs/threads.md). */
 typedef struct kiln_conv2d_plan kiln_conv2d_plan;
 
 /**
@@ -153,6 +156,9 @@ KILN_API kiln_status kiln_fold_batchnorm(size_t k, size_t per_filter, float *wei
 /* ------------------------------------------------------------------------ */
 /* Pooling, softmax, activations                                            */
 /* ------------------------------------------------------------------------ */
+
+/* Calls without a plan: like every call on a context, they may be made from
+   several threads at once. */
 
 typedef enum kiln_pool_mode { KILN_POOL_MAX = 0, KILN_POOL_AVG = 1 } kiln_pool_mode;
 
