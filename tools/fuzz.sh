@@ -33,7 +33,8 @@ done
 if ((${#targets[@]} == 0)); then
     for f in tests/fuzz/fuzz_*.c; do
         t=${f##*/fuzz_}
-        targets+=("${t%.c}")
+        t=${t%.c}
+        [[ $t == util ]] || targets+=("$t")
     done
 fi
 

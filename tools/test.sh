@@ -4,10 +4,12 @@
 #   2. the test suite under AddressSanitizer and UBSan (build/asan);
 #   3. the tests that run kiln from several threads under ThreadSanitizer
 #      (build/tsan);
-#   4. the installed package, used from CMake (shared and static) and from
+#   4. each libFuzzer harness (tests/fuzz/, build/fuzz): its corpus replayed,
+#      then fuzzed for a few seconds (tools/fuzz.sh fuzzes for longer);
+#   5. the installed package, used from CMake (shared and static) and from
 #      pkg-config by examples/hello.c (build/stage, build/examples*);
-#   5. cppcheck on src/;
-#   6. the formatting of every C file (.clang-format) outside cl/.
+#   6. cppcheck on src/;
+#   7. the formatting of every C file (.clang-format) outside cl/.
 # Ends with "N passed, M failed" (tests and example checks); exits non-zero if
 # anything failed.
 set -Eeuo pipefail
@@ -113,6 +115,17 @@ build build/tsan -DKILN_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=
 suite build/tsan \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     -- -R '^test_(threads|context|program_cache|disk_cache)$'
+
+section "fuzzing (build/fuzz)"
+# Every harness replays its corpus and fuzzes for FUZZ_SECONDS (10 by
+# default: about a minute and a half for all of them). New inputs stay in
+# build/fuzz/corpus, failing ones in build/fuzz/crashes.
+for harness in tests/fuzz/fuzz_*.c; do
+    target=${harness##*/fuzz_}
+    target=${target%.c}
+    [[ $target == util ]] && continue
+    check "fuzz $target" tools/fuzz.sh --seconds "${FUZZ_SECONDS:-10}" "$target"
+done
 
 section "installed package (build/stage)"
 rm -rf build/stage build/examples build/examples-pkgconfig
