@@ -364,9 +364,9 @@ static void test_eight_processes_on_one_empty_directory_then_a_ninth_finds_all_o
 
     /* One process first, on a cache directory of its own, so that POCL's
        per-user cache holds the device code: the eight below then race in
-       kiln's cache, which is what this tests, not in POCL's compiler (eight
-       cold POCL compiles at once crashed a child once in four runs, inside
-       or outside kiln: not yet known). */
+       kiln's cache, which is what this tests, not in POCL's, which has no
+       lock (docs/pocl.md: eight cold compiles at once can fail a build
+       without a diagnostic, which kiln retries). */
     char warm[512];
     snprintf(warm, sizeof warm, "%s/warm-up", work);
     assert_int_equal(mkdir(warm, 0755), 0);

@@ -292,8 +292,11 @@ static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t si
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueReadBuffer");
 }
 
-/* clBuildProgram, turning a failure into KILN_ERROR_BUILD with the log. */
-static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *options, const char *what)
+/* clBuildProgram, turning a failure into KILN_ERROR_BUILD with the log;
+   *diagnosed (if not NULL) says whether the log holds a compiler
+   diagnostic ("error"), which a failure of the source itself always has. */
+static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *options, const char *what,
+                         int *diagnosed)
 {
     cl_int err = clBuildProgram(prog, 1, &d->device, options, NULL, NULL);
     if (err == CL_SUCCESS)
@@ -309,26 +312,42 @@ static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *
         if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) == CL_SUCCESS) {
             log[log_size] = '\0';
             kiln_error_append(log);
+            if (diagnosed)
+                *diagnosed = strstr(log, "error") != NULL;
         }
         free(log);
     }
     return st;
 }
 
+/* Builds of a source tried before its failure is returned (see below). */
+enum { BUILD_ATTEMPTS = 3 };
+
 static kiln_status cl_program_build(void *dev, const char *source, size_t length, const char *options, void **prog)
 {
     struct kiln_cl_device *d = dev;
-    cl_int err;
-    cl_program p = clCreateProgramWithSource(d->context, 1, &source, &length, &err);
-    if (err != CL_SUCCESS)
-        return kiln_cl_fail(err, "clCreateProgramWithSource");
-    kiln_status st = build(d, p, options, "source");
-    if (st != KILN_SUCCESS) {
+    for (int attempt = 1;; attempt++) {
+        cl_int err;
+        cl_program p = clCreateProgramWithSource(d->context, 1, &source, &length, &err);
+        if (err != CL_SUCCESS)
+            return kiln_cl_fail(err, "clCreateProgramWithSource");
+        int diagnosed = 0;
+        kiln_status st = build(d, p, options, "source", &diagnosed);
+        if (st == KILN_SUCCESS) {
+            *prog = p;
+            return KILN_SUCCESS;
+        }
         clReleaseProgram(p);
-        return st;
+        /* POCL keeps compiled kernels in a per-user directory that every
+           process writes without a lock: while another process compiles the
+           same program, a build can fail with no diagnostic at all
+           (docs/pocl.md). Such a failure is tried again; an error in the
+           source has a diagnostic and fails at once. */
+        if (st != KILN_ERROR_BUILD || diagnosed || attempt == BUILD_ATTEMPTS)
+            return st;
+        kiln_log(KILN_LOG_INFO, "clBuildProgram failed without a diagnostic (attempt %d of %d); building again",
+                 attempt, BUILD_ATTEMPTS);
     }
-    *prog = p;
-    return KILN_SUCCESS;
 }
 
 static kiln_status cl_program_load(void *dev, const void *binary, size_t size, const char *options, void **prog)
@@ -342,7 +361,7 @@ static kiln_status cl_program_load(void *dev, const void *binary, size_t size, c
             clReleaseProgram(p);
         return kiln_cl_fail(err != CL_SUCCESS ? err : binary_status, "clCreateProgramWithBinary");
     }
-    kiln_status st = build(d, p, options, "binary");
+    kiln_status st = build(d, p, options, "binary", NULL);
     if (st != KILN_SUCCESS) {
         clReleaseProgram(p);
         return st;
