@@ -263,22 +263,37 @@ kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, siz
     return b->buf;
 }
 
-float fz_get(const struct fz_pool *pool, int slot, size_t i)
+float fz_get_as(const struct fz_pool *pool, int slot, size_t i, size_t elem_size)
 {
-    const struct fz_buffer *b = &pool->b[slot];
-    return kt_stored(b->raw, b->elem_size, i);
+    return kt_stored(pool->b[slot].raw, elem_size, i);
 }
 
-void fz_set(struct fz_pool *pool, int slot, size_t i, float v)
+void fz_set_as(struct fz_pool *pool, int slot, size_t i, size_t elem_size, float v)
 {
     struct fz_buffer *b = &pool->b[slot];
-    if (b->elem_size == 2) {
+    if (elem_size == 2) {
         uint16_t h = kt_to_half(v);
         memcpy(b->raw + i * 2, &h, 2);
     } else {
         memcpy(b->raw + i * 4, &v, 4);
     }
 }
+
+float fz_get(const struct fz_pool *pool, int slot, size_t i)
+{
+    return fz_get_as(pool, slot, i, pool->b[slot].elem_size);
+}
+
+void fz_set(struct fz_pool *pool, int slot, size_t i, float v) { fz_set_as(pool, slot, i, pool->b[slot].elem_size, v); }
+
+int32_t fz_get_i32(const struct fz_pool *pool, int slot, size_t i)
+{
+    int32_t v;
+    memcpy(&v, pool->b[slot].raw + i * 4, 4);
+    return v;
+}
+
+void fz_set_i32(struct fz_pool *pool, int slot, size_t i, int32_t v) { memcpy(pool->b[slot].raw + i * 4, &v, 4); }
 
 void fz_mark_out(struct fz_pool *pool, int slot, size_t i) { pool->b[slot].is_out[i] = 1; }
 

@@ -99,6 +99,14 @@ kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, siz
    device holds). */
 float fz_get(const struct fz_pool *pool, int slot, size_t i);
 void fz_set(struct fz_pool *pool, int slot, size_t i, float v);
+/* The same for an operand whose elements are `elem_size` bytes (2: fp16,
+   4: fp32) whatever the buffer was made for: operands of different types
+   may share a buffer. */
+float fz_get_as(const struct fz_pool *pool, int slot, size_t i, size_t elem_size);
+void fz_set_as(struct fz_pool *pool, int slot, size_t i, size_t elem_size, float v);
+/* Element i of an int32 operand in slot, and setting it. */
+int32_t fz_get_i32(const struct fz_pool *pool, int slot, size_t i);
+void fz_set_i32(struct fz_pool *pool, int slot, size_t i, int32_t v);
 /* Marks element i of slot as an output the harness checks itself. */
 void fz_mark_out(struct fz_pool *pool, int slot, size_t i);
 /* Uploads every buffer's expected contents. */
