@@ -355,6 +355,48 @@ static void test_rows_that_see_nothing(void **state)
     }
 }
 
+/* Keys past a batch item's key length play no part in the fused algorithm
+   even when K and V hold NaN or infinity there (a key/value cache whose
+   unused tail is garbage), in either storage type, causal rows included.
+   (The naive one multiplies hidden values by 0: kiln_attention.h.) */
+static void test_hidden_keys_with_non_finite_values(void **state)
+{
+    (void)state;
+    static const struct row r = {SHAPE("hidden", BHSD, 2, 2, 1, 12, 24, 32), .causal = 1, .key_lengths = 1, .lse = 1};
+    for (int dtype = KILN_F32; dtype <= KILN_F16; dtype++) {
+        kiln_attention_desc d = desc_of(&r, KILN_ATTENTION_FUSED);
+        d.dtype = (kiln_dtype)dtype;
+        kiln_attention_plan *plan = NULL;
+        kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        struct ar_case t;
+        ar_case_init(&t, kt_ctx, &d);
+        ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
+        t.key_lengths[0] = 20, t.key_lengths[1] = 7; /* batch 0: keys 20..23 hidden by length only */
+        ar_upload(&t, AR_KEYLEN);
+        const float garbage[2] = {NAN, INFINITY};
+        for (int w = AR_K; w <= AR_V; w++) {
+            for (size_t b = 0; b < d.batch; b++)
+                for (size_t j = (size_t)t.key_lengths[b]; j < d.seq_kv; j++)
+                    for (size_t x = 0; x < d.head_dim; x++) {
+                        const size_t i = ar_at(&d, d.seq_kv, d.kv_heads, b, 0, j) + x;
+                        const float g = garbage[(j + x) % 2];
+                        t.val[w][i] = g;
+                        if (dtype == KILN_F16) {
+                            const uint16_t h = kt_to_half(g);
+                            memcpy(t.raw[w] + 2 * i, &h, 2);
+                        } else {
+                            memcpy(t.raw[w] + 4 * i, &g, 4);
+                        }
+                    }
+            ar_upload(&t, w);
+        }
+        kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
+        ar_case_check(&t, dtype == KILN_F16 ? "fp16, hidden keys" : "fp32, hidden keys");
+        ar_case_free(&t);
+        kiln_attention_plan_destroy(plan);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Bad inputs: a specific status, a detail, nothing written                 */
 /* ------------------------------------------------------------------------ */
@@ -619,6 +661,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_naive_memory_limit));
     kt_add(&tests, cmocka_unit_test(test_rows_that_see_nothing));
+    kt_add(&tests, cmocka_unit_test(test_hidden_keys_with_non_finite_values));
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {

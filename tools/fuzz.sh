@@ -68,7 +68,7 @@ for t in "${targets[@]}"; do
     mkdir -p "$corpus" "build/fuzz/corpus/$t" build/fuzz/crashes
     log=build/fuzz/$t.log
     start=$SECONDS
-    if ! "$bin" "${options[@]}" -runs=0 "$corpus" >"$log" 2>&1; then
+    if ! "$bin" "${options[@]}" -runs=0 -artifact_prefix="build/fuzz/crashes/$t-" "$corpus" >"$log" 2>&1; then
         tail -n 40 "$log" >&2
         echo "FAIL: fuzz $t: an input of $corpus fails (log: $log)" >&2
         failed=$((failed + 1))

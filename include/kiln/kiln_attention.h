@@ -58,7 +58,11 @@ typedef enum kiln_attention_algo {
     KILN_ATTENTION_NAIVE = 2  /**< scores by kiln's GEMM into a
                                    batch*heads*seq_q*seq_kv workspace, a
                                    softmax over each row, then GEMM with V;
-                                   for comparison and testing */
+                                   for comparison and testing. The GEMM
+                                   multiplies the values of keys a row does
+                                   not see by 0, so V must be finite at
+                                   every key (the fused kernel ignores
+                                   hidden keys whatever they hold) */
 } kiln_attention_algo;
 
 /** Largest head dimension. 64 and 128 have kernels specialised for them. */
