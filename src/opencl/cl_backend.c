@@ -29,10 +29,12 @@
    the load balancer rarely separates them: a process then runs every launch
    on one core for good, up to twice as slow
    (docs/pocl.md#worker-threads-pinned-to-cores). So kiln asks POCL to pin,
-   before the first OpenCL call of the process lets POCL read its
-   environment, unless the user has set POCL_AFFINITY. Other OpenCL drivers
-   ignore the variable. */
-static void prefer_pinned_pocl_workers(void)
+   unless the user has set POCL_AFFINITY. It does so when the library is
+   loaded, before any OpenCL call lets POCL read its environment and before
+   the program can start threads: setenv is unsafe while another thread
+   reads the environment (docs/threads.md). Other OpenCL drivers ignore the
+   variable. */
+__attribute__((constructor)) static void prefer_pinned_pocl_workers(void)
 {
     if (!getenv("POCL_AFFINITY"))
         setenv("POCL_AFFINITY", "1", 0);
@@ -42,7 +44,6 @@ kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, 
 {
     cl_platform_id plats[KILN_CL_MAX_PLATFORMS];
     cl_uint nplat = 0;
-    prefer_pinned_pocl_workers();
     cl_int err = clGetPlatformIDs(KILN_CL_MAX_PLATFORMS, plats, &nplat);
     *count = 0;
     if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR: no ICD installed */ || (err == CL_SUCCESS && nplat == 0))
