@@ -32,7 +32,7 @@ static const char *running; /* the test the watchdog names */
 static void on_alarm(int sig)
 {
     (void)sig;
-    static const char head[] = "\nwatchdog: ";
+    static const char head[] = "\nwatchdog: the case ";
     static const char tail[] = " hung (no answer within the watchdog's time): a blocking open?\n";
     if (write(STDERR_FILENO, head, sizeof head - 1) < 0 || write(STDERR_FILENO, running, strlen(running)) < 0 ||
         write(STDERR_FILENO, tail, sizeof tail - 1) < 0)
@@ -44,6 +44,7 @@ static void on_alarm(int sig)
 static int arm(void **state)
 {
     running = *state ? *(const char *const *)*state : "a test";
+    fflush(stdout); /* cmocka's "[ RUN ]" line names the whole test if this one hangs */
     signal(SIGALRM, on_alarm);
     alarm(WATCHDOG_S);
     return 0;
