@@ -400,8 +400,8 @@ static void make_read_only(const char *base, char *dir, size_t size, const char 
 }
 
 static const struct unusable unusable_dirs[] = {
-    {"a regular file", make_regular_file, "is not a directory"},
-    {"a path under a regular file", make_under_regular_file, "which is not a directory"},
+    {"a regular file", make_regular_file, "is a regular file, not a directory"},
+    {"a path under a regular file", make_under_regular_file, "which is a regular file, not a directory"},
     {"a path longer than PATH_MAX", make_over_long, "path too long"},
     {"a read-only directory", make_read_only, "is not writable"},
 };

@@ -145,7 +145,8 @@ typedef struct kiln_context_options {
     const char *profile;
     /** Directory of the on-disk program cache. NULL: KILN_CACHE_DIR, or if
         unset $XDG_CACHE_HOME/kiln (or ~/.cache/kiln). A directory that
-        cannot be used (not a directory, not writable, too long) never fails
+        cannot be used (not a directory — a file, FIFO, socket or device —,
+        a loop of symbolic links, not writable, too long) never fails
         the context: programs stay in memory, one warning is logged and
         kiln_context_get_cache_info() says why. */
     const char *cache_dir;
@@ -171,6 +172,9 @@ KILN_API void kiln_context_options_init(kiln_context_options *options);
  *         no device; KILN_ERROR_INVALID_ARGUMENT for a malformed selector or a
  *         NULL out; KILN_ERROR_INVALID_PROFILE for a profile overlay that does
  *         not validate or does not fit the device (the detail says why);
+ *         KILN_ERROR_IO if KILN_PROFILE_DIR or KILN_KERNEL_DIR names a
+ *         directory that cannot be read (missing, not a directory, a loop of
+ *         symbolic links, too long; the detail names it and says why);
  *         KILN_ERROR_DEVICE for a backend failure.
  */
 KILN_API kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
@@ -212,7 +216,7 @@ typedef struct kiln_cache_info {
         why. Decided when the context opens. */
     int disk_enabled;
     /** Why the disk cache is off, e.g. "disabled by the options" or
-        "KILN_CACHE_DIR '/x' is not a directory"; while it is on, why `dir`
+        "KILN_CACHE_DIR '/x' is a FIFO, not a directory"; while it is on, why `dir`
         could not be listed just now (disk_entries and disk_bytes are then
         0); "" otherwise. */
     char disk_reason[256];

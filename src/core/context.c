@@ -316,6 +316,8 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     if (st == KILN_SUCCESS)
         st = load_profiles(&ctx->profiles);
     if (st == KILN_SUCCESS)
+        st = kiln_source_dir_check();
+    if (st == KILN_SUCCESS)
         st = choose_profile(ctx->profiles, &ctx->desc, options->profile ? options->profile : env("KILN_PROFILE"),
                             &ctx->profile, ctx->profile_reason, sizeof ctx->profile_reason);
     if (st == KILN_SUCCESS && options->profile_overlay) {

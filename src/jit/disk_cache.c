@@ -22,10 +22,15 @@
  * one has trailing garbage. Load checks, in order, the header size, magic,
  * version, lengths against the file size (before allocating anything, so a
  * damaged header cannot ask for a huge buffer), checksum and key; the first
- * failure removes the entry, logs a warning and returns CORRUPT_CACHE.
+ * failure removes the entry, logs a warning and returns CORRUPT_CACHE. So
+ * does anything other than a regular file of at most ENTRY_MAX_BYTES in
+ * place of an entry: it is opened with O_NONBLOCK and O_NOFOLLOW and checked
+ * on the open descriptor (src/util/fs.h), so a FIFO, device node or symbolic
+ * link there never blocks the reader or leads it elsewhere.
  *
  * A writer creates "<entry>.tmp.<pid>.<n>" with O_EXCL in the same
- * directory, writes it whole and rename()s it over the entry. Readers
+ * directory (O_EXCL also refuses a symbolic link or FIFO of that name, and
+ * the writer tries the next name), writes it whole and rename()s it over the entry. Readers
  * therefore see the old file or the new one, never a partial one, and a
  * reader that has opened the old file keeps reading it intact.
  */
@@ -53,6 +58,9 @@
 enum { OFFSET_VERSION = 8, OFFSET_KEY_LEN = 12, OFFSET_PAYLOAD_LEN = 16, OFFSET_CHECKSUM = 24, HEADER_SIZE = 32 };
 /* Seed of the second file-name hash; any constant other than KILN_HASH_SEED. */
 #define NAME_SEED_HI 0x9e3779b97f4a7c15ull
+/* The largest entry read: far above any program binary, far below what a
+   damaged size could ask for. */
+#define ENTRY_MAX_BYTES ((uint64_t)1 << 30)
 /* Attempts at a fresh temporary name before giving up. */
 #define TEMP_ATTEMPTS 100
 
@@ -110,24 +118,6 @@ static kiln_status build_entry_path(const char *dir, const char *key, char *buf,
     return format_path(buf, size, "%s%s%016llx%016llx" ENTRY_SUFFIX, dir, sep, hi, lo);
 }
 
-/* Read up to n bytes, retrying short reads; the count read (< n at end of
-   file), or -1 with errno set. */
-static ssize_t read_full(int fd, void *buf, size_t n)
-{
-    size_t done = 0;
-    while (done < n) {
-        ssize_t r = read(fd, (char *)buf + done, n - done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        done += (size_t)r;
-    }
-    return (ssize_t)done;
-}
-
 static int write_full(int fd, const void *buf, size_t n)
 {
     size_t done = 0;
@@ -142,9 +132,10 @@ static int write_full(int fd, const void *buf, size_t n)
     return 0;
 }
 
-/* Remove the damaged entry `path` (opened as `opened`) and report why. The
-   file is removed only while `path` still names it, so an intact entry that
-   another writer renamed into place meanwhile survives. */
+/* Remove the damaged entry `path` (found as `opened`) and report why, in
+   one warning. The file is removed only while `path` still names it, so an
+   intact entry that another writer renamed into place meanwhile survives;
+   lstat, so that a symbolic link in place of an entry is itself removed. */
 KILN_PRINTF(3, 4)
 static kiln_status reject_entry(const char *path, const struct stat *opened, const char *fmt, ...)
 {
@@ -155,25 +146,24 @@ static kiln_status reject_entry(const char *path, const struct stat *opened, con
     va_end(ap);
 
     struct stat now;
-    if (stat(path, &now) == 0 && now.st_dev == opened->st_dev && now.st_ino == opened->st_ino && unlink(path) != 0 &&
-        errno != ENOENT)
-        kiln_log(KILN_LOG_WARN, "cannot remove corrupt cache entry %s: %s", path, strerror(errno));
-    kiln_log(KILN_LOG_WARN, "removed corrupt cache entry %s: %s", path, reason);
+    if (lstat(path, &now) == 0 && now.st_dev == opened->st_dev && now.st_ino == opened->st_ino &&
+        (S_ISDIR(now.st_mode) ? rmdir(path) : unlink(path)) != 0 && errno != ENOENT)
+        kiln_log(KILN_LOG_WARN, "corrupt cache entry %s: %s; it cannot be removed (%s), so it is ignored", path, reason,
+                 strerror(errno));
+    else
+        kiln_log(KILN_LOG_WARN, "removed corrupt cache entry %s: %s", path, reason);
     return kiln_error(KILN_ERROR_CORRUPT_CACHE, "cache entry %s: %s", path, reason);
 }
 
 /* Validate the entry open on fd and return its payload. */
-static kiln_status read_entry(int fd, const char *path, const char *key, void **payload, size_t *size)
+static kiln_status read_entry(int fd, const struct stat *opened, const char *path, const char *key, void **payload,
+                              size_t *size)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        return kiln_error(KILN_ERROR_IO, "cannot stat cache entry %s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return kiln_error(KILN_ERROR_IO, "cache entry %s is not a regular file", path);
+    const struct stat st = *opened;
     uint64_t file_size = (uint64_t)st.st_size;
 
     unsigned char header[HEADER_SIZE];
-    ssize_t got = read_full(fd, header, sizeof header);
+    ssize_t got = kiln_fs_read_full(fd, header, sizeof header);
     if (got < 0)
         return kiln_error(KILN_ERROR_IO, "cannot read cache entry %s: %s", path, strerror(errno));
     if ((size_t)got < sizeof header || file_size < HEADER_SIZE)
@@ -207,8 +197,8 @@ static kiln_status read_entry(int fd, const char *path, const char *key, void **
                           (unsigned long long)(key_len + payload_len), path);
     }
     kiln_status status = KILN_SUCCESS;
-    ssize_t got_key = read_full(fd, stored_key, (size_t)key_len);
-    ssize_t got_data = got_key == (ssize_t)key_len ? read_full(fd, data, (size_t)payload_len) : 0;
+    ssize_t got_key = kiln_fs_read_full(fd, stored_key, (size_t)key_len);
+    ssize_t got_data = got_key == (ssize_t)key_len ? kiln_fs_read_full(fd, data, (size_t)payload_len) : 0;
     if (got_key < 0 || got_data < 0)
         status = kiln_error(KILN_ERROR_IO, "cannot read cache entry %s: %s", path, strerror(errno));
     else if (got_key < (ssize_t)key_len || got_data < (ssize_t)payload_len)
@@ -244,12 +234,22 @@ kiln_status kiln_disk_cache_load(const char *dir, const char *key, void **payloa
     kiln_status status = build_entry_path(dir, key, path, sizeof path);
     if (status != KILN_SUCCESS)
         return status;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
+    /* kiln writes only regular files here: a symbolic link, FIFO, socket,
+       device node or directory in place of an entry is discarded like a
+       damaged one, without following or blocking on it. */
+    int fd;
+    struct stat st;
+    status = kiln_fs_open_regular(path, KILN_FS_NOFOLLOW, ENTRY_MAX_BYTES, &fd, &st);
+    if (status == KILN_ERROR_NOT_FOUND)
         return kiln_error(KILN_ERROR_NOT_FOUND, "no cache entry %s", path);
-    if (fd < 0)
-        return kiln_error(KILN_ERROR_IO, "cannot open cache entry %s: %s", path, strerror(errno));
-    status = read_entry(fd, path, key, payload, size);
+    if (status != KILN_SUCCESS) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", kiln_last_error_detail());
+        if (st.st_mode != 0 && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > ENTRY_MAX_BYTES))
+            return reject_entry(path, &st, "%s", why);
+        return kiln_error(KILN_ERROR_IO, "cache entry %s %s", path, why);
+    }
+    status = read_entry(fd, &st, path, key, payload, size);
     close(fd);
     return status;
 }
@@ -420,6 +420,10 @@ kiln_status kiln_disk_cache_check(const char *dir)
        mkdir -p would create the rest under. */
     struct stat st;
     while (stat(path, &st) != 0) {
+        if (errno == ELOOP)
+            return kiln_error(KILN_ERROR_IO, "is or lies under a symbolic link loop");
+        if (errno == ENAMETOOLONG)
+            return kiln_error(KILN_ERROR_IO, "has a name too long for the system");
         if (errno != ENOENT && errno != ENOTDIR)
             return kiln_error(KILN_ERROR_IO, "cannot be used (%s)", strerror(errno));
         if (strcmp(path, "/") == 0 || strcmp(path, ".") == 0)
@@ -429,8 +433,8 @@ kiln_status kiln_disk_cache_check(const char *dir)
     const int itself = strcmp(path, dir) == 0;
     if (!S_ISDIR(st.st_mode)) {
         if (itself)
-            return kiln_error(KILN_ERROR_IO, "is not a directory");
-        return kiln_error(KILN_ERROR_IO, "is under %s, which is not a directory", path);
+            return kiln_error(KILN_ERROR_IO, "is %s, not a directory", kiln_fs_kind(st.st_mode));
+        return kiln_error(KILN_ERROR_IO, "is under %s, which is %s, not a directory", path, kiln_fs_kind(st.st_mode));
     }
     if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) != 0) {
         if (itself)

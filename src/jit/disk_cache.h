@@ -21,14 +21,19 @@ kiln_status kiln_disk_cache_default_dir(char *buf, size_t size, const char **ori
 
 /* Whether `dir` can hold the cache now: it is a writable directory, or its
    nearest existing ancestor is one (a store creates the rest). IO with the
-   reason as the detail, phrased to follow the directory's name ("is not a
-   directory", "is under /x, which is not a directory", "is not writable
+   reason as the detail, phrased to follow the directory's name ("is a FIFO,
+   not a directory", "is under /x, which is a regular file, not a
+   directory", "is or lies under a symbolic link loop", "is not writable
    (Permission denied)", ...); INVALID_ARGUMENT for a NULL or empty dir. */
 kiln_status kiln_disk_cache_check(const char *dir);
 
 /* Read the payload stored under `key` into a malloc'd *payload.
    NOT_FOUND: no entry. CORRUPT_CACHE: an entry existed but was truncated,
-   damaged, of another format version or for another key; it is removed. */
+   damaged, of another format version or for another key, or something other
+   than a regular file of at most 1 GiB (a FIFO, socket, device node,
+   directory or symbolic link, never followed or blocked on) was in its
+   place; it is removed, with one warning. IO: it could not be opened or
+   read (e.g. no permission). */
 kiln_status kiln_disk_cache_load(const char *dir, const char *key, void **payload, size_t *size);
 
 /* Store `payload` under `key`, creating `dir` (and parents) as needed. Safe

@@ -16,7 +16,9 @@ struct kiln_program {
     size_t length;
     char *options;
     char *embedded; /* the embedded source's name, NULL for other text */
+    char *label;    /* names it in logs */
     void *handle;
+    int from_disk; /* handle was loaded from a disk cache entry */
     struct kiln_kernel *kernels;
     struct kiln_program *next;
 };
@@ -70,6 +72,7 @@ void kiln_program_cache_release(struct kiln_program_cache *cache, const struct k
         free(p->source);
         free(p->options);
         free(p->embedded);
+        free(p->label);
         free(p);
         p = next_program;
     }
@@ -109,8 +112,9 @@ static kiln_status load_from_disk(kiln_context *ctx, const char *label, const ch
     free(binary);
     if (st != KILN_SUCCESS) {
         cache->discarded++;
-        kiln_log(KILN_LOG_WARN, "cached binary of %s rejected by the driver (%s); rebuilding", label,
-                 kiln_last_error_detail());
+        kiln_log(KILN_LOG_WARN,
+                 "cached binary of %s in %s rejected by the driver (%s); discarded it and building from source", label,
+                 cache->dir, kiln_last_error_detail());
     }
     return st;
 }
@@ -126,9 +130,12 @@ static void store_to_disk(kiln_context *ctx, const char *label, const char *key,
     free(binary);
 }
 
+/* The program from the disk cache (*from_disk set) or built from source
+   (and stored there). */
 static kiln_status load_or_build(kiln_context *ctx, const char *label, const char *source, size_t length,
-                                 const char *options, void **handle)
+                                 const char *options, void **handle, int *from_disk)
 {
+    *from_disk = 0;
     struct kiln_program_cache *cache = &ctx->cache;
     const struct kiln_backend *be = ctx->backend;
     int use_disk = cache->dir[0] && be->program_load && be->program_binary;
@@ -139,6 +146,7 @@ static kiln_status load_or_build(kiln_context *ctx, const char *label, const cha
             return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a cache key");
         if (load_from_disk(ctx, label, key, options, handle) == KILN_SUCCESS) {
             cache->disk_hits++;
+            *from_disk = 1;
             kiln_log(KILN_LOG_INFO, "loaded %s from the disk cache", label);
             free(key);
             return KILN_SUCCESS;
@@ -177,7 +185,7 @@ static kiln_status program_get(kiln_context *ctx, const char *label, const char 
     /* Built under the lock: two threads asking for one program build it once. */
     kiln_status st;
     struct kiln_program *p = calloc(1, sizeof *p);
-    if (!p || !(p->source = malloc(length + 1)) || !(p->options = strdup(options)) ||
+    if (!p || !(p->source = malloc(length + 1)) || !(p->options = strdup(options)) || !(p->label = strdup(label)) ||
         (embedded && !(p->embedded = strdup(embedded)))) {
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program cache entry");
     } else {
@@ -185,7 +193,7 @@ static kiln_status program_get(kiln_context *ctx, const char *label, const char 
         p->source[length] = '\0';
         p->length = length;
         p->hash = hash;
-        st = load_or_build(ctx, label, source, length, options, &p->handle);
+        st = load_or_build(ctx, label, source, length, options, &p->handle, &p->from_disk);
     }
     if (st == KILN_SUCCESS) {
         p->next = cache->programs;
@@ -195,6 +203,7 @@ static kiln_status program_get(kiln_context *ctx, const char *label, const char 
         free(p->source);
         free(p->options);
         free(p->embedded);
+        free(p->label);
         free(p);
     }
     pthread_mutex_unlock(&cache->lock);
@@ -221,6 +230,59 @@ static struct kiln_program *find_embedded(kiln_context *ctx, const char *name, c
     return p;
 }
 
+/* Kernel `name` could not be made from a program loaded from the disk
+   cache. If a build from source has it, the entry's binary is not the
+   program it claims to be and nothing of it is trusted: the kernels already
+   made move onto the new build (each under its lock, so a launch in
+   progress finishes first), the build is stored over the entry, *kernel is
+   the new kernel, and the discard is counted and warned about. If the build
+   lacks it too, the name is wrong, not the entry: the build is dropped and
+   the error stays. Called with the cache's lock held. */
+static kiln_status rebuild_from_source(kiln_context *ctx, struct kiln_program *prog, const char *name, void **kernel)
+{
+    struct kiln_program_cache *cache = &ctx->cache;
+    const struct kiln_backend *be = ctx->backend;
+    char why[256];
+    snprintf(why, sizeof why, "%s", kiln_last_error_detail());
+    void *handle = NULL;
+    kiln_status st = be->program_build(ctx->dev, prog->source, prog->length, prog->options, &handle);
+    if (st != KILN_SUCCESS)
+        return st;
+    st = be->kernel_create(handle, name, kernel);
+    if (st != KILN_SUCCESS) {
+        be->program_free(handle);
+        return st;
+    }
+    cache->discarded++;
+    cache->builds++;
+    kiln_log(KILN_LOG_WARN, "cached binary of %s in %s lacks kernel %s (%s); discarded it and built from source",
+             prog->label, cache->dir, name, why);
+    for (struct kiln_kernel *k = prog->kernels; k && st == KILN_SUCCESS; k = k->next) {
+        void *fresh = NULL;
+        st = be->kernel_create(handle, k->name, &fresh);
+        if (st == KILN_SUCCESS) {
+            pthread_mutex_lock(&k->lock);
+            void *old = k->handle;
+            k->handle = fresh;
+            pthread_mutex_unlock(&k->lock);
+            be->kernel_free(old);
+        }
+    }
+    if (st != KILN_SUCCESS) {
+        be->kernel_free(*kernel);
+        be->program_free(handle);
+        return st;
+    }
+    be->program_free(prog->handle);
+    prog->handle = handle;
+    prog->from_disk = 0;
+    char *key = disk_key(ctx, prog->source, prog->length, prog->options);
+    if (key)
+        store_to_disk(ctx, prog->label, key, handle);
+    free(key);
+    return KILN_SUCCESS;
+}
+
 kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, const char *name,
                                 struct kiln_kernel **out)
 {
@@ -236,7 +298,8 @@ kiln_status kiln_program_kernel(kiln_context *ctx, struct kiln_program *prog, co
         k = calloc(1, sizeof *k);
         if (!k) {
             st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating kernel %s", name);
-        } else if ((st = ctx->backend->kernel_create(prog->handle, name, &k->handle)) != KILN_SUCCESS) {
+        } else if ((st = ctx->backend->kernel_create(prog->handle, name, &k->handle)) != KILN_SUCCESS &&
+                   (!prog->from_disk || (st = rebuild_from_source(ctx, prog, name, &k->handle)) != KILN_SUCCESS)) {
             free(k);
             k = NULL;
         } else {

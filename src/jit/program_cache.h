@@ -101,10 +101,20 @@ kiln_status kiln_launch_timing_end(struct kiln_launch_timing *timing, double *ms
    ($KILN_KERNEL_DIR unset or empty), which never change. */
 int kiln_source_embedded(void);
 
+/* Whether $KILN_KERNEL_DIR, when set, is a directory kiln can read: IO
+   naming the variable, its value and the reason otherwise. */
+kiln_status kiln_source_dir_check(void);
+
+/* The largest kernel source file read from $KILN_KERNEL_DIR. */
+#define KILN_SOURCE_MAX_BYTES ((size_t)16 << 20)
+
 /* The text of file `name` (with its extension, e.g. "common/vector.h") of
    the backend's kernel sources: from $KILN_KERNEL_DIR when set, else the copy
    embedded at build time. *owned is set when the text was read from disk and
-   must be freed by the caller. */
+   must be freed by the caller. From the directory: IO when it is unusable
+   (kiln_source_dir_check) or the file is missing, not a regular file, larger
+   than KILN_SOURCE_MAX_BYTES or unreadable, the detail naming
+   KILN_KERNEL_DIR, the file and the reason; never the embedded copy. */
 kiln_status kiln_source_get(const struct kiln_backend *backend, const char *name, const char **text, size_t *length,
                             char **owned);
 

@@ -5,6 +5,7 @@
  * tree, e.g. cl/) are expanded here, since an embedded source has no
  * directory for the device compiler to search.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "core/diag.h"
 #include "jit/program_cache.h"
 #include "util/embedded.h"
+#include "util/fs.h"
 #include "util/hash.h"
 
 #define KILN_INCLUDE_DEPTH 8
@@ -22,31 +24,54 @@ int kiln_source_embedded(void)
     return !dir || !*dir;
 }
 
+kiln_status kiln_source_dir_check(void)
+{
+    const char *dir = getenv("KILN_KERNEL_DIR");
+    if (!dir || !*dir)
+        return KILN_SUCCESS;
+    kiln_status st = kiln_fs_check_dir(dir);
+    if (st != KILN_SUCCESS) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", kiln_last_error_detail());
+        return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR '%.200s%s' %s", dir, strlen(dir) > 200 ? "..." : "", why);
+    }
+    return KILN_SUCCESS;
+}
+
+/* A file of kernel source under $KILN_KERNEL_DIR. The directory must be
+   usable and hold the file: a developer who points kiln at a tree expects
+   its kernels, so anything else is an IO error naming the variable, the
+   file and the reason, never a silent fall back to the embedded copy. */
+static kiln_status read_from_dir(const char *dir, const char *name, const char **text, size_t *length, char **owned)
+{
+    kiln_status st = kiln_source_dir_check();
+    if (st != KILN_SUCCESS)
+        return st;
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: the path of %s is too long (%d bytes, the system allows %d)",
+                          name, n, PATH_MAX - 1);
+    char *data = NULL;
+    size_t size = 0;
+    st = kiln_fs_read(path, 0, KILN_SOURCE_MAX_BYTES, &data, &size);
+    if (st != KILN_SUCCESS) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", kiln_last_error_detail());
+        return kiln_error(st == KILN_ERROR_OUT_OF_MEMORY ? st : KILN_ERROR_IO, "KILN_KERNEL_DIR: kernel source %s %s",
+                          path, why);
+    }
+    *text = *owned = data;
+    *length = size;
+    return KILN_SUCCESS;
+}
+
 kiln_status kiln_source_get(const struct kiln_backend *backend, const char *name, const char **text, size_t *length,
                             char **owned)
 {
     *owned = NULL;
-    if (!kiln_source_embedded()) {
-        const char *dir = getenv("KILN_KERNEL_DIR");
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        FILE *f = fopen(path, "rb");
-        if (!f)
-            return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot open %s", path);
-        char *buf = NULL;
-        long size = -1;
-        if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-            (buf = malloc((size_t)size + 1)) && fread(buf, 1, (size_t)size, f) == (size_t)size) {
-            fclose(f);
-            buf[size] = '\0';
-            *text = *owned = buf;
-            *length = (size_t)size;
-            return KILN_SUCCESS;
-        }
-        fclose(f);
-        free(buf);
-        return kiln_error(KILN_ERROR_IO, "KILN_KERNEL_DIR: cannot read %s", path);
-    }
+    if (!kiln_source_embedded())
+        return read_from_dir(getenv("KILN_KERNEL_DIR"), name, text, length, owned);
     for (const struct kiln_embedded_file *f = backend->kernel_sources; f->name; f++) {
         if (strcmp(f->name, name) == 0) {
             *text = f->data;
@@ -106,9 +131,14 @@ static kiln_status expand(const struct kiln_backend *backend, const char *name, 
         if ((size_t)(next - line) > sizeof directive && strncmp(line, directive, sizeof directive - 1) == 0 &&
             (quote = memchr(line + sizeof directive - 1, '"', (size_t)(next - line) - (sizeof directive - 1)))) {
             char included[256];
-            snprintf(included, sizeof included, "%.*s", (int)(quote - line - (sizeof directive - 1)),
-                     line + sizeof directive - 1);
-            st = expand(backend, included, out, depth + 1);
+            const size_t name_len = (size_t)(quote - line) - (sizeof directive - 1);
+            if (name_len >= sizeof included)
+                st = kiln_error(KILN_ERROR_BUILD, "kernel source %s: an included name is longer than %zu bytes", name,
+                                sizeof included - 1);
+            else
+                snprintf(included, sizeof included, "%.*s", (int)name_len, line + sizeof directive - 1);
+            if (st == KILN_SUCCESS)
+                st = expand(backend, included, out, depth + 1);
             if (st == KILN_SUCCESS && !append(out, "\n", 1))
                 st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
         } else if (!append(out, line, (size_t)(next - line))) {

@@ -1,5 +1,6 @@
 #include "ops/find.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,13 +52,32 @@ static size_t recall(kiln_context *ctx, const char *key, const struct kiln_find_
     void *payload = NULL;
     size_t size = 0;
     kiln_status st = kiln_disk_cache_load(ctx->cache.dir, key, &payload, &size);
+    int discard = st == KILN_ERROR_CORRUPT_CACHE; /* removed by the load, which warned */
     if (st == KILN_SUCCESS) {
+        /* An intact entry names one of the candidates, exactly: anything else
+           (a name this build does not have, a NUL, an over-long name) is
+           searched again and the new choice stored over it. */
         char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(size < sizeof name ? size : sizeof name - 1), (char *)payload);
-        pick = by_name(c, name);
-        *where = "from the find database";
-    } else if (st == KILN_ERROR_CORRUPT_CACHE) {
-        /* Removed like a damaged program entry, and counted with them. */
+        int text = size < sizeof name;
+        for (size_t i = 0; text && i < size; i++)
+            text = isprint(((const unsigned char *)payload)[i]);
+        if (text) {
+            memcpy(name, payload, size);
+            name[size] = '\0';
+            pick = by_name(c, name);
+        } else {
+            snprintf(name, sizeof name, "%zu bytes that are not a name", size);
+        }
+        if (pick < c->count) {
+            *where = "from the find database";
+        } else {
+            discard = 1;
+            kiln_log(KILN_LOG_WARN,
+                     "find database entry in %s names no algorithm of this problem ('%s'); searching again",
+                     ctx->cache.dir, name);
+        }
+    }
+    if (discard) {
         pthread_mutex_lock(&ctx->cache.lock);
         ctx->cache.discarded++;
         pthread_mutex_unlock(&ctx->cache.lock);

@@ -59,7 +59,8 @@ struct kiln_profile_set {
     size_t warnings_len;
 };
 
-#define KILN_PROFILE_WHY_SIZE 512 /* room for a validation failure's reason */
+#define KILN_PROFILE_WHY_SIZE 512                /* room for a validation failure's reason */
+#define KILN_PROFILE_MAX_BYTES ((size_t)1 << 20) /* the largest profile file read */
 
 /* Parse and validate one file on its own (inheritance comes later). `text`
    is NUL-terminated at `size`; `path` names it in warnings; `file_name` is

@@ -13,6 +13,7 @@
 
 #include "core/diag.h"
 #include "util/embedded.h"
+#include "util/fs.h"
 #include "util/hash.h"
 
 /* Best effort: a warning lost to a failed allocation is still logged. */
@@ -74,35 +75,41 @@ static kiln_status add_file(struct kiln_profile_set *set, size_t *capacity, cons
 
 static int compare_strings(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* One override file; an unreadable one is a warning like an invalid one. */
+/* One override file; one that cannot be read (not a regular file, too
+   large, unreadable) is a warning like an invalid one. */
 static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, const char *path)
 {
-    FILE *f = fopen(path, "rb");
     char *text = NULL;
-    long size = -1;
-    int ok = f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-             (text = malloc((size_t)size + 1)) && fread(text, 1, (size_t)size, f) == (size_t)size;
-    kiln_status st = KILN_SUCCESS;
-    if (ok) {
-        text[size] = '\0';
-        st = add_file(set, capacity, path, strrchr(path, '/') + 1, text, (size_t)size, 1);
+    size_t size = 0;
+    kiln_status st = kiln_fs_read(path, 0, KILN_PROFILE_MAX_BYTES, &text, &size);
+    if (st == KILN_ERROR_OUT_OF_MEMORY)
+        return st;
+    if (st == KILN_SUCCESS) {
+        st = add_file(set, capacity, path, strrchr(path, '/') + 1, text, size, 1);
     } else {
         char why[KILN_PROFILE_WHY_SIZE];
-        snprintf(why, sizeof why, "cannot read the file: %s", strerror(errno));
+        snprintf(why, sizeof why, "skipped: the file %s", kiln_last_error_detail());
         warn(set, path, why);
+        kiln_error_clear();
+        st = KILN_SUCCESS;
     }
-    if (f)
-        fclose(f);
     free(text);
     return st;
 }
 
-/* Every regular *.json file of `dir`, in name order. */
+/* Every *.json file of `dir`, in name order. */
 static kiln_status load_dir(struct kiln_profile_set *set, size_t *capacity, const char *dir)
 {
+    if (kiln_fs_check_dir(dir) != KILN_SUCCESS) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", kiln_last_error_detail());
+        return kiln_error(KILN_ERROR_IO, "the profile directory (KILN_PROFILE_DIR) '%.200s%s' %s", dir,
+                          strlen(dir) > 200 ? "..." : "", why);
+    }
     DIR *d = opendir(dir);
     if (!d)
-        return kiln_error(KILN_ERROR_IO, "cannot open the profile directory '%s': %s", dir, strerror(errno));
+        return kiln_error(KILN_ERROR_IO, "the profile directory (KILN_PROFILE_DIR) '%s' cannot be listed: %s", dir,
+                          strerror(errno));
     char **names = NULL;
     size_t count = 0, cap = 0;
     kiln_status st = KILN_SUCCESS;
@@ -128,8 +135,7 @@ static kiln_status load_dir(struct kiln_profile_set *set, size_t *capacity, cons
     if (names)
         qsort(names, count, sizeof *names, compare_strings);
     for (size_t i = 0; i < count; i++) {
-        struct stat sb;
-        if (st == KILN_SUCCESS && stat(names[i], &sb) == 0 && S_ISREG(sb.st_mode))
+        if (st == KILN_SUCCESS)
             st = load_path(set, capacity, names[i]);
         free(names[i]);
     }

@@ -1,5 +1,6 @@
 /* Profiles as JSON: a resolved profile whole (kiln-info --profile), and a
    child profile holding chosen groups, with its provenance, as a file. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +132,14 @@ kiln_status kiln_profile_write(const char *path, const char *name, const char *p
 
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    /* A fresh file of our own: a FIFO or symbolic link left at the
+       temporary name is removed, never opened (it could block or write
+       elsewhere). */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     ok = f && fclose(f) == 0 && ok;
     free(text);
