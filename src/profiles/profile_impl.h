@@ -59,7 +59,8 @@ struct kiln_profile_set {
     size_t warnings_len;
 };
 
-#define KILN_PROFILE_WHY_SIZE 512 /* room for a validation failure's reason */
+#define KILN_PROFILE_WHY_SIZE 512  /* room for a validation failure's reason */
+#define KILN_OVERLAY_MAX (1 << 20) /* bytes of a profile overlay's JSON text */
 
 /* Parse and validate one file on its own (inheritance comes later). `text`
    is NUL-terminated at `size`; `path` names it in warnings; `file_name` is
