@@ -108,6 +108,15 @@ int bench_parse_size(const char *s, size_t *out);
 /* A decimal integer in [min, max]; 0 on success, -1 otherwise. */
 int bench_parse_int(const char *s, long min, long max, int *out);
 
+/* Elements one array of a problem may hold: 2^36 floats, 256 GiB, past
+   any host kiln-bench runs on (computed in double, so the sizes of the
+   command line cannot overflow). */
+#define BENCH_MAX_ELEMENTS (1ull << 36)
+
+/* 0 when an array of `elements` fits BENCH_MAX_ELEMENTS, else -1 with a
+   message naming `what`, prefixed "kiln-bench <command>". */
+int bench_check_elements(const char *command, const char *what, double elements);
+
 /* Read the value of option argv[*i] into *value (advancing *i); 0 on success,
    -1 with a message prefixed "kiln-bench <command>" when it is missing. */
 int bench_option_value(const char *command, int argc, char **argv, int *i, const char **value);

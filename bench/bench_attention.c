@@ -431,7 +431,7 @@ int bench_attention(int argc, char **argv)
         else
             bad = 1;
         if (bad) {
-            fprintf(stderr, "kiln-bench attention: bad argument \"%s%s%s\"\n%s", a, v ? " " : "", v ? v : "",
+            fprintf(stderr, "kiln-bench attention: bad argument \"%.64s%s%.64s\"\n%s", a, v ? " " : "", v ? v : "",
                     attention_usage);
             return 2;
         }
@@ -440,6 +440,11 @@ int bench_attention(int argc, char **argv)
         fprintf(stderr, "kiln-bench attention: --heads, --seq-q and --head-dim are required\n%s", attention_usage);
         return 2;
     }
+    const double nk = (double)(seq_kv ? seq_kv : seq_q), nkv = (double)(kv_heads ? kv_heads : heads);
+    if (bench_check_elements("attention", "Q", (double)batch * heads * seq_q * dim) ||
+        bench_check_elements("attention", "K", batch * nkv * nk * dim) ||
+        bench_check_elements("attention", "the scores of the naive path", (double)batch * heads * seq_q * nk))
+        return 2;
     kiln_attention_desc desc;
     kiln_attention_desc_init(&desc, layout, batch, heads, seq_q, seq_kv ? seq_kv : seq_q, dim);
     desc.kv_heads = kv_heads ? kv_heads : heads;

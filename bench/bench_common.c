@@ -261,10 +261,19 @@ int bench_parse_int(const char *s, long min, long max, int *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
-    if (end == s || *end || v < min || v > max)
+    if ((*s != '-' && (*s < '0' || *s > '9')) || *end || v < min || v > max)
         return -1;
     *out = (int)v;
     return 0;
+}
+
+int bench_check_elements(const char *command, const char *what, double elements)
+{
+    if (elements <= BENCH_MAX_ELEMENTS)
+        return 0;
+    fprintf(stderr, "kiln-bench %s: %s would hold %.3g elements, more than the %.3g kiln-bench allocates\n", command,
+            what, elements, (double)BENCH_MAX_ELEMENTS);
+    return -1;
 }
 
 int bench_option_value(const char *command, int argc, char **argv, int *i, const char **value)

@@ -567,7 +567,8 @@ int bench_conv(int argc, char **argv)
         else
             bad = 1;
         if (bad) {
-            fprintf(stderr, "kiln-bench conv: bad argument \"%s%s%s\"\n%s", a, v ? " " : "", v ? v : "", conv_usage);
+            fprintf(stderr, "kiln-bench conv: bad argument \"%.64s%s%.64s\"\n%s", a, v ? " " : "", v ? v : "",
+                    conv_usage);
             return 2;
         }
     }
@@ -575,6 +576,11 @@ int bench_conv(int argc, char **argv)
         fprintf(stderr, "kiln-bench conv: --n, --c, --h, --w, --k, --r and --s are required\n%s", conv_usage);
         return 2;
     }
+    /* y at most n x k x the padded input (stride 1). */
+    if (bench_check_elements("conv", "x", (double)n * c * h * w) ||
+        bench_check_elements("conv", "w", (double)k * c * r * s) ||
+        bench_check_elements("conv", "y", (double)n * k * ((double)h + 2.0 * pad) * ((double)w + 2.0 * pad)))
+        return 2;
 
     kiln_conv2d_desc desc;
     kiln_conv2d_desc_init(&desc, layout, n, c, h, w, k, r, s);

@@ -430,7 +430,8 @@ int bench_gemm(int argc, char **argv)
         else
             bad = 1;
         if (bad) {
-            fprintf(stderr, "kiln-bench gemm: bad argument \"%s%s%s\"\n%s", a, v ? " " : "", v ? v : "", gemm_usage);
+            fprintf(stderr, "kiln-bench gemm: bad argument \"%.64s%s%.64s\"\n%s", a, v ? " " : "", v ? v : "",
+                    gemm_usage);
             return 2;
         }
     }
@@ -438,6 +439,10 @@ int bench_gemm(int argc, char **argv)
         fprintf(stderr, "kiln-bench gemm: --m, --n and --k are required\n%s", gemm_usage);
         return 2;
     }
+    if (bench_check_elements("gemm", "A", (double)m * k * batch) ||
+        bench_check_elements("gemm", "B", (double)k * n * batch) ||
+        bench_check_elements("gemm", "C", (double)m * n * batch))
+        return 2;
 
     kiln_gemm_desc desc;
     bench_gemm_desc(&desc, layout, trans_a ? KILN_TRANS : KILN_NO_TRANS, trans_b ? KILN_TRANS : KILN_NO_TRANS, m, n, k,

@@ -79,26 +79,26 @@ static void remove_dir(const char *dir)
 int bench_jit(int argc, char **argv)
 {
     int reps = 5, json = 0, no_disk = 0, is_child = 0;
+    static const char usage[] = "usage: kiln-bench jit [--reps R] [--json]   (R: 1 to 1000, default 5)\n";
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--json") == 0)
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--child") == 0)
             is_child = 1;
         else if (strcmp(argv[i], "--no-disk-cache") == 0)
             no_disk = 1;
-        else {
-            printf("usage: kiln-bench jit [--reps R] [--json]\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--reps") != 0 || bench_option_value("jit", argc, argv, &i, &v) != 0 ||
+                   bench_parse_int(v, 1, 1000, &reps) != 0) {
+            fprintf(stderr, "kiln-bench jit: bad argument \"%.64s%s%.64s\"\n%s", a, v ? " " : "", v ? v : "", usage);
+            return 2;
         }
     }
     if (is_child)
         return child(no_disk);
-    if (reps < 1 || reps > 1000) {
-        fprintf(stderr, "kiln-bench jit: --reps must be 1..1000\n");
-        return 2;
-    }
 
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

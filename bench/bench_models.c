@@ -368,7 +368,8 @@ int bench_conv_models(int argc, char **argv)
         else
             bad = 1;
         if (bad) {
-            fprintf(stderr, "kiln-bench conv: bad argument \"%s%s%s\"\n%s", a, v ? " " : "", v ? v : "", models_usage);
+            fprintf(stderr, "kiln-bench conv: bad argument \"%.64s%s%.64s\"\n%s", a, v ? " " : "", v ? v : "",
+                    models_usage);
             return 2;
         }
     }
@@ -376,10 +377,13 @@ int bench_conv_models(int argc, char **argv)
     while (m < sizeof models / sizeof *models && (!name || strcmp(models[m].name, name) != 0))
         m++;
     if (m == sizeof models / sizeof *models) {
-        fprintf(stderr, "kiln-bench conv: unknown model \"%s\"\n%s", name, models_usage);
+        fprintf(stderr, "kiln-bench conv: unknown model \"%.64s\"\n%s", name ? name : "", models_usage);
         return 2;
     }
 
+    /* The largest activation of either network: 64 x 112 x 112 per image. */
+    if (bench_check_elements("conv", "the largest activation", (double)n * 64 * 112 * 112 * 4))
+        return 2;
     kiln_context *ctx = NULL;
     kiln_device_info device;
     if (bench_open_context("conv", &ctx, &device) != 0)

@@ -66,17 +66,23 @@ int bench_quick(int argc, char **argv)
         if (bench_peer_built((enum bench_peer)p))
             opt.peers |= 1u << p;
     for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
-        else if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc && bench_peer_parse(argv[i + 1], &opt.peers) == 0)
-            i++;
+        else if (strcmp(argv[i], "--compare") == 0 && bench_option_value("quick", argc, argv, &i, &v) == 0 &&
+                 bench_peer_parse(v, &opt.peers) == 0)
+            continue;
         else {
-            printf("usage: kiln-bench quick [--json] [--compare clblast,openblas|none]\n"
-                   "GEMM (row-major, fp32, C = A*B) on %zu fixed shapes, kiln against the peers built in\n"
-                   "(default: all of them). kiln and OpenBLAS: median of at least %d calls and ~%.0f ms;\n"
-                   "CLBlast: median of %d calls. kiln's compile time is reported apart.\n",
-                   sizeof shapes / sizeof *shapes, BENCH_MIN_REPS, opt.budget_ms, CLBLAST_REPS);
-            return strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ? 0 : 2;
+            int help = strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+            if (!help)
+                fprintf(stderr, "kiln-bench quick: bad argument \"%.64s%s%.64s\"\n", a, v ? " " : "", v ? v : "");
+            fprintf(help ? stdout : stderr,
+                    "usage: kiln-bench quick [--json] [--compare clblast,openblas|none]\n"
+                    "GEMM (row-major, fp32, C = A*B) on %zu fixed shapes, kiln against the peers built in\n"
+                    "(default: all of them). kiln and OpenBLAS: median of at least %d calls and ~%.0f ms;\n"
+                    "CLBlast: median of %d calls. kiln's compile time is reported apart.\n",
+                    sizeof shapes / sizeof *shapes, BENCH_MIN_REPS, opt.budget_ms, CLBLAST_REPS);
+            return help ? 0 : 2;
         }
     }
 

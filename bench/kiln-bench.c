@@ -21,6 +21,8 @@ static void usage(FILE *out)
     fprintf(out, "usage: kiln-bench <command> [options]   (kiln-bench <command> --help for its options)\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(out, "Exit status: 0 success, 1 a failure (no device, a bad KILN_DEVICE or KILN_PROFILE, kiln or a\n"
+                 "measurement failed), 2 a usage error (an unknown command or option, a missing or bad value).\n");
 }
 
 int main(int argc, char **argv)
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "kiln-bench: unknown command \"%s\"\n", argv[1]);
+    fprintf(stderr, "kiln-bench: unknown command \"%.64s%s\"\n", argv[1], strlen(argv[1]) > 64 ? "..." : "");
     usage(stderr);
     return 2;
 }

@@ -48,6 +48,8 @@ int bench_peer_on_device(enum bench_peer peer) { return peer == BENCH_PEER_CLBLA
 int bench_parse_names(const char *list, const char *const *names, int count, unsigned *mask)
 {
     *mask = 0;
+    if (!*list)
+        return -1;
     if (strcmp(list, "none") == 0)
         return 0;
     for (const char *p = list; *p;) {

@@ -214,7 +214,9 @@ static void test_igemm_parameters_checked(void **state)
     long side = 1, kwg = 1;
     while (side <= 512 && (size_t)(side * side) <= dev.max_work_group_size)
         side *= 2;
-    while (kwg <= 1024 && (uint64_t)(4 * kwg * (1024 + 1024 + 4) + 16 * 1024 + 48 * kwg) <= dev.local_mem_bytes)
+    /* Tiles of 256 x 256 on 16 x 16 work-items: 256 accumulators each,
+       within the schema's bound. */
+    while (kwg <= 1024 && (uint64_t)(4 * kwg * (256 + 256 + 4) + 16 * 256 + 48 * kwg) <= dev.local_mem_bytes)
         kwg *= 2;
     struct {
         const char *name;
@@ -225,12 +227,13 @@ static void test_igemm_parameters_checked(void **state)
         {"igemm-mwg", "\"mwg\": 60", "mwg = 60 is not a multiple of mdimc * vw = 16", KILN_ERROR_NOT_FOUND, 1},
         {"igemm-nwg", "\"nwg\": 8, \"vw\": 4", "nwg = 8 is not a multiple of ndimc * vw = 32", KILN_ERROR_NOT_FOUND, 1},
         {"igemm-threads", "", "", KILN_SUCCESS, side <= 512},
-        {"igemm-local", "", "bytes of local memory", KILN_SUCCESS, kwg <= 1024},
+        {"igemm-local", "", "bytes of local memory", KILN_SUCCESS, kwg <= 1024 && dev.max_work_group_size >= 256},
     };
     snprintf(bad[2].conv, sizeof bad[2].conv, "\"mwg\": %ld, \"nwg\": %ld, \"mdimc\": %ld, \"ndimc\": %ld", 2 * side,
              2 * side, side, side);
     snprintf(bad[2].cause, sizeof bad[2].cause, "%ld work-items per work-group", side * side);
-    snprintf(bad[3].conv, sizeof bad[3].conv, "\"mwg\": 1024, \"nwg\": 1024, \"kwg\": %ld", kwg);
+    snprintf(bad[3].conv, sizeof bad[3].conv, "\"mwg\": 256, \"nwg\": 256, \"mdimc\": 16, \"ndimc\": 16, \"kwg\": %ld",
+             kwg);
     if (!bad[2].applies)
         printf("# skipped igemm-threads: device %s takes %zu work-items per work-group, more than a profile can ask "
                "for\n",

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,4 +391,28 @@ int kt_capture_end(struct kt_capture *c)
     }
     fclose(f);
     return warnings;
+}
+
+static void watchdog_fired(int sig)
+{
+    (void)sig;
+    static const char msg[] = "[  FAILED  ] watchdog: the test ran past its limit (KT_WATCHDOG_SECONDS)\n";
+    ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)n;
+    _exit(1);
+}
+
+int kt_watchdog_arm(void **state)
+{
+    (void)state;
+    signal(SIGALRM, watchdog_fired);
+    alarm(KT_WATCHDOG_SECONDS);
+    return 0;
+}
+
+int kt_watchdog_disarm(void **state)
+{
+    (void)state;
+    alarm(0);
+    return 0;
 }

@@ -47,6 +47,13 @@ struct kt_capture {
 void kt_capture_begin(struct kt_capture *c, const char *dir);
 int kt_capture_end(struct kt_capture *c);
 
+/* A watchdog per test, as cmocka setup and teardown fixtures: a test still
+   running KT_WATCHDOG_SECONDS after its setup ends the process with a message
+   naming the limit, so a hang fails fast instead of at ctest's timeout. */
+#define KT_WATCHDOG_SECONDS 60
+int kt_watchdog_arm(void **state);
+int kt_watchdog_disarm(void **state);
+
 /* Assert that `status` is `expected` and that the error detail is non-empty
    when it is an error, printing both on failure. */
 #define kt_assert_status(status, expected) kt_assert_status_((status), (expected), __FILE__, __LINE__)

@@ -57,18 +57,31 @@ static int print_profile(void)
     return st != KILN_SUCCESS;
 }
 
+static const char usage[] = "usage: kiln-info [--profile]\n"
+                            "Lists every device kiln can use with its matched profile and peaks, the default\n"
+                            "device (KILN_DEVICE selects another) and the program cache.\n"
+                            "--profile prints the default device's profile as resolved: every parameter group\n"
+                            "with its parameter sets (classes of shapes), as JSON.\n"
+                            "Exit status: 0 success, 1 a failure (no device, a bad KILN_DEVICE or KILN_PROFILE,\n"
+                            "an error of kiln), 2 a usage error.\n";
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--profile") == 0)
-        return print_profile();
-    if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        printf("usage: kiln-info [--profile]\n"
-               "Lists every device kiln can use with its matched profile and peaks, the default\n"
-               "device (KILN_DEVICE selects another) and the program cache.\n"
-               "--profile prints the default device's profile as resolved: every parameter group\n"
-               "with its parameter sets (classes of shapes), as JSON.\n");
-        return 0;
+    int profile = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--profile") == 0 && !profile) {
+            profile = 1;
+            continue;
+        }
+        fprintf(stderr, "kiln-info: bad argument \"%.64s%s\"\n%s", argv[i], strlen(argv[i]) > 64 ? "..." : "", usage);
+        return 2;
     }
+    if (profile)
+        return print_profile();
     printf("kiln %s\n", kiln_version_string());
     size_t count = 0;
     kiln_status st = kiln_device_count(&count);

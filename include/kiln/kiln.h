@@ -136,12 +136,13 @@ KILN_API kiln_status kiln_device_get_info(size_t index, kiln_device_info *info);
 typedef struct kiln_context kiln_context;
 
 typedef struct kiln_context_options {
-    /** Device selector: "cpu", "gpu", a device index ("0"), or a
-        case-insensitive substring of "platform device". NULL: the KILN_DEVICE
-        environment variable, or if unset the best device (a GPU if present,
-        else a CPU). */
+    /** Device selector: "cpu", "gpu", "accelerator", a device index ("0"),
+        or a case-insensitive substring of "platform device"; "" is refused.
+        NULL: the KILN_DEVICE environment variable, or if unset or empty the
+        best device (a GPU if present, else a CPU). */
     const char *device;
-    /** Force a profile by name. NULL: KILN_PROFILE, or if unset match. */
+    /** Force a profile by name; "" is refused. NULL: KILN_PROFILE, or if
+        unset or empty match. */
     const char *profile;
     /** Directory of the on-disk program cache. NULL: KILN_CACHE_DIR, or if
         unset $XDG_CACHE_HOME/kiln (or ~/.cache/kiln). A directory that
@@ -155,8 +156,10 @@ typedef struct kiln_context_options {
     /** Parameters applied over the chosen profile, as JSON text with the
         optional keys "device", "select" and "kernels" of a profile file
         (device_profiles/README.md), e.g.
-        {"kernels": {"gemm.tiled": {"mwg": 32, "nwg": 32}}}. Lets a tuner or a
-        test try a parameter set without files. NULL: none. */
+        {"kernels": {"gemm.tiled": {"mwg": 32, "nwg": 32}}}, at most 1 MiB.
+        Lets a tuner or a test try a parameter set without files; a set
+        past the schema's bounds on compile cost is refused before anything
+        is compiled. NULL: none. */
     const char *profile_overlay;
 } kiln_context_options;
 
@@ -168,10 +171,12 @@ KILN_API void kiln_context_options_init(kiln_context_options *options);
  * @param options  NULL for defaults.
  * @param out      receives a new context; the caller owns it and releases it
  *                 with kiln_context_destroy().
- * @return KILN_ERROR_NOT_FOUND if no device matches the selector or there is
- *         no device; KILN_ERROR_INVALID_ARGUMENT for a malformed selector or a
- *         NULL out; KILN_ERROR_INVALID_PROFILE for a profile overlay that does
- *         not validate or does not fit the device (the detail says why);
+ * @return KILN_ERROR_NOT_FOUND if no device matches the selector, there is
+ *         no device, or the forced profile does not exist;
+ *         KILN_ERROR_INVALID_ARGUMENT for a malformed or empty selector, an
+ *         empty or abstract forced profile, or a NULL out;
+ *         KILN_ERROR_INVALID_PROFILE for a profile overlay that does not
+ *         validate or does not fit the device (the detail says why);
  *         KILN_ERROR_IO if KILN_PROFILE_DIR or KILN_KERNEL_DIR names a
  *         directory that cannot be read (missing, not a directory, a loop of
  *         symbolic links, too long; the detail names it and says why);

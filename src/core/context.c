@@ -6,6 +6,7 @@
 #include "core/context.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,27 +71,32 @@ static kiln_status load_profiles(struct kiln_profile_set **set)
     return kiln_profile_set_shared(env("KILN_PROFILE_DIR"), set);
 }
 
-/* The forced profile (options, then KILN_PROFILE) or the best match. */
+/* The forced profile (options, then KILN_PROFILE: `origin` names which) or
+   the best match. */
 static kiln_status choose_profile(const struct kiln_profile_set *set, const struct kiln_device_desc *desc,
-                                  const char *forced, const struct kiln_profile **profile, char *reason,
-                                  size_t reason_size)
+                                  const char *forced, const char *origin, const struct kiln_profile **profile,
+                                  char *reason, size_t reason_size)
 {
     if (forced) {
+        if (!*forced)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s is empty (NULL matches a profile to the device)",
+                              origin);
         *profile = kiln_profile_find(set, forced);
         if (!*profile) {
             /* A file of that name that failed to load says why. */
             char file[96];
             snprintf(file, sizeof file, "/%s.json: ", forced);
-            const char *w = strstr(kiln_profile_set_warnings(set), file);
+            const char *w = strlen(forced) < 64 ? strstr(kiln_profile_set_warnings(set), file) : NULL;
             const char *end = w ? strchr(w, '\n') : NULL;
             if (w)
                 w += strlen(file);
-            return kiln_error(KILN_ERROR_NOT_FOUND, "profile \"%s\" (forced) %s%.*s", forced,
-                              w ? "is invalid: " : "does not exist", w ? (int)(end ? end - w : (long)strlen(w)) : 0,
-                              w ? w : "");
+            return kiln_error(KILN_ERROR_NOT_FOUND, "%s: profile \"%.64s%s\" (forced) %s%.*s", origin, forced,
+                              strlen(forced) > 64 ? "..." : "", w ? "is invalid: " : "does not exist",
+                              w ? (int)(end ? end - w : (long)strlen(w)) : 0, w ? w : "");
         }
         if (kiln_profile_is_abstract(*profile))
-            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile \"%s\" is abstract (a parent only)", forced);
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: profile \"%s\" is abstract (a parent only)", origin,
+                              forced);
         snprintf(reason, reason_size, "forced by name \"%s\"", forced);
         return KILN_SUCCESS;
     }
@@ -159,7 +165,7 @@ kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
         const struct kiln_profile *profile;
         char reason[256];
         const struct device *d = &devices[index];
-        st = choose_profile(set, &d->desc, env("KILN_PROFILE"), &profile, reason, sizeof reason);
+        st = choose_profile(set, &d->desc, env("KILN_PROFILE"), "KILN_PROFILE", &profile, reason, sizeof reason);
         if (st == KILN_SUCCESS)
             kiln_device_info_fill(&d->desc, index, d->backend->name, profile, reason, info);
     }
@@ -224,20 +230,25 @@ static void list_for_detail(const struct device *devices, size_t count)
     }
 }
 
-/* Pick the device index for a selector (NULL: the best device). */
+/* Pick the device index for a selector (NULL: the best device); `origin`
+   names where the selector came from. */
 static kiln_status select_device(const struct device *devices, size_t count, const struct kiln_profile_set *set,
-                                 const char *sel, size_t *index)
+                                 const char *sel, const char *origin, size_t *index)
 {
     if (sel && !*sel)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "device selector is empty");
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s is empty (NULL selects the best device)", origin);
+    const char *more = sel && strlen(sel) > 64 ? "..." : "";
     if (sel && isdigit((unsigned char)sel[0])) {
         char *end;
+        errno = 0;
         unsigned long long i = strtoull(sel, &end, 10);
         if (*end != '\0')
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
-                              "device selector \"%s\" is neither an index, cpu, gpu nor a name", sel);
-        if (i >= count) {
-            kiln_error(KILN_ERROR_NOT_FOUND, "device index %llu does not exist", i);
+                              "%s \"%.64s%s\" is neither an index, cpu, gpu, accelerator nor a name", origin, sel,
+                              more);
+        if (errno == ERANGE || i >= count) {
+            kiln_error(KILN_ERROR_NOT_FOUND, "%s \"%.64s%s\": %s", origin, sel, more,
+                       errno == ERANGE ? "the index is out of range" : "no device has that index");
             list_for_detail(devices, count);
             return KILN_ERROR_NOT_FOUND;
         }
@@ -255,7 +266,10 @@ static kiln_status select_device(const struct device *devices, size_t count, con
         }
     }
     if (best < 0.0) {
-        kiln_error(KILN_ERROR_NOT_FOUND, "no device matches selector \"%s\"", sel ? sel : "(best)");
+        if (sel)
+            kiln_error(KILN_ERROR_NOT_FOUND, "%s \"%.64s%s\": no device matches", origin, sel, more);
+        else
+            kiln_error(KILN_ERROR_NOT_FOUND, "no device to select");
         list_for_detail(devices, count);
         return KILN_ERROR_NOT_FOUND;
     }
@@ -319,7 +333,8 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
         st = kiln_source_dir_check();
     if (st == KILN_SUCCESS)
         st = choose_profile(ctx->profiles, &ctx->desc, options->profile ? options->profile : env("KILN_PROFILE"),
-                            &ctx->profile, ctx->profile_reason, sizeof ctx->profile_reason);
+                            options->profile ? "the profile option" : "KILN_PROFILE", &ctx->profile,
+                            ctx->profile_reason, sizeof ctx->profile_reason);
     if (st == KILN_SUCCESS && options->profile_overlay) {
         st = kiln_profile_derive(ctx->profile, options->profile_overlay, &ctx->overlay);
         if (st == KILN_SUCCESS)
@@ -348,7 +363,12 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
 {
     kiln_error_clear();
     KILN_CHECK_ARG(out);
+    /* Switches read later are checked now, so a bad value is reported
+       when a context opens even if nothing reads it for a while. */
+    (void)kiln_log_level();
+    (void)kiln_env_flag("KILN_FIND");
     const char *sel = options && options->device ? options->device : env("KILN_DEVICE");
+    const char *origin = options && options->device ? "the device option" : "KILN_DEVICE";
     struct device *devices = NULL;
     struct kiln_profile_set *set = NULL;
     size_t count = 0, index = 0;
@@ -356,7 +376,7 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
     if (st == KILN_SUCCESS)
         st = load_profiles(&set);
     if (st == KILN_SUCCESS)
-        st = select_device(devices, count, set, sel, &index);
+        st = select_device(devices, count, set, sel, origin, &index);
     kiln_profile_set_release(set);
     const struct kiln_backend *be = NULL;
     size_t backend_index = 0;

@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
+#include "util/hash.h"
+
 /* Large enough for a headline plus a useful stretch of a compiler log. */
 #define KILN_DETAIL_SIZE 16384
 
@@ -46,17 +50,65 @@ void kiln_error_append(const char *text)
 
 void kiln_error_clear(void) { detail[0] = '\0'; }
 
-static int log_threshold(void)
+/* The values already warned about, one per variable, so that a bad value
+   read at every call is reported once (and again when it changes). */
+static struct {
+    const char *name;
+    uint64_t value_hash;
+} warned[8];
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int first_warning(const char *name, const char *value)
+{
+    uint64_t h = kiln_hash64(value, strlen(value), KILN_HASH_SEED);
+    int first = 1;
+    pthread_mutex_lock(&warned_lock);
+    size_t i = 0;
+    while (i < sizeof warned / sizeof *warned && warned[i].name && strcmp(warned[i].name, name) != 0)
+        i++;
+    if (i < sizeof warned / sizeof *warned) {
+        first = !warned[i].name || warned[i].value_hash != h;
+        warned[i].name = name;
+        warned[i].value_hash = h;
+    }
+    pthread_mutex_unlock(&warned_lock);
+    return first;
+}
+
+void kiln_env_warn(const char *name, const char *value, const char *accepts, const char *instead)
+{
+    if (first_warning(name, value))
+        kiln_log(KILN_LOG_WARN, "%s=\"%.64s%s\" is not %s: using %s", name, value, strlen(value) > 64 ? "..." : "",
+                 accepts, instead);
+}
+
+int kiln_log_level(void)
 {
     const char *env = getenv("KILN_LOG");
     if (!env || !*env)
         return KILN_LOG_WARN;
-    return atoi(env);
+    if (env[0] >= '0' && env[0] <= '3' && !env[1])
+        return env[0] - '0';
+    /* Warned at the default level: the recursion into kiln_log finds the
+       value already recorded. */
+    kiln_env_warn("KILN_LOG", env, "a level (0 silent, 1 warnings, 2 info, 3 debug)", "1");
+    return KILN_LOG_WARN;
+}
+
+int kiln_env_flag(const char *name)
+{
+    const char *env = getenv(name);
+    if (!env || !*env || strcmp(env, "0") == 0)
+        return 0;
+    if (strcmp(env, "1") == 0)
+        return 1;
+    kiln_env_warn(name, env, "0 or 1", "0");
+    return 0;
 }
 
 void kiln_log(enum kiln_log_level level, const char *fmt, ...)
 {
-    if ((int)level > log_threshold())
+    if ((int)level > kiln_log_level())
         return;
     static const char *const names[] = {"", "warning", "info", "debug"};
     char line[1024];

@@ -29,4 +29,17 @@ enum kiln_log_level { KILN_LOG_WARN = 1, KILN_LOG_INFO = 2, KILN_LOG_DEBUG = 3 }
    1 warn, 2 info, 3 debug). */
 void kiln_log(enum kiln_log_level level, const char *fmt, ...) KILN_PRINTF(2, 3);
 
+/* The level KILN_LOG sets: 0 to 3; unset, empty or anything else 1, with
+   one warning per bad value naming it. */
+int kiln_log_level(void);
+
+/* Warn once per process for each (variable, value) that environment
+   variable `name` holds `value`, which is not `accepts`, and that kiln uses
+   `instead`. */
+void kiln_env_warn(const char *name, const char *value, const char *accepts, const char *instead);
+
+/* A switch in the environment: "1" is 1; unset, empty or "0" is 0; anything
+   else is 0 with a warning. */
+int kiln_env_flag(const char *name);
+
 #endif /* KILN_DIAG_H */

@@ -344,8 +344,7 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
         algorithm = algorithm_of(desc->algo);
         snprintf(reason, sizeof reason, "requested");
     } else {
-        const char *env = getenv("KILN_FIND");
-        int find = desc->find || (env && atoi(env) > 0);
+        int find = desc->find || kiln_env_flag("KILN_FIND");
         algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
         if (find && (st = find_algorithm(ctx, &s, &algorithm, reason, sizeof reason)) != KILN_SUCCESS)
             return st;

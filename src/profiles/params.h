@@ -124,6 +124,15 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
       "work-items per work-group (1 on CPUs: a work-group is one thread's task)")                                      \
     F(attention_fused, vw, VW, 1, 16, DEF, "vector width: query rows per vector")
 
+/* Bounds of the schema on what a parameter set costs to compile, whatever
+   the device (profile_schema.c applies them per group): values a work-item
+   holds in registers (accumulators, scores), multiply-adds or loads in one
+   unrolled loop body, and query rows a fused-attention work-item keeps (in
+   private memory). Past them the kernel compiler runs for minutes. */
+#define KILN_MAX_TILE_VALUES 512
+#define KILN_MAX_UNROLLED 4096
+#define KILN_MAX_ATTENTION_ROWS 512
+
 /* The groups: G(group, JSON name, define prefix, shape dimensions its parameter
    sets may be chosen by, check, doc). Dimensions are KILN_DIM_* bits; check
    names the function of profile_schema.c that tests the group's constraints
@@ -139,7 +148,7 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
       "the tiled GEMM family (cl/gemm/gemm_f32_tiled.cl): local-memory tiles in the style of CLBlast's Xgemm")         \
     G(gemm_direct, "gemm.direct", "KILN_GEMM_DIRECT_", KILN_DIMS_GEMM, check_gemm_direct,                              \
       "the direct GEMM family (cl/gemm/gemm_f32_direct.cl): small square tiles for small problems")                    \
-    G(gemm_smallm, "gemm.smallm", "KILN_GEMM_SMALLM_", KILN_DIMS_GEMM, NULL,                                           \
+    G(gemm_smallm, "gemm.smallm", "KILN_GEMM_SMALLM_", KILN_DIMS_GEMM, check_gemm_smallm,                              \
       "the small-M GEMM family (cl/gemm/gemm_f32_smallm.cl): a few rows of C, operands read in place")                 \
     G(conv_igemm_tiled, "conv.igemm_tiled", "KILN_CONV_IGEMM_", KILN_DIMS_GEMM, check_igemm_tiled,                     \
       "implicit-GEMM convolution's tiled GPU kernel (cl/conv/conv_f32_igemm_tiled.cl); m pixels, n filters, k "        \

@@ -199,6 +199,11 @@ kiln_status kiln_profile_derive(const struct kiln_profile *parent, const char *o
 {
     if (!parent || !overlay || !out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "profile overlay: NULL argument");
+    if (!*overlay)
+        return kiln_error(KILN_ERROR_INVALID_PROFILE, "profile overlay: empty (NULL means none)");
+    if (strnlen(overlay, KILN_PROFILE_MAX_BYTES + 1) > KILN_PROFILE_MAX_BYTES)
+        return kiln_error(KILN_ERROR_INVALID_PROFILE, "profile overlay: longer than the %zu bytes an overlay may hold",
+                          KILN_PROFILE_MAX_BYTES);
     char why[KILN_PROFILE_WHY_SIZE] = "";
     struct kiln_profile *p = NULL;
     kiln_status st = kiln_profile_parse_overlay(overlay, &p, why);

@@ -60,7 +60,7 @@ struct kiln_profile_set {
 };
 
 #define KILN_PROFILE_WHY_SIZE 512                /* room for a validation failure's reason */
-#define KILN_PROFILE_MAX_BYTES ((size_t)1 << 20) /* the largest profile file read */
+#define KILN_PROFILE_MAX_BYTES ((size_t)1 << 20) /* the largest profile file read, and overlay taken */
 
 /* Parse and validate one file on its own (inheritance comes later). `text`
    is NUL-terminated at `size`; `path` names it in warnings; `file_name` is

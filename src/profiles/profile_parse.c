@@ -371,11 +371,20 @@ static cJSON *parse_json(const char *text, size_t size, char *why)
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, size + 1, &end, 1);
     if (!root) {
-        int line = 1, column = 1;
-        for (const char *c = text; end && c < end && c < text + size; c++, column++)
+        int line = 1, column = 1, depth = 0, in_string = 0, escaped = 0;
+        for (const char *c = text; end && c < end && c < text + size; c++, column++) {
             if (*c == '\n')
                 line++, column = 0;
-        snprintf(why, KILN_PROFILE_WHY_SIZE, "JSON syntax error at line %d, column %d", line, column);
+            if (in_string) {
+                in_string = escaped || *c != '"';
+                escaped = !escaped && *c == '\\';
+            } else if (*c == '"')
+                in_string = 1;
+            else
+                depth += (*c == '[' || *c == '{') - (*c == ']' || *c == '}');
+        }
+        snprintf(why, KILN_PROFILE_WHY_SIZE, "JSON syntax error at line %d, column %d%s", line, column,
+                 depth >= CJSON_NESTING_LIMIT ? " (nested deeper than the JSON parser's limit)" : "");
     }
     return root;
 }

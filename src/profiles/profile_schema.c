@@ -72,17 +72,42 @@ static int not_multiple(char *why, size_t size, const char *group, const char *l
     if ((rhs) <= 0 || (lhs) % (rhs) != 0)                                                                              \
         return not_multiple(why, size, group, #lhs, (long)(lhs), #rhs, (long)(rhs));
 
-/* Work-items of a work-group and local memory within the device's limits. */
-static int fits(const char *group, const struct kiln_device_desc *dev, long work_items, long local_bytes, char *why,
-                size_t size)
+/* A bound of the schema on what a parameter set costs to compile: the
+   product `expr` (`value`) of `what` at most `limit`. Such products are
+   unrolled by the kernel compiler, which takes minutes (and spills every
+   register) well before a single field reaches its own maximum. */
+static int bounded(char *why, size_t size, const char *group, const char *expr, long value, const char *what,
+                   long limit)
+{
+    if (value <= limit)
+        return 0;
+    return fail(why, size, "%s: %s = %ld %s, more than the schema's bound of %ld", group, expr, value, what, limit);
+}
+
+/* The register tile of the local-tile kernels (cl/common/local_tile.h):
+   mwi x nwi accumulators per work-item (the product `names`) and kwi x mwi
+   x nwi multiply-adds in the unrolled body of a K step. */
+static int register_tile(char *why, size_t size, const char *group, long mwi, long nwi, long kwi, const char *names)
+{
+    if (bounded(why, size, group, names, mwi * nwi, "accumulators per work-item", KILN_MAX_TILE_VALUES))
+        return -1;
+    char expr[96];
+    snprintf(expr, sizeof expr, "kwi*%s", names);
+    return bounded(why, size, group, expr, kwi * mwi * nwi, "multiply-adds unrolled per K step", KILN_MAX_UNROLLED);
+}
+
+/* Work-items of a work-group (`threads`, the product `threads_expr`) and
+   local memory within the device's limits. */
+static int fits(const char *group, const struct kiln_device_desc *dev, const char *threads_expr, long work_items,
+                long local_bytes, char *why, size_t size)
 {
     if (!dev)
         return 0;
     if (dev->max_work_group_size && (unsigned long)work_items > dev->max_work_group_size)
-        return fail(why, size, "%s: %ld work-items per work-group, the device allows %zu", group, work_items,
-                    dev->max_work_group_size);
+        return fail(why, size, "%s: %s = %ld work-items per work-group, more than the device's limit of %zu", group,
+                    threads_expr, work_items, dev->max_work_group_size);
     if (dev->local_mem_bytes && (unsigned long long)local_bytes > dev->local_mem_bytes)
-        return fail(why, size, "%s: %ld bytes of local memory, the device has %llu", group, local_bytes,
+        return fail(why, size, "%s: %ld bytes of local memory, more than the device's %llu", group, local_bytes,
                     dev->local_mem_bytes);
     return 0;
 }
@@ -90,7 +115,7 @@ static int fits(const char *group, const struct kiln_device_desc *dev, long work
 static int check_util(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_util *p = values;
-    return fits("util", dev, p->wg, 0, why, size);
+    return fits("util", dev, "wg", p->wg, 0, why, size);
 }
 
 static int check_gemm_cpu(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -98,7 +123,11 @@ static int check_gemm_cpu(const void *values, const struct kiln_device_desc *dev
     const struct kiln_param_gemm_cpu *p = values;
     (void)dev;
     MULTIPLE("gemm.cpu", p->nr, p->vw);
-    return 0;
+    if (bounded(why, size, "gemm.cpu", "mr*nr", (long)p->mr * p->nr, "accumulators per work-item",
+                KILN_MAX_TILE_VALUES))
+        return -1;
+    return bounded(why, size, "gemm.cpu", "narrow_mr*vw", (long)p->narrow_mr * p->vw, "accumulators per work-item",
+                   KILN_MAX_TILE_VALUES);
 }
 
 static int check_gemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -114,9 +143,18 @@ static int check_gemm_tiled(const void *values, const struct kiln_device_desc *d
     MULTIPLE("gemm.tiled", threads, p->ndimb);
     MULTIPLE("gemm.tiled", p->kwg, threads / p->mdima);
     MULTIPLE("gemm.tiled", p->kwg, threads / p->ndimb);
+    if (register_tile(why, size, "gemm.tiled", p->mwg / p->mdimc, p->nwg / p->ndimc, p->kwi, "(mwg/mdimc)*(nwg/ndimc)"))
+        return -1;
+    /* Each work-item's share of a staged tile is an unrolled loop. */
+    if (p->sa && bounded(why, size, "gemm.tiled", "mwg*kwg/(mdimc*ndimc)", (long)p->mwg * p->kwg / threads,
+                         "loads unrolled per K step", KILN_MAX_UNROLLED))
+        return -1;
+    if (p->sb && bounded(why, size, "gemm.tiled", "nwg*kwg/(mdimc*ndimc)", (long)p->nwg * p->kwg / threads,
+                         "loads unrolled per K step", KILN_MAX_UNROLLED))
+        return -1;
     /* Tiles of kwg rows of mwg (nwg) floats, padded by a vector. */
     long local = 4L * p->kwg * ((p->sa ? p->mwg + p->vwm : 0) + (p->sb ? p->nwg + p->vwn : 0));
-    return fits("gemm.tiled", dev, threads, local, why, size);
+    return fits("gemm.tiled", dev, "mdimc*ndimc", threads, local, why, size);
 }
 
 static int check_gemm_direct(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -125,8 +163,21 @@ static int check_gemm_direct(const void *values, const struct kiln_device_desc *
     MULTIPLE("gemm.direct", p->wg, p->mdimc * p->vwm);
     MULTIPLE("gemm.direct", p->wg, p->ndimc * p->vwn);
     MULTIPLE("gemm.direct", p->wg, p->kwi);
+    /* Its staged loads per work-item, wg*wg/(mdimc*ndimc), are as many as
+       its accumulators. */
+    if (register_tile(why, size, "gemm.direct", p->wg / p->mdimc, p->wg / p->ndimc, p->kwi, "(wg/mdimc)*(wg/ndimc)"))
+        return -1;
     long local = 4L * p->wg * (2L * p->wg + p->vwm + p->vwn);
-    return fits("gemm.direct", dev, (long)p->mdimc * p->ndimc, local, why, size);
+    return fits("gemm.direct", dev, "mdimc*ndimc", (long)p->mdimc * p->ndimc, local, why, size);
+}
+
+static int check_gemm_smallm(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_gemm_smallm *p = values;
+    (void)dev;
+    /* With B transposed each of the mr x nc accumulators is a vector. */
+    return bounded(why, size, "gemm.smallm", "mr*nc*vw", (long)p->mr * p->nc * p->vw, "accumulators per work-item",
+                   KILN_MAX_TILE_VALUES);
 }
 
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -134,15 +185,18 @@ static int check_igemm_tiled(const void *values, const struct kiln_device_desc *
     const struct kiln_param_conv_igemm_tiled *p = values;
     MULTIPLE("conv.igemm_tiled", p->mwg, p->mdimc * p->vw);
     MULTIPLE("conv.igemm_tiled", p->nwg, p->ndimc * p->vw);
+    if (register_tile(why, size, "conv.igemm_tiled", p->mwg / p->mdimc, p->nwg / p->ndimc, 1,
+                      "(mwg/mdimc)*(nwg/ndimc)"))
+        return -1;
     /* Input and weight tiles plus the per-pixel and per-tap index tables. */
     long local = 4L * p->kwg * (p->mwg + p->vw + p->nwg + p->vw) + 16L * p->mwg + 48L * p->kwg;
-    return fits("conv.igemm_tiled", dev, (long)p->mdimc * p->ndimc, local, why, size);
+    return fits("conv.igemm_tiled", dev, "mdimc*ndimc", (long)p->mdimc * p->ndimc, local, why, size);
 }
 
 static int check_conv_direct(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_conv_direct *p = values;
-    return fits("conv.direct", dev, p->wg, 0, why, size);
+    return fits("conv.direct", dev, "wg", p->wg, 0, why, size);
 }
 
 static int check_attention(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -150,7 +204,16 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
     const struct kiln_param_attention_fused *p = values;
     MULTIPLE("attention.fused", p->block_q, p->vw);
     MULTIPLE("attention.fused", p->chunk_kv, p->block_kv);
-    return fits("attention.fused", dev, p->wg, 0, why, size);
+    /* The scores, and the unrolled loops over them per head-dimension index. */
+    if (bounded(why, size, "attention.fused", "block_q*block_kv", (long)p->block_q * p->block_kv,
+                "scores per work-item", KILN_MAX_TILE_VALUES))
+        return -1;
+    /* Each row held costs 2 x 64 floats of private memory (queries and
+       output accumulators; q_blocks shrinks for larger head dimensions). */
+    if (bounded(why, size, "attention.fused", "q_blocks*block_q", (long)p->q_blocks * p->block_q,
+                "query rows per work-item", KILN_MAX_ATTENTION_ROWS))
+        return -1;
+    return fits("attention.fused", dev, "wg", p->wg, 0, why, size);
 }
 
 #define GROUP(group, json, prefix, dims, check, doc)                                                                   \
@@ -200,14 +263,33 @@ double kiln_param_get(int g, int f, const void *values)
 
 static void set_int(char *at, int value) { memcpy(at, &value, sizeof value); }
 
+/* A JSON value as a message shows it: numbers and short strings as given,
+   long strings cut, other types by name. */
+static void describe(const cJSON *item, char *buf, size_t size)
+{
+    if (cJSON_IsNumber(item))
+        snprintf(buf, size, "%.17g", item->valuedouble);
+    else if (cJSON_IsString(item))
+        snprintf(buf, size, "\"%.40s\"%s", item->valuestring, strlen(item->valuestring) > 40 ? "..." : "");
+    else
+        snprintf(buf, size, "%s",
+                 cJSON_IsBool(item)     ? (cJSON_IsTrue(item) ? "true" : "false")
+                 : cJSON_IsNull(item)   ? "null"
+                 : cJSON_IsArray(item)  ? "a list"
+                 : cJSON_IsObject(item) ? "an object"
+                                        : "an invalid value");
+}
+
 static int read_value(const cJSON *item, const struct kiln_param_field *f, const char *where, void *values, char *why,
                       size_t size)
 {
     char *at = (char *)values + f->offset;
+    char got[64];
+    describe(item, got, sizeof got);
     switch (f->type) {
     case KILN_PARAM_BOOL:
         if (!cJSON_IsBool(item))
-            return fail(why, size, "'%s.%s' must be true or false", where, f->key);
+            return fail(why, size, "'%s.%s' must be true or false (got %s)", where, f->key, got);
         set_int(at, cJSON_IsTrue(item) ? 1 : 0);
         return 0;
     case KILN_PARAM_CHOICE:
@@ -220,22 +302,24 @@ static int read_value(const cJSON *item, const struct kiln_param_field *f, const
         snprintf(why, size, "'%s.%s' must be one of", where, f->key);
         for (const char *const *c = f->choices; *c; c++)
             snprintf(why + strlen(why), size - strlen(why), "%s \"%s\"", c == f->choices ? "" : ",", *c);
+        snprintf(why + strlen(why), size - strlen(why), " (got %s)", got);
         return -1;
     case KILN_PARAM_NUMBER:
         if (!cJSON_IsNumber(item) || !(item->valuedouble >= f->min) || !(item->valuedouble <= f->max))
-            return fail(why, size, "'%s.%s' must be a number from %g to %g", where, f->key, f->min, f->max);
+            return fail(why, size, "'%s.%s' must be a number from %g to %g (got %s)", where, f->key, f->min, f->max,
+                        got);
         memcpy(at, &item->valuedouble, sizeof item->valuedouble);
         return 0;
     case KILN_PARAM_INT:
     case KILN_PARAM_VW: {
         double d = cJSON_IsNumber(item) ? item->valuedouble : -1;
-        int ok = d == floor(d) && d >= f->min && d <= f->max && d <= INT_MAX;
+        int ok = cJSON_IsNumber(item) && d == floor(d) && d >= f->min && d <= f->max && d <= INT_MAX;
         if (f->type == KILN_PARAM_VW) {
             if (!(ok && (d == 1 || d == 2 || d == 4 || d == 8 || d == 16)))
-                return fail(why, size, "'%s.%s' must be a vector width: 1, 2, 4, 8 or 16", where, f->key);
+                return fail(why, size, "'%s.%s' must be a vector width: 1, 2, 4, 8 or 16 (got %s)", where, f->key, got);
         } else if (!ok) {
-            return fail(why, size, "'%s.%s' must be an integer from %g to %g", where, f->key, f->min,
-                        fmin(f->max, INT_MAX));
+            return fail(why, size, "'%s.%s' must be an integer from %g to %g (got %s)", where, f->key, f->min,
+                        fmin(f->max, INT_MAX), got);
         }
         set_int(at, (int)d);
         return 0;

@@ -1,0 +1,248 @@
+/* The command lines of kiln-info and kiln-bench (docs/inputs.md): every
+   kind of bad argument, and each bad environment value, ends the program
+   quickly with the reason on stderr and its exit status: 2 for a usage
+   error, 1 for a failure. Each case runs the program with a time limit. */
+#include "test_util.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Seconds a bad command line may take: it must fail before any kernel is
+   compiled. */
+#define RUN_LIMIT_S 30
+
+struct cli_case {
+    const char *name;
+    const char *program;  /* "info" or "bench" */
+    const char *args[16]; /* NULL-terminated */
+    const char *env[3];   /* "NAME=value" settings, NULL-terminated */
+    int status;           /* the exit status wanted */
+    const char *out;      /* in stderr; with status 0, in stdout or stderr */
+};
+
+static char *tmp;
+
+static int make_tmp(void **state)
+{
+    tmp = kt_temp_dir();
+    return kt_group_setup(state);
+}
+
+static int remove_tmp(void **state)
+{
+    kt_remove_tree(tmp);
+    free(tmp);
+    return kt_group_teardown(state);
+}
+
+/* environ with `set` applied (each "NAME=value" replacing NAME). */
+static char **environment(const char *const *set)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 4, sizeof *env);
+    assert_non_null(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int replaced = 0;
+        for (const char *const *s = set; *s; s++)
+            replaced |= strncmp(environ[i], *s, strcspn(*s, "=") + 1) == 0;
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (const char *const *s = set; *s; s++)
+        env[k++] = (char *)*s;
+    return env;
+}
+
+static void run_case(void **state)
+{
+    const struct cli_case *c = *state;
+#if defined(KT_KILN_INFO) && defined(KT_KILN_BENCH)
+    const char *program = strcmp(c->program, "info") == 0 ? KT_KILN_INFO : KT_KILN_BENCH;
+#else
+    (void)c;
+    printf("# skipped: kiln-info and kiln-bench are not built (KILN_BUILD_TOOLS=OFF)\n");
+    skip();
+    const char *program = "";
+#endif
+    const char *argv[18] = {program};
+    for (size_t i = 0; c->args[i]; i++)
+        argv[i + 1] = c->args[i];
+    char out_path[4200], err_path[4200];
+    snprintf(out_path, sizeof out_path, "%s/stdout", tmp);
+    snprintf(err_path, sizeof err_path, "%s/stderr", tmp);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char **env = environment(c->env);
+    pid_t pid;
+    assert_int_equal(posix_spawn(&pid, program, &fa, NULL, (char *const *)argv, env), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+
+    int status = 0, waited = 0;
+    for (int ms = 0; ms < RUN_LIMIT_S * 1000 && !waited; ms += 10) {
+        waited = waitpid(pid, &status, WNOHANG) == pid;
+        if (!waited)
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    if (!waited) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("%s: still running after %d s", c->name, RUN_LIMIT_S);
+    }
+    size_t size;
+    char *out = (char *)kt_read_bytes(out_path, &size);
+    char *err = (char *)kt_read_bytes(err_path, &size);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code != c->status || !(strstr(err, c->out) || (code == 0 && strstr(out, c->out))))
+        fail_msg("%s: exit %d (wanted %d), stderr:\n%.2000s\n(wanted \"%s\")", c->name, code, c->status, err, c->out);
+    free(out);
+    free(err);
+}
+
+#define INFO "info"
+#define BENCH "bench"
+#define GEMM_OK "gemm", "--m", "8", "--n", "8", "--k", "8"
+
+static const struct cli_case cases[] = {
+    /* kiln-info */
+    {"info --help", INFO, {"--help"}, {NULL}, 0, "Exit status: 0 success, 1 a failure"},
+    {"info unknown option", INFO, {"--bogus"}, {NULL}, 2, "kiln-info: bad argument \"--bogus\""},
+    {"info extra argument", INFO, {"devices"}, {NULL}, 2, "bad argument \"devices\""},
+    {"info --profile twice", INFO, {"--profile", "--profile"}, {NULL}, 2, "bad argument \"--profile\""},
+    {"info KILN_DEVICE no match",
+     INFO,
+     {NULL},
+     {"KILN_DEVICE=no-such-device", NULL},
+     1,
+     "KILN_DEVICE \"no-such-device\": no device matches"},
+    {"info KILN_DEVICE huge index",
+     INFO,
+     {NULL},
+     {"KILN_DEVICE=99999999999999999999999", NULL},
+     1,
+     "the index is out of range"},
+    {"info KILN_DEVICE malformed", INFO, {NULL}, {"KILN_DEVICE=1x", NULL}, 1, "neither an index"},
+    {"info KILN_PROFILE unknown",
+     INFO,
+     {NULL},
+     {"KILN_PROFILE=no-such-profile", NULL},
+     1,
+     "KILN_PROFILE: profile \"no-such-profile\" (forced) does not exist"},
+    {"info --profile KILN_PROFILE unknown",
+     INFO,
+     {"--profile"},
+     {"KILN_PROFILE=no-such-profile", NULL},
+     1,
+     "does not exist"},
+    {"info KILN_LOG not a level", INFO, {NULL}, {"KILN_LOG=loud", NULL}, 0, "KILN_LOG=\"loud\" is not a level"},
+    {"info KILN_FIND not a switch",
+     INFO,
+     {NULL},
+     {"KILN_FIND=yes", "KILN_LOG=1", NULL},
+     0,
+     "KILN_FIND=\"yes\" is not 0 or 1: using 0"},
+    /* kiln-bench */
+    {"bench no command", BENCH, {NULL}, {NULL}, 2, "usage: kiln-bench <command>"},
+    {"bench --help", BENCH, {"--help"}, {NULL}, 0, "2 a usage error"},
+    {"bench unknown command", BENCH, {"gem"}, {NULL}, 2, "kiln-bench: unknown command \"gem\""},
+    {"bench gemm missing value", BENCH, {"gemm", "--m"}, {NULL}, 2, "kiln-bench gemm: --m needs a value"},
+    {"bench gemm malformed", BENCH, {GEMM_OK, "--batch", "4x"}, {NULL}, 2, "bad argument \"--batch 4x\""},
+    {"bench gemm zero", BENCH, {GEMM_OK, "--batch", "0"}, {NULL}, 2, "bad argument \"--batch 0\""},
+    {"bench gemm negative", BENCH, {"gemm", "--m", "-8", "--n", "8", "--k", "8"}, {NULL}, 2, "bad argument \"--m -8\""},
+    {"bench gemm past 2^31",
+     BENCH,
+     {"gemm", "--m", "2147483649", "--n", "8", "--k", "8"},
+     {NULL},
+     2,
+     "bad argument \"--m 2147483649\""},
+    {"bench gemm overflow",
+     BENCH,
+     {"gemm", "--m", "99999999999999999999999", "--n", "8", "--k", "8"},
+     {NULL},
+     2,
+     "bad argument"},
+    {"bench gemm operands too large",
+     BENCH,
+     {"gemm", "--m", "2147483648", "--n", "2147483648", "--k", "2147483648"},
+     {NULL},
+     2,
+     "A would hold 4.61e+18 elements, more than"},
+    {"bench gemm reps zero", BENCH, {GEMM_OK, "--reps", "0"}, {NULL}, 2, "bad argument \"--reps 0\""},
+    {"bench gemm reps huge", BENCH, {GEMM_OK, "--reps", "1001"}, {NULL}, 2, "bad argument \"--reps 1001\""},
+    {"bench gemm warmup negative", BENCH, {GEMM_OK, "--warmup", "-1"}, {NULL}, 2, "bad argument \"--warmup -1\""},
+    {"bench gemm warmup space", BENCH, {GEMM_OK, "--warmup", " 1"}, {NULL}, 2, "bad argument \"--warmup  1\""},
+    {"bench gemm unknown option", BENCH, {GEMM_OK, "--bogus", "1"}, {NULL}, 2, "bad argument \"--bogus 1\""},
+    {"bench gemm bad choice", BENCH, {GEMM_OK, "--layout", "diagonal"}, {NULL}, 2, "bad argument \"--layout"},
+    {"bench gemm empty compare", BENCH, {GEMM_OK, "--compare", ""}, {NULL}, 2, "bad argument \"--compare \""},
+    {"bench gemm missing required", BENCH, {"gemm", "--m", "8"}, {NULL}, 2, "--m, --n and --k are required"},
+    {"bench gemm KILN_DEVICE",
+     BENCH,
+     {GEMM_OK},
+     {"KILN_DEVICE=no-such-device", NULL},
+     1,
+     "kiln-bench gemm: not found: KILN_DEVICE \"no-such-device\""},
+    {"bench gemm KILN_PROFILE",
+     BENCH,
+     {GEMM_OK},
+     {"KILN_PROFILE=no-such-profile", NULL},
+     1,
+     "KILN_PROFILE: profile \"no-such-profile\""},
+    {"bench gemm KILN_LOG", BENCH, {GEMM_OK, "--bogus"}, {"KILN_LOG=loud", NULL}, 2, "bad argument"},
+    {"bench conv missing value", BENCH, {"conv", "--n"}, {NULL}, 2, "--n needs a value"},
+    {"bench conv negative pad", BENCH, {"conv", "--pad", "-1"}, {NULL}, 2, "bad argument \"--pad -1\""},
+    {"bench conv zero groups", BENCH, {"conv", "--groups", "0"}, {NULL}, 2, "bad argument \"--groups 0\""},
+    {"bench conv bad algo", BENCH, {"conv", "--algo", "fft"}, {NULL}, 2, "bad argument \"--algo fft\""},
+    {"bench conv too large",
+     BENCH,
+     {"conv", "--n", "65536", "--c", "65536", "--h", "65536", "--w", "1", "--k", "1", "--r", "1", "--s", "1"},
+     {NULL},
+     2,
+     "x would hold"},
+    {"bench conv --model missing", BENCH, {"conv", "--model"}, {NULL}, 2, "--model needs a value"},
+    {"bench conv --model unknown", BENCH, {"conv", "--model", "vgg"}, {NULL}, 2, "unknown model \"vgg\""},
+    {"bench conv --model huge batch",
+     BENCH,
+     {"conv", "--model", "resnet50", "--n", "2147483648"},
+     {NULL},
+     2,
+     "would hold"},
+    {"bench attention zero", BENCH, {"attention", "--heads", "0"}, {NULL}, 2, "bad argument \"--heads 0\""},
+    {"bench attention two algos", BENCH, {"attention", "--algo", "fused,naive"}, {NULL}, 2, "bad argument"},
+    {"bench attention scores too large",
+     BENCH,
+     {"attention", "--heads", "64", "--seq-q", "2000000", "--head-dim", "1"},
+     {NULL},
+     2,
+     "the scores of the naive path would hold"},
+    {"bench jit missing value", BENCH, {"jit", "--reps"}, {NULL}, 2, "--reps needs a value"},
+    {"bench jit malformed", BENCH, {"jit", "--reps", "abc"}, {NULL}, 2, "bad argument \"--reps abc\""},
+    {"bench jit zero", BENCH, {"jit", "--reps", "0"}, {NULL}, 2, "bad argument \"--reps 0\""},
+    {"bench jit unknown option", BENCH, {"jit", "--bogus"}, {NULL}, 2, "bad argument \"--bogus\""},
+    {"bench quick missing value", BENCH, {"quick", "--compare"}, {NULL}, 2, "--compare needs a value"},
+    {"bench quick unknown peer", BENCH, {"quick", "--compare", "mkl"}, {NULL}, 2, "bad argument \"--compare mkl\""},
+    {"bench quick unknown option", BENCH, {"quick", "--bogus"}, {NULL}, 2, "bad argument \"--bogus\""},
+    {"bench quick KILN_DEVICE", BENCH, {"quick"}, {"KILN_DEVICE=999", NULL}, 1, "no device has that index"},
+};
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        kt_add_test_(&tests, (struct CMUnitTest){cases[i].name, run_case, kt_watchdog_arm, kt_watchdog_disarm,
+                                                 (void *)&cases[i]});
+    return kt_run_with("inputs_cli", &tests, make_tmp, remove_tmp);
+}

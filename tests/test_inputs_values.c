@@ -1,0 +1,583 @@
+/* Every way the values kiln reads can be wrong (docs/inputs.md): the
+   environment variables with values (KILN_LOG, KILN_DEVICE, KILN_PROFILE,
+   KILN_FIND), the context options, and every key of every group of a
+   profile, including the schema's bounds on what a parameter set costs to
+   compile. Each answer is a specific status or a warning naming the input,
+   the value and the reason; each test runs under a watchdog. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/context.h"
+#include "profiles/profile.h"
+#include "profiles/schema.h"
+
+#define WATCHED(test) cmocka_unit_test_setup_teardown(test, kt_watchdog_arm, kt_watchdog_disarm)
+
+/* The variables this file sets, as the suite was started with them. */
+static const char *const saved_names[] = {"KILN_DEVICE", "KILN_PROFILE", "KILN_PROFILE_DIR", "KILN_FIND"};
+static char *saved_values[sizeof saved_names / sizeof *saved_names];
+
+static int save_env(void **state)
+{
+    for (size_t i = 0; i < sizeof saved_names / sizeof *saved_names; i++) {
+        const char *v = getenv(saved_names[i]);
+        saved_values[i] = v ? strdup(v) : NULL;
+    }
+    return kt_group_setup(state);
+}
+
+static void restore_env(void)
+{
+    for (size_t i = 0; i < sizeof saved_names / sizeof *saved_names; i++) {
+        if (saved_values[i])
+            setenv(saved_names[i], saved_values[i], 1);
+        else
+            unsetenv(saved_names[i]);
+    }
+}
+
+static int free_env(void **state)
+{
+    restore_env();
+    for (size_t i = 0; i < sizeof saved_names / sizeof *saved_names; i++)
+        free(saved_values[i]);
+    return kt_group_teardown(state);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* A string of n copies of c (malloc'd). */
+static char *repeat(char c, size_t n)
+{
+    char *s = malloc(n + 1);
+    assert_non_null(s);
+    memset(s, c, n);
+    s[n] = '\0';
+    return s;
+}
+
+/* kiln_context_create with `opt` must answer `expected` with every string
+   of `causes` (NULL-terminated) in the detail, and no context. */
+static void expect_create(const kiln_context_options *opt, kiln_status expected, const char *const *causes)
+{
+    kiln_context *ctx = NULL;
+    kiln_status st = kiln_context_create(opt, &ctx);
+    const char *detail = kiln_last_error_detail();
+    int ok = st == expected;
+    for (const char *const *c = causes; ok && c && *c; c++)
+        ok = strstr(detail, *c) != NULL;
+    if (!ok)
+        fail_msg("%s: \"%.300s\" (wanted %s with \"%s\")", kiln_status_string(st), detail, kiln_status_string(expected),
+                 causes && *causes ? *causes : "");
+    assert_true(strlen(detail) < 4096); /* a long value is shown shortened */
+    if (expected == KILN_SUCCESS)
+        kiln_context_destroy(ctx);
+    else
+        assert_null(ctx);
+}
+
+/* The text kiln wrote to stderr between kt_capture_begin and _end. */
+static char *captured(const struct kt_capture *c)
+{
+    size_t size;
+    return (char *)kt_read_bytes(c->path, &size);
+}
+
+/* ---- KILN_LOG ---- */
+
+/* A value that is not a level keeps the default, warnings, and says so:
+   the malformed profile of KILN_PROFILE_DIR is still reported. */
+static void test_log_not_a_level(void **state)
+{
+    (void)state;
+    char *long_value = repeat('9', 100000);
+    const char *const bad[] = {"verbose", "4", "-1", "1x", " 2", "1.0", long_value};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *dir = kt_temp_dir(), path[1024];
+        snprintf(path, sizeof path, "%s/broken.json", dir);
+        kt_write_file(path, "{\"name\": ");
+        setenv("KILN_PROFILE_DIR", dir, 1);
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_LOG", bad[i], 1);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+        kiln_context_destroy(ctx);
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS); /* warned once per value */
+        kiln_context_destroy(ctx);
+        int warnings = kt_capture_end(&cap);
+        char *text = captured(&cap);
+        char want[128];
+        snprintf(want, sizeof want, "KILN_LOG=\"%.64s%s\" is not a level", bad[i], strlen(bad[i]) > 64 ? "..." : "");
+        if (warnings != 2 || !strstr(text, want) || !strstr(text, "broken.json: JSON syntax error"))
+            fail_msg("KILN_LOG=\"%.20s\": %d warnings, wanted one for the value and one for the profile", bad[i],
+                     warnings);
+        assert_true(strlen(text) < 2000);
+        free(text);
+        kt_remove_tree(dir);
+        free(dir);
+    }
+    restore_env();
+    free(long_value);
+}
+
+/* The levels themselves: 0 silences the warning, 2 adds information, and
+   empty is unset (warnings). */
+static void test_log_levels(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int warnings, info;
+    } cases[] = {{"0", 0, 0}, {"1", 1, 0}, {"2", 1, 1}, {"3", 1, 1}, {"", 1, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *dir = kt_temp_dir(), path[1024];
+        snprintf(path, sizeof path, "%s/broken.json", dir);
+        kt_write_file(path, "[");
+        setenv("KILN_PROFILE_DIR", dir, 1);
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_LOG", cases[i].value, 1);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+        kiln_context_destroy(ctx);
+        int warnings = kt_capture_end(&cap);
+        char *text = captured(&cap);
+        assert_int_equal(warnings, cases[i].warnings);
+        assert_int_equal(strstr(text, "kiln info:") != NULL, cases[i].info);
+        assert_null(strstr(text, "KILN_LOG"));
+        free(text);
+        kt_remove_tree(dir);
+        free(dir);
+    }
+    restore_env();
+}
+
+/* ---- KILN_DEVICE and the device option ---- */
+
+static const char *const *causes2(const char *a, const char *b)
+{
+    static const char *list[3];
+    list[0] = a, list[1] = b, list[2] = NULL;
+    return list;
+}
+
+static void test_device_env_values(void **state)
+{
+    (void)state;
+    char *long_value = repeat('x', 100000);
+    setenv("KILN_DEVICE", "no-such-device-anywhere", 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("KILN_DEVICE \"no-such-device-anywhere\"", "no device matches"));
+    setenv("KILN_DEVICE", "99999999999999999999999", 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("KILN_DEVICE", "the index is out of range"));
+    setenv("KILN_DEVICE", "4294967296", 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("\"4294967296\"", "no device has that index"));
+    setenv("KILN_DEVICE", "12abc", 1);
+    expect_create(NULL, KILN_ERROR_INVALID_ARGUMENT, causes2("KILN_DEVICE \"12abc\"", "neither an index"));
+    setenv("KILN_DEVICE", "-1", 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("KILN_DEVICE \"-1\"", "no device matches"));
+    setenv("KILN_DEVICE", long_value, 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("xxx...\": no device matches", NULL));
+    setenv("KILN_DEVICE", "", 1); /* empty is unset: the best device */
+    expect_create(NULL, KILN_SUCCESS, NULL);
+    restore_env();
+    free(long_value);
+}
+
+static void test_device_option_values(void **state)
+{
+    (void)state;
+    char *long_value = repeat('x', 100000);
+    setenv("KILN_DEVICE", "0", 1); /* the option wins over the environment */
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.device = "";
+    expect_create(&opt, KILN_ERROR_INVALID_ARGUMENT, causes2("the device option is empty", NULL));
+    opt.device = "no-such-device-anywhere";
+    expect_create(&opt, KILN_ERROR_NOT_FOUND, causes2("the device option \"no-such-device-anywhere\"", NULL));
+    opt.device = "18446744073709551616";
+    expect_create(&opt, KILN_ERROR_NOT_FOUND, causes2("the device option", "the index is out of range"));
+    opt.device = "0x0";
+    expect_create(&opt, KILN_ERROR_INVALID_ARGUMENT, causes2("neither an index", NULL));
+    opt.device = long_value;
+    expect_create(&opt, KILN_ERROR_NOT_FOUND, causes2("xxx...\": no device matches", NULL));
+    restore_env();
+    free(long_value);
+}
+
+/* ---- KILN_PROFILE and the profile option ---- */
+
+static void test_profile_env_values(void **state)
+{
+    (void)state;
+    char *long_value = repeat('p', 100000);
+    setenv("KILN_PROFILE", "no-such-profile", 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("KILN_PROFILE: profile \"no-such-profile\"", "does not exist"));
+    setenv("KILN_PROFILE", "nvidia", 1);
+    expect_create(NULL, KILN_ERROR_INVALID_ARGUMENT, causes2("KILN_PROFILE: profile \"nvidia\" is abstract", NULL));
+    setenv("KILN_PROFILE", long_value, 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("ppp...\" (forced) does not exist", NULL));
+    kiln_device_info info;
+    kt_assert_status(kiln_device_get_info(0, &info), KILN_ERROR_NOT_FOUND);
+    setenv("KILN_PROFILE", "", 1); /* empty is unset: matched */
+    expect_create(NULL, KILN_SUCCESS, NULL);
+    restore_env();
+    free(long_value);
+}
+
+static void test_profile_option_values(void **state)
+{
+    (void)state;
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile = "";
+    expect_create(&opt, KILN_ERROR_INVALID_ARGUMENT, causes2("the profile option is empty", NULL));
+    opt.profile = "no-such-profile";
+    expect_create(&opt, KILN_ERROR_NOT_FOUND, causes2("the profile option: profile \"no-such-profile\"", NULL));
+    opt.profile = "intel-gpu";
+    expect_create(&opt, KILN_ERROR_INVALID_ARGUMENT, causes2("is abstract", NULL));
+}
+
+/* ---- KILN_FIND ---- */
+
+static void test_find_not_a_switch(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"yes", "2", "-1", "true", "01"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *dir = kt_temp_dir();
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_FIND", bad[i], 1);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+        kiln_conv2d_desc d;
+        kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 4, 6, 6, 4, 3, 3);
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        assert_null(strstr(info.reason, "find")); /* no search: the default, 0 */
+        kiln_conv2d_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+        int warnings = kt_capture_end(&cap);
+        char *text = captured(&cap);
+        char want[64];
+        snprintf(want, sizeof want, "KILN_FIND=\"%s\" is not 0 or 1: using 0", bad[i]);
+        if (warnings != 1 || !strstr(text, want))
+            fail_msg("KILN_FIND=\"%s\": %d warnings, wanted one saying \"%s\"", bad[i], warnings, want);
+        free(text);
+        kt_remove_tree(dir);
+        free(dir);
+    }
+    restore_env();
+}
+
+/* ---- cache_dir and disable_disk_cache (as values) ---- */
+
+static void test_cache_options_values(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    char *long_value = repeat('c', 100000);
+    static const struct {
+        int use_long, disable;
+        const char *cache_dir, *reason;
+        int warnings;
+    } cases[] = {
+        {0, 0, "", "disabled by the options", 0},
+        {0, -1, NULL, "disabled by the options", 0},
+        {0, 7, NULL, "disabled by the options", 0},
+        {1, 0, NULL, "path too long", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_context_options opt;
+        kiln_context_options_init(&opt);
+        opt.cache_dir = cases[i].use_long ? long_value : cases[i].cache_dir;
+        opt.disable_disk_cache = cases[i].disable;
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+        kiln_cache_info info;
+        kt_assert_status(kiln_context_get_cache_info(ctx, &info), KILN_SUCCESS);
+        kiln_context_destroy(ctx);
+        assert_int_equal(kt_capture_end(&cap), cases[i].warnings);
+        assert_false(info.disk_enabled);
+        assert_non_null(strstr(info.disk_reason, cases[i].reason));
+    }
+    free(long_value);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
+/* ---- profile_overlay ---- */
+
+/* Each malformed overlay: INVALID_PROFILE with the cause in the detail. */
+static void expect_overlay(const char *overlay, const char *cause)
+{
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile_overlay = overlay;
+    expect_create(&opt, KILN_ERROR_INVALID_PROFILE, causes2("profile overlay: ", cause));
+}
+
+static void test_overlay_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *overlay, *cause;
+    } bad[] = {
+        {"", "empty"},
+        {"   ", "JSON syntax error at line 1"},
+        {"{\"kernels\": {\"util\": {\"wg\": 64}}", "JSON syntax error at line 1"},
+        {"{\"kernels\": {}}\n{}", "JSON syntax error at line 2"},
+        {"{\"select\": {\"gemm_direct_max\": NaN}}", "JSON syntax error"},
+        {"{\"select\": {\"gemm_direct_max\": Infinity}}", "JSON syntax error"},
+        {"null", "the top level must be an object"},
+        {"\"kernels\"", "the top level must be an object"},
+        {"{\"kernels\": []}", "'kernels' must be an object"},
+        {"{\"kernels\": {\"gemm.tiled\": 4}}", "'kernels.gemm.tiled' must be an object"},
+        {"{\"device\": \"fast\"}", "'device' must be an object"},
+        {"{\"name\": \"x\"}", "unknown key 'name'"},
+        {"{\"match\": {\"type\": \"cpu\"}}", "unknown key 'match'"},
+        {"{\"kernels\": {\"gemm.huge\": {}}}", "unknown kernel group 'kernels.gemm.huge'"},
+        {"{\"kernels\": {\"select\": {}}}", "unknown kernel group 'kernels.select'"},
+        {"{\"kernels\": {\"util\": {\"mwg\": 4}}}", "unknown key 'kernels.util.mwg'"},
+        {"{\"kernels\": {\"util\": {\"wg\": 64, \"wg\": 64}}}", "duplicate key 'kernels.util.wg'"},
+        {"{\"select\": {}, \"select\": {}}", "repeated top-level key 'select'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_overlay(bad[i].overlay, bad[i].cause);
+
+    /* Nested past the parser's limit, and longer than an overlay may be. */
+    char *deep = repeat('[', 5000);
+    expect_overlay(deep, "nested deeper than the JSON parser's limit");
+    free(deep);
+    char *huge = repeat(' ', (1u << 20) + 1);
+    huge[0] = '{';
+    huge[(1u << 20) - 1] = '}';
+    expect_overlay(huge, "longer than the 1048576 bytes an overlay may hold");
+    /* Just within the limit, it is parsed (and here valid). */
+    huge[1u << 20] = '\0';
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile_overlay = huge;
+    expect_create(&opt, KILN_SUCCESS, NULL);
+    free(huge);
+}
+
+/* ---- profile values: every key of every group ---- */
+
+/* The overlay setting group g's key to the JSON text `value`. */
+static void overlay_for(char *buf, size_t size, int g, const char *key, const char *value)
+{
+    const char *name = kiln_param_groups[g].name;
+    if (g == KILN_GROUP_device || g == KILN_GROUP_select)
+        snprintf(buf, size, "{\"%s\": {\"%s\": %s}}", name, key, value);
+    else
+        snprintf(buf, size, "{\"kernels\": {\"%s\": {\"%s\": %s}}}", name, key, value);
+}
+
+/* Wrong types, out of range, absurd: every field of the schema refuses
+   each with INVALID_PROFILE naming the key and the value given (applied to
+   the context's profile directly: the context option takes the same path,
+   as test_overlay_text shows). */
+static void test_every_key_bad_values(void **state)
+{
+    (void)state;
+    size_t tried = 0;
+    for (int g = 0; g < KILN_GROUP_COUNT; g++) {
+        const struct kiln_param_group *grp = &kiln_param_groups[g];
+        for (size_t f = 0; f < grp->count; f++) {
+            const struct kiln_param_field *field = &grp->fields[f];
+            char values[12][64];
+            size_t n = 0;
+            snprintf(values[n++], 64, "\"12\"");
+            snprintf(values[n++], 64, "null");
+            snprintf(values[n++], 64, "[1]");
+            snprintf(values[n++], 64, "{\"value\": 1}");
+            if (field->type == KILN_PARAM_BOOL) {
+                snprintf(values[n++], 64, "1");
+                snprintf(values[n++], 64, "\"true\"");
+            } else if (field->type == KILN_PARAM_CHOICE) {
+                snprintf(values[n++], 64, "0");
+                snprintf(values[n++], 64, "\"%s \"", field->choices[0]);
+                snprintf(values[n++], 64, "\"%s\"", "no-such-choice");
+                snprintf(values[n++], 64, "\"\"");
+            } else {
+                snprintf(values[n++], 64, "true");
+                snprintf(values[n++], 64, "%.17g", field->min - 1);
+                snprintf(values[n++], 64, "%.17g", field->type == KILN_PARAM_NUMBER ? field->max * 2 : field->max + 1);
+                snprintf(values[n++], 64, "1e308");
+                snprintf(values[n++], 64, "-1e308");
+                snprintf(values[n++], 64, "1e999");
+                if (field->type != KILN_PARAM_NUMBER)
+                    snprintf(values[n++], 64, "%.17g", field->min + 0.5);
+                if (field->type == KILN_PARAM_VW)
+                    snprintf(values[n++], 64, "3");
+            }
+            for (size_t v = 0; v < n; v++) {
+                char overlay[1024], cause[160];
+                overlay_for(overlay, sizeof overlay, g, field->key, values[v]);
+                snprintf(cause, sizeof cause, "%s%s.%s' must be",
+                         g == KILN_GROUP_device || g == KILN_GROUP_select ? "'" : "'kernels.", grp->name, field->key);
+                struct kiln_profile *p = NULL;
+                kiln_status st = kiln_profile_derive(kt_ctx->profile, overlay, &p);
+                if (st != KILN_ERROR_INVALID_PROFILE || !strstr(kiln_last_error_detail(), cause) ||
+                    !strstr(kiln_last_error_detail(), "(got "))
+                    fail_msg("%s: %s, \"%s\" (wanted INVALID_PROFILE, \"%s\" and the value)", overlay,
+                             kiln_status_string(st), kiln_last_error_detail(), cause);
+                assert_null(p);
+                tried++;
+            }
+        }
+    }
+    printf("# %zu bad values refused\n", tried);
+}
+
+/* The bounds of the schema on what a parameter set costs to compile:
+   each absurd set that the other checks let through is refused at once,
+   naming the bound, its value and limit; the same sets took the kernel
+   compiler 28 to 39 s each (a GEMM register tile 1024 x 1024, attention
+   scores of 1024 x 1024 rows and keys) before these bounds. */
+static void test_compile_cost_bounds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *overlay, *cause;
+    } absurd[] = {
+        {"{\"kernels\": {\"gemm.tiled\": {\"mwg\": 1024, \"nwg\": 1024, \"kwg\": 1, \"mdimc\": 1, \"ndimc\": 1, "
+         "\"mdima\": 1, \"ndimb\": 1, \"kwi\": 1, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}",
+         "gemm.tiled: (mwg/mdimc)*(nwg/ndimc) = 1048576 accumulators per work-item, more than the schema's bound of "
+         "512"},
+        {"{\"kernels\": {\"gemm.tiled\": {\"mwg\": 64, \"nwg\": 64, \"kwg\": 32, \"mdimc\": 4, \"ndimc\": 4, "
+         "\"mdima\": 4, \"ndimb\": 4, \"kwi\": 32, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}",
+         "gemm.tiled: kwi*(mwg/mdimc)*(nwg/ndimc) = 8192 multiply-adds unrolled per K step, more than the schema's "
+         "bound of 4096"},
+        {"{\"kernels\": {\"gemm.tiled\": {\"mwg\": 128, \"nwg\": 32, \"kwg\": 1024, \"mdimc\": 8, \"ndimc\": 1, "
+         "\"mdima\": 8, \"ndimb\": 8, \"kwi\": 1, \"vwm\": 1, \"vwn\": 1, \"sa\": true, \"sb\": false}}}",
+         "gemm.tiled: mwg*kwg/(mdimc*ndimc) = 16384 loads unrolled per K step, more than the schema's bound of 4096"},
+        {"{\"kernels\": {\"gemm.tiled\": {\"mwg\": 32, \"nwg\": 128, \"kwg\": 1024, \"mdimc\": 1, \"ndimc\": 8, "
+         "\"mdima\": 8, \"ndimb\": 8, \"kwi\": 1, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": true}}}",
+         "gemm.tiled: nwg*kwg/(mdimc*ndimc) = 16384 loads unrolled per K step"},
+        {"{\"kernels\": {\"gemm.direct\": {\"wg\": 256, \"mdimc\": 1, \"ndimc\": 1, \"vwm\": 1, \"vwn\": 1, "
+         "\"kwi\": 1}}}",
+         "gemm.direct: (wg/mdimc)*(wg/ndimc) = 65536 accumulators per work-item"},
+        {"{\"kernels\": {\"gemm.direct\": {\"wg\": 256, \"mdimc\": 16, \"ndimc\": 16, \"vwm\": 1, \"vwn\": 1, "
+         "\"kwi\": 256}}}",
+         "gemm.direct: kwi*(wg/mdimc)*(wg/ndimc) = 65536 multiply-adds unrolled per K step"},
+        {"{\"kernels\": {\"gemm.direct\": {\"wg\": 128, \"mdimc\": 2, \"ndimc\": 1, \"vwm\": 1, \"vwn\": 1, "
+         "\"kwi\": 1}}}",
+         "gemm.direct: (wg/mdimc)*(wg/ndimc) = 8192 accumulators"},
+        {"{\"kernels\": {\"gemm.direct\": {\"wg\": 256, \"mdimc\": 16, \"ndimc\": 1, \"vwm\": 1, \"vwn\": 1, "
+         "\"kwi\": 1}}}",
+         "gemm.direct: (wg/mdimc)*(wg/ndimc) = 4096 accumulators"},
+        {"{\"kernels\": {\"gemm.cpu\": {\"mr\": 64, \"nr\": 256, \"vw\": 1}}}",
+         "gemm.cpu: mr*nr = 16384 accumulators per work-item, more than the schema's bound of 512"},
+        {"{\"kernels\": {\"gemm.cpu\": {\"narrow_mr\": 64, \"vw\": 16, \"mr\": 1, \"nr\": 16}}}",
+         "gemm.cpu: narrow_mr*vw = 1024 accumulators per work-item"},
+        {"{\"kernels\": {\"gemm.smallm\": {\"mr\": 64, \"nc\": 256, \"vw\": 16}}}",
+         "gemm.smallm: mr*nc*vw = 262144 accumulators per work-item"},
+        {"{\"kernels\": {\"conv.igemm_tiled\": {\"mwg\": 1024, \"nwg\": 1024, \"mdimc\": 1, \"ndimc\": 1, "
+         "\"vw\": 1}}}",
+         "conv.igemm_tiled: (mwg/mdimc)*(nwg/ndimc) = 1048576 accumulators per work-item"},
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 1024, \"block_kv\": 1024, \"q_blocks\": 1024, "
+         "\"chunk_kv\": 1024, \"vw\": 1, \"wg\": 1}}}",
+         "attention.fused: block_q*block_kv = 1048576 scores per work-item, more than the schema's bound of 512"},
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 512, \"block_kv\": 1, \"q_blocks\": 1024, "
+         "\"chunk_kv\": 1024, \"vw\": 16, \"wg\": 1}}}",
+         "attention.fused: q_blocks*block_q = 524288 query rows per work-item, more than the schema's bound of 512"},
+    };
+    for (size_t i = 0; i < sizeof absurd / sizeof *absurd; i++) {
+        double t0 = now_ms();
+        expect_overlay(absurd[i].overlay, absurd[i].cause);
+        double ms = now_ms() - t0;
+        printf("# refused in %.1f ms: %s\n", ms, absurd[i].cause);
+        assert_true(ms < 5000);
+    }
+}
+
+/* The largest sets within the bounds are accepted (each bound is a bound,
+   not a ban), and a profile file past a bound is skipped with a warning
+   that names the bound. */
+static void test_compile_cost_bounds_edges(void **state)
+{
+    (void)state;
+    static const char *const within[] = {
+        "{\"kernels\": {\"gemm.tiled\": {\"mwg\": 32, \"nwg\": 16, \"kwg\": 8, \"mdimc\": 1, \"ndimc\": 1, "
+        "\"mdima\": 1, \"ndimb\": 1, \"kwi\": 8, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}",
+        "{\"kernels\": {\"gemm.cpu\": {\"mr\": 32, \"nr\": 16, \"vw\": 1, \"narrow_mr\": 32}}}",
+        "{\"kernels\": {\"gemm.smallm\": {\"mr\": 8, \"nc\": 4, \"vw\": 16}}}",
+        "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 16, \"vw\": 16}}}",
+    };
+    for (size_t i = 0; i < sizeof within / sizeof *within; i++) {
+        kiln_context_options opt;
+        kiln_context_options_init(&opt);
+        opt.profile_overlay = within[i];
+        expect_create(&opt, KILN_SUCCESS, NULL);
+    }
+
+    char *dir = kt_temp_dir(), path[1024];
+    snprintf(path, sizeof path, "%s/absurd-cpu.json", dir);
+    kt_write_file(path, "{\"name\": \"absurd-cpu\", \"parent\": \"generic-cpu\", \"match\": {\"name\": [\"none\"]},"
+                        " \"kernels\": {\"gemm.cpu\": {\"mr\": 64, \"nr\": 64}}}");
+    setenv("KILN_PROFILE_DIR", dir, 1);
+    struct kt_capture cap;
+    kt_capture_begin(&cap, dir);
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile = "absurd-cpu";
+    expect_create(&opt, KILN_ERROR_NOT_FOUND,
+                  causes2("is invalid: gemm.cpu: mr*nr = 4096 accumulators per work-item, more than the schema's "
+                          "bound of 512",
+                          NULL));
+    assert_int_equal(kt_capture_end(&cap), 1);
+    restore_env();
+    kt_remove_tree(dir);
+    free(dir);
+}
+
+/* A device's limit names the parameters, the value and the device. */
+static void test_device_bound_named(void **state)
+{
+    (void)state;
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile_overlay = "{\"kernels\": {\"gemm.tiled\": {\"mwg\": 1024, \"nwg\": 1024, \"kwg\": 1024, "
+                          "\"mdimc\": 1024, \"ndimc\": 1024, \"mdima\": 1024, \"ndimb\": 1024, \"kwi\": 1, "
+                          "\"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}";
+    expect_create(&opt, KILN_ERROR_INVALID_PROFILE,
+                  causes2("gemm.tiled: mdimc*ndimc = 1048576 work-items per work-group, more than the device's limit "
+                          "of",
+                          NULL));
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, WATCHED(test_log_not_a_level));
+    kt_add(&tests, WATCHED(test_log_levels));
+    kt_add(&tests, WATCHED(test_device_env_values));
+    kt_add(&tests, WATCHED(test_device_option_values));
+    kt_add(&tests, WATCHED(test_profile_env_values));
+    kt_add(&tests, WATCHED(test_profile_option_values));
+    kt_add(&tests, WATCHED(test_find_not_a_switch));
+    kt_add(&tests, WATCHED(test_cache_options_values));
+    kt_add(&tests, WATCHED(test_overlay_text));
+    kt_add(&tests, WATCHED(test_every_key_bad_values));
+    kt_add(&tests, WATCHED(test_compile_cost_bounds));
+    kt_add(&tests, WATCHED(test_compile_cost_bounds_edges));
+    kt_add(&tests, WATCHED(test_device_bound_named));
+    return kt_run_with("inputs_values", &tests, save_env, free_env);
+}
