@@ -65,9 +65,10 @@ static char **environment(const char *const *set)
     return env;
 }
 
-static void run_case(void **state)
+/* Runs the case and checks its exit status and message; returns the number
+   of "kiln warning:" lines it printed on stderr. */
+static int run(const struct cli_case *c)
 {
-    const struct cli_case *c = *state;
 #if defined(KT_KILN_INFO) && defined(KT_KILN_BENCH)
     const char *program = strcmp(c->program, "info") == 0 ? KT_KILN_INFO : KT_KILN_BENCH;
 #else
@@ -75,6 +76,7 @@ static void run_case(void **state)
     printf("# skipped: kiln-info and kiln-bench are not built (KILN_BUILD_TOOLS=OFF)\n");
     skip();
     const char *program = "";
+    return 0;
 #endif
     const char *argv[18] = {program};
     for (size_t i = 0; c->args[i]; i++)
@@ -109,9 +111,15 @@ static void run_case(void **state)
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (code != c->status || !(strstr(err, c->out) || (code == 0 && strstr(out, c->out))))
         fail_msg("%s: exit %d (wanted %d), stderr:\n%.2000s\n(wanted \"%s\")", c->name, code, c->status, err, c->out);
+    int warnings = 0;
+    for (const char *w = err; (w = strstr(w, "kiln warning:")) != NULL; w++)
+        warnings++;
     free(out);
     free(err);
+    return warnings;
 }
+
+static void run_case(void **state) { run(*state); }
 
 #define INFO "info"
 #define BENCH "bench"
@@ -236,7 +244,43 @@ static const struct cli_case cases[] = {
     {"bench quick unknown peer", BENCH, {"quick", "--compare", "mkl"}, {NULL}, 2, "bad argument \"--compare mkl\""},
     {"bench quick unknown option", BENCH, {"quick", "--bogus"}, {NULL}, 2, "bad argument \"--bogus\""},
     {"bench quick KILN_DEVICE", BENCH, {"quick"}, {"KILN_DEVICE=999", NULL}, 1, "no device has that index"},
+    /* Paths (docs/inputs.md, "Environment variables naming paths"). */
+    {"info KILN_KERNEL_DIR missing",
+     INFO,
+     {NULL},
+     {"KILN_KERNEL_DIR=/nonexistent/kiln-kernels", NULL},
+     1,
+     "KILN_KERNEL_DIR"},
+    {"info KILN_KERNEL_DIR a device", INFO, {NULL}, {"KILN_KERNEL_DIR=/dev/null", NULL}, 1, "KILN_KERNEL_DIR"},
+    {"info KILN_PROFILE_DIR missing",
+     INFO,
+     {NULL},
+     {"KILN_PROFILE_DIR=/nonexistent/kiln-profiles", NULL},
+     1,
+     "KILN_PROFILE_DIR"},
+    {"info KILN_CACHE_DIR a device", INFO, {NULL}, {"KILN_CACHE_DIR=/dev/null", NULL}, 0, "memory only"},
+    {"info KILN_CACHE_DIR under a file", INFO, {NULL}, {"KILN_CACHE_DIR=/dev/null/kiln", NULL}, 0, "memory only"},
+    {"bench gemm KILN_KERNEL_DIR missing",
+     BENCH,
+     {GEMM_OK},
+     {"KILN_KERNEL_DIR=/nonexistent/kiln-kernels", NULL},
+     1,
+     "KILN_KERNEL_DIR"},
 };
+
+/* kiln-bench with a cache directory it cannot use measures every row (kiln
+   and the peer) and says so once. */
+static void test_bench_with_unusable_cache_measures_every_row_with_one_warning(void **state)
+{
+    (void)state;
+    static const struct cli_case c = {"bench gemm KILN_CACHE_DIR unusable",
+                                      BENCH,
+                                      {GEMM_OK, "--reps", "5", "--compare", "openblas"},
+                                      {"KILN_CACHE_DIR=/dev/null/kiln", "KILN_LOG=1", NULL},
+                                      0,
+                                      "cblas_sgemm"};
+    assert_int_equal(run(&c), 1);
+}
 
 int main(void)
 {
@@ -244,5 +288,8 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         kt_add_test_(&tests, (struct CMUnitTest){cases[i].name, run_case, kt_watchdog_arm, kt_watchdog_disarm,
                                                  (void *)&cases[i]});
+    kt_add_test_(&tests, (struct CMUnitTest){"bench with an unusable cache directory",
+                                             test_bench_with_unusable_cache_measures_every_row_with_one_warning,
+                                             kt_watchdog_arm, kt_watchdog_disarm, NULL});
     return kt_run_with("inputs_cli", &tests, make_tmp, remove_tmp);
 }
