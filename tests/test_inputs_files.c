@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/context.h"
@@ -24,6 +25,7 @@
 #include "ops/find.h"
 #include "profiles/profile.h"
 #include "test_util.h"
+#include "util/fs.h"
 
 enum { WATCHDOG_S = 60 };
 
@@ -883,6 +885,69 @@ static void test_find_entry_bad(void **state)
 
 /* ------------------------------------------------------------------------ */
 
+/* Files and directories without permission: the reader and the directory
+   check say "Permission denied". Permissions do not bind root, so as root
+   the checks run in a child process that has become the unprivileged user
+   65534 (and skip, saying why, where it cannot). */
+static int unreadable_checks(const char *file, const char *dir)
+{
+    char *data = NULL;
+    size_t size = 0;
+    kiln_status st = kiln_fs_read(file, 0, 1024, &data, &size);
+    int bad = 0;
+    if (st != KILN_ERROR_IO || !strstr(kiln_last_error_detail(), "Permission denied")) {
+        fprintf(stderr, "unreadable file: status %d, detail \"%s\"\n", st, kiln_last_error_detail());
+        bad |= 1;
+    }
+    free(data);
+    st = kiln_fs_check_dir(dir);
+    if (st != KILN_ERROR_IO || !strstr(kiln_last_error_detail(), "Permission denied")) {
+        fprintf(stderr, "unreadable directory: status %d, detail \"%s\"\n", st, kiln_last_error_detail());
+        bad |= 2;
+    }
+    return bad;
+}
+
+static void test_file_and_directory_without_permission(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    assert_int_equal(chmod(dir, 0755), 0);
+    char file[PATH_MAX], sub[PATH_MAX];
+    snprintf(file, sizeof file, "%s/profile.json", dir);
+    snprintf(sub, sizeof sub, "%s/kernels", dir);
+    kt_write_file(file, "{}");
+    assert_int_equal(chmod(file, 0), 0);
+    assert_int_equal(mkdir(sub, 0), 0);
+    int bad;
+    if (geteuid() != 0) {
+        bad = unreadable_checks(file, sub);
+    } else {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            if (setgid(65534) != 0 || setuid(65534) != 0)
+                _exit(100);
+            _exit(unreadable_checks(file, sub));
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        bad = WEXITSTATUS(status);
+        if (bad == 100) {
+            kt_remove_tree(dir);
+            free(dir);
+            printf("# skipped: running as root and cannot become an unprivileged user to test permissions\n");
+            skip();
+        }
+    }
+    kt_remove_tree(dir);
+    free(dir);
+    assert_int_equal(bad, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+
 /* Appends fn with `state` (whose first member is the test's name) as test
    prefix + that name, under the watchdog. */
 static void add_watched(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *state)
@@ -918,6 +983,7 @@ int main(void)
         {"test_unknown_kernel_of_a_cached_program_is_not_a_discard",
          test_unknown_kernel_of_a_cached_program_is_not_a_discard},
         {"test_fifo_in_place_of_a_program_entry", test_fifo_in_place_of_a_program_entry},
+        {"test_file_and_directory_without_permission", test_file_and_directory_without_permission},
     };
     for (size_t i = 0; i < sizeof single / sizeof *single; i++)
         add_watched(&t, "", single[i].fn, &single[i]);
