@@ -230,6 +230,7 @@ int bench_gemm(int argc, char **argv);
 int bench_quick(int argc, char **argv);
 int bench_conv(int argc, char **argv);
 int bench_attention(int argc, char **argv);
+int bench_peak(int argc, char **argv);
 
 /* kiln-bench conv --model NAME ... (bench_models.c); argv holds every
    argument of kiln-bench conv. */

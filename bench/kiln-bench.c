@@ -14,6 +14,7 @@ static const struct {
     {"quick", bench_quick, "a fixed set of GEMM shapes against the peers: the main benchmark, under a minute"},
     {"conv", bench_conv, "one convolution (or a model's layers) on kiln and its peers (oneDNN, CLBlast)"},
     {"attention", bench_attention, "fused attention against kiln's naive path and OpenBLAS three-step attention"},
+    {"peak", bench_peak, "the device's fp32 peak and memory bandwidth, measured, beside its profile's figures"},
 };
 
 static void usage(FILE *out)

@@ -244,6 +244,7 @@ static const struct cli_case cases[] = {
     {"bench quick unknown peer", BENCH, {"quick", "--compare", "mkl"}, {NULL}, 2, "bad argument \"--compare mkl\""},
     {"bench quick unknown option", BENCH, {"quick", "--bogus"}, {NULL}, 2, "bad argument \"--bogus\""},
     {"bench quick KILN_DEVICE", BENCH, {"quick"}, {"KILN_DEVICE=999", NULL}, 1, "no device has that index"},
+    {"bench peak unknown option", BENCH, {"peak", "--bogus"}, {NULL}, 2, "kiln-bench peak: bad argument \"--bogus\""},
     /* Paths (docs/inputs.md, "Environment variables naming paths"). */
     {"info KILN_KERNEL_DIR missing",
      INFO,

@@ -1,0 +1,53 @@
+/* kiln-bench peak: the device's fp32 peak and memory bandwidth as measured
+   on it (src/tune/peaks.c), beside what its profile says. */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "tune/peaks.h"
+
+int bench_peak(int argc, char **argv)
+{
+    int json = 0;
+    static const char usage[] =
+        "usage: kiln-bench peak [--json]\n"
+        "fp32 multiply-adds (GFLOP/s) and a copy (GB/s, bytes read plus written) on the device, each the median\n"
+        "of several launches of at least about 20 ms, beside the figures of the device's profile.\n";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "kiln-bench peak: bad argument \"%.64s%s\"\n%s", argv[i], strlen(argv[i]) > 64 ? "..." : "",
+                    usage);
+            return 2;
+        }
+    }
+    kiln_context *ctx = NULL;
+    kiln_device_info device;
+    if (bench_open_context("peak", &ctx, &device) != 0)
+        return 1;
+    struct kiln_peaks p;
+    kiln_status st = kiln_measure_peaks(ctx, &p);
+    kiln_context_destroy(ctx);
+    if (st != KILN_SUCCESS) {
+        fprintf(stderr, "kiln-bench peak: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
+        return 1;
+    }
+    if (json) {
+        printf("{\"op\":\"peak\",\"device\":\"%s\",\"profile\":\"%s\",\"gflops\":%.1f,\"gbps\":%.1f,"
+               "\"profile_gflops\":%.1f,\"profile_gbps\":%.1f,\"peak_source\":\"%s\"}\n",
+               device.name, device.profile, p.gflops, p.gbps, device.peak_gflops, device.peak_gbps, device.peak_source);
+        return 0;
+    }
+    printf("peaks of %s (profile %s)\n", device.name, device.profile);
+    printf("%-22s %12s %12s %8s\n", "", "measured", device.peak_source, "ratio");
+    printf("%-22s %12.1f %12.1f %8.2f\n", "fp32 GFLOP/s", p.gflops, device.peak_gflops,
+           device.peak_gflops > 0 ? p.gflops / device.peak_gflops : 0.0);
+    printf("%-22s %12.1f %12.1f %8.2f\n", "memory GB/s (copy)", p.gbps, device.peak_gbps,
+           device.peak_gbps > 0 ? p.gbps / device.peak_gbps : 0.0);
+    printf("multiply-add launch %.2f ms; copy of %zu MiB %.2f ms\n", p.fma_ms, p.copy_bytes >> 20, p.copy_ms);
+    return 0;
+}

@@ -1,0 +1,143 @@
+/* Measured fp32 peak and memory bandwidth; see peaks.h. */
+#include "tune/peaks.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/diag.h"
+#include "jit/args.h"
+#include "jit/program_cache.h"
+#include "ops/find.h"
+#include "profiles/profile.h"
+#include "util/options.h"
+
+/* Flops of one work-item per round of util_peak_fma: PEAK_CHAINS (8)
+   multiply-adds of PEAK_LANES (8) floats; what it stores when right. */
+#define FLOPS_PER_ROUND (2.0 * 8.0 * 8.0)
+#define FMA_CONVERGED 64.0f
+/* A launch this long or longer is timed without the launch cost mattering. */
+#define TARGET_MS 20.0
+#define MAX_ITERS (1 << 22)
+#define COPY_MAX_BYTES ((size_t)256 << 20)
+#define COPY_MIN_BYTES ((size_t)1 << 20)
+
+struct launch {
+    kiln_context *ctx;
+    struct kiln_kernel *kernel;
+    struct kiln_args args;
+    size_t global, local;
+};
+
+static kiln_status run_launch(void *cookie)
+{
+    struct launch *l = cookie;
+    return kiln_kernel_launch(l->ctx, l->kernel, &l->args, 1, &l->global, &l->local, 0, NULL);
+}
+
+static kiln_status kernel_of(kiln_context *ctx, const char *name, struct kiln_kernel **kernel)
+{
+    const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
+    struct kiln_options options = {0};
+    kiln_profile_defines(&options, KILN_GROUP_util, util);
+    kiln_status st = kiln_options_status(&options, "kiln_measure_peaks");
+    if (st == KILN_SUCCESS)
+        st = kiln_kernel_get(ctx, "util/peak", kiln_options_text(&options), name, kernel);
+    kiln_options_free(&options);
+    return st;
+}
+
+static kiln_status measure_fma(kiln_context *ctx, struct kiln_peaks *out)
+{
+    struct launch l = {.ctx = ctx};
+    l.local = (size_t)kiln_profile_params(ctx->profile)->util.wg;
+    /* Enough work-groups for every compute unit several times over. */
+    l.global = l.local * 16 * (ctx->desc.compute_units ? ctx->desc.compute_units : 1);
+    kiln_buffer *result = NULL;
+    kiln_status st = kernel_of(ctx, "util_peak_fma", &l.kernel);
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_create(ctx, l.global * sizeof(float), &result);
+    int iters = 256;
+    double ms = 0.0;
+    while (st == KILN_SUCCESS) {
+        l.args = (struct kiln_args){0};
+        kiln_args_buffer(&l.args, result->handle);
+        kiln_args_int(&l.args, iters);
+        st = kiln_find_median(ctx, run_launch, &l, &ms);
+        if (st != KILN_SUCCESS || ms >= TARGET_MS || iters >= MAX_ITERS)
+            break;
+        /* Grow towards the target in one step once a time is measurable. */
+        double grow = ms > 1.0 ? ceil(TARGET_MS / ms) : 16.0;
+        iters = (int)fmin((double)MAX_ITERS, iters * fmax(2.0, grow));
+    }
+    float first = 0.0f;
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_read(result, 0, sizeof first, &first);
+    kiln_buffer_destroy(result);
+    if (st != KILN_SUCCESS)
+        return st;
+    out->fma_ms = ms;
+    out->fma_checksum = first;
+    out->gflops = FLOPS_PER_ROUND * iters * (double)l.global / (ms * 1e6);
+    /* 64 values converge to 1 from 0..0.875 (0.999^256 leaves at most 0.77
+       of the start's distance, far less after more rounds). */
+    if (!(first > 0.6f * FMA_CONVERGED && first <= FMA_CONVERGED * 1.001f))
+        return kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: the multiply-add kernel computed %g, not about %g",
+                          (double)first, (double)FMA_CONVERGED);
+    return KILN_SUCCESS;
+}
+
+static kiln_status measure_copy(kiln_context *ctx, struct kiln_peaks *out)
+{
+    size_t bytes = COPY_MAX_BYTES;
+    if (ctx->desc.max_alloc_bytes && bytes > ctx->desc.max_alloc_bytes / 2)
+        bytes = (size_t)(ctx->desc.max_alloc_bytes / 2);
+    if (ctx->desc.global_mem_bytes && bytes > ctx->desc.global_mem_bytes / 8)
+        bytes = (size_t)(ctx->desc.global_mem_bytes / 8);
+    bytes &= ~(size_t)15;
+    if (bytes < COPY_MIN_BYTES)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln_measure_peaks: the device cannot hold two %zu-byte buffers",
+                          COPY_MIN_BYTES);
+    struct launch l = {.ctx = ctx};
+    l.local = (size_t)kiln_profile_params(ctx->profile)->util.wg;
+    const size_t n = bytes / 16;
+    l.global = (n + l.local - 1) / l.local * l.local;
+    kiln_buffer *src = NULL, *dst = NULL;
+    kiln_status st = kernel_of(ctx, "util_copy_f32x4", &l.kernel);
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_create(ctx, bytes, &src);
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_create(ctx, bytes, &dst);
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_fill_f32(src, 0, bytes / 4, 1.0f);
+    double ms = 0.0;
+    if (st == KILN_SUCCESS) {
+        kiln_args_buffer(&l.args, src->handle);
+        kiln_args_buffer(&l.args, dst->handle);
+        kiln_args_ulong(&l.args, n);
+        st = kiln_find_median(ctx, run_launch, &l, &ms);
+    }
+    kiln_buffer_destroy(src);
+    kiln_buffer_destroy(dst);
+    if (st != KILN_SUCCESS)
+        return st;
+    out->copy_ms = ms;
+    out->copy_bytes = bytes;
+    out->gbps = 2.0 * (double)bytes / (ms * 1e6);
+    return KILN_SUCCESS;
+}
+
+kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out)
+{
+    if (!ctx || !out)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_measure_peaks: NULL argument");
+    struct kiln_peaks p;
+    memset(&p, 0, sizeof p);
+    kiln_status st = measure_fma(ctx, &p);
+    if (st == KILN_SUCCESS)
+        st = measure_copy(ctx, &p);
+    if (st == KILN_SUCCESS)
+        *out = p;
+    return st;
+}

@@ -1,0 +1,28 @@
+/*
+ * The device's fp32 arithmetic peak and memory bandwidth, measured on it:
+ * a multiply-add loop and a copy (cl/util/peak.cl), each timed as find
+ * times candidates (a warm-up, then the median of several runs, by device
+ * time where the backend has it). kiln-tune records them in a tuned profile
+ * (device.peak_gflops, device.peak_gbps) so that every efficiency figure is
+ * against what the device reaches, not what a datasheet says.
+ */
+#ifndef KILN_TUNE_PEAKS_H
+#define KILN_TUNE_PEAKS_H
+
+#include "kiln/kiln.h"
+
+struct kiln_peaks {
+    double gflops;       /* fp32 multiply-adds, GFLOP/s */
+    double gbps;         /* copy: bytes read plus bytes written, GB/s */
+    double fma_ms;       /* median time of one multiply-add launch */
+    double copy_ms;      /* median time of one copy */
+    size_t copy_bytes;   /* size of each of the two copy buffers */
+    double fma_checksum; /* what the multiply-add kernel computed per work-item (64 when right) */
+};
+
+/* Measure both on the context's device, sizing each launch to take at least
+   about 20 ms. Statuses of buffer creation, kernel builds and launches;
+   KILN_ERROR_DEVICE if the multiply-add kernel computed a wrong value. */
+kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out);
+
+#endif /* KILN_TUNE_PEAKS_H */

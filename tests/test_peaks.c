@@ -1,0 +1,37 @@
+/* The measured peaks (src/tune/peaks.c): both figures positive and finite,
+   the multiply-add kernel's result right (it would expose a kernel the
+   compiler reduced to nothing), and NULL arguments refused. Their size is a
+   property of the device, not checked here; kiln-bench peak shows them. */
+#include <math.h>
+#include <stdio.h>
+
+#include "test_util.h"
+#include "tune/peaks.h"
+
+static void test_peaks_are_measured(void **state)
+{
+    (void)state;
+    struct kiln_peaks p;
+    kt_assert_status(kiln_measure_peaks(kt_ctx, &p), KILN_SUCCESS);
+    printf("# %.1f GFLOP/s fp32, %.1f GB/s (launches of %.2f and %.2f ms)\n", p.gflops, p.gbps, p.fma_ms, p.copy_ms);
+    assert_true(isfinite(p.gflops) && p.gflops > 0.0);
+    assert_true(isfinite(p.gbps) && p.gbps > 0.0);
+    assert_true(p.fma_checksum > 0.6 * 64.0 && p.fma_checksum <= 64.0 * 1.001);
+    assert_true(p.copy_bytes >= (size_t)1 << 20);
+}
+
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    struct kiln_peaks p;
+    kt_assert_status(kiln_measure_peaks(NULL, &p), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_measure_peaks(kt_ctx, NULL), KILN_ERROR_INVALID_ARGUMENT);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_peaks_are_measured));
+    kt_add(&tests, cmocka_unit_test(test_null_arguments));
+    return kt_run("peaks", &tests);
+}
