@@ -155,21 +155,39 @@ static kiln_status time_once(kiln_context *ctx, kiln_status (*run)(void *cookie)
     return st;
 }
 
-kiln_status kiln_find_median(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, double *ms)
+kiln_status kiln_time_runs(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, int reps,
+                           double cutoff_ms, double *ms, int *runs)
 {
-    double times[KILN_FIND_REPS];
+    enum { MAX_REPS = 64 };
+    if (reps < 1 || reps > MAX_REPS)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_time_runs: %d runs (1 to %d)", reps, MAX_REPS);
+    double times[MAX_REPS];
+    int made = 0;
     kiln_status st = run(cookie);
     if (st == KILN_SUCCESS)
         st = kiln_context_finish(ctx);
-    for (int r = 0; r < KILN_FIND_REPS && st == KILN_SUCCESS; r++)
-        st = time_once(ctx, run, cookie, &times[r]);
+    while (st == KILN_SUCCESS && made < reps) {
+        st = time_once(ctx, run, cookie, &times[made]);
+        if (st == KILN_SUCCESS && cutoff_ms > 0 && times[made] > cutoff_ms) {
+            made++;
+            break;
+        }
+        made += st == KILN_SUCCESS;
+    }
     if (st != KILN_SUCCESS)
         return st;
-    for (int i = 1; i < KILN_FIND_REPS; i++)
+    for (int i = 1; i < made; i++)
         for (int j = i; j > 0 && times[j] < times[j - 1]; j--) {
             double x = times[j];
             times[j] = times[j - 1], times[j - 1] = x;
         }
-    *ms = times[KILN_FIND_REPS / 2];
+    *ms = times[made / 2];
+    if (runs)
+        *runs = made;
     return KILN_SUCCESS;
+}
+
+kiln_status kiln_find_median(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, double *ms)
+{
+    return kiln_time_runs(ctx, run, cookie, KILN_FIND_REPS, 0.0, ms, NULL);
 }

@@ -40,6 +40,13 @@ kiln_status kiln_find(kiln_context *ctx, const char *key, const struct kiln_find
 #define KILN_FIND_REPS 3
 kiln_status kiln_find_median(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, double *ms);
 
+/* The same with `reps` timed runs (1 to 64), cut short once a run takes
+   longer than cutoff_ms (0: never): a candidate clearly slower than the best
+   so far costs one run, not all. *runs (if not NULL) receives the number of
+   timed runs made; the median is of those. */
+kiln_status kiln_time_runs(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, int reps,
+                           double cutoff_ms, double *ms, int *runs);
+
 /* A hash of what a choice depends on besides the problem and the device:
    the backend's kernel sources and the context's profile parameters. */
 uint64_t kiln_find_code_hash(const kiln_context *ctx);
