@@ -1,0 +1,317 @@
+/* The tuner's search space (src/tune/space.h) against the schema: which
+   fields are tuned, their ladders, and for every kernel group of every
+   shipped profile on the default device, neighbours and random candidates
+   that all pass the group's check and fit the device, refusals with their
+   reasons, overlays that round-trip, and determinism for a seed. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/context.h"
+#include "profiles/profile.h"
+#include "profiles/profile_impl.h"
+#include "tune/space.h"
+
+/* Random candidates drawn per group, the tries each may take, and the seed
+   of their generator (fixed: the sample is the same on every run). */
+enum { SAMPLES = 300, TRIES = 100000 };
+#define SPACE_SEED 0x6b696c6e5475ULL
+
+static struct kiln_profile_set *embedded;
+
+static int load_embedded(void **state)
+{
+    kt_group_setup(state);
+    return kiln_profile_set_load(NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
+}
+
+static int free_embedded(void **state)
+{
+    kiln_profile_set_free(embedded);
+    return kt_group_teardown(state);
+}
+
+/* Fields of group g in which a and b differ. */
+static int differences(int g, const union kiln_space_values *a, const union kiln_space_values *b)
+{
+    int n = 0;
+    for (size_t f = 0; f < kiln_param_groups[g].count; f++)
+        n += kiln_param_get(g, (int)f, a) != kiln_param_get(g, (int)f, b);
+    return n;
+}
+
+/* The refusals of one space: counted, and each reason must name the group
+   and one of its fields. */
+struct refusals {
+    int g;
+    size_t schema, device;
+};
+
+static void on_reject(void *user, const union kiln_space_values *c, enum kiln_space_reject kind, const char *why)
+{
+    struct refusals *r = user;
+    const struct kiln_param_group *grp = &kiln_param_groups[r->g];
+    (void)c;
+    if (!strstr(why, grp->name))
+        fail_msg("refusal \"%s\" does not name %s", why, grp->name);
+    int named = 0;
+    for (size_t f = 0; f < grp->count; f++)
+        named |= strstr(why, grp->fields[f].key) != NULL;
+    /* A device refusal of local memory names the limit, not a field. */
+    if (!named && !(kind == KILN_SPACE_REJECT_DEVICE && strstr(why, "local memory")))
+        fail_msg("refusal \"%s\" names no field of %s", why, grp->name);
+    if (kind == KILN_SPACE_REJECT_SCHEMA)
+        r->schema++;
+    else
+        r->device++;
+}
+
+static void assert_admitted(const struct kiln_space *s, const union kiln_space_values *c, const char *what)
+{
+    char why[512];
+    const kiln_param_check check = kiln_param_groups[s->group].check;
+    if (check && (check(c, NULL, why, sizeof why) != 0 || check(c, s->dev, why, sizeof why) != 0))
+        fail_msg("%s of %s fails its check: %s", what, kiln_param_groups[s->group].name, why);
+    for (size_t i = 0; i < s->count; i++) {
+        const struct kiln_param_field *field = &kiln_param_groups[s->group].fields[s->fields[i].field];
+        double v = kiln_param_get((int)s->group, s->fields[i].field, c);
+        if (v < field->min || v > field->max)
+            fail_msg("%s of %s: %s = %g outside [%g, %g]", what, kiln_param_groups[s->group].name, field->key, v,
+                     field->min, field->max);
+    }
+}
+
+/* Every neighbour of `from` passes and differs from it in one field. */
+static size_t check_neighbours(const struct kiln_space *s, const union kiln_space_values *from)
+{
+    union kiln_space_values out[64];
+    size_t n = kiln_space_neighbours(s, from, out, 64);
+    for (size_t i = 0; i < n; i++) {
+        assert_admitted(s, &out[i], "a neighbour");
+        assert_int_equal(differences((int)s->group, &out[i], from), 1);
+    }
+    return n;
+}
+
+/* The overlay of c applied to profile p holds c, and only c's differences
+   from the seed. */
+static void check_overlay(const struct kiln_space *s, const struct kiln_profile *p, const union kiln_space_values *c)
+{
+    const int g = (int)s->group;
+    char *text = kiln_space_overlay(s, c);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    const cJSON *obj =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "kernels"), kiln_param_groups[g].name);
+    assert_true(cJSON_IsObject(obj));
+    assert_int_equal(cJSON_GetArraySize(obj), differences(g, c, &s->seed));
+    cJSON_Delete(root);
+    struct kiln_profile *child = NULL;
+    kt_assert_status(kiln_profile_derive(p, text, &child), KILN_SUCCESS);
+    const void *got = (const char *)kiln_profile_params(child) + kiln_param_groups[g].offset;
+    if (differences(g, got, c) != 0)
+        fail_msg("overlay %s does not give back its candidate", text);
+    kiln_profile_free(child);
+    free(text);
+}
+
+/* Through the public API: a context on profile `name` with c's overlay
+   reports c in its resolved profile. */
+static void check_overlay_context(const struct kiln_space *s, const char *name, const union kiln_space_values *c)
+{
+    const int g = (int)s->group;
+    char *text = kiln_space_overlay(s, c);
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile = name;
+    opt.profile_overlay = text;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    size_t length = 0;
+    kt_assert_status(kiln_context_get_profile_json(ctx, NULL, 0, &length), KILN_SUCCESS);
+    char *json = malloc(length + 1);
+    assert_non_null(json);
+    kt_assert_status(kiln_context_get_profile_json(ctx, json, length + 1, &length), KILN_SUCCESS);
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *obj =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "kernels"), kiln_param_groups[g].name);
+    assert_true(cJSON_IsObject(obj));
+    union kiln_space_values got = s->seed;
+    uint32_t own = 0;
+    char why[512];
+    cJSON *copy = cJSON_Duplicate(obj, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(copy, "classes");
+    if (kiln_param_read(copy, g, kiln_param_groups[g].name, &got, &own, why, sizeof why) != 0)
+        fail_msg("the context's profile: %s", why);
+    if (differences(g, &got, c) != 0)
+        fail_msg("a context with overlay %s reports other parameters", text);
+    cJSON_Delete(copy);
+    cJSON_Delete(root);
+    free(json);
+    kiln_context_destroy(ctx);
+    free(text);
+}
+
+static void test_profile_space(void **state)
+{
+    const char *name = *state;
+    const struct kiln_profile *p = kiln_profile_find(embedded, name);
+    assert_non_null(p);
+    char why[KILN_PROFILE_WHY_SIZE];
+    const int fits = kiln_profile_fits(p, &kt_ctx->desc, why) == 0;
+    for (int g = 0; g < KILN_GROUP_COUNT; g++) {
+        if (!kiln_space_kernel_group((enum kiln_group_id)g))
+            continue;
+        const struct kiln_param_group *grp = &kiln_param_groups[g];
+        struct refusals r = {g, 0, 0};
+        struct kiln_space s;
+        kt_assert_status(kiln_space_init(&s, (enum kiln_group_id)g, (const char *)kiln_profile_params(p) + grp->offset,
+                                         &kt_ctx->desc),
+                         KILN_SUCCESS);
+        s.on_reject = on_reject;
+        s.user = &r;
+        size_t neighbours = check_neighbours(&s, &s.seed);
+
+        uint64_t rng = SPACE_SEED, again = SPACE_SEED;
+        union kiln_space_values first = s.seed;
+        int context_checked = 0;
+        for (int i = 0; i < SAMPLES; i++) {
+            union kiln_space_values c, d;
+            if (kiln_space_random(&s, &rng, TRIES, &c) != 0)
+                fail_msg("%s %s: no random candidate passed in %d tries", name, grp->name, TRIES);
+            assert_admitted(&s, &c, "a random candidate");
+            /* The same seed draws the same candidates (on_reject off: the
+               counts above are of the first draw). */
+            s.on_reject = NULL;
+            assert_int_equal(kiln_space_random(&s, &again, TRIES, &d), 0);
+            s.on_reject = on_reject;
+            assert_int_equal(differences(g, &c, &d), 0);
+            assert_true(rng == again);
+            neighbours += check_neighbours(&s, &c);
+            check_overlay(&s, p, &c);
+            if (i == 0)
+                first = c;
+            if (fits && !context_checked && differences(g, &c, &s.seed) > 0) {
+                check_overlay_context(&s, name, &c);
+                context_checked = 1;
+            }
+        }
+        check_overlay(&s, p, &s.seed);
+        printf("# %s %s: %zu fields tuned, %zu neighbours, %zu refused by the schema, %zu by the device; "
+               "first sample differs in %d fields%s\n",
+               name, grp->name, s.count, neighbours, r.schema, r.device, differences(g, &first, &s.seed),
+               fits ? "" : " (profile does not fit the device: no context)");
+    }
+}
+
+/* The rule: device and select are not tuned; every DEF field is, and no
+   NUMBER; every ladder ascends within the field's bounds and holds the
+   seed's value. */
+static void test_rule_and_ladders(void **state)
+{
+    (void)state;
+    const struct kiln_profile *gpu = kiln_profile_find(embedded, "generic-gpu");
+    struct kiln_space s;
+    assert_false(kiln_space_kernel_group(KILN_GROUP_device));
+    assert_false(kiln_space_kernel_group(KILN_GROUP_select));
+    assert_int_equal(kiln_space_init(&s, KILN_GROUP_select, &kiln_profile_params(gpu)->select, NULL),
+                     KILN_ERROR_INVALID_ARGUMENT);
+    for (int g = 0; g < KILN_GROUP_COUNT; g++) {
+        const struct kiln_param_group *grp = &kiln_param_groups[g];
+        for (size_t f = 0; f < grp->count; f++) {
+            if (grp->fields[f].define)
+                assert_true(kiln_space_tunable((enum kiln_group_id)g, (int)f));
+            if (grp->fields[f].type == KILN_PARAM_NUMBER)
+                assert_false(kiln_space_tunable((enum kiln_group_id)g, (int)f));
+        }
+        if (!kiln_space_kernel_group((enum kiln_group_id)g))
+            continue;
+        kt_assert_status(
+            kiln_space_init(&s, (enum kiln_group_id)g, (const char *)kiln_profile_params(gpu) + grp->offset, NULL),
+            KILN_SUCCESS);
+        size_t tunable = 0;
+        for (size_t f = 0; f < grp->count; f++)
+            tunable += (size_t)kiln_space_tunable((enum kiln_group_id)g, (int)f);
+        assert_int_equal(s.count, tunable);
+        for (size_t i = 0; i < s.count; i++) {
+            const struct kiln_space_field *lf = &s.fields[i];
+            const struct kiln_param_field *field = &grp->fields[lf->field];
+            assert_true(lf->count >= 2);
+            int seed_on = 0;
+            for (size_t k = 0; k < lf->count; k++) {
+                assert_true(lf->ladder[k] >= field->min && lf->ladder[k] <= field->max);
+                if (k)
+                    assert_true(lf->ladder[k] > lf->ladder[k - 1]);
+                if (field->type == KILN_PARAM_VW)
+                    assert_true(lf->ladder[k] == 1 || lf->ladder[k] == 2 || lf->ladder[k] == 4 || lf->ladder[k] == 8 ||
+                                lf->ladder[k] == 16);
+                seed_on |= lf->ladder[k] == (int)kiln_param_get(g, lf->field, &s.seed);
+            }
+            assert_true(seed_on);
+        }
+    }
+    /* The INT rule on a seed of 6 in [1, 64]: powers of two and 3, 5, 7, 9, 12. */
+    union kiln_space_values v = {0};
+    v.gemm_cpu = kiln_profile_params(gpu)->gemm_cpu;
+    v.gemm_cpu.mr = 6;
+    kt_assert_status(kiln_space_init(&s, KILN_GROUP_gemm_cpu, &v, NULL), KILN_SUCCESS);
+    static const int mr[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 32, 64};
+    assert_int_equal(s.fields[0].count, sizeof mr / sizeof *mr);
+    assert_memory_equal(s.fields[0].ladder, mr, sizeof mr);
+}
+
+/* A candidate past a constraint, a bound or a device limit is refused with
+   a reason that names it; on a small device every neighbour fits it. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    const struct kiln_profile *gpu = kiln_profile_find(embedded, "generic-gpu");
+    struct kiln_device_desc small = kt_ctx->desc;
+    small.max_work_group_size = 16;
+    small.local_mem_bytes = 4096;
+    struct kiln_space s;
+    kt_assert_status(kiln_space_init(&s, KILN_GROUP_gemm_tiled, &kiln_profile_params(gpu)->gemm_tiled, &small),
+                     KILN_SUCCESS);
+    char why[512];
+    enum kiln_space_reject kind;
+    union kiln_space_values c = s.seed;
+    c.gemm_tiled.mwg = 60;
+    assert_int_equal(kiln_space_check(&s, &c, why, sizeof why, &kind), -1);
+    assert_int_equal(kind, KILN_SPACE_REJECT_SCHEMA);
+    assert_non_null(strstr(why, "mwg = 60 is not a multiple of"));
+    c = s.seed;
+    c.gemm_tiled.kwi = 128;
+    c.gemm_tiled.kwg = 128;
+    assert_int_equal(kiln_space_check(&s, &c, why, sizeof why, &kind), -1);
+    assert_int_equal(kind, KILN_SPACE_REJECT_SCHEMA);
+    assert_non_null(strstr(why, "kwi*(mwg/mdimc)*(nwg/ndimc) = 8192 multiply-adds unrolled per K step"));
+    c = s.seed; /* 8x8 work-items */
+    assert_int_equal(kiln_space_check(&s, &c, why, sizeof why, &kind), -1);
+    assert_int_equal(kind, KILN_SPACE_REJECT_DEVICE);
+    assert_non_null(strstr(why, "mdimc*ndimc = 64 work-items per work-group, more than the device's limit of 16"));
+
+    struct refusals r = {KILN_GROUP_gemm_tiled, 0, 0};
+    s.on_reject = on_reject;
+    s.user = &r;
+    uint64_t rng = SPACE_SEED;
+    for (int i = 0; i < SAMPLES; i++) {
+        assert_int_equal(kiln_space_random(&s, &rng, TRIES, &c), 0);
+        assert_admitted(&s, &c, "a random candidate on a small device");
+        assert_true(c.gemm_tiled.mdimc * c.gemm_tiled.ndimc <= 16);
+        check_neighbours(&s, &c);
+    }
+    assert_true(r.schema > 0 && r.device > 0);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_rule_and_ladders));
+    kt_add(&tests, cmocka_unit_test(test_refusals));
+    kt_add_profiles(&tests, test_profile_space, NULL);
+    return kt_run_with("tune_space", &tests, load_embedded, free_embedded);
+}
