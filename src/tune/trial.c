@@ -1,0 +1,159 @@
+/* A candidate tried on one GEMM; see trial.h. */
+#include "tune/trial.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/diag.h"
+#include "ops/find.h"
+
+enum { OP_A, OP_B, OP_C };
+
+/* One operand as stored: op(X) is rows x cols. */
+struct operand {
+    size_t rows, cols, ld, stride;
+    int rowwise; /* op(X)(r, c) at r * ld + c; otherwise at c * ld + r */
+};
+
+static struct operand operand_of(const kiln_gemm_desc *d, int which)
+{
+    struct operand op;
+    kiln_transpose t = which == OP_A ? d->trans_a : which == OP_B ? d->trans_b : KILN_NO_TRANS;
+    op.rows = which == OP_B ? d->k : d->m;
+    op.cols = which == OP_A ? d->k : d->n;
+    op.ld = which == OP_A ? d->lda : which == OP_B ? d->ldb : d->ldc;
+    op.stride = which == OP_A ? d->stride_a : which == OP_B ? d->stride_b : d->stride_c;
+    op.rowwise = (d->layout == KILN_ROW_MAJOR) != (t == KILN_TRANS);
+    return op;
+}
+
+static size_t at(const struct operand *op, size_t r, size_t c) { return op->rowwise ? r * op->ld + c : c * op->ld + r; }
+
+/* Elements from the start to the last element of the last batch item, or 0
+   if that does not fit in a size_t. */
+static size_t extent(const kiln_gemm_desc *d, int which)
+{
+    struct operand op = operand_of(d, which);
+    size_t last = at(&op, op.rows - 1, op.cols - 1), span;
+    if (__builtin_mul_overflow(d->batch - 1, op.stride, &span) || __builtin_add_overflow(span, last + 1, &span))
+        return 0;
+    return span;
+}
+
+static uint64_t next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+struct run {
+    kiln_gemm_plan *plan;
+    kiln_buffer *buf[3];
+};
+
+static kiln_status run_once(void *cookie)
+{
+    struct run *r = cookie;
+    return kiln_gemm_plan_execute(r->plan, 1.0f, r->buf[OP_A], 0, r->buf[OP_B], 0, 0.0f, r->buf[OP_C], 0, NULL);
+}
+
+static void reject(struct kiln_trial *t, enum kiln_trial_verdict v, kiln_status st, const char *what)
+{
+    t->verdict = v;
+    t->status = st;
+    snprintf(t->reason, sizeof t->reason, "%s: %s: %s", what, kiln_status_string(st), kiln_last_error_detail());
+}
+
+/* Every element of C written, and the checked ones right: the verdict. */
+static void check(const kiln_gemm_desc *d, float *const host[3], uint64_t *rng, struct kiln_trial *t)
+{
+    struct operand a = operand_of(d, OP_A), b = operand_of(d, OP_B), c = operand_of(d, OP_C);
+    for (size_t bi = 0; bi < d->batch; bi++)
+        for (size_t i = 0; i < d->m; i++)
+            for (size_t j = 0; j < d->n; j++)
+                if (isnan(host[OP_C][bi * c.stride + at(&c, i, j)])) {
+                    t->verdict = KILN_TRIAL_WRONG;
+                    snprintf(t->reason, sizeof t->reason, "C(%zu, %zu) of batch item %zu was not written", i, j, bi);
+                    return;
+                }
+    const size_t total = d->batch * d->m * d->n, checks = total < KILN_TRIAL_CHECKS ? total : KILN_TRIAL_CHECKS;
+    for (size_t s = 0; s < checks; s++) {
+        size_t e = checks == total ? s : next(rng) % total;
+        const size_t bi = e / (d->m * d->n), i = e / d->n % d->m, j = e % d->n;
+        double sum = 0.0, abs_sum = 0.0;
+        for (size_t p = 0; p < d->k; p++) {
+            double prod = (double)host[OP_A][bi * a.stride + at(&a, i, p)] * host[OP_B][bi * b.stride + at(&b, p, j)];
+            sum += prod;
+            abs_sum += fabs(prod);
+        }
+        const double got = host[OP_C][bi * c.stride + at(&c, i, j)];
+        const double bound = (double)d->k * 0x1p-22 * abs_sum + FLT_MIN, ratio = fabs(got - sum) / bound;
+        if (!(ratio <= 1.0)) {
+            t->verdict = KILN_TRIAL_WRONG;
+            snprintf(t->reason, sizeof t->reason,
+                     "C(%zu, %zu) of batch item %zu is %.9g, the reference %.9g (bound %.3g)", i, j, bi, got, sum,
+                     bound);
+            return;
+        }
+        t->worst = fmax(t->worst, ratio);
+    }
+}
+
+kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int reps, double cutoff_ms, uint64_t seed,
+                            struct kiln_trial *out)
+{
+    if (!ctx || !desc || !out)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_gemm: NULL argument");
+    if (desc->dtype != KILN_F32)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_gemm: fp32 storage only");
+    memset(out, 0, sizeof *out);
+    struct run r = {0};
+    kiln_status st = kiln_gemm_plan_create(ctx, desc, &r.plan);
+    if (st != KILN_SUCCESS) {
+        reject(out, KILN_TRIAL_NO_PLAN, st, "plan");
+        return KILN_SUCCESS;
+    }
+    kiln_gemm_plan_describe(r.plan, &out->plan);
+
+    float *host[3] = {0};
+    size_t count[3];
+    uint64_t rng = seed;
+    for (int w = OP_A; w <= OP_C && st == KILN_SUCCESS; w++) {
+        count[w] = extent(desc, w);
+        host[w] = count[w] && count[w] <= SIZE_MAX / sizeof(float) ? malloc(count[w] * sizeof(float)) : NULL;
+        if (!host[w]) {
+            st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln_trial_gemm: %zu elements of operand %d", count[w], w);
+            break;
+        }
+        for (size_t i = 0; i < count[w]; i++)
+            host[w][i] = w == OP_C ? NAN : (float)((double)(next(&rng) >> 11) * 0x1p-52 - 1.0);
+        st = kiln_buffer_create(ctx, count[w] * sizeof(float), &r.buf[w]);
+        if (st == KILN_SUCCESS)
+            st = kiln_buffer_write(r.buf[w], 0, count[w] * sizeof(float), host[w]);
+    }
+    if (st == KILN_SUCCESS) {
+        kiln_status ran = run_once(&r);
+        if (ran == KILN_SUCCESS)
+            ran = kiln_buffer_read(r.buf[OP_C], 0, count[OP_C] * sizeof(float), host[OP_C]);
+        if (ran != KILN_SUCCESS)
+            reject(out, KILN_TRIAL_RUN_FAILED, ran, "run");
+        else
+            check(desc, host, &rng, out);
+    }
+    if (st == KILN_SUCCESS && out->verdict == KILN_TRIAL_TIMED) {
+        kiln_status timed = kiln_time_runs(ctx, run_once, &r, reps, cutoff_ms, &out->ms, &out->runs);
+        if (timed != KILN_SUCCESS)
+            reject(out, KILN_TRIAL_RUN_FAILED, timed, "timed run");
+    }
+    for (int w = OP_A; w <= OP_C; w++) {
+        kiln_buffer_destroy(r.buf[w]);
+        free(host[w]);
+    }
+    kiln_gemm_plan_destroy(r.plan);
+    return st;
+}

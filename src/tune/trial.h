@@ -1,0 +1,50 @@
+/*
+ * One candidate parameter set tried on one problem, as the tuner tries it:
+ * the plan is made on a context opened with the candidate's profile overlay,
+ * run once on random data with its output poisoned and checked against a
+ * double-precision reference, and timed only if right (CLBlast's tuner
+ * verifies each candidate against a reference kernel the same way). A
+ * candidate that does not build or computes a wrong result is rejected with
+ * its reason and never timed.
+ */
+#ifndef KILN_TUNE_TRIAL_H
+#define KILN_TUNE_TRIAL_H
+
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+
+enum kiln_trial_verdict {
+    KILN_TRIAL_TIMED = 0,  /* right, and timed */
+    KILN_TRIAL_NO_PLAN,    /* the plan could not be made (build failure, unsupported, ...) */
+    KILN_TRIAL_WRONG,      /* computed a wrong result, or left an output unwritten */
+    KILN_TRIAL_RUN_FAILED, /* the plan failed to run */
+};
+
+struct kiln_trial {
+    enum kiln_trial_verdict verdict;
+    kiln_status status; /* of the failing call, for NO_PLAN and RUN_FAILED */
+    char reason[320];   /* why it was rejected ("" when timed) */
+    double ms;          /* median of the timed runs */
+    int runs;           /* timed runs made (fewer when cut off) */
+    double worst;       /* largest |error| / bound over the elements checked */
+    kiln_gemm_plan_info plan;
+};
+
+/* Elements of C checked against the reference per trial (all of C when it
+   has fewer): each costs one dot product of length k on the host. */
+#define KILN_TRIAL_CHECKS 512
+
+/*
+ * Try `ctx`'s parameters on the fp32 GEMM `desc` (alpha 1, beta 0): every
+ * element of C must be written, the checked ones within k * 2^-22 *
+ * sum |a b| (+ FLT_MIN) of the reference (the bound of tests/gemm_ref.h),
+ * then `reps` timed runs cut short past cutoff_ms (0: never). Returns
+ * KILN_SUCCESS when the trial could be carried out, whatever its verdict;
+ * INVALID_ARGUMENT for NULL pointers or fp16; OUT_OF_MEMORY for the host
+ * or device memory of the operands.
+ */
+kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int reps, double cutoff_ms, uint64_t seed,
+                            struct kiln_trial *out);
+
+#endif /* KILN_TUNE_TRIAL_H */

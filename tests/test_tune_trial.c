@@ -1,0 +1,147 @@
+/* A candidate tried as the tuner tries it (src/tune/trial.c): right
+   parameters are timed; a kernel variant that computes a wrong result or
+   does not build is rejected with its reason and never timed. The wrong
+   variants come from a copy of the kernel sources (KILN_KERNEL_DIR) in
+   which one register-tile height of the CPU GEMM packs A slightly wrong and
+   another does not compile: only the candidates that select them fail. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tune/trial.h"
+
+static void assert_timed(const struct kiln_trial *t)
+{
+    if (t->verdict != KILN_TRIAL_TIMED)
+        fail_msg("rejected (%d): %s", t->verdict, t->reason);
+    assert_true(t->ms > 0.0);
+    assert_true(t->runs >= 1);
+    assert_true(t->worst <= 1.0);
+}
+
+static void test_right_parameters_are_timed(void **state)
+{
+    (void)state;
+    static const struct {
+        kiln_layout layout;
+        kiln_transpose ta, tb;
+        size_t m, n, k, batch;
+    } shapes[] = {{KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 70, 50, 40, 1},
+                  {KILN_COL_MAJOR, KILN_TRANS, KILN_NO_TRANS, 33, 17, 65, 3},
+                  {KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, 1, 300, 64, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, shapes[i].layout, shapes[i].ta, shapes[i].tb, shapes[i].m, shapes[i].n, shapes[i].k);
+        if (shapes[i].batch > 1) {
+            d.batch = shapes[i].batch;
+            d.stride_a = d.m * d.k, d.stride_b = d.k * d.n, d.stride_c = d.m * d.n;
+        }
+        struct kiln_trial t;
+        kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 3, 0.0, kt_group_seed + i, &t), KILN_SUCCESS);
+        assert_timed(&t);
+        assert_int_equal(t.runs, 3);
+    }
+}
+
+static void test_cutoff_stops_after_one_run(void **state)
+{
+    (void)state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 64, 64, 64);
+    struct kiln_trial t;
+    kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 9, 1e-9, kt_group_seed, &t), KILN_SUCCESS);
+    assert_timed(&t);
+    assert_int_equal(t.runs, 1);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 8, 8, 8);
+    struct kiln_trial t;
+    kt_assert_status(kiln_trial_gemm(NULL, &d, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_trial_gemm(kt_ctx, NULL, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 1, 0.0, 1, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    d.dtype = KILN_F16;
+    kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
+}
+
+/* Replace the first `from` in the file by `to`. */
+static void edit(const char *path, const char *from, const char *to)
+{
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    char *hit = strstr(text, from);
+    assert_non_null(hit);
+    size_t n = size - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
+    kt_write_file(path, out);
+    free(out);
+    free(text);
+}
+
+/* A trial of the CPU GEMM with register tiles `mr` rows high. */
+static void trial_mr(int mr, struct kiln_trial *t)
+{
+    char overlay[128];
+    snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", mr);
+    kiln_context_options o;
+    kiln_context_options_init(&o);
+    o.profile_overlay = overlay;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&o, &ctx), KILN_SUCCESS);
+    kiln_gemm_desc d;
+    /* n wide enough for the profile's tile (narrow problems take its narrow tile). */
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 45, 256, 33);
+    d.algo = KILN_GEMM_CPU;
+    kt_assert_status(kiln_trial_gemm(ctx, &d, 2, 0.0, kt_group_seed, t), KILN_SUCCESS);
+    kiln_context_destroy(ctx);
+}
+
+static void test_wrong_and_broken_variants_are_rejected(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir(), cmd[4300], path[4200];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s'", KT_CL_DIR, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/gemm/gemm_f32_cpu.cl", dir);
+    edit(path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;",
+         "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == 5 ? 1.001f : 1.0f);");
+    edit(path, "#include \"common/epilogue.h\"",
+         "#if KILN_TILE_MR == 3\n#error a variant that does not build\n#endif\n"
+         "#include \"common/epilogue.h\"");
+    assert_int_equal(setenv("KILN_KERNEL_DIR", dir, 1), 0);
+
+    struct kiln_trial t;
+    trial_mr(4, &t);
+    assert_timed(&t);
+    assert_non_null(strstr(t.plan.params, "MR=4"));
+    trial_mr(5, &t);
+    printf("# mr 5: %s\n", t.reason);
+    assert_int_equal(t.verdict, KILN_TRIAL_WRONG);
+    assert_non_null(strstr(t.reason, "the reference"));
+    assert_int_equal(t.runs, 0);
+    trial_mr(3, &t);
+    printf("# mr 3: %.120s\n", t.reason);
+    assert_int_equal(t.verdict, KILN_TRIAL_NO_PLAN);
+    assert_int_equal(t.status, KILN_ERROR_BUILD);
+    assert_int_equal(t.runs, 0);
+
+    assert_int_equal(unsetenv("KILN_KERNEL_DIR"), 0);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_right_parameters_are_timed));
+    kt_add(&tests, cmocka_unit_test(test_cutoff_stops_after_one_run));
+    kt_add(&tests, cmocka_unit_test(test_bad_arguments));
+    kt_add(&tests, cmocka_unit_test(test_wrong_and_broken_variants_are_rejected));
+    return kt_run("tune_trial", &tests);
+}
