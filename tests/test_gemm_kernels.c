@@ -177,7 +177,7 @@ static void test_profiles_load_cleanly(void **state)
 {
     (void)state;
     struct kiln_profile_set *set = NULL;
-    kt_assert_status(kiln_profile_set_load(NULL, &set), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_load(NULL, NULL, &set), KILN_SUCCESS);
     assert_string_equal(kiln_profile_set_warnings(set), "");
     kiln_profile_set_free(set);
 }

@@ -343,7 +343,7 @@ static void test_profile_dir_unusable(void **state)
     char path[PATH_MAX + 100];
     make_kind(c->kind, base, "profiles", path, sizeof path);
     struct kiln_profile_set *set = NULL;
-    kt_assert_status(kiln_profile_set_load(path, &set), KILN_ERROR_IO);
+    kt_assert_status(kiln_profile_set_load(NULL, path, &set), KILN_ERROR_IO);
     assert_null(set);
     assert_detail_says("KILN_PROFILE_DIR");
     assert_detail_says(c->says);
@@ -389,10 +389,10 @@ static void test_profile_file_bad(void **state)
         make_kind(c->kind, dir, "profile-x.json", path, sizeof path);
     }
     struct kiln_profile_set *embedded = NULL, *set = NULL;
-    kt_assert_status(kiln_profile_set_load(NULL, &embedded), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_load(NULL, NULL, &embedded), KILN_SUCCESS);
     struct kt_capture cap;
     kt_capture_begin(&cap, dir);
-    kiln_status st = kiln_profile_set_load(dir, &set);
+    kiln_status st = kiln_profile_set_load(NULL, dir, &set);
     int warnings = kt_capture_end(&cap);
     kt_assert_status(st, KILN_SUCCESS);
     assert_int_equal(warnings, 1);

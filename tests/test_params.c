@@ -18,7 +18,7 @@ static struct kiln_profile_set *embedded;
 static int load_embedded(void **state)
 {
     kt_group_setup(state);
-    return kiln_profile_set_load(NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
+    return kiln_profile_set_load(NULL, NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
 }
 
 static int free_embedded(void **state)
@@ -241,7 +241,7 @@ static void test_writer_round_trip(void **state)
                                         1u << KILN_GROUP_select | 1u << KILN_GROUP_gemm_tiled, &prov),
                      KILN_SUCCESS);
     struct kiln_profile_set *set = NULL;
-    kt_assert_status(kiln_profile_set_load(dir, &set), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_load(NULL, dir, &set), KILN_SUCCESS);
     assert_string_equal(kiln_profile_set_warnings(set), "");
     const struct kiln_profile *back = kiln_profile_find(set, "tuned-test");
     assert_non_null(back);
@@ -300,18 +300,18 @@ static void test_sets_parsed_once(void **state)
 {
     (void)state;
     struct kiln_profile_set *a = NULL, *b = NULL, *c = NULL, *d = NULL;
-    kt_assert_status(kiln_profile_set_shared(NULL, &a), KILN_SUCCESS);
-    kt_assert_status(kiln_profile_set_shared("", &b), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_shared(NULL, NULL, &a), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_shared(NULL, "", &b), KILN_SUCCESS);
     assert_ptr_equal(a, b);
     char *dir = kt_temp_dir(), path[1024];
-    kt_assert_status(kiln_profile_set_shared(dir, &c), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_shared(NULL, dir, &c), KILN_SUCCESS);
     assert_ptr_not_equal(a, c);
-    kt_assert_status(kiln_profile_set_shared(dir, &d), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_shared(NULL, dir, &d), KILN_SUCCESS);
     assert_ptr_equal(c, d);
     kiln_profile_set_release(d);
     snprintf(path, sizeof path, "%s/extra-cpu.json", dir);
     kt_write_file(path, "{\"name\": \"extra-cpu\", \"parent\": \"generic-cpu\", \"match\": {\"name\": [\"none\"]}}");
-    kt_assert_status(kiln_profile_set_shared(dir, &d), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_shared(NULL, dir, &d), KILN_SUCCESS);
     assert_ptr_not_equal(c, d);
     assert_non_null(kiln_profile_find(d, "extra-cpu"));
     assert_null(kiln_profile_find(c, "extra-cpu")); /* the old set lives on while in use */

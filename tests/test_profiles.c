@@ -19,7 +19,7 @@ static struct kiln_profile_set *embedded; /* the embedded profiles, loaded once 
 static int load_embedded(void **state)
 {
     (void)state;
-    return kiln_profile_set_load(NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
+    return kiln_profile_set_load(NULL, NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
 }
 
 static int free_embedded(void **state)
@@ -109,7 +109,7 @@ static struct kiln_profile_set *load_with(const char *const *files, size_t count
         free(text);
     }
     struct kiln_profile_set *set = NULL;
-    kt_assert_status(kiln_profile_set_load(dir, &set), KILN_SUCCESS);
+    kt_assert_status(kiln_profile_set_load(NULL, dir, &set), KILN_SUCCESS);
     kt_remove_tree(dir);
     free(dir);
     return set;
@@ -596,7 +596,7 @@ static void test_override_dir_missing(void **state)
 {
     (void)state;
     struct kiln_profile_set *set = NULL;
-    kt_assert_status(kiln_profile_set_load("/nonexistent/kiln-profiles", &set), KILN_ERROR_IO);
+    kt_assert_status(kiln_profile_set_load(NULL, "/nonexistent/kiln-profiles", &set), KILN_ERROR_IO);
     assert_null(set);
     assert_non_null(strstr(kiln_last_error_detail(), "/nonexistent/kiln-profiles"));
 }
@@ -609,7 +609,7 @@ static void test_null_arguments(void **state)
     double v;
     char reason[64];
     struct kiln_profile *derived = NULL;
-    kt_assert_status(kiln_profile_set_load(NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_profile_set_load(NULL, NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_profile_get(NULL, "gemm.tiled", "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_profile_get(p, NULL, "mwg", &v), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_profile_get(p, "gemm.tiled", "mwg", NULL), KILN_ERROR_INVALID_ARGUMENT);

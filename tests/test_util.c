@@ -301,7 +301,7 @@ void kt_add_items(struct kt_list *list, const char *prefix, CMUnitTestFunction f
 void kt_add_profiles(struct kt_list *list, CMUnitTestFunction test, CMFixtureFunction teardown)
 {
     struct kiln_profile_set *set = NULL;
-    if (kiln_profile_set_load(NULL, &set) != KILN_SUCCESS) {
+    if (kiln_profile_set_load(NULL, NULL, &set) != KILN_SUCCESS) {
         fprintf(stderr, "cannot load the embedded profiles: %s\n", kiln_last_error_detail());
         exit(1);
     }

@@ -32,6 +32,11 @@ static void print_device(const kiln_device_info *d, int is_default)
     printf("      fp16/fp64  %s/%s\n", d->fp16 ? "yes" : "no", d->fp64 ? "yes" : "no");
     printf("      version    %s; driver %s\n", d->device_version, d->driver_version);
     printf("      profile    %s (%s)\n", d->profile, d->profile_reason);
+    printf("        from     %s\n", d->profile_origin);
+    if (d->profile_parents[0])
+        printf("        parents  %s\n", d->profile_parents);
+    if (strcmp(d->profile_provenance, "{}") != 0)
+        printf("        source   %s\n", d->profile_provenance);
     printf("      peaks      %.1f GFLOP/s fp32, %.1f GB/s (%s)\n", d->peak_gflops, d->peak_gbps, d->peak_source);
 }
 
@@ -58,8 +63,9 @@ static int print_profile(void)
 }
 
 static const char usage[] = "usage: kiln-info [--profile]\n"
-                            "Lists every device kiln can use with its matched profile and peaks, the default\n"
-                            "device (KILN_DEVICE selects another) and the program cache.\n"
+                            "Lists every device kiln can use with its matched profile (why it matched, the\n"
+                            "file it came from, its parents and provenance) and peaks, the default device\n"
+                            "(KILN_DEVICE selects another) and the program cache.\n"
                             "--profile prints the default device's profile as resolved: every parameter group\n"
                             "with its parameter sets (classes of shapes), as JSON.\n"
                             "Exit status: 0 success, 1 a failure (no device, a bad KILN_DEVICE or KILN_PROFILE,\n"

@@ -106,13 +106,23 @@ typedef struct kiln_device_info {
     uint64_t local_mem_bytes;
     uint64_t max_alloc_bytes;
     size_t max_work_group_size;
-    int fp16;                 /**< cl_khr_fp16 available */
-    int fp64;                 /**< cl_khr_fp64 available */
-    char profile[64];         /**< name of the matched device profile */
-    char profile_reason[256]; /**< why it matched */
-    double peak_gflops;       /**< fp32 peak, GFLOP/s */
-    double peak_gbps;         /**< memory bandwidth peak, GB/s */
-    char peak_source[32];     /**< "profile" or "measured" */
+    int fp16;                      /**< cl_khr_fp16 available */
+    int fp64;                      /**< cl_khr_fp64 available */
+    char profile[64];              /**< name of the matched device profile */
+    char profile_reason[256];      /**< why it matched: the match rules that held,
+                                        or "forced by name" */
+    char profile_origin[512];      /**< where it came from: "built-in", "<file>
+                                        (user profile directory)", "<file>
+                                        (KILN_PROFILE_DIR)" or "profile overlay";
+                                        a longer path is cut with "..." */
+    char profile_parents[256];     /**< its parents, nearest first, "a <- b";
+                                        "" for a root */
+    char profile_provenance[2048]; /**< its "provenance" object as compact
+                                        JSON ("{}" if none), cut with "..."
+                                        if longer */
+    double peak_gflops;            /**< fp32 peak, GFLOP/s */
+    double peak_gbps;              /**< memory bandwidth peak, GB/s */
+    char peak_source[32];          /**< "profile" or "measured" */
 } kiln_device_info;
 
 /** Number of devices kiln can use, over all platforms. */

@@ -66,9 +66,13 @@ static kiln_status list_devices(struct device **devices, size_t *count)
     return st;
 }
 
+/* The built-in profiles, the user's profile directory, KILN_PROFILE_DIR. */
 static kiln_status load_profiles(struct kiln_profile_set **set)
 {
-    return kiln_profile_set_shared(env("KILN_PROFILE_DIR"), set);
+    char *user = kiln_profile_user_dir();
+    kiln_status st = kiln_profile_set_shared(user, env("KILN_PROFILE_DIR"), set);
+    free(user);
+    return st;
 }
 
 /* The forced profile (options, then KILN_PROFILE: `origin` names which) or
@@ -106,8 +110,16 @@ static kiln_status choose_profile(const struct kiln_profile_set *set, const stru
     return KILN_SUCCESS;
 }
 
+/* `text` in `buf`, cut with "..." if it does not fit. */
+static void copy_cut(char *buf, size_t size, const char *text)
+{
+    if ((size_t)snprintf(buf, size, "%s", text) >= size)
+        memcpy(buf + size - 4, "...", 4);
+}
+
 void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, const char *backend,
-                           const struct kiln_profile *profile, const char *reason, kiln_device_info *info)
+                           const struct kiln_profile_set *set, const struct kiln_profile *profile, const char *reason,
+                           kiln_device_info *info)
 {
     memset(info, 0, sizeof *info);
     info->index = index;
@@ -129,6 +141,11 @@ void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, co
     info->fp64 = desc->fp64;
     snprintf(info->profile, sizeof info->profile, "%s", kiln_profile_name(profile));
     snprintf(info->profile_reason, sizeof info->profile_reason, "%s", reason);
+    char origin[sizeof info->profile_origin + 8];
+    kiln_profile_origin(profile, origin, sizeof origin);
+    copy_cut(info->profile_origin, sizeof info->profile_origin, origin);
+    kiln_profile_chain(set, profile, info->profile_parents, sizeof info->profile_parents);
+    copy_cut(info->profile_provenance, sizeof info->profile_provenance, kiln_profile_provenance(profile));
     info->peak_gflops = kiln_profile_peak_gflops(profile, desc);
     info->peak_gbps = kiln_profile_peak_gbps(profile, desc);
     snprintf(info->peak_source, sizeof info->peak_source, "profile");
@@ -167,7 +184,7 @@ kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
         const struct device *d = &devices[index];
         st = choose_profile(set, &d->desc, env("KILN_PROFILE"), "KILN_PROFILE", &profile, reason, sizeof reason);
         if (st == KILN_SUCCESS)
-            kiln_device_info_fill(&d->desc, index, d->backend->name, profile, reason, info);
+            kiln_device_info_fill(&d->desc, index, d->backend->name, set, profile, reason, info);
     }
     kiln_profile_set_release(set);
     free(devices);
@@ -434,7 +451,8 @@ kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_in
     kiln_error_clear();
     KILN_CHECK_ARG(ctx);
     KILN_CHECK_ARG(info);
-    kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profile, ctx->profile_reason, info);
+    kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profiles, ctx->profile,
+                          ctx->profile_reason, info);
     return KILN_SUCCESS;
 }
 

@@ -37,9 +37,11 @@ struct kiln_buffer {
     size_t size;
 };
 
-/* Fill the public description from a backend description and its profile. */
+/* Fill the public description from a backend description and its profile
+   (of `set`, or derived from one of its profiles). */
 void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, const char *backend,
-                           const struct kiln_profile *profile, const char *reason, kiln_device_info *info);
+                           const struct kiln_profile_set *set, const struct kiln_profile *profile, const char *reason,
+                           kiln_device_info *info);
 
 /* Finish a context whose backend, dev and device_index are set: describe the
    device, load and match profiles, set up the program cache. Frees nothing on

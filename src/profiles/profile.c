@@ -91,6 +91,27 @@ const char *kiln_profile_name(const struct kiln_profile *p) { return p ? p->name
 const char *kiln_profile_parent_name(const struct kiln_profile *p) { return p ? p->parent : ""; }
 const char *kiln_profile_provenance(const struct kiln_profile *p) { return p ? p->provenance : "{}"; }
 int kiln_profile_is_abstract(const struct kiln_profile *p) { return p ? !p->has_match : 1; }
+
+void kiln_profile_origin(const struct kiln_profile *p, char *buf, size_t size)
+{
+    if (!p || p->origin == KILN_PROFILE_BUILTIN)
+        snprintf(buf, size, "built-in");
+    else if (p->origin == KILN_PROFILE_OVERLAY)
+        snprintf(buf, size, "profile overlay");
+    else
+        snprintf(buf, size, "%s (%s)", p->path,
+                 p->origin == KILN_PROFILE_USER ? "user profile directory" : "KILN_PROFILE_DIR");
+}
+
+void kiln_profile_chain(const struct kiln_profile_set *set, const struct kiln_profile *p, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t steps = 0; p && p->parent[0] && steps <= kiln_profile_set_count(set) && n < size; steps++) {
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? " <- " : "", p->parent);
+        p = kiln_profile_find(set, p->parent);
+    }
+}
 const struct kiln_params *kiln_profile_params(const struct kiln_profile *p) { return &p->params; }
 
 static int class_holds(const struct kiln_param_class *c, const struct kiln_dims *dims)
@@ -211,6 +232,7 @@ kiln_status kiln_profile_derive(const struct kiln_profile *parent, const char *o
         snprintf(p->name, sizeof p->name, "%.*s+overlay", KILN_PROFILE_NAME_MAX - 9, parent->name);
         snprintf(p->parent, sizeof p->parent, "%s", parent->name);
         p->has_match = parent->has_match;
+        p->origin = KILN_PROFILE_OVERLAY;
         int r = kiln_profile_inherit(p, parent, why);
         st = r == 0 ? KILN_SUCCESS : r == -1 ? KILN_ERROR_INVALID_PROFILE : KILN_ERROR_OUT_OF_MEMORY;
     }

@@ -5,11 +5,12 @@
  * tunes; the generic-gpu and generic-cpu roots fill every field.
  *
  * A profile set holds the profiles embedded at build time, then every *.json
- * in an override directory (KILN_PROFILE_DIR), which adds profiles or
- * replaces embedded ones of the same name. A file that does not parse or
+ * of the user's profile directory (kiln_profile_user_dir), then every *.json
+ * of an override directory (KILN_PROFILE_DIR); a later one adds a profile or
+ * replaces the earlier one of the same name. A file that does not parse or
  * validate is skipped with a warning naming the file and the reason; it
- * never aborts the load. Contexts share one set per process and directory
- * state (kiln_profile_set_shared).
+ * never aborts the load. Contexts share one set per process and state of
+ * the two directories (kiln_profile_set_shared).
  */
 #ifndef KILN_PROFILE_H
 #define KILN_PROFILE_H
@@ -23,17 +24,34 @@
 struct kiln_profile_set;
 struct kiln_profile;
 
-/* Load the embedded profiles plus those in `override_dir` (NULL or "" for
-   none). Fails only for an unreadable override directory or out of memory;
-   invalid files become warnings. *out is owned by the caller
+/* Where a profile came from, by precedence: a later origin replaces an
+   earlier profile of the same name. */
+enum kiln_profile_origin {
+    KILN_PROFILE_BUILTIN, /* embedded at build time */
+    KILN_PROFILE_USER,    /* the user's profile directory */
+    KILN_PROFILE_DIR,     /* KILN_PROFILE_DIR */
+    KILN_PROFILE_OVERLAY  /* a context's profile overlay (kiln_profile_derive) */
+};
+
+/* The user's profile directory, malloc'd: $XDG_CONFIG_HOME/kiln/profiles
+   when XDG_CONFIG_HOME is absolute (a relative or empty one is ignored, as
+   the XDG base directory spec says), else $HOME/.config/kiln/profiles; NULL
+   when neither is set (or out of memory). */
+char *kiln_profile_user_dir(void);
+
+/* Load the embedded profiles, then those in `user_dir`, then those in
+   `override_dir` (each NULL or "" for none). A missing user directory is
+   none; one that cannot be used (not a directory, unreadable) is skipped
+   with a warning. Fails only for an unusable override directory (IO) or out
+   of memory; invalid files become warnings. *out is owned by the caller
    (kiln_profile_set_free). */
-kiln_status kiln_profile_set_load(const char *override_dir, struct kiln_profile_set **out);
+kiln_status kiln_profile_set_load(const char *user_dir, const char *override_dir, struct kiln_profile_set **out);
 void kiln_profile_set_free(struct kiln_profile_set *set);
 
 /* The same, parsed once per process: a set loaded earlier for the same
-   directory, unchanged since (names, sizes and times of its files), is
+   directories, unchanged since (names, sizes and times of their files), is
    shared. Release with kiln_profile_set_release. */
-kiln_status kiln_profile_set_shared(const char *override_dir, struct kiln_profile_set **out);
+kiln_status kiln_profile_set_shared(const char *user_dir, const char *override_dir, struct kiln_profile_set **out);
 void kiln_profile_set_release(struct kiln_profile_set *set);
 
 /* Warnings gathered while loading, one per line ("" if none). */
@@ -54,6 +72,14 @@ const char *kiln_profile_name(const struct kiln_profile *p);
 const char *kiln_profile_parent_name(const struct kiln_profile *p); /* "" for a root */
 const char *kiln_profile_provenance(const struct kiln_profile *p);  /* a JSON object */
 int kiln_profile_is_abstract(const struct kiln_profile *p);         /* no match rules: a parent only */
+
+/* Where p came from, for people: "built-in", "<file> (user profile
+   directory)", "<file> (KILN_PROFILE_DIR)" or "profile overlay". */
+void kiln_profile_origin(const struct kiln_profile *p, char *buf, size_t size);
+
+/* p's parents in `set`, nearest first: "amd-zen4 <- x86-64-avx512 <-
+   generic-cpu"; "" for a root. */
+void kiln_profile_chain(const struct kiln_profile_set *set, const struct kiln_profile *p, char *buf, size_t size);
 
 /* Every group's default parameter set. */
 const struct kiln_params *kiln_profile_params(const struct kiln_profile *p);

@@ -41,11 +41,12 @@ struct kiln_profile {
     char parent[KILN_PROFILE_NAME_MAX]; /* "" for a root */
     char *provenance;                   /* compact JSON object ("{}" if none) */
     char *path;                         /* where it was loaded from, for warnings */
+    enum kiln_profile_origin origin;
     int has_match;
     kiln_device_type match_type; /* 0: any type */
     struct kiln_str_list match_vendor, match_name, match_arch;
     int depth;                     /* 0 for a root */
-    struct kiln_profile *replaced; /* the embedded profile an override displaced */
+    struct kiln_profile *replaced; /* the profile of the same name an override displaced */
     struct kiln_params raw;        /* the file's own values (where own says) */
     struct kiln_params params;     /* after inheritance: every field set */
     uint32_t own[KILN_GROUP_COUNT];

@@ -1,6 +1,7 @@
-/* Profile sets: the embedded files, then a directory of overrides,
-   resolved parents first (an override that fails gives way to the embedded
-   profile it replaced), and the sets shared by the contexts of a process. */
+/* Profile sets: the embedded files, then the user's profile directory, then
+   KILN_PROFILE_DIR, resolved parents first (an override that fails gives
+   way to the profile it replaced), and the sets shared by the contexts of a
+   process. */
 #include "profiles/profile_impl.h"
 
 #include <dirent.h>
@@ -36,11 +37,11 @@ static long index_of(const struct kiln_profile_set *set, const char *name)
     return -1;
 }
 
-/* Add one file's profile: a new name is appended; an override replaces the
-   embedded profile of its name (kept in `replaced` in case the override
-   fails inheritance). An invalid file only adds a warning. */
+/* Add one file's profile: a new name is appended; a file of a directory
+   replaces the earlier profile of its name (kept in `replaced` in case the
+   override fails inheritance). An invalid file only adds a warning. */
 static kiln_status add_file(struct kiln_profile_set *set, size_t *capacity, const char *path, const char *file_name,
-                            const char *text, size_t size, int is_override)
+                            const char *text, size_t size, enum kiln_profile_origin origin)
 {
     char why[KILN_PROFILE_WHY_SIZE];
     struct kiln_profile *p = NULL;
@@ -50,8 +51,9 @@ static kiln_status add_file(struct kiln_profile_set *set, size_t *capacity, cons
     if (st != KILN_SUCCESS)
         return st == KILN_ERROR_INVALID_PROFILE ? KILN_SUCCESS : st;
 
+    p->origin = origin;
     long at = index_of(set, p->name);
-    if (at >= 0 && !is_override) {
+    if (at >= 0 && origin == KILN_PROFILE_BUILTIN) {
         warn(set, path, "a profile of this name is already loaded");
         kiln_profile_free(p);
     } else if (at >= 0) {
@@ -77,7 +79,8 @@ static int compare_strings(const void *a, const void *b) { return strcmp(*(char 
 
 /* One override file; one that cannot be read (not a regular file, too
    large, unreadable) is a warning like an invalid one. */
-static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, const char *path)
+static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, const char *path,
+                             enum kiln_profile_origin origin)
 {
     char *text = NULL;
     size_t size = 0;
@@ -85,7 +88,7 @@ static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, con
     if (st == KILN_ERROR_OUT_OF_MEMORY)
         return st;
     if (st == KILN_SUCCESS) {
-        st = add_file(set, capacity, path, strrchr(path, '/') + 1, text, size, 1);
+        st = add_file(set, capacity, path, strrchr(path, '/') + 1, text, size, origin);
     } else {
         char why[KILN_PROFILE_WHY_SIZE];
         snprintf(why, sizeof why, "skipped: the file %s", kiln_last_error_detail());
@@ -97,19 +100,39 @@ static kiln_status load_path(struct kiln_profile_set *set, size_t *capacity, con
     return st;
 }
 
-/* Every *.json file of `dir`, in name order. */
-static kiln_status load_dir(struct kiln_profile_set *set, size_t *capacity, const char *dir)
+/* The user's directory is optional: missing is silent, unusable a warning.
+   KILN_PROFILE_DIR is an explicit request: unusable is an error. */
+static kiln_status dir_unusable(struct kiln_profile_set *set, const char *dir, enum kiln_profile_origin origin,
+                                const char *why)
 {
+    if (origin == KILN_PROFILE_DIR)
+        return kiln_error(KILN_ERROR_IO, "the profile directory (KILN_PROFILE_DIR) '%.200s%s' %s", dir,
+                          strlen(dir) > 200 ? "..." : "", why);
+    char line[KILN_PROFILE_WHY_SIZE];
+    snprintf(line, sizeof line, "skipped: the user profile directory %s", why);
+    warn(set, dir, line);
+    kiln_error_clear();
+    return KILN_SUCCESS;
+}
+
+/* Every *.json file of `dir`, in name order. */
+static kiln_status load_dir(struct kiln_profile_set *set, size_t *capacity, const char *dir,
+                            enum kiln_profile_origin origin)
+{
+    struct stat sb;
+    if (origin == KILN_PROFILE_USER && stat(dir, &sb) != 0 && errno == ENOENT)
+        return KILN_SUCCESS;
     if (kiln_fs_check_dir(dir) != KILN_SUCCESS) {
         char why[256];
         snprintf(why, sizeof why, "%s", kiln_last_error_detail());
-        return kiln_error(KILN_ERROR_IO, "the profile directory (KILN_PROFILE_DIR) '%.200s%s' %s", dir,
-                          strlen(dir) > 200 ? "..." : "", why);
+        return dir_unusable(set, dir, origin, why);
     }
     DIR *d = opendir(dir);
-    if (!d)
-        return kiln_error(KILN_ERROR_IO, "the profile directory (KILN_PROFILE_DIR) '%s' cannot be listed: %s", dir,
-                          strerror(errno));
+    if (!d) {
+        char why[256];
+        snprintf(why, sizeof why, "cannot be listed: %s", strerror(errno));
+        return dir_unusable(set, dir, origin, why);
+    }
     char **names = NULL;
     size_t count = 0, cap = 0;
     kiln_status st = KILN_SUCCESS;
@@ -136,7 +159,7 @@ static kiln_status load_dir(struct kiln_profile_set *set, size_t *capacity, cons
         qsort(names, count, sizeof *names, compare_strings);
     for (size_t i = 0; i < count; i++) {
         if (st == KILN_SUCCESS)
-            st = load_path(set, capacity, names[i]);
+            st = load_path(set, capacity, names[i], origin);
         free(names[i]);
     }
     free(names);
@@ -215,8 +238,8 @@ static kiln_status resolve_pass(struct kiln_profile_set *set, int *valid, char (
     return st;
 }
 
-/* Put back the embedded profile of each override whose outcome is `tier`,
-   with a warning; returns how many were put back. */
+/* Put back the profile each override whose outcome is `tier` replaced, with
+   a warning; returns how many were put back. */
 static int restore_embedded(struct kiln_profile_set *set, const int *valid, char (*why)[KILN_PROFILE_WHY_SIZE],
                             int tier)
 {
@@ -225,7 +248,11 @@ static int restore_embedded(struct kiln_profile_set *set, const int *valid, char
         struct kiln_profile *p = set->items[i];
         if (valid[i] != tier || !p->replaced)
             continue;
-        strncat(why[i], "; the embedded profile is kept", KILN_PROFILE_WHY_SIZE - strlen(why[i]) - 1);
+        size_t n = strlen(why[i]);
+        if (p->replaced->origin == KILN_PROFILE_BUILTIN)
+            snprintf(why[i] + n, KILN_PROFILE_WHY_SIZE - n, "; the embedded profile is kept");
+        else
+            snprintf(why[i] + n, KILN_PROFILE_WHY_SIZE - n, "; the profile of %s is kept", p->replaced->path);
         warn(set, p->path, why[i]);
         set->items[i] = p->replaced;
         p->replaced = NULL;
@@ -235,8 +262,8 @@ static int restore_embedded(struct kiln_profile_set *set, const int *valid, char
     return restored;
 }
 
-/* Resolve every profile. An override that fails gives way to the embedded
-   profile it replaced and the set is resolved again (overrides failing on
+/* Resolve every profile. An override that fails gives way to the profile it
+   replaced and the set is resolved again (overrides failing on
    their own first, then those whose parent failed); the profiles still
    invalid are then dropped with a warning. */
 static kiln_status resolve_all(struct kiln_profile_set *set)
@@ -273,7 +300,18 @@ static int compare_profiles(const void *a, const void *b)
     return strcmp((*(struct kiln_profile *const *)a)->name, (*(struct kiln_profile *const *)b)->name);
 }
 
-kiln_status kiln_profile_set_load(const char *override_dir, struct kiln_profile_set **out)
+char *kiln_profile_user_dir(void)
+{
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    const char *base = xdg && xdg[0] == '/' ? xdg : home && *home ? home : NULL;
+    const char *tail = base == xdg ? "/kiln/profiles" : "/.config/kiln/profiles";
+    char *dir = base ? malloc(strlen(base) + strlen(tail) + 1) : NULL;
+    if (dir)
+        sprintf(dir, "%s%s", base, tail);
+    return dir;
+}
+
+kiln_status kiln_profile_set_load(const char *user_dir, const char *override_dir, struct kiln_profile_set **out)
 {
     if (!out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_profile_set_load: out is NULL");
@@ -287,10 +325,12 @@ kiln_status kiln_profile_set_load(const char *override_dir, struct kiln_profile_
         const struct kiln_embedded_file *e = &kiln_embedded_profiles[i];
         char path[256];
         snprintf(path, sizeof path, "embedded:%s", e->name);
-        st = add_file(set, &capacity, path, e->name, e->data, e->size, 0);
+        st = add_file(set, &capacity, path, e->name, e->data, e->size, KILN_PROFILE_BUILTIN);
     }
+    if (st == KILN_SUCCESS && user_dir && *user_dir)
+        st = load_dir(set, &capacity, user_dir, KILN_PROFILE_USER);
     if (st == KILN_SUCCESS && override_dir && *override_dir)
-        st = load_dir(set, &capacity, override_dir);
+        st = load_dir(set, &capacity, override_dir, KILN_PROFILE_DIR);
     if (st == KILN_SUCCESS)
         st = resolve_all(set);
     if (st != KILN_SUCCESS) {
@@ -332,11 +372,11 @@ const struct kiln_profile *kiln_profile_find(const struct kiln_profile_set *set,
     return i >= 0 ? set->items[i] : NULL;
 }
 
-/* Sets shared by the contexts of this process, one per override directory
-   and state of its files. A set whose directory changed is dropped from the
-   list and freed by its last release. */
+/* Sets shared by the contexts of this process, one per pair of directories
+   (user and override) and state of their files. A set whose directories
+   changed is dropped from the list and freed by its last release. */
 struct shared_set {
-    char *dir;
+    char *user, *dir;
     uint64_t state;
     struct kiln_profile_set *set;
     unsigned refs;
@@ -372,32 +412,43 @@ static uint64_t dir_state(const char *dir)
     return h;
 }
 
-kiln_status kiln_profile_set_shared(const char *override_dir, struct kiln_profile_set **out)
+static void shared_free(struct shared_set *s)
 {
-    const char *dir = override_dir ? override_dir : "";
-    uint64_t state = dir_state(dir);
+    kiln_profile_set_free(s->set);
+    free(s->user);
+    free(s->dir);
+    free(s);
+}
+
+kiln_status kiln_profile_set_shared(const char *user_dir, const char *override_dir, struct kiln_profile_set **out)
+{
+    const char *user = user_dir ? user_dir : "", *dir = override_dir ? override_dir : "";
+    uint64_t state = dir_state(dir) ^ (dir_state(user) * 0x9e3779b97f4a7c15ull);
     pthread_mutex_lock(&shared_lock);
     struct shared_set *s = shared_sets;
-    while (s && !(s->current && s->state == state && strcmp(s->dir, dir) == 0))
+    while (s && !(s->current && s->state == state && strcmp(s->dir, dir) == 0 && strcmp(s->user, user) == 0))
         s = s->next;
     kiln_status st = KILN_SUCCESS;
     if (!s) {
         struct kiln_profile_set *set = NULL;
-        st = kiln_profile_set_load(dir, &set);
+        st = kiln_profile_set_load(user, dir, &set);
         struct shared_set *fresh = st == KILN_SUCCESS ? calloc(1, sizeof *fresh) : NULL;
-        char *dir_copy = fresh ? strdup(dir) : NULL;
-        if (st == KILN_SUCCESS && !dir_copy) {
+        char *dir_copy = fresh ? strdup(dir) : NULL, *user_copy = fresh ? strdup(user) : NULL;
+        if (st == KILN_SUCCESS && (!dir_copy || !user_copy)) {
+            free(dir_copy);
+            free(user_copy);
             free(fresh);
             kiln_profile_set_free(set);
             st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "out of memory loading device profiles");
         } else if (st == KILN_SUCCESS) {
             s = fresh;
             s->dir = dir_copy;
-            /* The directory changed: its older set is freed now if no
+            s->user = user_copy;
+            /* The directories changed: their older set is freed now if no
                context holds it, else by its last release. */
             for (struct shared_set **at = &shared_sets; *at;) {
                 struct shared_set *old = *at;
-                if (strcmp(old->dir, dir) != 0) {
+                if (strcmp(old->dir, dir) != 0 || strcmp(old->user, user) != 0) {
                     at = &old->next;
                     continue;
                 }
@@ -407,9 +458,7 @@ kiln_status kiln_profile_set_shared(const char *override_dir, struct kiln_profil
                     continue;
                 }
                 *at = old->next;
-                kiln_profile_set_free(old->set);
-                free(old->dir);
-                free(old);
+                shared_free(old);
             }
             s->state = state;
             s->set = set;
@@ -437,9 +486,7 @@ void kiln_profile_set_release(struct kiln_profile_set *set)
             continue;
         if (--s->refs == 0 && !s->current) {
             *at = s->next;
-            kiln_profile_set_free(s->set);
-            free(s->dir);
-            free(s);
+            shared_free(s);
         }
         break;
     }
