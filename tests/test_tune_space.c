@@ -26,7 +26,7 @@ static struct kiln_profile_set *embedded;
 static int load_embedded(void **state)
 {
     kt_group_setup(state);
-    return kiln_profile_set_load(NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
+    return kiln_profile_set_load(NULL, NULL, &embedded) == KILN_SUCCESS ? 0 : -1;
 }
 
 static int free_embedded(void **state)
