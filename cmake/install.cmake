@@ -60,7 +60,7 @@ endif()
 configure_file(${CMAKE_CURRENT_SOURCE_DIR}/cmake/kiln.pc.in ${CMAKE_CURRENT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-foreach(tool kiln-info kiln-bench)
+foreach(tool kiln-info kiln-bench kiln-tune)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

@@ -1,4 +1,4 @@
-/* The command lines of kiln-info and kiln-bench (docs/inputs.md): every
+/* The command lines of kiln-info, kiln-bench and kiln-tune (docs/inputs.md): every
    kind of bad argument, and each bad environment value, ends the program
    quickly with the reason on stderr and its exit status: 2 for a usage
    error, 1 for a failure. Each case runs the program with a time limit. */
@@ -22,7 +22,7 @@ extern char **environ;
 
 struct cli_case {
     const char *name;
-    const char *program;  /* "info" or "bench" */
+    const char *program;  /* "info", "bench" or "tune" */
     const char *args[16]; /* NULL-terminated */
     const char *env[3];   /* "NAME=value" settings, NULL-terminated */
     int status;           /* the exit status wanted */
@@ -69,11 +69,13 @@ static char **environment(const char *const *set)
    of "kiln warning:" lines it printed on stderr. */
 static int run(const struct cli_case *c)
 {
-#if defined(KT_KILN_INFO) && defined(KT_KILN_BENCH)
-    const char *program = strcmp(c->program, "info") == 0 ? KT_KILN_INFO : KT_KILN_BENCH;
+#if defined(KT_KILN_INFO) && defined(KT_KILN_BENCH) && defined(KT_KILN_TUNE)
+    const char *program = strcmp(c->program, "info") == 0    ? KT_KILN_INFO
+                          : strcmp(c->program, "bench") == 0 ? KT_KILN_BENCH
+                                                             : KT_KILN_TUNE;
 #else
     (void)c;
-    printf("# skipped: kiln-info and kiln-bench are not built (KILN_BUILD_TOOLS=OFF)\n");
+    printf("# skipped: the tools are not built (KILN_BUILD_TOOLS=OFF)\n");
     skip();
     const char *program = "";
     return 0;
@@ -123,6 +125,7 @@ static void run_case(void **state) { run(*state); }
 
 #define INFO "info"
 #define BENCH "bench"
+#define TUNE "tune"
 #define GEMM_OK "gemm", "--m", "8", "--n", "8", "--k", "8"
 
 static const struct cli_case cases[] = {
@@ -259,6 +262,13 @@ static const struct cli_case cases[] = {
      {"KILN_PROFILE_DIR=/nonexistent/kiln-profiles", NULL},
      1,
      "KILN_PROFILE_DIR"},
+    /* kiln-tune: a bad output directory fails before any trial. */
+    {"tune --help", TUNE, {"--help"}, {NULL}, 0, "2 a usage error"},
+    {"tune unknown option", TUNE, {"--bogus"}, {NULL}, 2, "kiln-tune: bad argument \"--bogus\""},
+    {"tune budget missing", TUNE, {"--budget"}, {NULL}, 2, "kiln-tune: --budget needs a value"},
+    {"tune budget not a number", TUNE, {"--budget", "soon"}, {NULL}, 2, "--budget: not a number of seconds"},
+    {"tune ops not gemm", TUNE, {"--ops", "conv"}, {NULL}, 2, "not yet supported"},
+    {"tune out under a file", TUNE, {"--out", "/dev/null/kiln"}, {NULL}, 1, "cannot create the output directory"},
     {"info KILN_CACHE_DIR a device", INFO, {NULL}, {"KILN_CACHE_DIR=/dev/null", NULL}, 0, "memory only"},
     {"info KILN_CACHE_DIR under a file", INFO, {NULL}, {"KILN_CACHE_DIR=/dev/null/kiln", NULL}, 0, "memory only"},
     {"bench gemm KILN_KERNEL_DIR missing",

@@ -1,0 +1,169 @@
+/* The GEMM search of kiln-tune (src/tune/tune.c) with a budget of a few
+   seconds on two small shapes: it writes a profile into the user's profile
+   directory that loads and that the next context's plans take; a resumed
+   run takes every trial of the journal instead of running it again; an
+   output directory that cannot be written is a clear error before any
+   trial. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "tune/tune.h"
+
+static struct kiln_tune_shape shapes[2];
+
+static void small_shapes(void)
+{
+    shapes[0].name = "96x96x96";
+    kiln_gemm_desc_init(&shapes[0].desc, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 96, 96, 96);
+    shapes[1].name = "64x128x256";
+    kiln_gemm_desc_init(&shapes[1].desc, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 64, 128, 256);
+}
+
+static void options(struct kiln_tune_options *o, double budget_s)
+{
+    kiln_tune_options_init(o);
+    small_shapes();
+    o->budget_s = budget_s;
+    o->shapes = shapes;
+    o->shape_count = 2;
+    o->seed = kt_group_seed;
+    o->log = stdout;
+}
+
+/* Lines of the journal in `dir`; fails on two trials of one candidate. */
+static size_t journal_lines(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, KILN_TUNE_JOURNAL);
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    size_t n = 0;
+    char *keys[512];
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        assert_non_null(j);
+        const cJSON *g = cJSON_GetObjectItem(j, "group"), *ov = cJSON_GetObjectItem(j, "overlay");
+        assert_true(cJSON_IsString(g) && cJSON_IsString(ov));
+        assert_true(n < 512);
+        keys[n] = malloc(strlen(g->valuestring) + strlen(ov->valuestring) + 2);
+        assert_non_null(keys[n]);
+        sprintf(keys[n], "%s %s", g->valuestring, ov->valuestring);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(keys[i], keys[n]) == 0)
+                fail_msg("tried twice: %s", keys[n]);
+        n++;
+        cJSON_Delete(j);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
+    free(text);
+    return n;
+}
+
+/* Whatever the search found best is written (min_gain below -1), into the
+   user's profile directory, and is what the next context takes. */
+static void test_writes_a_profile_the_next_context_uses(void **state)
+{
+    (void)state;
+    char *base = kt_temp_dir(), *saved = strdup(getenv("XDG_CONFIG_HOME") ? getenv("XDG_CONFIG_HOME") : "");
+    assert_non_null(saved);
+    assert_int_equal(setenv("XDG_CONFIG_HOME", base, 1), 0);
+    struct kiln_tune_options o;
+    options(&o, 6);
+    o.min_gain = -2;
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_SUCCESS);
+    printf("# %zu trials, %zu refused, %zu rejected; wrote %s: %s\n", r.trials, r.refused, r.rejected, r.profile,
+           r.changes);
+    assert_true(r.timed >= 2);
+    assert_true(r.profile[0] != '\0');
+    assert_non_null(strstr(r.path, base));
+    assert_true(r.peak_gflops > 0 && r.peak_gbps > 0);
+    for (size_t i = 0; i < 2; i++)
+        assert_true(r.shapes[i].before_ms > 0 && r.shapes[i].after_ms > 0);
+
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+    kiln_device_info info;
+    kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
+    assert_string_equal(info.profile, r.profile);
+    assert_non_null(strstr(info.profile_provenance, "\"tool\":\"kiln-tune\""));
+    assert_non_null(strstr(info.profile_provenance, "gemm 96x96x96 GFLOP/s"));
+    kiln_gemm_plan *plan = NULL;
+    kt_assert_status(kiln_gemm_plan_create(ctx, &shapes[0].desc, &plan), KILN_SUCCESS);
+    kiln_gemm_plan_info pi;
+    kt_assert_status(kiln_gemm_plan_describe(plan, &pi), KILN_SUCCESS);
+    printf("# %s %s (%s)\n", pi.kernel, pi.params, pi.profile);
+    assert_string_equal(pi.profile, r.profile);
+    kiln_gemm_plan_destroy(plan);
+    kiln_context_destroy(ctx);
+
+    assert_int_equal(setenv("XDG_CONFIG_HOME", saved, 1), 0);
+    free(saved);
+    kt_remove_tree(base);
+    free(base);
+}
+
+/* A resumed run takes every trial of the journal and runs none of them
+   again: the search replays the same candidates in the same order. */
+static void test_resume_runs_no_trial_twice(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    struct kiln_tune_options o;
+    options(&o, 3);
+    o.out = dir;
+    o.min_gain = 1e9; /* nothing written: the matched profile stays */
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_SUCCESS);
+    assert_string_equal(r.profile, "");
+    size_t first = journal_lines(dir);
+    assert_int_equal(first, r.trials);
+    assert_true(first >= 1);
+
+    o.resume = 1;
+    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_SUCCESS);
+    printf("# first run %zu trials; resumed: %zu from the journal, %zu in all\n", first, r.journaled, r.trials);
+    assert_int_equal(r.journaled, first);
+    assert_int_equal(journal_lines(dir), r.trials);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
+/* An output directory that cannot be created is an IO error naming it,
+   returned before any of the budget is spent. */
+static void test_unwritable_output_is_an_error(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir(), out[4300], file[4200];
+    snprintf(file, sizeof file, "%s/file", dir);
+    kt_write_file(file, "not a directory");
+    snprintf(out, sizeof out, "%s/profiles", file);
+    struct kiln_tune_options o;
+    options(&o, 100);
+    o.out = out;
+    struct kiln_tune_result r;
+    time_t start = time(NULL);
+    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_ERROR_IO);
+    assert_true(time(NULL) - start < 10);
+    printf("# %s\n", kiln_last_error_detail());
+    assert_non_null(strstr(kiln_last_error_detail(), out));
+    assert_int_equal(r.trials, 0);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_writes_a_profile_the_next_context_uses));
+    kt_add(&tests, cmocka_unit_test(test_resume_runs_no_trial_twice));
+    kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
+    return kt_run("tune", &tests);
+}
