@@ -9,13 +9,14 @@
 #include "tune/tune.h"
 
 static const char usage[] =
-    "usage: kiln-tune [--budget SECONDS] [--ops gemm] [--out DIR] [--resume] [--seed N] [--json]\n"
-    "Searches the kernel parameters of the default device's matched profile (KILN_DEVICE\n"
-    "selects another) on representative GEMM shapes, checking every candidate against a\n"
+    "usage: kiln-tune [--budget SECONDS] [--ops gemm] [--device SEL] [--out DIR] [--resume] [--seed N] [--json]\n"
+    "Searches the kernel parameters of a device's matched profile on representative GEMM shapes, checking every "
+    "candidate against a\n"
     "reference before timing it, and writes the best, when it beats the profile by more\n"
     "than 3%, as the profile \"<matched>-tuned\" that kiln loads from then on.\n"
     "--budget SECONDS  wall-clock time of the search (default 600)\n"
     "--ops LIST        operations to tune; only gemm for now\n"
+    "--device SEL      the device, as KILN_DEVICE selects it (default: KILN_DEVICE, else the default)\n"
     "--out DIR         where the profile and the journal go (default: the user's profile\n"
     "                  directory, $XDG_CONFIG_HOME/kiln/profiles or ~/.config/kiln/profiles)\n"
     "--resume          take the trials of DIR/" KILN_TUNE_JOURNAL " instead of running them again\n"
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int takes = strcmp(a, "--budget") == 0 || strcmp(a, "--ops") == 0 || strcmp(a, "--out") == 0 ||
-                    strcmp(a, "--seed") == 0;
+                    strcmp(a, "--seed") == 0 || strcmp(a, "--device") == 0;
         if (takes && i + 1 == argc)
             return bad("%s needs a value", a);
         double v;
@@ -104,6 +105,8 @@ int main(int argc, char **argv)
             o.out = argv[++i];
             if (!*o.out)
                 return bad("--out: empty directory%s", "");
+        } else if (strcmp(a, "--device") == 0) {
+            o.device = argv[++i];
         } else if (strcmp(a, "--resume") == 0) {
             o.resume = 1;
         } else if (strcmp(a, "--json") == 0) {
