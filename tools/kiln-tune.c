@@ -48,8 +48,10 @@ static void print_table(const struct kiln_tune_result *r)
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *s = &r->shapes[i];
         double before = gflops(s->gflop, s->before_ms), after = gflops(s->gflop, s->after_ms);
-        printf("%-16s %-12s %10.1f %10.1f %7.2fx  GFLOP/s\n", s->name, s->group, before, after,
-               before > 0 ? after / before : 0.0);
+        if (before > 0)
+            printf("%-16s %-12s %10.1f %10.1f %7.2fx  GFLOP/s\n", s->name, s->group, before, after, after / before);
+        else
+            printf("%-16s %-12s %10s %10s %8s\n", s->name, s->group, "-", "-", "-");
     }
     printf("trials %zu (%zu from the journal), refused before compile %zu, rejected %zu, timed %zu\n", r->trials,
            r->journaled, r->refused, r->rejected, r->timed);

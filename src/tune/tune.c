@@ -24,6 +24,9 @@
    each round. */
 #define REPS 3
 #define CONFIRM_REPS 9
+/* The share of the budget the search may take: the rest is for the
+   confirmations and the peaks, so the run ends within its budget. */
+#define SEARCH_SHARE 0.95
 #define CUTOFF 1.5
 #define DRAWS 4
 #define REFINE 3
@@ -99,13 +102,28 @@ struct search {
     double best_ms[KILN_TUNE_SHAPES_MAX];
     struct candidate *cands;
     size_t count, cap;
+    char **refused; /* overlays refused by the space's checks, each counted once */
+    size_t refused_count;
     double deadline;
 };
 
 static void count_refusal(void *user, const union kiln_space_values *c, enum kiln_space_reject kind, const char *why)
 {
     struct search *s = user;
-    (void)c, (void)kind;
+    (void)kind;
+    char *overlay = kiln_space_overlay(&s->space, c);
+    for (size_t i = 0; overlay && i < s->refused_count; i++)
+        if (strcmp(s->refused[i], overlay) == 0) {
+            free(overlay);
+            return;
+        }
+    char **grown = overlay ? realloc(s->refused, (s->refused_count + 1) * sizeof *grown) : NULL;
+    if (grown) {
+        s->refused = grown;
+        grown[s->refused_count++] = overlay;
+    } else {
+        free(overlay);
+    }
     s->r->refused++;
     if (s->o->log)
         fprintf(s->o->log, "%s: refused before compiling: %s\n", s->group, why);
@@ -444,7 +462,8 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
 }
 
 /* The group each shape's plan takes on the matched profile. */
-static kiln_status plan_groups(kiln_context *ctx, const struct kiln_tune_shape *shapes, struct kiln_tune_result *r)
+static kiln_status plan_groups(kiln_context *ctx, const struct kiln_tune_options *o,
+                               const struct kiln_tune_shape *shapes, struct kiln_tune_result *r)
 {
     for (size_t i = 0; i < r->shape_count; i++) {
         kiln_gemm_plan *plan = NULL;
@@ -457,8 +476,15 @@ static kiln_status plan_groups(kiln_context *ctx, const struct kiln_tune_shape *
             return st;
         const kiln_gemm_desc *d = &shapes[i].desc;
         snprintf(r->shapes[i].name, sizeof r->shapes[i].name, "%s", shapes[i].name);
-        snprintf(r->shapes[i].group, sizeof r->shapes[i].group, "%.*s", (int)strcspn(info.param_set, ":"),
-                 info.param_set);
+        /* A shape class's own set is not tuned yet: the overlay changes a
+           group's default set, which such a plan does not take. */
+        const char *set = strchr(info.param_set, ':');
+        int by_default = set && strcmp(set, ":default") == 0;
+        snprintf(r->shapes[i].group, sizeof r->shapes[i].group, "%.*s",
+                 by_default ? (int)(set - info.param_set) : (int)strlen(info.param_set), info.param_set);
+        if (!by_default && o->log)
+            fprintf(o->log, "%s: its plan takes %s, not tuned\n", shapes[i].name,
+                    info.param_set[0] ? info.param_set : "no parameter set");
         r->shapes[i].gflop = 2e-9 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch;
     }
     return KILN_SUCCESS;
@@ -490,7 +516,7 @@ kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_r
         st = kiln_context_create(&opts, &ctx);
     if (st == KILN_SUCCESS) {
         snprintf(r->matched, sizeof r->matched, "%s", kiln_profile_name(ctx->profile));
-        st = plan_groups(ctx, s.shapes, r);
+        st = plan_groups(ctx, o, s.shapes, r);
     }
 
     /* The groups in the order of their first shape; each gets an equal
@@ -515,7 +541,7 @@ kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_r
                 s.members[s.member_count++] = k;
         memset(s.best_ms, 0, sizeof s.best_ms);
         s.count = 0;
-        double left = o->budget_s - (now_s() - start);
+        double left = SEARCH_SHARE * o->budget_s - (now_s() - start);
         s.deadline = now_s() + (left > 0 ? left / (double)(group_count - gi) : 0);
         const void *seed = (const char *)kiln_profile_params(ctx->profile) + kiln_param_groups[g].offset;
         st = kiln_space_init(&s.space, (enum kiln_group_id)g, seed, &ctx->desc);
@@ -544,6 +570,9 @@ kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_r
         }
         for (size_t c = 0; c < s.count; c++)
             free(s.cands[c].overlay);
+        for (size_t c = 0; c < s.refused_count; c++)
+            free(s.refused[c]);
+        s.refused_count = 0;
     }
     if (st == KILN_SUCCESS && chosen_count > 0)
         st = write_profile(ctx, o, dir, chosen, chosen_count, chosen_groups, r);
@@ -555,6 +584,7 @@ kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_r
     }
     free(s.entries);
     free(s.cands);
+    free(s.refused);
     if (s.journal)
         fclose(s.journal);
     kiln_context_destroy(ctx);
