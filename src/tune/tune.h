@@ -60,7 +60,8 @@ const struct kiln_tune_shape *kiln_tune_gemm_shapes(size_t *count);
 
 struct kiln_tune_shape_result {
     char name[48];
-    char group[24];             /* the kernel group its plan takes */
+    char group[48];             /* the kernel group its plan takes; "<group>:<set>" when it takes a shape class's own
+                                   set, not tuned yet (before_ms and after_ms stay 0) */
     double gflop;               /* per run */
     double before_ms, after_ms; /* the seed's; the chosen candidate's (the seed's if none) */
 };
