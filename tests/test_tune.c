@@ -94,6 +94,7 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
     assert_string_equal(info.profile, r.profile);
     assert_non_null(strstr(info.profile_provenance, "\"tool\":\"kiln-tune\""));
+    assert_string_equal(info.peak_source, "measured");
     assert_non_null(strstr(info.profile_provenance, "gemm 96x96x96 GFLOP/s"));
     kiln_gemm_plan *plan = NULL;
     kt_assert_status(kiln_gemm_plan_create(ctx, &shapes[0].desc, &plan), KILN_SUCCESS);

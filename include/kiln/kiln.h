@@ -122,7 +122,8 @@ typedef struct kiln_device_info {
                                         if longer */
     double peak_gflops;            /**< fp32 peak, GFLOP/s */
     double peak_gbps;              /**< memory bandwidth peak, GB/s */
-    char peak_source[32];          /**< "profile" or "measured" */
+    char peak_source[32];          /**< "measured" when the profile is one kiln-tune wrote
+                                        with the peaks it measured, else "profile" */
 } kiln_device_info;
 
 /** Number of devices kiln can use, over all platforms. */

@@ -148,7 +148,12 @@ void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, co
     copy_cut(info->profile_provenance, sizeof info->profile_provenance, kiln_profile_provenance(profile));
     info->peak_gflops = kiln_profile_peak_gflops(profile, desc);
     info->peak_gbps = kiln_profile_peak_gbps(profile, desc);
-    snprintf(info->peak_source, sizeof info->peak_source, "profile");
+    /* A profile kiln-tune wrote carries the peaks it measured on the device
+       (device.peak_gflops, device.peak_gbps); any other profile's are the
+       family's datasheet figures. */
+    const int measured = kiln_profile_params(profile)->device.peak_gflops > 0 &&
+                         strstr(kiln_profile_provenance(profile), "\"tool\":\"kiln-tune\"") != NULL;
+    snprintf(info->peak_source, sizeof info->peak_source, "%s", measured ? "measured" : "profile");
 }
 
 kiln_status kiln_device_count(size_t *count)
