@@ -19,45 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/gemm_operand.h"
 #include "test_util.h"
 
-enum { GR_A, GR_B, GR_C };
-
-/* One operand as stored: op(X) is rows x cols. */
-struct gr_operand {
-    size_t rows, cols, ld, stride;
-    int rowwise; /* op(X)(r, c) at r * ld + c; otherwise at c * ld + r */
-};
-
-static inline struct gr_operand gr_operand_of(const kiln_gemm_desc *d, int which)
-{
-    struct gr_operand op;
-    kiln_transpose t = which == GR_A ? d->trans_a : which == GR_B ? d->trans_b : KILN_NO_TRANS;
-    op.rows = which == GR_B ? d->k : d->m;
-    op.cols = which == GR_A ? d->k : d->n;
-    op.ld = which == GR_A ? d->lda : which == GR_B ? d->ldb : d->ldc;
-    op.stride = which == GR_A ? d->stride_a : which == GR_B ? d->stride_b : d->stride_c;
-    op.rowwise = (d->layout == KILN_ROW_MAJOR) != (t == KILN_TRANS);
-    return op;
-}
-
-static inline size_t gr_at(const struct gr_operand *op, size_t r, size_t c)
-{
-    return op->rowwise ? r * op->ld + c : c * op->ld + r;
-}
+/* The operands, as src/ref/gemm_operand.h numbers them. */
+enum { GR_A = KILN_GEMM_A, GR_B = KILN_GEMM_B, GR_C = KILN_GEMM_C };
 
 /* Smallest leading dimension and tight batch stride of an operand. */
-static inline size_t gr_tight_ld(const struct gr_operand *op) { return op->rowwise ? op->cols : op->rows; }
-static inline size_t gr_tight_stride(const struct gr_operand *op)
+static inline size_t gr_tight_ld(const struct kiln_gemm_operand *op) { return op->rowwise ? op->cols : op->rows; }
+static inline size_t gr_tight_stride(const struct kiln_gemm_operand *op)
 {
     return (op->rowwise ? op->rows : op->cols) * op->ld;
-}
-
-/* Elements from an operand's offset to its last element, over the batch. */
-static inline size_t gr_extent(const kiln_gemm_desc *d, int which)
-{
-    struct gr_operand op = gr_operand_of(d, which);
-    return (d->batch - 1) * op.stride + gr_at(&op, op.rows - 1, op.cols - 1) + 1;
 }
 
 /*
@@ -103,7 +75,7 @@ static inline void gr_case_init(struct gr_case *t, kiln_context *ctx, const kiln
     t->off[GR_A] = off_a, t->off[GR_B] = off_b, t->off[GR_C] = off_c;
     const size_t es = kt_elem_size(desc->dtype);
     for (int w = GR_A; w <= GR_C; w++) {
-        t->len[w] = t->off[w] + gr_extent(desc, w) + slack;
+        t->len[w] = t->off[w] + kiln_gemm_operand_extent(desc, w) + slack;
         t->val[w] = malloc(t->len[w] * sizeof(float));
         t->raw[w] = malloc(t->len[w] * es);
         assert_non_null(t->val[w]);
@@ -112,11 +84,11 @@ static inline void gr_case_init(struct gr_case *t, kiln_context *ctx, const kiln
     }
     t->is_c = calloc(t->len[GR_C], 1);
     assert_non_null(t->is_c);
-    struct gr_operand c = gr_operand_of(desc, GR_C);
+    struct kiln_gemm_operand c = kiln_gemm_operand_of(desc, GR_C);
     for (size_t bi = 0; bi < desc->batch; bi++)
         for (size_t i = 0; i < desc->m; i++)
             for (size_t j = 0; j < desc->n; j++)
-                t->is_c[off_c + bi * c.stride + gr_at(&c, i, j)] = 1;
+                t->is_c[off_c + bi * c.stride + kiln_gemm_operand_at(&c, i, j)] = 1;
 }
 
 static inline void gr_case_free(struct gr_case *t)
@@ -149,7 +121,7 @@ static inline void gr_case_fill(struct gr_case *t, int nan_c, uint64_t *seed)
 {
     const kiln_gemm_desc *d = &t->desc;
     for (int w = GR_A; w <= GR_C; w++) {
-        struct gr_operand op = gr_operand_of(d, w);
+        struct kiln_gemm_operand op = kiln_gemm_operand_of(d, w);
         float *v = t->val[w];
         for (size_t i = 0; i < t->len[w]; i++)
             v[i] = NAN;
@@ -164,7 +136,7 @@ static inline void gr_case_fill(struct gr_case *t, int nan_c, uint64_t *seed)
                 kt_fill_uniform(line, op.cols, -1.0f, 1.0f, seed);
                 for (size_t c = 0; c < op.cols; c++) {
                     float x = d->dtype == KILN_F16 ? kt_from_half(kt_to_half(line[c])) : line[c];
-                    v[t->off[w] + bi * op.stride + gr_at(&op, r, c)] = x;
+                    v[t->off[w] + bi * op.stride + kiln_gemm_operand_at(&op, r, c)] = x;
                 }
             }
         free(line);
@@ -210,7 +182,8 @@ static inline void gr_case_check(const struct gr_case *t, float alpha, float bet
     if (bad)
         fail_msg("%zu positions of C outside the matrix were written", bad);
 
-    struct gr_operand a = gr_operand_of(d, GR_A), b = gr_operand_of(d, GR_B), c = gr_operand_of(d, GR_C);
+    struct kiln_gemm_operand a = kiln_gemm_operand_of(d, GR_A), b = kiln_gemm_operand_of(d, GR_B),
+                             c = kiln_gemm_operand_of(d, GR_C);
     for (size_t bi = 0; bi < d->batch; bi++)
         for (size_t i = 0; i < d->m; i++)
             for (size_t j = 0; j < d->n; j++) {
@@ -218,11 +191,12 @@ static inline void gr_case_check(const struct gr_case *t, float alpha, float bet
                 const float *pb = t->val[GR_B] + t->off[GR_B] + bi * b.stride;
                 double sum = 0.0, abs_sum = 0.0;
                 for (size_t p = 0; p < d->k; p++) {
-                    double prod = (double)pa[gr_at(&a, i, p)] * (double)pb[gr_at(&b, p, j)];
+                    double prod =
+                        (double)pa[kiln_gemm_operand_at(&a, i, p)] * (double)pb[kiln_gemm_operand_at(&b, p, j)];
                     sum += prod;
                     abs_sum += fabs(prod);
                 }
-                size_t at = t->off[GR_C] + bi * c.stride + gr_at(&c, i, j);
+                size_t at = t->off[GR_C] + bi * c.stride + kiln_gemm_operand_at(&c, i, j);
                 double c0 = t->val[GR_C][at];
                 double ref = (double)alpha * sum + (beta != 0.0f ? (double)beta * c0 : 0.0);
                 double bound = gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, ref);

@@ -216,9 +216,9 @@ static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
     d.batch = r->batch ? r->batch : 1;
     size_t *ld[3] = {&d.lda, &d.ldb, &d.ldc}, *stride[3] = {&d.stride_a, &d.stride_b, &d.stride_c};
     for (int w = GR_A; w <= GR_C; w++) {
-        struct gr_operand op = gr_operand_of(&d, w);
+        struct kiln_gemm_operand op = kiln_gemm_operand_of(&d, w);
         *ld[w] = gr_tight_ld(&op) + r->pad[w];
-        op = gr_operand_of(&d, w);
+        op = kiln_gemm_operand_of(&d, w);
         *stride[w] = r->gap[w] == SHARED ? 0 : (size_t)((long)gr_tight_stride(&op) + r->gap[w]);
     }
     return d;
@@ -319,7 +319,7 @@ static void test_desc_init_is_tight(void **state)
         assert_int_equal(d.batch, 1);
         size_t ld[3] = {d.lda, d.ldb, d.ldc}, stride[3] = {d.stride_a, d.stride_b, d.stride_c};
         for (int w = GR_A; w <= GR_C; w++) {
-            struct gr_operand op = gr_operand_of(&d, w);
+            struct kiln_gemm_operand op = kiln_gemm_operand_of(&d, w);
             assert_int_equal(ld[w], gr_tight_ld(&op));
             assert_int_equal(stride[w], gr_tight_stride(&op));
         }
@@ -623,7 +623,8 @@ static void test_bad_exec(void **state)
     const struct bad_exec *x = *state;
     static const struct row base = {SHAPE("bad", CM, TR, NO, 8, 6, 4), .batch = 3, .pad = {1, 2, 3}, .gap = {1, 2, 3}};
     kiln_gemm_desc d = desc_of(&base, KILN_GEMM_CPU); /* checks common to every family */
-    size_t len[3] = {gr_extent(&d, GR_A), gr_extent(&d, GR_B), gr_extent(&d, GR_C)};
+    size_t len[3] = {kiln_gemm_operand_extent(&d, GR_A), kiln_gemm_operand_extent(&d, GR_B),
+                     kiln_gemm_operand_extent(&d, GR_C)};
     size_t off[3] = {0, 0, 0};
     kiln_gemm_plan *plan = NULL;
     kt_assert_status(kiln_gemm_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
@@ -683,7 +684,7 @@ static void test_bad_exec(void **state)
         break;
     case X_C_IN_A_DISJOINT:
         c = buf[GR_A];
-        off[GR_C] = gr_extent(&d, GR_A);
+        off[GR_C] = kiln_gemm_operand_extent(&d, GR_A);
         break;
     default:
         break;

@@ -9,39 +9,9 @@
 
 #include "core/diag.h"
 #include "ops/find.h"
+#include "ref/gemm_operand.h"
 
-enum { OP_A, OP_B, OP_C };
-
-/* One operand as stored: op(X) is rows x cols. */
-struct operand {
-    size_t rows, cols, ld, stride;
-    int rowwise; /* op(X)(r, c) at r * ld + c; otherwise at c * ld + r */
-};
-
-static struct operand operand_of(const kiln_gemm_desc *d, int which)
-{
-    struct operand op;
-    kiln_transpose t = which == OP_A ? d->trans_a : which == OP_B ? d->trans_b : KILN_NO_TRANS;
-    op.rows = which == OP_B ? d->k : d->m;
-    op.cols = which == OP_A ? d->k : d->n;
-    op.ld = which == OP_A ? d->lda : which == OP_B ? d->ldb : d->ldc;
-    op.stride = which == OP_A ? d->stride_a : which == OP_B ? d->stride_b : d->stride_c;
-    op.rowwise = (d->layout == KILN_ROW_MAJOR) != (t == KILN_TRANS);
-    return op;
-}
-
-static size_t at(const struct operand *op, size_t r, size_t c) { return op->rowwise ? r * op->ld + c : c * op->ld + r; }
-
-/* Elements from the start to the last element of the last batch item, or 0
-   if that does not fit in a size_t. */
-static size_t extent(const kiln_gemm_desc *d, int which)
-{
-    struct operand op = operand_of(d, which);
-    size_t last = at(&op, op.rows - 1, op.cols - 1), span;
-    if (__builtin_mul_overflow(d->batch - 1, op.stride, &span) || __builtin_add_overflow(span, last + 1, &span))
-        return 0;
-    return span;
-}
+enum { OP_A = KILN_GEMM_A, OP_B = KILN_GEMM_B, OP_C = KILN_GEMM_C };
 
 static uint64_t next(uint64_t *state)
 {
@@ -72,11 +42,12 @@ static void reject(struct kiln_trial *t, enum kiln_trial_verdict v, kiln_status 
 /* Every element of C written, and the checked ones right: the verdict. */
 static void check(const kiln_gemm_desc *d, float *const host[3], uint64_t *rng, struct kiln_trial *t)
 {
-    struct operand a = operand_of(d, OP_A), b = operand_of(d, OP_B), c = operand_of(d, OP_C);
+    struct kiln_gemm_operand a = kiln_gemm_operand_of(d, OP_A), b = kiln_gemm_operand_of(d, OP_B),
+                             c = kiln_gemm_operand_of(d, OP_C);
     for (size_t bi = 0; bi < d->batch; bi++)
         for (size_t i = 0; i < d->m; i++)
             for (size_t j = 0; j < d->n; j++)
-                if (isnan(host[OP_C][bi * c.stride + at(&c, i, j)])) {
+                if (isnan(host[OP_C][bi * c.stride + kiln_gemm_operand_at(&c, i, j)])) {
                     t->verdict = KILN_TRIAL_WRONG;
                     snprintf(t->reason, sizeof t->reason, "C(%zu, %zu) of batch item %zu was not written", i, j, bi);
                     return;
@@ -87,11 +58,12 @@ static void check(const kiln_gemm_desc *d, float *const host[3], uint64_t *rng, 
         const size_t bi = e / (d->m * d->n), i = e / d->n % d->m, j = e % d->n;
         double sum = 0.0, abs_sum = 0.0;
         for (size_t p = 0; p < d->k; p++) {
-            double prod = (double)host[OP_A][bi * a.stride + at(&a, i, p)] * host[OP_B][bi * b.stride + at(&b, p, j)];
+            double prod = (double)host[OP_A][bi * a.stride + kiln_gemm_operand_at(&a, i, p)] *
+                          host[OP_B][bi * b.stride + kiln_gemm_operand_at(&b, p, j)];
             sum += prod;
             abs_sum += fabs(prod);
         }
-        const double got = host[OP_C][bi * c.stride + at(&c, i, j)];
+        const double got = host[OP_C][bi * c.stride + kiln_gemm_operand_at(&c, i, j)];
         const double bound = (double)d->k * 0x1p-22 * abs_sum + FLT_MIN, ratio = fabs(got - sum) / bound;
         if (!(ratio <= 1.0)) {
             t->verdict = KILN_TRIAL_WRONG;
@@ -124,7 +96,7 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
     size_t count[3];
     uint64_t rng = seed;
     for (int w = OP_A; w <= OP_C && st == KILN_SUCCESS; w++) {
-        count[w] = extent(desc, w);
+        count[w] = kiln_gemm_operand_extent(desc, w);
         host[w] = count[w] && count[w] <= SIZE_MAX / sizeof(float) ? malloc(count[w] * sizeof(float)) : NULL;
         if (!host[w]) {
             st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln_trial_gemm: %zu elements of operand %d", count[w], w);

@@ -10,12 +10,8 @@
    that does not fit in a size_t; 0 for an empty operand. */
 static size_t extent(const kiln_gemm_desc *d, int which, size_t offset)
 {
-    struct gr_operand op = gr_operand_of(d, which);
-    if (op.rows == 0 || op.cols == 0 || d->batch == 0)
-        return 0;
-    size_t line = op.rowwise ? op.rows - 1 : op.cols - 1, col = op.rowwise ? op.cols - 1 : op.rows - 1;
-    size_t last = fz_add(fz_mul(d->batch - 1, op.stride), fz_add(fz_mul(line, op.ld), col));
-    return fz_add(offset, fz_add(last, 1));
+    size_t e = kiln_gemm_operand_extent(d, which);
+    return e ? fz_add(offset, e) : 0;
 }
 
 /* A leading dimension or stride: usually the given tight one, sometimes a
@@ -34,7 +30,7 @@ static size_t vary(struct fz *f, size_t tight)
    the operand has too many elements to visit): NaN stays everywhere else. */
 static void fill(struct fz_pool *pool, int slot, const kiln_gemm_desc *d, int which, size_t offset, uint64_t *seed)
 {
-    struct gr_operand op = gr_operand_of(d, which);
+    struct kiln_gemm_operand op = kiln_gemm_operand_of(d, which);
     const size_t have = pool->b[slot].bytes / pool->b[slot].elem_size;
     float v;
     if (op.rows == 0 || op.cols == 0 || d->batch == 0)
@@ -50,7 +46,7 @@ static void fill(struct fz_pool *pool, int slot, const kiln_gemm_desc *d, int wh
         for (size_t r = 0; r < op.rows; r++)
             for (size_t c = 0; c < op.cols; c++) {
                 kt_fill_uniform(&v, 1, -1.0f, 1.0f, seed);
-                fz_set(pool, slot, offset + bi * op.stride + gr_at(&op, r, c), v);
+                fz_set(pool, slot, offset + bi * op.stride + kiln_gemm_operand_at(&op, r, c), v);
             }
 }
 
@@ -63,7 +59,8 @@ static void check_result(struct fz_pool *pool, const kiln_gemm_desc *d, const in
         fz_fail("GEMM accepted a missing or foreign buffer");
     if (slot[GR_C] == slot[GR_A] || slot[GR_C] == slot[GR_B])
         fz_fail("GEMM accepted C in the buffer of A or B");
-    struct gr_operand a = gr_operand_of(d, GR_A), b = gr_operand_of(d, GR_B), c = gr_operand_of(d, GR_C);
+    struct kiln_gemm_operand a = kiln_gemm_operand_of(d, GR_A), b = kiln_gemm_operand_of(d, GR_B),
+                             c = kiln_gemm_operand_of(d, GR_C);
     const int values = fabsf(alpha) <= 4.0f && fabsf(beta) <= 4.0f &&
                        fz_mul(fz_mul(fz_mul(d->batch, d->m), d->n), d->k) <= ((size_t)1 << 24);
     unsigned char *got = fz_read(pool, slot[GR_C]);
@@ -71,14 +68,15 @@ static void check_result(struct fz_pool *pool, const kiln_gemm_desc *d, const in
     for (size_t bi = 0; bi < d->batch; bi++)
         for (size_t i = 0; i < d->m; i++)
             for (size_t j = 0; j < d->n; j++) {
-                const size_t at = off[GR_C] + bi * c.stride + gr_at(&c, i, j);
+                const size_t at = off[GR_C] + bi * c.stride + kiln_gemm_operand_at(&c, i, j);
                 fz_mark_out(pool, slot[GR_C], at);
                 if (!values)
                     continue;
                 double sum = 0.0, abs_sum = 0.0;
                 for (size_t p = 0; p < d->k; p++) {
-                    double prod = (double)fz_get(pool, slot[GR_A], off[GR_A] + bi * a.stride + gr_at(&a, i, p)) *
-                                  (double)fz_get(pool, slot[GR_B], off[GR_B] + bi * b.stride + gr_at(&b, p, j));
+                    double prod =
+                        (double)fz_get(pool, slot[GR_A], off[GR_A] + bi * a.stride + kiln_gemm_operand_at(&a, i, p)) *
+                        (double)fz_get(pool, slot[GR_B], off[GR_B] + bi * b.stride + kiln_gemm_operand_at(&b, p, j));
                     sum += prod;
                     abs_sum += fabs(prod);
                 }
@@ -106,7 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     d.lda = vary(&f, d.lda), d.ldb = vary(&f, d.ldb), d.ldc = vary(&f, d.ldc);
     if (fz_one_in(&f, 3)) {
         d.batch = fz_size(&f, 4);
-        struct gr_operand a = gr_operand_of(&d, GR_A), b = gr_operand_of(&d, GR_B), c = gr_operand_of(&d, GR_C);
+        struct kiln_gemm_operand a = kiln_gemm_operand_of(&d, GR_A), b = kiln_gemm_operand_of(&d, GR_B),
+                                 c = kiln_gemm_operand_of(&d, GR_C);
         d.stride_a = vary(&f, gr_tight_stride(&a));
         d.stride_b = vary(&f, gr_tight_stride(&b));
         d.stride_c = vary(&f, gr_tight_stride(&c));
