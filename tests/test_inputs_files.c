@@ -6,10 +6,9 @@
    a device node, a symbolic link loop, too long a path, a directory where a
    file belongs, too large, a binary that does not fit its key) gets its
    specific status or warning. Every test runs under a watchdog, so one that
-   hangs (a blocking open) fails within WATCHDOG_S seconds, naming itself. */
+   hangs (a blocking open) fails within KT_WATCHDOG_SECONDS, naming itself. */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,38 +25,6 @@
 #include "profiles/profile.h"
 #include "test_util.h"
 #include "util/fs.h"
-
-enum { WATCHDOG_S = 60 };
-
-static const char *running; /* the test the watchdog names */
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char head[] = "\nwatchdog: the case ";
-    static const char tail[] = " hung (no answer within the watchdog's time): a blocking open?\n";
-    if (write(STDERR_FILENO, head, sizeof head - 1) < 0 || write(STDERR_FILENO, running, strlen(running)) < 0 ||
-        write(STDERR_FILENO, tail, sizeof tail - 1) < 0)
-        _exit(3);
-    _exit(3);
-}
-
-/* Each test's state is its case (a struct whose first member is its name). */
-static int arm(void **state)
-{
-    running = *state ? *(const char *const *)*state : "a test";
-    fflush(stdout); /* cmocka's "[ RUN ]" line names the whole test if this one hangs */
-    signal(SIGALRM, on_alarm);
-    alarm(WATCHDOG_S);
-    return 0;
-}
-
-static int disarm(void **state)
-{
-    (void)state;
-    alarm(0);
-    return 0;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Making bad files                                                         */
@@ -948,21 +915,12 @@ static void test_file_and_directory_without_permission(void **state)
 
 /* ------------------------------------------------------------------------ */
 
-/* Appends fn with `state` (whose first member is the test's name) as test
-   prefix + that name, under the watchdog. */
-static void add_watched(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *state)
-{
-    kt_addf(list, fn, state, "%s%s", prefix, *(const char *const *)state);
-    list->tests[list->count - 1].setup_func = arm;
-    list->tests[list->count - 1].teardown_func = disarm;
-}
-
 int main(void)
 {
     struct kt_list t = {0};
 #define CASES(prefix, fn, items)                                                                                       \
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)                                                          \
-    add_watched(&t, prefix, fn, &items[i])
+    kt_add_watched(&t, prefix, fn, &items[i])
     CASES("KILN_KERNEL_DIR ", test_kernel_dir_unusable, kernel_dirs);
     CASES("KILN_KERNEL_DIR file ", test_kernel_file_bad, kernel_files);
     CASES("KILN_PROFILE_DIR ", test_profile_dir_unusable, kernel_dirs);
@@ -986,6 +944,6 @@ int main(void)
         {"test_file_and_directory_without_permission", test_file_and_directory_without_permission},
     };
     for (size_t i = 0; i < sizeof single / sizeof *single; i++)
-        add_watched(&t, "", single[i].fn, &single[i]);
+        kt_add_watched(&t, "", single[i].fn, &single[i]);
     return kt_run_with("inputs_files", &t, NULL, NULL);
 }

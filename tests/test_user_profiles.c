@@ -6,7 +6,6 @@
    kiln_profile_write into it is what the next context matches, shown by
    kiln_device_get_info and a plan's description. Every test runs under the
    watchdog, so one that hangs on a blocking open fails naming itself. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,35 +18,6 @@
 #include "profiles/profile.h"
 #include "test_util.h"
 #include "util/fs.h"
-
-static const char *running;
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char head[] = "\nwatchdog: the case ";
-    static const char tail[] = " hung (no answer within the watchdog's time): a blocking open?\n";
-    if (write(STDERR_FILENO, head, sizeof head - 1) < 0 || write(STDERR_FILENO, running, strlen(running)) < 0 ||
-        write(STDERR_FILENO, tail, sizeof tail - 1) < 0)
-        _exit(3);
-    _exit(3);
-}
-
-static int arm(void **state)
-{
-    running = *state ? *(const char *const *)*state : "a test";
-    fflush(stdout);
-    signal(SIGALRM, on_alarm);
-    alarm(KT_WATCHDOG_SECONDS);
-    return 0;
-}
-
-static int disarm(void **state)
-{
-    (void)state;
-    alarm(0);
-    return 0;
-}
 
 static void assert_says(const char *text, const char *says)
 {
@@ -408,13 +378,6 @@ static void test_written_profile_is_picked_up(void **state)
 
 /* ------------------------------------------------------------------------ */
 
-static void add_watched(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *state)
-{
-    kt_addf(list, fn, state, "%s%s", prefix, *(const char *const *)state);
-    list->tests[list->count - 1].setup_func = arm;
-    list->tests[list->count - 1].teardown_func = disarm;
-}
-
 int main(void)
 {
     /* Each test points XDG_CONFIG_HOME elsewhere and back to the suite's. */
@@ -423,7 +386,7 @@ int main(void)
     struct kt_list t = {0};
 #define CASES(prefix, fn, items)                                                                                       \
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)                                                          \
-    add_watched(&t, prefix, fn, &items[i])
+    kt_add_watched(&t, prefix, fn, &items[i])
     CASES("user dir location: ", test_location, locations);
     CASES("user dir ", test_dir_unusable, bad_dirs);
     CASES("user dir file ", test_file_bad, bad_files);
@@ -437,7 +400,7 @@ int main(void)
         {"test_written_profile_is_picked_up", test_written_profile_is_picked_up},
     };
     for (size_t i = 0; i < sizeof single / sizeof *single; i++)
-        add_watched(&t, "", single[i].fn, &single[i]);
+        kt_add_watched(&t, "", single[i].fn, &single[i]);
     /* kt_run opens a context first, with the real HOME: POCL fixes where its
        kernel cache lives (under HOME) when it starts, and the location tests
        point HOME at directories they remove. */

@@ -405,6 +405,7 @@ static void watchdog_fired(int sig)
 int kt_watchdog_arm(void **state)
 {
     (void)state;
+    fflush(stdout); /* cmocka's "[ RUN      ]" line names the test if it hangs */
     signal(SIGALRM, watchdog_fired);
     alarm(KT_WATCHDOG_SECONDS);
     return 0;
@@ -415,4 +416,11 @@ int kt_watchdog_disarm(void **state)
     (void)state;
     alarm(0);
     return 0;
+}
+
+void kt_add_watched(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *state)
+{
+    kt_addf(list, fn, state, "%s%s", prefix, *(const char *const *)state);
+    list->tests[list->count - 1].setup_func = kt_watchdog_arm;
+    list->tests[list->count - 1].teardown_func = kt_watchdog_disarm;
 }

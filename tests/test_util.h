@@ -128,6 +128,10 @@ void *kt_add_copy(struct kt_list *list, CMUnitTestFunction fn, const void *state
 void kt_add_items(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *items, size_t count,
                   size_t size);
 
+/* Appends fn with `state` (not copied; its first member is the test's name,
+   a const char *) as test prefix + that name, under the watchdog. */
+void kt_add_watched(struct kt_list *list, const char *prefix, CMUnitTestFunction fn, const void *state);
+
 /* Appends `test` once for every shipped non-abstract device profile (its
    name as the state, "profile <name>" as the test name) with `teardown`. */
 void kt_add_profiles(struct kt_list *list, CMUnitTestFunction test, CMFixtureFunction teardown);
