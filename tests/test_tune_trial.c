@@ -119,7 +119,7 @@ static void test_wrong_and_broken_variants_are_rejected(void **state)
     struct kiln_trial t;
     trial_mr(4, &t);
     assert_timed(&t);
-    assert_non_null(strstr(t.plan.params, "MR=4"));
+    assert_non_null(strstr(t.params, "MR=4"));
     trial_mr(5, &t);
     printf("# mr 5: %s\n", t.reason);
     assert_int_equal(t.verdict, KILN_TRIAL_WRONG);

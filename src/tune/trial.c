@@ -90,7 +90,12 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
         reject(out, KILN_TRIAL_NO_PLAN, st, "plan");
         return KILN_SUCCESS;
     }
-    kiln_gemm_plan_describe(r.plan, &out->plan);
+    kiln_gemm_plan_info info;
+    if (kiln_gemm_plan_describe(r.plan, &info) == KILN_SUCCESS) {
+        snprintf(out->kernel, sizeof out->kernel, "%s", info.kernel);
+        snprintf(out->params, sizeof out->params, "%s", info.params);
+        snprintf(out->param_set, sizeof out->param_set, "%s", info.param_set);
+    }
 
     float *host[3] = {0};
     size_t count[3];

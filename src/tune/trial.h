@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "kiln/kiln.h"
+#include "kiln/kiln_attention.h"
+#include "kiln/kiln_nn.h"
 
 enum kiln_trial_verdict {
     KILN_TRIAL_TIMED = 0,  /* right, and timed */
@@ -28,7 +30,11 @@ struct kiln_trial {
     double ms;          /* median of the timed runs */
     int runs;           /* timed runs made (fewer when cut off) */
     double worst;       /* largest |error| / bound over the elements checked */
-    kiln_gemm_plan_info plan;
+    /* What the plan chose, from its describe call (every operator's info
+       has these three). */
+    char kernel[64];
+    char params[256];
+    char param_set[48]; /* "<group>:<set>" */
 };
 
 /* Elements of C checked against the reference per trial (all of C when it
@@ -46,5 +52,23 @@ struct kiln_trial {
  */
 kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int reps, double cutoff_ms, uint64_t seed,
                             struct kiln_trial *out);
+
+/*
+ * The same for the fp32 convolution `desc` (trial_conv.c): random x, w (and
+ * bias and z when the descriptor's epilogue takes them), y poisoned, a
+ * sample of outputs checked against a double-precision reference within the
+ * bound of tests/conv_ref.h for the algorithm the plan took.
+ */
+kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int reps, double cutoff_ms, uint64_t seed,
+                            struct kiln_trial *out);
+
+/*
+ * The same for the fp32 attention `desc` (trial_attention.c): random q, k,
+ * v (and mask and key lengths when the descriptor takes them), o poisoned,
+ * a sample of query rows checked against a double-precision reference
+ * within the bound of tests/attention_ref.h.
+ */
+kiln_status kiln_trial_attention(kiln_context *ctx, const kiln_attention_desc *desc, int reps, double cutoff_ms,
+                                 uint64_t seed, struct kiln_trial *out);
 
 #endif /* KILN_TUNE_TRIAL_H */
