@@ -10,16 +10,9 @@
 #include "core/diag.h"
 #include "ops/find.h"
 #include "ref/gemm_operand.h"
+#include "tune/trial_impl.h"
 
 enum { OP_A = KILN_GEMM_A, OP_B = KILN_GEMM_B, OP_C = KILN_GEMM_C };
-
-static uint64_t next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u); /* splitmix64 */
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 struct run {
     kiln_gemm_plan *plan;
@@ -30,13 +23,6 @@ static kiln_status run_once(void *cookie)
 {
     struct run *r = cookie;
     return kiln_gemm_plan_execute(r->plan, 1.0f, r->buf[OP_A], 0, r->buf[OP_B], 0, 0.0f, r->buf[OP_C], 0, NULL);
-}
-
-static void reject(struct kiln_trial *t, enum kiln_trial_verdict v, kiln_status st, const char *what)
-{
-    t->verdict = v;
-    t->status = st;
-    snprintf(t->reason, sizeof t->reason, "%s: %s: %s", what, kiln_status_string(st), kiln_last_error_detail());
 }
 
 /* Every element of C written, and the checked ones right: the verdict. */
@@ -54,7 +40,7 @@ static void check(const kiln_gemm_desc *d, float *const host[3], uint64_t *rng, 
                 }
     const size_t total = d->batch * d->m * d->n, checks = total < KILN_TRIAL_CHECKS ? total : KILN_TRIAL_CHECKS;
     for (size_t s = 0; s < checks; s++) {
-        size_t e = checks == total ? s : next(rng) % total;
+        size_t e = checks == total ? s : kiln_trial_next(rng) % total;
         const size_t bi = e / (d->m * d->n), i = e / d->n % d->m, j = e % d->n;
         double sum = 0.0, abs_sum = 0.0;
         for (size_t p = 0; p < d->k; p++) {
@@ -87,7 +73,7 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
     struct run r = {0};
     kiln_status st = kiln_gemm_plan_create(ctx, desc, &r.plan);
     if (st != KILN_SUCCESS) {
-        reject(out, KILN_TRIAL_NO_PLAN, st, "plan");
+        kiln_trial_reject(out, KILN_TRIAL_NO_PLAN, st, "plan");
         return KILN_SUCCESS;
     }
     kiln_gemm_plan_info info;
@@ -108,7 +94,7 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
             break;
         }
         for (size_t i = 0; i < count[w]; i++)
-            host[w][i] = w == OP_C ? NAN : (float)((double)(next(&rng) >> 11) * 0x1p-52 - 1.0);
+            host[w][i] = w == OP_C ? NAN : kiln_trial_uniform(&rng);
         st = kiln_buffer_create(ctx, count[w] * sizeof(float), &r.buf[w]);
         if (st == KILN_SUCCESS)
             st = kiln_buffer_write(r.buf[w], 0, count[w] * sizeof(float), host[w]);
@@ -118,14 +104,14 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
         if (ran == KILN_SUCCESS)
             ran = kiln_buffer_read(r.buf[OP_C], 0, count[OP_C] * sizeof(float), host[OP_C]);
         if (ran != KILN_SUCCESS)
-            reject(out, KILN_TRIAL_RUN_FAILED, ran, "run");
+            kiln_trial_reject(out, KILN_TRIAL_RUN_FAILED, ran, "run");
         else
             check(desc, host, &rng, out);
     }
     if (st == KILN_SUCCESS && out->verdict == KILN_TRIAL_TIMED) {
         kiln_status timed = kiln_time_runs(ctx, run_once, &r, reps, cutoff_ms, &out->ms, &out->runs);
         if (timed != KILN_SUCCESS)
-            reject(out, KILN_TRIAL_RUN_FAILED, timed, "timed run");
+            kiln_trial_reject(out, KILN_TRIAL_RUN_FAILED, timed, "timed run");
     }
     for (int w = OP_A; w <= OP_C; w++) {
         kiln_buffer_destroy(r.buf[w]);
