@@ -107,14 +107,28 @@ void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_o
         d->dtype == KILN_F16, d->causal != 0, d->mask != KILN_ATTENTION_MASK_NONE, d->key_lengths != 0, d->lse != 0);
 }
 
-kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_group_id group, void *values)
+static struct kiln_dims desc_dims(const kiln_attention_desc *d)
 {
-    const kiln_attention_desc *d = &plan->s.d;
     struct kiln_dims dims = {{0}};
     dims.v[KILN_DIM_BATCH] = (long)(d->batch * d->heads);
     dims.v[KILN_DIM_SEQ_Q] = (long)d->seq_q;
     dims.v[KILN_DIM_SEQ_KV] = (long)d->seq_kv;
     dims.v[KILN_DIM_HEAD_DIM] = (long)d->head_dim;
+    return dims;
+}
+
+kiln_status kiln_attention_desc_dims(const kiln_attention_desc *desc, struct kiln_dims *dims)
+{
+    struct kiln_attention_shape s;
+    kiln_status st = validate(desc, &s);
+    if (st == KILN_SUCCESS)
+        *dims = desc_dims(desc);
+    return st;
+}
+
+kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_group_id group, void *values)
+{
+    const struct kiln_dims dims = desc_dims(&plan->s.d);
     return kiln_plan_params(&plan->base, group, &dims, values);
 }
 

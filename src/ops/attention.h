@@ -50,6 +50,10 @@ extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attentio
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */
 void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o);
 
+/* The extents of `desc` by which a parameter set is chosen (its class);
+   the status of validating it. */
+kiln_status kiln_attention_desc_dims(const kiln_attention_desc *desc, struct kiln_dims *dims);
+
 /* The plan's parameter set of `group` for its shape (kiln_plan_params). */
 kiln_status kiln_attention_params(struct kiln_attention_plan *plan, enum kiln_group_id group, void *values);
 

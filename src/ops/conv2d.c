@@ -147,7 +147,7 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
 /* The profile's heuristic: depthwise and thin groups go direct, unless a
    thin input meets many filters over a large window (a stem: a GEMM with a
    deep enough reduction); plain 1x1 to GEMM, by implicit GEMM on NCHW from
-   784 pixels; 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
+   select.conv_1x1_igemm_min_pixels; 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
    4x4 and F(2x2) from 16 tiles of 2x2; else the profile's conv.algo. Each
    threshold is a measured break-even (docs/convolution.md#heuristic). */
 static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const struct kiln_profile *profile,
@@ -155,15 +155,16 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
 {
     const kiln_conv2d_desc *d = &s->d;
     const long wino_min = kiln_profile_params(profile)->select.conv_wino_min_channels;
+    const long igemm_min = kiln_profile_params(profile)->select.conv_1x1_igemm_min_pixels;
     const struct kiln_conv_algorithm *pick;
     if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < 16)) {
         pick = &kiln_conv_direct;
         snprintf(why, why_size, "heuristic: %zu channels and %zu filters per group (depthwise or thin groups)", s->cg,
                  s->kg);
-    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && d->n * s->p * s->q >= 784 &&
+    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && d->n * s->p * s->q >= (size_t)igemm_min &&
                usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
-        snprintf(why, why_size, "heuristic: 1x1 on NCHW planes of 784 pixels or more, by implicit GEMM");
+        snprintf(why, why_size, "heuristic: 1x1 on NCHW planes of %ld pixels or more, by implicit GEMM", igemm_min);
     } else if (usable(&kiln_conv_gemm1x1, s)) {
         pick = &kiln_conv_gemm1x1;
         snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
@@ -187,9 +188,8 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     return pick;
 }
 
-kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id group, void *values)
+static struct kiln_dims shape_dims(const struct kiln_conv_shape *s)
 {
-    const struct kiln_conv_shape *s = &plan->s;
     const kiln_conv2d_desc *d = &s->d;
     struct kiln_dims dims = {{0}};
     dims.v[KILN_DIM_M] = (long)(d->n * s->p * s->q);
@@ -199,6 +199,21 @@ kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id g
     dims.v[KILN_DIM_CHANNELS] = (long)s->cg;
     dims.v[KILN_DIM_FILTERS] = (long)s->kg;
     dims.v[KILN_DIM_PIXELS] = (long)(s->p * s->q);
+    return dims;
+}
+
+kiln_status kiln_conv_desc_dims(const kiln_conv2d_desc *desc, struct kiln_dims *dims)
+{
+    struct kiln_conv_shape s;
+    kiln_status st = validate(desc, &s);
+    if (st == KILN_SUCCESS)
+        *dims = shape_dims(&s);
+    return st;
+}
+
+kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id group, void *values)
+{
+    const struct kiln_dims dims = shape_dims(&plan->s);
     return kiln_plan_params(&plan->base, group, &dims, values);
 }
 

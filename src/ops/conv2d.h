@@ -68,6 +68,10 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w);
    KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL, KILN_F16, KILN_NHWC). */
 void kiln_conv_options(const struct kiln_conv2d_plan *plan, struct kiln_options *o);
 
+/* The extents of `desc` by which a parameter set is chosen (its class);
+   the status of validating it. */
+kiln_status kiln_conv_desc_dims(const kiln_conv2d_desc *desc, struct kiln_dims *dims);
+
 /* The plan's parameter set of `group` for its shape (kiln_plan_params). */
 kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id group, void *values);
 

@@ -146,14 +146,29 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
     return sel->gemm_route == KILN_ROUTE_CPU ? &kiln_gemm_cpu : &kiln_gemm_tiled;
 }
 
-kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values)
+/* A problem's extents along the dimensions parameter sets are chosen by. */
+static struct kiln_dims problem_dims(const struct kiln_gemm_problem *p)
 {
-    const struct kiln_gemm_problem *p = &plan->p;
     struct kiln_dims dims = {{0}};
     dims.v[KILN_DIM_M] = (long)p->m;
     dims.v[KILN_DIM_N] = (long)p->n;
     dims.v[KILN_DIM_K] = (long)p->k;
     dims.v[KILN_DIM_BATCH] = (long)p->batch;
+    return dims;
+}
+
+kiln_status kiln_gemm_desc_dims(const kiln_gemm_desc *desc, struct kiln_dims *dims)
+{
+    struct kiln_gemm_problem p;
+    kiln_status st = normalise(desc, &p);
+    if (st == KILN_SUCCESS)
+        *dims = problem_dims(&p);
+    return st;
+}
+
+kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values)
+{
+    const struct kiln_dims dims = problem_dims(&plan->p);
     return kiln_plan_params(&plan->base, group, &dims, values);
 }
 

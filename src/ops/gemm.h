@@ -80,6 +80,10 @@ kiln_status kiln_gemm_inplace_execute(struct kiln_gemm_plan *plan, const struct 
 void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o);
 
 /* The plan's parameter set of `group` for its shape (kiln_plan_params). */
+/* The extents of `desc` by which a parameter set is chosen (its class);
+   the status of validating it. */
+kiln_status kiln_gemm_desc_dims(const kiln_gemm_desc *desc, struct kiln_dims *dims);
+
 kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values);
 
 static inline size_t kiln_div_up(size_t a, size_t b) { return (a + b - 1) / b; }

@@ -50,7 +50,10 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
     F(select, conv_algo, CHOICE, 0, conv_algos, HOST,                                                                  \
       "convolution algorithm when the heuristic has no stronger preference")                                           \
     F(select, conv_wino_min_channels, INT, 1, 1 << 30, HOST,                                                           \
-      "the heuristic takes Winograd for 3x3 stride 1 when C and K are at least this")
+      "the heuristic takes Winograd for 3x3 stride 1 when C and K are at least this")                                  \
+    F(select, conv_1x1_igemm_min_pixels, INT, 1, 1 << 30, HOST,                                                        \
+      "the heuristic takes implicit GEMM over gemm-1x1 for a 1x1 NCHW layer of at least this many output pixels "      \
+      "(batch included)")
 
 #define KILN_FIELDS_util(F)                                                                                            \
     F(util, wg, INT, 1, 1024, DEF, "work-group size of element-wise utility kernels (fill, copy) and pooling")         \
