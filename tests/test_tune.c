@@ -19,10 +19,12 @@ static struct kiln_tune_shape shapes[2];
 
 static void small_shapes(void)
 {
-    shapes[0].name = "96x96x96";
-    kiln_gemm_desc_init(&shapes[0].desc, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 96, 96, 96);
-    shapes[1].name = "64x128x256";
-    kiln_gemm_desc_init(&shapes[1].desc, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 64, 128, 256);
+    shapes[0].name = "gemm 96x96x96";
+    shapes[0].op = KILN_TUNE_GEMM;
+    kiln_gemm_desc_init(&shapes[0].gemm, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 96, 96, 96);
+    shapes[1].name = "gemm 64x128x256";
+    shapes[1].op = KILN_TUNE_GEMM;
+    kiln_gemm_desc_init(&shapes[1].gemm, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 64, 128, 256);
 }
 
 static void options(struct kiln_tune_options *o, double budget_s)
@@ -33,6 +35,7 @@ static void options(struct kiln_tune_options *o, double budget_s)
     o->shapes = shapes;
     o->shape_count = 2;
     o->seed = kt_group_seed;
+    o->thresholds = 0;
     o->log = stdout;
 }
 
@@ -78,7 +81,7 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     options(&o, 6);
     o.min_gain = -2;
     struct kiln_tune_result r;
-    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_SUCCESS);
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
     printf("# %zu trials, %zu refused, %zu rejected; wrote %s: %s\n", r.trials, r.refused, r.rejected, r.profile,
            r.changes);
     assert_true(r.timed >= 2);
@@ -97,7 +100,7 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     assert_string_equal(info.peak_source, "measured");
     assert_non_null(strstr(info.profile_provenance, "gemm 96x96x96 GFLOP/s"));
     kiln_gemm_plan *plan = NULL;
-    kt_assert_status(kiln_gemm_plan_create(ctx, &shapes[0].desc, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_create(ctx, &shapes[0].gemm, &plan), KILN_SUCCESS);
     kiln_gemm_plan_info pi;
     kt_assert_status(kiln_gemm_plan_describe(plan, &pi), KILN_SUCCESS);
     printf("# %s %s (%s)\n", pi.kernel, pi.params, pi.profile);
@@ -122,14 +125,14 @@ static void test_resume_runs_no_trial_twice(void **state)
     o.out = dir;
     o.min_gain = 1e9; /* nothing written: the matched profile stays */
     struct kiln_tune_result r;
-    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_SUCCESS);
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
     assert_string_equal(r.profile, "");
     size_t first = journal_lines(dir);
     assert_int_equal(first, r.trials);
     assert_true(first >= 1);
 
     o.resume = 1;
-    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_SUCCESS);
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
     printf("# first run %zu trials; resumed: %zu from the journal, %zu in all\n", first, r.journaled, r.trials);
     assert_int_equal(r.journaled, first);
     assert_int_equal(journal_lines(dir), r.trials);
@@ -151,7 +154,7 @@ static void test_unwritable_output_is_an_error(void **state)
     o.out = out;
     struct kiln_tune_result r;
     time_t start = time(NULL);
-    kt_assert_status(kiln_tune_gemm(&o, &r), KILN_ERROR_IO);
+    kt_assert_status(kiln_tune(&o, &r), KILN_ERROR_IO);
     assert_true(time(NULL) - start < 10);
     printf("# %s\n", kiln_last_error_detail());
     assert_non_null(strstr(kiln_last_error_detail(), out));

@@ -1,21 +1,22 @@
-/* kiln-tune: search the default device's GEMM kernel parameters by
-   measurement (src/tune/tune.h) and write the best as a child of its
-   matched profile. */
+/* kiln-tune: search a device's kernel parameters and the thresholds
+   between its algorithms by measurement (src/tune/tune.h) and write the
+   best as a child of its matched profile. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tune/tune.h"
 
 static const char usage[] =
-    "usage: kiln-tune [--budget SECONDS] [--ops gemm] [--device SEL] [--out DIR] [--resume] [--seed N] [--json]\n"
-    "Searches the kernel parameters of a device's matched profile on representative GEMM shapes, checking every "
-    "candidate against a\n"
-    "reference before timing it, and writes the best, when it beats the profile by more\n"
-    "than 3%, as the profile \"<matched>-tuned\" that kiln loads from then on.\n"
-    "--budget SECONDS  wall-clock time of the search (default 600)\n"
-    "--ops LIST        operations to tune; only gemm for now\n"
+    "usage: kiln-tune [--budget SECONDS] [--ops LIST] [--device SEL] [--out DIR] [--resume] [--seed N] [--json]\n"
+    "Searches the kernel parameters of a device's matched profile on representative shapes,\n"
+    "checking every candidate against a reference before timing it, then the thresholds\n"
+    "between its algorithms, and writes what beats the profile by more than 3% as the\n"
+    "profile \"<matched>-tuned\" that kiln loads from then on.\n"
+    "--budget SECONDS  wall-clock time of the whole run (default 600)\n"
+    "--ops LIST        operations to tune, comma-separated: gemm, conv, attention (default all)\n"
     "--device SEL      the device, as KILN_DEVICE selects it (default: KILN_DEVICE, else the default)\n"
     "--out DIR         where the profile and the journal go (default: the user's profile\n"
     "                  directory, $XDG_CONFIG_HOME/kiln/profiles or ~/.config/kiln/profiles)\n"
@@ -40,21 +41,47 @@ static int parse_number(const char *text, double *out)
     return errno == 0 && end != text && *end == '\0' && *out >= 0 && *out < 1e9;
 }
 
+/* [#####.....]  42%  gemm.cpu  trials 37 (rejected 2)  about 5 min 12 s left */
+static void progress_bar(void *user, const struct kiln_tune_progress *p)
+{
+    (void)user;
+    double f = p->budget_s > 0 ? p->elapsed_s / p->budget_s : 1.0;
+    f = f < 0 ? 0 : f > 1 ? 1 : f;
+    char bar[31];
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < (int)(f * 30) ? '#' : '.';
+    bar[30] = '\0';
+    double left = p->budget_s - p->elapsed_s;
+    left = left > 0 ? left : 0;
+    fprintf(stderr, "\r[%s] %3.0f%%  %-16.16s trials %zu (rejected %zu)  at most %d min %02d s left ", bar, 100 * f,
+            p->stage, p->trials, p->rejected, (int)left / 60, (int)left % 60);
+    fflush(stderr);
+}
+
 static double gflops(double gflop, double ms) { return ms > 0 ? gflop / (ms * 1e-3) : 0.0; }
 
 static void print_table(const struct kiln_tune_result *r)
 {
-    printf("\nprofile %s\n%-16s %-12s %10s %10s %8s\n", r->matched, "shape", "group", "before", "after", "ratio");
+    printf("\nprofile %s: GFLOP/s of AUTO's plans before and after\n%-36s %-20s %9s %9s %7s\n", r->matched, "shape",
+           "group", "before", "after", "ratio");
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *s = &r->shapes[i];
         double before = gflops(s->gflop, s->before_ms), after = gflops(s->gflop, s->after_ms);
         if (before > 0)
-            printf("%-16s %-12s %10.1f %10.1f %7.2fx  GFLOP/s\n", s->name, s->group, before, after, after / before);
+            printf("%-36s %-20s %9.1f %9.1f %6.2fx\n", s->name, s->group, before, after, after / before);
         else
-            printf("%-16s %-12s %10s %10s %8s\n", s->name, s->group, "-", "-", "-");
+            printf("%-36s %-20s %9s %9s %7s\n", s->name, s->group, "-", "-", "-");
     }
-    printf("trials %zu (%zu from the journal), refused before compile %zu, rejected %zu, timed %zu\n", r->trials,
-           r->journaled, r->refused, r->rejected, r->timed);
+    for (size_t i = 0; i < r->threshold_count; i++) {
+        const struct kiln_tune_threshold *t = &r->thresholds[i];
+        if (t->measured)
+            printf("select.%s: %ld -> %ld (ms small/large side: %s)\n", t->field, t->before, t->after, t->evidence);
+        else
+            printf("select.%s: %ld, not measured (out of budget)\n", t->field, t->before);
+    }
+    printf("trials %zu (%zu from the journal), refused before compile %zu, rejected %zu, timed %zu, classes %zu; "
+           "%.0f s\n",
+           r->trials, r->journaled, r->refused, r->rejected, r->timed, r->classes, r->seconds);
     if (r->peak_gflops > 0)
         printf("measured peaks: %.1f GFLOP/s fp32, %.1f GB/s\n", r->peak_gflops, r->peak_gbps);
     if (r->profile[0])
@@ -66,14 +93,22 @@ static void print_table(const struct kiln_tune_result *r)
 static void print_json(const struct kiln_tune_result *r)
 {
     printf("{\"matched\": \"%s\", \"profile\": \"%s\", \"path\": \"%s\", \"trials\": %zu, \"journaled\": %zu, "
-           "\"refused\": %zu, \"rejected\": %zu, \"timed\": %zu, \"peak_gflops\": %.3f, \"peak_gbps\": %.3f, "
-           "\"shapes\": [",
-           r->matched, r->profile, r->path, r->trials, r->journaled, r->refused, r->rejected, r->timed, r->peak_gflops,
-           r->peak_gbps);
+           "\"refused\": %zu, \"rejected\": %zu, \"timed\": %zu, \"classes\": %zu, \"seconds\": %.1f, "
+           "\"peak_gflops\": %.3f, \"peak_gbps\": %.3f, \"shapes\": [",
+           r->matched, r->profile, r->path, r->trials, r->journaled, r->refused, r->rejected, r->timed, r->classes,
+           r->seconds, r->peak_gflops, r->peak_gbps);
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *s = &r->shapes[i];
-        printf("%s{\"shape\": \"%s\", \"group\": \"%s\", \"before_gflops\": %.3f, \"after_gflops\": %.3f}",
-               i ? ", " : "", s->name, s->group, gflops(s->gflop, s->before_ms), gflops(s->gflop, s->after_ms));
+        printf("%s{\"shape\": \"%s\", \"group\": \"%s\", \"set_after\": \"%s\", \"before_gflops\": %.3f, "
+               "\"after_gflops\": %.3f}",
+               i ? ", " : "", s->name, s->group, s->set_after, gflops(s->gflop, s->before_ms),
+               gflops(s->gflop, s->after_ms));
+    }
+    printf("], \"thresholds\": [");
+    for (size_t i = 0; i < r->threshold_count; i++) {
+        const struct kiln_tune_threshold *t = &r->thresholds[i];
+        printf("%s{\"field\": \"select.%s\", \"before\": %ld, \"after\": %ld, \"measured\": %s}", i ? ", " : "",
+               t->field, t->before, t->after, t->measured ? "true" : "false");
     }
     printf("]}\n");
 }
@@ -101,8 +136,8 @@ int main(int argc, char **argv)
                 return bad("--seed: not a whole number: \"%s\"", argv[i]);
             o.seed = (uint64_t)v;
         } else if (strcmp(a, "--ops") == 0) {
-            if (strcmp(argv[++i], "gemm") != 0)
-                return bad("--ops \"%s\": not yet supported (only gemm)", argv[i]);
+            if (kiln_tune_parse_ops(argv[++i], &o.ops) != 0)
+                return bad("--ops \"%s\": a comma-separated list of gemm, conv, attention", argv[i]);
         } else if (strcmp(a, "--out") == 0) {
             o.out = argv[++i];
             if (!*o.out)
@@ -118,9 +153,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    o.log = json ? NULL : stdout;
+    /* On a terminal a progress bar on stderr; elsewhere a plain line per
+       trial on stdout (unless --json). */
+    const int bar = isatty(STDERR_FILENO);
+    o.log = json || bar ? NULL : stdout;
+    o.progress = bar ? progress_bar : NULL;
     struct kiln_tune_result r;
-    kiln_status st = kiln_tune_gemm(&o, &r);
+    kiln_status st = kiln_tune(&o, &r);
+    if (bar)
+        fputs("\n", stderr);
     if (st != KILN_SUCCESS) {
         fprintf(stderr, "kiln-tune: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
         return 1;

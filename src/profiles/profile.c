@@ -90,6 +90,7 @@ int kiln_profile_inherit(struct kiln_profile *p, const struct kiln_profile *pare
 const char *kiln_profile_name(const struct kiln_profile *p) { return p ? p->name : ""; }
 const char *kiln_profile_parent_name(const struct kiln_profile *p) { return p ? p->parent : ""; }
 const char *kiln_profile_provenance(const struct kiln_profile *p) { return p ? p->provenance : "{}"; }
+size_t kiln_profile_class_count(const struct kiln_profile *p, enum kiln_group_id g) { return p->classes[g].count; }
 int kiln_profile_is_abstract(const struct kiln_profile *p) { return p ? !p->has_match : 1; }
 
 void kiln_profile_origin(const struct kiln_profile *p, char *buf, size_t size)

@@ -21,6 +21,9 @@
 #include "kiln/kiln.h"
 #include "profiles/params.h"
 
+#define KILN_CLASS_NAME_MAX 32 /* a class name with its terminator */
+#define KILN_CLASS_MAX 16      /* classes per group */
+
 struct kiln_profile_set;
 struct kiln_profile;
 
@@ -71,6 +74,7 @@ const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set
 const char *kiln_profile_name(const struct kiln_profile *p);
 const char *kiln_profile_parent_name(const struct kiln_profile *p); /* "" for a root */
 const char *kiln_profile_provenance(const struct kiln_profile *p);  /* a JSON object */
+size_t kiln_profile_class_count(const struct kiln_profile *p, enum kiln_group_id g); /* after inheritance */
 int kiln_profile_is_abstract(const struct kiln_profile *p);         /* no match rules: a parent only */
 
 /* Where p came from, for people: "built-in", "<file> (user profile

@@ -11,8 +11,6 @@
 #include "profiles/schema.h"
 
 #define KILN_PROFILE_NAME_MAX 64 /* with the terminator, as kiln_device_info.profile */
-#define KILN_CLASS_NAME_MAX 32
-#define KILN_CLASS_MAX 16 /* classes per group */
 
 struct kiln_str_list {
     char **items;

@@ -1,8 +1,9 @@
-/* The GEMM search of kiln-tune; see tune.h. */
+/* The search of kiln-tune; see tune.h. */
 #include "tune/tune.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,9 @@
 
 #include "core/context.h"
 #include "core/diag.h"
+#include "ops/attention.h"
+#include "ops/conv2d.h"
+#include "ops/gemm.h"
 #include "profiles/profile.h"
 #include "profiles/schema.h"
 #include "tune/peaks.h"
@@ -17,52 +21,181 @@
 #include "tune/trial.h"
 #include "util/fs.h"
 
-/* Timed runs per trial and per confirmation of the seed and the winner at
-   the end (three runs of a short GEMM are noisy enough to crown a lucky
-   candidate), the cut-off past the best time so far, the random draws
-   between two rounds of refinement, and how many of the best are refined in
-   each round. */
+/* Timed runs per trial, per confirmation of the seed and the winners (three
+   runs of a short problem are noisy enough to crown a lucky candidate) and
+   per threshold probe; the cut-off past the best time so far; the random
+   draws between two rounds of refinement, and how many of the best are
+   refined in each round. */
 #define REPS 3
 #define CONFIRM_REPS 9
-/* The share of the budget the search may take: the rest is for the
-   confirmations and the peaks, so the run ends within its budget. */
-#define SEARCH_SHARE 0.95
+#define PROBE_REPS 5
 #define CUTOFF 1.5
 #define DRAWS 4
 #define REFINE 3
 #define RANDOM_TRIES 1000
+/* Where each stage ends, as a share of the budget: the kernel groups, the
+   thresholds, then the before/after table, the peaks and the writing. */
+#define GROUPS_END 0.70
+#define GROUPS_END_ALONE 0.82
+#define THRESHOLDS_END 0.82
 
 void kiln_tune_options_init(struct kiln_tune_options *o)
 {
     memset(o, 0, sizeof *o);
     o->budget_s = 600;
     o->seed = 1;
+    o->ops = KILN_TUNE_OPS_ALL;
+    o->thresholds = 1;
     o->min_gain = 0.03;
     o->measure_peaks = 1;
 }
 
-#define SHAPE(m, n, k)                                                                                                 \
-    {                                                                                                                  \
-        KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k, 0, 0, 0                                                 \
-    }
+/* ------------------------------------------------------------------------ */
+/* Shapes                                                                   */
+/* ------------------------------------------------------------------------ */
 
-const struct kiln_tune_shape *kiln_tune_gemm_shapes(size_t *count)
+static struct kiln_tune_shape gemm_shape(const char *name, size_t m, size_t n, size_t k, size_t batch)
 {
-    static struct kiln_tune_shape shapes[4];
-    static const size_t dims[4][4] = {{512, 512, 512, 1}, {16, 1024, 1024, 1}, {64, 64, 4096, 1}, {128, 128, 128, 8}};
-    static const char *const names[4] = {"512x512x512", "16x1024x1024", "64x64x4096", "128x128x128x8"};
-    for (size_t i = 0; i < 4; i++) {
-        shapes[i].name = names[i];
-        kiln_gemm_desc_init(&shapes[i].desc, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, dims[i][0], dims[i][1],
-                            dims[i][2]);
-        if (dims[i][3] > 1) {
-            kiln_gemm_desc *d = &shapes[i].desc;
-            d->batch = dims[i][3];
-            d->stride_a = d->m * d->k, d->stride_b = d->k * d->n, d->stride_c = d->m * d->n;
-        }
+    struct kiln_tune_shape s = {.name = name, .op = KILN_TUNE_GEMM};
+    kiln_gemm_desc_init(&s.gemm, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k);
+    if (batch > 1) {
+        s.gemm.batch = batch;
+        s.gemm.stride_a = m * k, s.gemm.stride_b = k * n, s.gemm.stride_c = m * n;
     }
-    *count = 4;
-    return shapes;
+    return s;
+}
+
+/* A layer as kiln-bench --model runs it at batch 1: NCHW, folded batch norm
+   as a bias, ReLU, weights constant. */
+static struct kiln_tune_shape conv_shape(const char *name, size_t c, size_t hw, size_t k, size_t rs, size_t stride,
+                                         size_t groups)
+{
+    struct kiln_tune_shape s = {.name = name, .op = KILN_TUNE_CONV};
+    kiln_conv2d_desc *d = &s.conv;
+    kiln_conv2d_desc_init(d, KILN_NCHW, 1, c, hw, hw, k, rs, rs);
+    d->stride_h = d->stride_w = stride;
+    d->pad_top = d->pad_bottom = d->pad_left = d->pad_right = rs / 2;
+    d->groups = groups;
+    d->has_bias = 1;
+    d->activation = KILN_ACT_RELU;
+    d->constant_weights = 1;
+    return s;
+}
+
+static struct kiln_tune_shape attention_shape(const char *name, size_t heads, size_t kv_heads, size_t seq_q,
+                                              size_t seq_kv, size_t head_dim)
+{
+    struct kiln_tune_shape s = {.name = name, .op = KILN_TUNE_ATTENTION};
+    kiln_attention_desc_init(&s.attention, KILN_BSHD, 1, heads, seq_q, seq_kv, head_dim);
+    s.attention.kv_heads = kv_heads;
+    return s;
+}
+
+const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, size_t *count)
+{
+    static struct kiln_tune_shape out[KILN_TUNE_SHAPES_MAX];
+    const struct kiln_tune_shape all[] = {
+        gemm_shape("gemm 512x512x512", 512, 512, 512, 1),
+        gemm_shape("gemm 16x1024x1024", 16, 1024, 1024, 1),
+        gemm_shape("gemm 64x64x4096", 64, 64, 4096, 1),
+        gemm_shape("gemm 128x128x128x8", 128, 128, 128, 8),
+        conv_shape("conv mobilenet_v1 conv1", 3, 224, 32, 3, 2, 1),
+        conv_shape("conv mobilenet_v1 conv2_2/dw", 64, 112, 64, 3, 2, 64),
+        conv_shape("conv mobilenet_v1 conv4_1/pw", 256, 28, 256, 1, 1, 1),
+        conv_shape("conv mobilenet_v1 conv6/pw", 1024, 7, 1024, 1, 1, 1),
+        conv_shape("conv resnet50 res3b_branch2b", 128, 28, 128, 3, 1, 1),
+        conv_shape("conv resnet50 res4a_branch2b", 256, 28, 256, 3, 2, 1),
+        attention_shape("attention prefill h4 n512 d64", 4, 4, 512, 512, 64),
+        attention_shape("attention prefill h4 n512 d128", 4, 4, 512, 512, 128),
+        attention_shape("attention decode h32/8 kv4096 d128", 32, 8, 1, 4096, 128),
+    };
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof *all && n < KILN_TUNE_SHAPES_MAX; i++)
+        if (ops & (1u << all[i].op))
+            out[n++] = all[i];
+    *count = n;
+    return out;
+}
+
+int kiln_tune_parse_ops(const char *list, unsigned *ops)
+{
+    static const char *const names[KILN_TUNE_OP_COUNT] = {"gemm", "conv", "attention"};
+    *ops = 0;
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; i < KILN_TUNE_OP_COUNT; i++)
+            if (len == strlen(names[i]) && strncmp(p, names[i], len) == 0)
+                found = i;
+        if (found < 0)
+            return -1;
+        *ops |= 1u << found;
+        p += len;
+        if (*p == ',' && *++p == '\0')
+            return -1;
+    }
+    return *ops ? 0 : -1;
+}
+
+/* Try `ctx`'s parameters on one shape. */
+static kiln_status try_shape(kiln_context *ctx, const struct kiln_tune_shape *sh, int reps, double cutoff_ms,
+                             uint64_t seed, struct kiln_trial *t)
+{
+    switch (sh->op) {
+    case KILN_TUNE_CONV:
+        return kiln_trial_conv(ctx, &sh->conv, reps, cutoff_ms, seed, t);
+    case KILN_TUNE_ATTENTION:
+        return kiln_trial_attention(ctx, &sh->attention, reps, cutoff_ms, seed, t);
+    default:
+        return kiln_trial_gemm(ctx, &sh->gemm, reps, cutoff_ms, seed, t);
+    }
+}
+
+/* The shape's extents by which a class is chosen, its GFLOP per run and the
+   parameter set of AUTO's plan on `ctx`. */
+static kiln_status shape_facts(kiln_context *ctx, const struct kiln_tune_shape *sh, struct kiln_dims *dims,
+                               double *gflop, char *set, size_t size)
+{
+    kiln_status st;
+    set[0] = '\0';
+    if (sh->op == KILN_TUNE_CONV) {
+        const kiln_conv2d_desc *d = &sh->conv;
+        size_t p, q, yh, yw;
+        st = kiln_conv_desc_dims(d, dims);
+        if (st == KILN_SUCCESS)
+            st = kiln_conv2d_output_size(d, &p, &q, &yh, &yw);
+        *gflop = 2e-9 * (double)d->n * (double)d->k * (double)(p * q) * (double)(d->c / d->groups) * (double)d->r *
+                 (double)d->s;
+        kiln_conv2d_plan *plan = NULL;
+        kiln_conv2d_plan_info info;
+        if (st == KILN_SUCCESS && (st = kiln_conv2d_plan_create(ctx, d, &plan)) == KILN_SUCCESS &&
+            (st = kiln_conv2d_plan_describe(plan, &info)) == KILN_SUCCESS)
+            snprintf(set, size, "%s", info.param_set);
+        kiln_conv2d_plan_destroy(plan);
+    } else if (sh->op == KILN_TUNE_ATTENTION) {
+        const kiln_attention_desc *d = &sh->attention;
+        st = kiln_attention_desc_dims(d, dims);
+        *gflop =
+            4e-9 * (double)d->batch * (double)d->heads * (double)d->seq_q * (double)d->seq_kv * (double)d->head_dim;
+        kiln_attention_plan *plan = NULL;
+        kiln_attention_plan_info info;
+        if (st == KILN_SUCCESS && (st = kiln_attention_plan_create(ctx, d, &plan)) == KILN_SUCCESS &&
+            (st = kiln_attention_plan_describe(plan, &info)) == KILN_SUCCESS)
+            snprintf(set, size, "%s", info.param_set);
+        kiln_attention_plan_destroy(plan);
+    } else {
+        const kiln_gemm_desc *d = &sh->gemm;
+        st = kiln_gemm_desc_dims(d, dims);
+        *gflop = 2e-9 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch;
+        kiln_gemm_plan *plan = NULL;
+        kiln_gemm_plan_info info;
+        if (st == KILN_SUCCESS && (st = kiln_gemm_plan_create(ctx, d, &plan)) == KILN_SUCCESS &&
+            (st = kiln_gemm_plan_describe(plan, &info)) == KILN_SUCCESS)
+            snprintf(set, size, "%s", info.param_set);
+        kiln_gemm_plan_destroy(plan);
+    }
+    return st;
 }
 
 static double now_s(void)
@@ -72,7 +205,46 @@ static double now_s(void)
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* One journal line: a candidate of a group and what its trial found. */
+/* ------------------------------------------------------------------------ */
+/* Overlays                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Merge the object `from` into `into`: objects key by key, anything else
+   replaced. */
+static void merge_json(cJSON *into, const cJSON *from)
+{
+    for (const cJSON *item = from ? from->child : NULL; item; item = item->next) {
+        cJSON *have = cJSON_GetObjectItemCaseSensitive(into, item->string);
+        if (cJSON_IsObject(have) && cJSON_IsObject(item))
+            merge_json(have, item);
+        else if (have)
+            cJSON_ReplaceItemInObjectCaseSensitive(into, item->string, cJSON_Duplicate(item, 1));
+        else
+            cJSON_AddItemToObject(into, item->string, cJSON_Duplicate(item, 1));
+    }
+}
+
+/* The overlay texts `parts` merged into one; malloc'd, NULL when out of
+   memory. */
+static char *merge_overlays(char *const *parts, size_t n)
+{
+    cJSON *root = cJSON_CreateObject();
+    for (size_t i = 0; root && i < n; i++) {
+        cJSON *one = parts[i] ? cJSON_Parse(parts[i]) : NULL;
+        merge_json(root, one);
+        cJSON_Delete(one);
+    }
+    char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return text;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The journal                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* One journal line: a candidate of a group (or a probe of a threshold) and
+   what its trial found. */
 struct entry {
     char *group, *overlay, *reason;
     int timed;
@@ -83,7 +255,7 @@ struct candidate {
     union kiln_space_values v;
     char *overlay;
     int ok, expanded;
-    double ms[KILN_TUNE_SHAPES_MAX];
+    double ms[KILN_TUNE_SHAPES_MAX]; /* per member of the group */
     double score;
 };
 
@@ -92,12 +264,15 @@ struct search {
     struct kiln_tune_result *r;
     const struct kiln_tune_shape *shapes;
     size_t shape_count;
+    struct kiln_dims dims[KILN_TUNE_SHAPES_MAX];
+    double start, end; /* of the run */
     FILE *journal;
     struct entry *entries;
     size_t entry_count;
+    /* The group being searched. */
     struct kiln_space space;
     const char *group;
-    size_t members[KILN_TUNE_SHAPES_MAX]; /* the group's shapes */
+    size_t members[KILN_TUNE_SHAPES_MAX]; /* its shapes */
     size_t member_count;
     double best_ms[KILN_TUNE_SHAPES_MAX];
     struct candidate *cands;
@@ -106,6 +281,14 @@ struct search {
     size_t refused_count;
     double deadline;
 };
+
+static void report_progress(const struct search *s, const char *stage)
+{
+    if (!s->o->progress)
+        return;
+    struct kiln_tune_progress p = {now_s() - s->start, s->o->budget_s, stage, s->r->trials, s->r->rejected};
+    s->o->progress(s->o->progress_user, &p);
+}
 
 static void count_refusal(void *user, const union kiln_space_values *c, enum kiln_space_reject kind, const char *why)
 {
@@ -153,32 +336,35 @@ static void read_journal(struct search *s, FILE *f)
     }
 }
 
-/* The journal's trial of this candidate, if it covers the group's shapes. */
-static const struct entry *journaled(const struct search *s, const char *overlay)
+/* The journal's line for `overlay` in `group` that times every shape of
+   `names` (a rejection needs none). */
+static const struct entry *journaled(const struct search *s, const char *group, const char *overlay,
+                                     const char *const *names, size_t n)
 {
     for (size_t i = 0; i < s->entry_count; i++) {
         const struct entry *e = &s->entries[i];
-        if (!e->group || !e->overlay || strcmp(e->group, s->group) != 0 || strcmp(e->overlay, overlay) != 0)
+        if (!e->group || !e->overlay || strcmp(e->group, group) != 0 || strcmp(e->overlay, overlay) != 0)
             continue;
         int complete = 1;
-        for (size_t m = 0; e->timed && m < s->member_count; m++)
-            complete &= cJSON_IsNumber(cJSON_GetObjectItem(e->ms, s->shapes[s->members[m]].name));
+        for (size_t m = 0; e->timed && m < n; m++)
+            complete &= cJSON_IsNumber(cJSON_GetObjectItem(e->ms, names[m]));
         if (complete)
             return e;
     }
     return NULL;
 }
 
-static void write_journal(const struct search *s, const struct candidate *c, const char *reason)
+static void write_journal(const struct search *s, const char *group, const char *overlay, int ok, const char *reason,
+                          const char *const *names, const double *ms, size_t n)
 {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "group", s->group);
-    cJSON_AddStringToObject(j, "overlay", c->overlay);
-    cJSON_AddStringToObject(j, "verdict", c->ok ? "timed" : "rejected");
+    cJSON_AddStringToObject(j, "group", group);
+    cJSON_AddStringToObject(j, "overlay", overlay);
+    cJSON_AddStringToObject(j, "verdict", ok ? "timed" : "rejected");
     cJSON_AddStringToObject(j, "reason", reason);
-    cJSON *ms = cJSON_AddObjectToObject(j, "ms");
-    for (size_t m = 0; c->ok && m < s->member_count; m++)
-        cJSON_AddNumberToObject(ms, s->shapes[s->members[m]].name, c->ms[m]);
+    cJSON *obj = cJSON_AddObjectToObject(j, "ms");
+    for (size_t m = 0; ok && m < n; m++)
+        cJSON_AddNumberToObject(obj, names[m], ms[m]);
     char *text = cJSON_PrintUnformatted(j);
     if (text) {
         fprintf(s->journal, "%s\n", text);
@@ -188,45 +374,92 @@ static void write_journal(const struct search *s, const struct candidate *c, con
     cJSON_Delete(j);
 }
 
-/* Try every shape of the group with the candidate's overlay, `reps` timed
-   runs each, cut short past CUTOFF times the best so far when `cut`;
-   reason gets why it was rejected. */
-static kiln_status run_trials(struct search *s, struct candidate *c, int reps, int cut, char *reason, size_t size)
+/* Open the journal in `dir`, reading it first when resuming. */
+static kiln_status open_journal(struct search *s, const char *dir)
+{
+    if (kiln_mkdir_p(dir, 0755) != KILN_SUCCESS) {
+        char why[512]; /* the detail is overwritten by the error below */
+        snprintf(why, sizeof why, "%s", kiln_last_error_detail());
+        return kiln_error(KILN_ERROR_IO, "kiln-tune: cannot create the output directory %s (%s)", dir, why);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, KILN_TUNE_JOURNAL);
+    if (s->o->resume) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            read_journal(s, f);
+            fclose(f);
+        }
+    }
+    s->journal = fopen(path, s->o->resume ? "a" : "w");
+    if (!s->journal)
+        return kiln_error(KILN_ERROR_IO, "kiln-tune: cannot write %s: %s", path, strerror(errno));
+    return KILN_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Trials                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Time the shapes `idx[0..n)` on a context with `overlay` ("" or NULL:
+   none), `reps` runs each, cut short past cutoff[i] (NULL: never): ms[i]
+   and, when `sets` is not NULL, the parameter set each plan took. *ok is 0
+   when one was rejected, with `reason` saying why. */
+static kiln_status measure(const struct search *s, const char *overlay, const size_t *idx, size_t n, int reps,
+                           const double *cutoff, double *ms, char (*sets)[48], int *ok, char *reason, size_t size)
 {
     kiln_context_options opts;
     kiln_context_options_init(&opts);
     opts.device = s->o->device;
-    opts.profile_overlay = c->overlay;
+    opts.profile_overlay = overlay && *overlay ? overlay : NULL;
     kiln_context *ctx = NULL;
     kiln_status st = kiln_context_create(&opts, &ctx);
+    *ok = st == KILN_SUCCESS;
     if (st != KILN_SUCCESS) {
         snprintf(reason, size, "context: %s: %s", kiln_status_string(st), kiln_last_error_detail());
         return KILN_SUCCESS;
     }
-    c->ok = 1;
-    for (size_t m = 0; c->ok && m < s->member_count; m++) {
+    for (size_t i = 0; *ok && i < n; i++) {
         struct kiln_trial t;
-        double cutoff = cut && s->best_ms[m] > 0 ? CUTOFF * s->best_ms[m] : 0.0;
-        st = kiln_trial_gemm(ctx, &s->shapes[s->members[m]].desc, reps, cutoff, s->o->seed + m, &t);
+        st = try_shape(ctx, &s->shapes[idx[i]], reps, cutoff ? cutoff[i] : 0.0, s->o->seed + idx[i], &t);
         if (st != KILN_SUCCESS)
             break;
-        c->ok = t.verdict == KILN_TRIAL_TIMED;
-        c->ms[m] = t.ms;
-        if (!c->ok)
-            snprintf(reason, size, "%s: %s", s->shapes[s->members[m]].name, t.reason);
+        *ok = t.verdict == KILN_TRIAL_TIMED;
+        ms[i] = t.ms;
+        if (sets)
+            snprintf(sets[i], sizeof sets[i], "%s", t.param_set);
+        if (!*ok)
+            snprintf(reason, size, "%s: %s", s->shapes[idx[i]].name, t.reason);
     }
     kiln_context_destroy(ctx);
     return st;
 }
 
-/* The geometric mean over the group's shapes of seed_ms / candidate_ms:
-   the seed (the first candidate) is the baseline of every score. */
-static double score(const struct search *s, const struct candidate *c)
+/* Try every shape of the group with the candidate's overlay. */
+static kiln_status run_trials(struct search *s, struct candidate *c, int reps, int cut, char *reason, size_t size)
+{
+    double cutoff[KILN_TUNE_SHAPES_MAX];
+    for (size_t m = 0; m < s->member_count; m++)
+        cutoff[m] = cut && s->best_ms[m] > 0 ? CUTOFF * s->best_ms[m] : 0.0;
+    return measure(s, c->overlay, s->members, s->member_count, reps, cutoff, c->ms, NULL, &c->ok, reason, size);
+}
+
+/* The geometric mean over members `which` (all when NULL) of
+   seed_ms / ms: the seed (the first candidate) is the baseline. */
+static double score_over(const struct search *s, const double *ms, const int *which)
 {
     double log_sum = 0;
+    size_t n = 0;
     for (size_t m = 0; m < s->member_count; m++)
-        log_sum += log(s->cands[0].ms[m] / c->ms[m]);
-    return exp(log_sum / (double)s->member_count);
+        if (!which || which[m])
+            log_sum += log(s->cands[0].ms[m] / ms[m]), n++;
+    return n ? exp(log_sum / (double)n) : 1.0;
+}
+
+static void member_names(const struct search *s, const char **names)
+{
+    for (size_t m = 0; m < s->member_count; m++)
+        names[m] = s->shapes[s->members[m]].name;
 }
 
 /* Evaluate a candidate once: from the journal or by trials. *tried is 0
@@ -242,7 +475,9 @@ static kiln_status evaluate(struct search *s, const union kiln_space_values *v, 
             free(overlay);
             return KILN_SUCCESS;
         }
-    const struct entry *e = journaled(s, overlay);
+    const char *names[KILN_TUNE_SHAPES_MAX];
+    member_names(s, names);
+    const struct entry *e = journaled(s, s->group, overlay, names, s->member_count);
     if (!e && now_s() >= s->deadline) {
         free(overlay);
         return KILN_SUCCESS;
@@ -265,7 +500,7 @@ static kiln_status evaluate(struct search *s, const union kiln_space_values *v, 
         c->ok = e->timed;
         snprintf(reason, sizeof reason, "%s", e->reason);
         for (size_t m = 0; c->ok && m < s->member_count; m++)
-            c->ms[m] = cJSON_GetObjectItem(e->ms, s->shapes[s->members[m]].name)->valuedouble;
+            c->ms[m] = cJSON_GetObjectItem(e->ms, names[m])->valuedouble;
         s->r->journaled++;
     } else {
         kiln_status st = run_trials(s, c, REPS, 1, reason, sizeof reason);
@@ -273,7 +508,7 @@ static kiln_status evaluate(struct search *s, const union kiln_space_values *v, 
             free(overlay);
             return st;
         }
-        write_journal(s, c, reason);
+        write_journal(s, s->group, overlay, c->ok, reason, names, c->ms, s->member_count);
     }
     s->count++;
     s->r->trials++;
@@ -282,15 +517,17 @@ static kiln_status evaluate(struct search *s, const union kiln_space_values *v, 
         s->r->rejected++;
         if (s->o->log)
             fprintf(s->o->log, "%s %s: rejected: %s\n", s->group, overlay, reason);
+        report_progress(s, s->group);
         return KILN_SUCCESS;
     }
     s->r->timed++;
     for (size_t m = 0; m < s->member_count; m++)
         if (s->best_ms[m] <= 0 || c->ms[m] < s->best_ms[m])
             s->best_ms[m] = c->ms[m];
-    c->score = score(s, c);
+    c->score = score_over(s, c->ms, NULL);
     if (s->o->log)
         fprintf(s->o->log, "%s %s: score %.3f%s\n", s->group, overlay, c->score, e ? " (journal)" : "");
+    report_progress(s, s->group);
     return KILN_SUCCESS;
 }
 
@@ -349,75 +586,410 @@ static kiln_status search_group(struct search *s)
     return st;
 }
 
-/* Time the seed and candidate `best` again with more runs and no cut-off,
-   and score `best` by these times. */
-static kiln_status confirm(struct search *s, size_t best)
+/* The best timed candidate over the members `which` (all when NULL),
+   SIZE_MAX if none. */
+static size_t best_over(const struct search *s, const int *which)
+{
+    size_t best = SIZE_MAX;
+    double top = 0;
+    for (size_t c = 0; c < s->count; c++) {
+        double sc = s->cands[c].ok ? score_over(s, s->cands[c].ms, which) : 0;
+        if (s->cands[c].ok && (best == SIZE_MAX || sc > top))
+            best = c, top = sc;
+    }
+    return best;
+}
+
+/* Time candidate i again with more runs and no cut-off. */
+static kiln_status confirm(struct search *s, size_t i)
 {
     char reason[400] = "";
-    kiln_status st = run_trials(s, &s->cands[0], CONFIRM_REPS, 0, reason, sizeof reason);
-    if (st == KILN_SUCCESS && s->cands[0].ok)
-        st = run_trials(s, &s->cands[best], CONFIRM_REPS, 0, reason, sizeof reason);
-    struct candidate *c = &s->cands[best];
-    c->ok &= s->cands[0].ok;
-    if (st != KILN_SUCCESS || !c->ok) {
-        if (s->o->log)
-            fprintf(s->o->log, "%s: confirmation failed: %s\n", s->group, reason);
-        return st;
-    }
-    c->score = score(s, c);
-    if (s->o->log)
-        fprintf(s->o->log, "%s %s: score %.3f confirmed over %d runs\n", s->group, c->overlay, c->score, CONFIRM_REPS);
-    return KILN_SUCCESS;
+    kiln_status st = run_trials(s, &s->cands[i], CONFIRM_REPS, 0, reason, sizeof reason);
+    if (st == KILN_SUCCESS && !s->cands[i].ok && s->o->log)
+        fprintf(s->o->log, "%s: confirmation failed: %s\n", s->group, reason);
+    return st;
 }
 
-/* Open the journal in `dir`, reading it first when resuming. */
-static kiln_status open_journal(struct search *s, const char *dir)
+/* ------------------------------------------------------------------------ */
+/* Classes of shapes                                                        */
+/* ------------------------------------------------------------------------ */
+
+struct split {
+    size_t def, cls; /* candidates: the group's default, the class's */
+    int dim;
+    long lo, hi; /* the class's range along dim (hi LONG_MAX: none) */
+    int in[KILN_TUNE_SHAPES_MAX];
+    double score;
+};
+
+/* The best split of the group's members in two along one of its
+   dimensions, each part with its own best candidate; score 0 if none. */
+static struct split best_split(const struct search *s)
 {
-    if (kiln_mkdir_p(dir, 0755) != KILN_SUCCESS) {
-        char why[512]; /* the detail is overwritten by the error below */
-        snprintf(why, sizeof why, "%s", kiln_last_error_detail());
-        return kiln_error(KILN_ERROR_IO, "kiln-tune: cannot create the output directory %s (%s)", dir, why);
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, KILN_TUNE_JOURNAL);
-    if (s->o->resume) {
-        FILE *f = fopen(path, "r");
-        if (f) {
-            read_journal(s, f);
-            fclose(f);
+    struct split best = {.score = 0};
+    const unsigned dims = kiln_param_groups[s->space.group].dims;
+    for (int d = 0; d < KILN_DIM_COUNT; d++) {
+        if (!(dims & (1u << d)))
+            continue;
+        for (size_t a = 0; a < s->member_count; a++) {
+            /* Members at or below member a's extent against the rest. */
+            const long cut = s->dims[s->members[a]].v[d];
+            long above = LONG_MAX;
+            int low[KILN_TUNE_SHAPES_MAX], high[KILN_TUNE_SHAPES_MAX], n_low = 0;
+            for (size_t m = 0; m < s->member_count; m++) {
+                long v = s->dims[s->members[m]].v[d];
+                low[m] = v <= cut, high[m] = !low[m], n_low += low[m];
+                if (v > cut && v < above)
+                    above = v;
+            }
+            if (cut <= 0 || above == LONG_MAX || n_low == 0)
+                continue;
+            const long boundary = (long)floor(sqrt((double)cut * (double)above));
+            for (int side = 0; side < 2; side++) {
+                const int *in = side ? high : low, *out = side ? low : high;
+                struct split sp = {.def = best_over(s, out), .cls = best_over(s, in), .dim = d};
+                if (sp.def == SIZE_MAX || sp.cls == SIZE_MAX || sp.def == sp.cls)
+                    continue;
+                double log_sum = 0;
+                for (size_t m = 0; m < s->member_count; m++) {
+                    sp.in[m] = in[m];
+                    log_sum += log(s->cands[0].ms[m] / s->cands[in[m] ? sp.cls : sp.def].ms[m]);
+                }
+                sp.score = exp(log_sum / (double)s->member_count);
+                sp.lo = side ? boundary + 1 : 1;
+                sp.hi = side ? LONG_MAX : boundary;
+                if (sp.score > best.score)
+                    best = sp;
+            }
         }
     }
-    s->journal = fopen(path, s->o->resume ? "a" : "w");
-    if (!s->journal)
-        return kiln_error(KILN_ERROR_IO, "kiln-tune: cannot write %s: %s", path, strerror(errno));
-    return KILN_SUCCESS;
+    return best;
 }
 
-/* The overlay holding every chosen group's changes and the measured peaks. */
-static char *merge_overlays(char *const *overlays, size_t n, const struct kiln_tune_result *r)
+/* The group's overlay with the split's class: the default's changes and a
+   class holding what differs from them. */
+static char *class_overlay(const struct search *s, const struct split *sp)
 {
-    cJSON *root = cJSON_CreateObject(), *kernels = cJSON_AddObjectToObject(root, "kernels");
-    for (size_t i = 0; i < n; i++) {
-        cJSON *one = cJSON_Parse(overlays[i]);
-        cJSON *groups = cJSON_GetObjectItem(one, "kernels");
-        while (groups && groups->child) {
-            cJSON *group = cJSON_DetachItemViaPointer(groups, groups->child);
-            cJSON_AddItemToObject(kernels, group->string, group);
-        }
-        cJSON_Delete(one);
+    struct kiln_space def_space = s->space;
+    def_space.seed = s->cands[sp->def].v;
+    char *cls_text = kiln_space_overlay(&def_space, &s->cands[sp->cls].v);
+    cJSON *root = cJSON_Parse(s->cands[sp->def].overlay), *cls = cls_text ? cJSON_Parse(cls_text) : NULL;
+    free(cls_text);
+    cJSON *group = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "kernels"), s->group);
+    cJSON *params = cJSON_DetachItemFromObject(cJSON_GetObjectItem(cls, "kernels"), s->group);
+    char *text = NULL;
+    if (group && params) {
+        cJSON *item = cJSON_CreateObject(), *when = cJSON_AddObjectToObject(item, "when");
+        char name[KILN_CLASS_NAME_MAX];
+        const char *dim = kiln_dim_names[sp->dim];
+        if (sp->hi == LONG_MAX)
+            snprintf(name, sizeof name, "%s-from-%ld", dim, sp->lo);
+        else
+            snprintf(name, sizeof name, "%s-to-%ld", dim, sp->hi);
+        cJSON_AddStringToObject(item, "name", name);
+        cJSON *range = cJSON_AddArrayToObject(when, dim);
+        cJSON_AddItemToArray(range, cJSON_CreateNumber((double)sp->lo));
+        cJSON_AddItemToArray(range, sp->hi == LONG_MAX ? cJSON_CreateNull() : cJSON_CreateNumber((double)sp->hi));
+        cJSON_AddItemToObject(item, "params", params);
+        params = NULL;
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(group, "classes"), item);
+        text = cJSON_PrintUnformatted(root);
     }
-    if (r->peak_gflops > 0) {
-        cJSON *dev = cJSON_AddObjectToObject(root, "device");
-        cJSON_AddNumberToObject(dev, "peak_gflops", r->peak_gflops);
-        cJSON_AddNumberToObject(dev, "peak_gbps", r->peak_gbps);
-    }
-    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(params);
+    cJSON_Delete(cls);
     cJSON_Delete(root);
     return text;
 }
 
+/* Search the group of shape members, confirm what it found, and give the
+   overlay to keep (NULL: nothing gained past min_gain). */
+static kiln_status tune_group(struct search *s, int g, const struct kiln_profile *profile,
+                              const struct kiln_device_desc *dev, char **kept)
+{
+    *kept = NULL;
+    memset(s->best_ms, 0, sizeof s->best_ms);
+    s->count = 0;
+    const void *seed = (const char *)kiln_profile_params(profile) + kiln_param_groups[g].offset;
+    kiln_status st = kiln_space_init(&s->space, (enum kiln_group_id)g, seed, dev);
+    s->space.on_reject = count_refusal;
+    s->space.user = s;
+    if (st == KILN_SUCCESS)
+        st = search_group(s);
+    size_t best = best_over(s, NULL);
+    if (st != KILN_SUCCESS || best == SIZE_MAX || best == 0)
+        return st;
+    /* A class only where the matched profile has none for the group (a
+       child's classes replace its parent's). */
+    struct split sp = {.score = 0};
+    if (kiln_profile_class_count(profile, (enum kiln_group_id)g) == 0 && s->member_count > 1)
+        sp = best_split(s);
+    const int use_class = sp.score > s->cands[best].score * (1.0 + KILN_TUNE_CLASS_GAIN);
+
+    /* Confirm the seed and the winners with more runs: short problems are
+       noisy enough to crown a lucky candidate. */
+    size_t again[3] = {0, use_class ? sp.def : best, use_class ? sp.cls : SIZE_MAX};
+    for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
+        if (again[i] != SIZE_MAX && (i == 0 || again[i] != 0))
+            st = confirm(s, again[i]);
+    if (st != KILN_SUCCESS || !s->cands[0].ok)
+        return st;
+    double single = s->cands[best].ok ? score_over(s, s->cands[best].ms, NULL) : 0;
+    double classed = 0;
+    if (use_class && s->cands[sp.def].ok && s->cands[sp.cls].ok) {
+        double log_sum = 0;
+        for (size_t m = 0; m < s->member_count; m++)
+            log_sum += log(s->cands[0].ms[m] / s->cands[sp.in[m] ? sp.cls : sp.def].ms[m]);
+        classed = exp(log_sum / (double)s->member_count);
+    }
+    for (size_t m = 0; m < s->member_count; m++)
+        s->r->shapes[s->members[m]].before_ms = s->cands[0].ms[m];
+    if (classed > single * (1.0 + KILN_TUNE_CLASS_GAIN) && classed > 1.0 + s->o->min_gain) {
+        *kept = class_overlay(s, &sp);
+        if (!*kept)
+            return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: class overlay");
+        s->r->classes++;
+        for (size_t m = 0; m < s->member_count; m++)
+            s->r->shapes[s->members[m]].after_ms = s->cands[sp.in[m] ? sp.cls : sp.def].ms[m];
+        if (s->o->log)
+            fprintf(s->o->log, "%s: score %.3f confirmed with a class of its own (%.3f with one set): %s\n", s->group,
+                    classed, single, *kept);
+    } else if (single > 1.0 + s->o->min_gain) {
+        /* More than 3% (min_gain) over the seed: below that, a difference
+           is within the run-to-run noise of a CPU. */
+        *kept = strdup(s->cands[best].overlay);
+        if (!*kept)
+            return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
+        for (size_t m = 0; m < s->member_count; m++)
+            s->r->shapes[s->members[m]].after_ms = s->cands[best].ms[m];
+        if (s->o->log)
+            fprintf(s->o->log, "%s %s: score %.3f confirmed over %d runs\n", s->group, *kept, single, CONFIRM_REPS);
+    } else if (s->o->log) {
+        fprintf(s->o->log, "%s: the best found scores %.3f confirmed: the profile's values stay\n", s->group, single);
+    }
+    return KILN_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thresholds between algorithms                                            */
+/* ------------------------------------------------------------------------ */
+
+#define PROBES_MAX 8
+
+/* A ladder of problems along which one algorithm (small) gives way to
+   another (large). A maximum threshold (the small side up to it) becomes
+   the last size from the bottom up to which the small side wins; a
+   minimum (the large side from it on) the first size from which the large
+   side wins up to the top. */
+struct ladder {
+    const char *field;
+    int is_max;
+    long never; /* the value that takes the large side everywhere (max) or never (min) */
+    const char *metric_name;
+    size_t count;
+    long metric[PROBES_MAX];
+    struct kiln_tune_shape small[PROBES_MAX], large[PROBES_MAX];
+    char names[2][PROBES_MAX][48];
+};
+
+static size_t ladders(const struct kiln_tune_options *o, const struct kiln_params *p, struct ladder *out)
+{
+    size_t n = 0;
+    const int route = p->select.gemm_route;
+    const kiln_gemm_algo family = route == KILN_ROUTE_CPU ? KILN_GEMM_CPU : KILN_GEMM_TILED;
+    if ((o->ops & (1u << KILN_TUNE_GEMM)) && route != KILN_ROUTE_CLBLAST) {
+        static const size_t rows[] = {1, 2, 4, 8, 16, 32, 64};
+        struct ladder *l = &out[n++];
+        *l = (struct ladder){.field = "gemm_smallm_max", .is_max = 1, .never = 0, .metric_name = "m"};
+        for (size_t i = 0; i < sizeof rows / sizeof *rows; i++, l->count++) {
+            snprintf(l->names[0][i], 48, "smallm m=%zu", rows[i]);
+            snprintf(l->names[1][i], 48, "route m=%zu", rows[i]);
+            l->small[i] = gemm_shape(l->names[0][i], rows[i], 1024, 1024, 1);
+            l->large[i] = gemm_shape(l->names[1][i], rows[i], 1024, 1024, 1);
+            l->small[i].gemm.algo = KILN_GEMM_SMALLM;
+            l->large[i].gemm.algo = family;
+            l->metric[i] = (long)rows[i];
+        }
+        static const size_t sides[] = {16, 32, 48, 64, 96, 128, 192};
+        l = &out[n++];
+        *l = (struct ladder){.field = "gemm_direct_max", .is_max = 1, .never = 0, .metric_name = "mnk"};
+        for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
+            size_t e = sides[i];
+            snprintf(l->names[0][i], 48, "direct %zu^3", e);
+            snprintf(l->names[1][i], 48, "route %zu^3", e);
+            l->small[i] = gemm_shape(l->names[0][i], e, e, e, 1);
+            l->large[i] = gemm_shape(l->names[1][i], e, e, e, 1);
+            l->small[i].gemm.algo = KILN_GEMM_DIRECT;
+            l->large[i].gemm.algo = family;
+            l->metric[i] = (long)(e * e * e);
+        }
+    }
+    if (o->ops & (1u << KILN_TUNE_CONV)) {
+        static const size_t channels[] = {16, 32, 64, 128, 256};
+        struct ladder *l = &out[n++];
+        *l = (struct ladder){.field = "conv_wino_min_channels", .is_max = 0, .never = 1L << 30, .metric_name = "c"};
+        for (size_t i = 0; i < sizeof channels / sizeof *channels; i++, l->count++) {
+            size_t c = channels[i];
+            snprintf(l->names[0][i], 48, "implicit-gemm 3x3 c=k=%zu 28^2", c);
+            snprintf(l->names[1][i], 48, "winograd-4x4 3x3 c=k=%zu 28^2", c);
+            l->small[i] = conv_shape(l->names[0][i], c, 28, c, 3, 1, 1);
+            l->large[i] = conv_shape(l->names[1][i], c, 28, c, 3, 1, 1);
+            l->small[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
+            l->large[i].conv.algo = KILN_CONV_WINOGRAD_4X4;
+            l->metric[i] = (long)c;
+        }
+        static const size_t sides[] = {7, 10, 14, 20, 28, 40, 56};
+        l = &out[n++];
+        *l = (struct ladder){
+            .field = "conv_1x1_igemm_min_pixels", .is_max = 0, .never = 1L << 30, .metric_name = "pixels"};
+        for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
+            size_t e = sides[i];
+            snprintf(l->names[0][i], 48, "gemm-1x1 c=k=256 %zu^2", e);
+            snprintf(l->names[1][i], 48, "implicit-gemm 1x1 c=k=256 %zu^2", e);
+            l->small[i] = conv_shape(l->names[0][i], 256, e, 256, 1, 1, 1);
+            l->large[i] = conv_shape(l->names[1][i], 256, e, 256, 1, 1, 1);
+            l->small[i].conv.algo = KILN_CONV_GEMM_1X1;
+            l->large[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
+            l->metric[i] = (long)(e * e);
+        }
+    }
+    return n;
+}
+
+/* One probe of a ladder on `ctx`, from the journal or timed: ms, or
+   INFINITY when rejected (an algorithm that does not apply loses). */
+static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_tune_shape *sh, double *ms)
+{
+    static const char *const names[1] = {"probe"};
+    const struct entry *e = journaled(s, "select", sh->name, names, 1);
+    if (e) {
+        s->r->journaled++, s->r->trials++;
+        *ms = e->timed ? cJSON_GetObjectItem(e->ms, "probe")->valuedouble : INFINITY;
+        return KILN_SUCCESS;
+    }
+    struct kiln_trial t;
+    kiln_status st = try_shape(ctx, sh, PROBE_REPS, 0.0, s->o->seed, &t);
+    if (st != KILN_SUCCESS)
+        return st;
+    s->r->trials++;
+    const int ok = t.verdict == KILN_TRIAL_TIMED;
+    *ms = ok ? t.ms : INFINITY;
+    write_journal(s, "select", sh->name, ok, t.reason, names, &t.ms, 1);
+    report_progress(s, "thresholds");
+    return KILN_SUCCESS;
+}
+
+long kiln_tune_place(int is_max, const long *metric, const double *small, const double *large, size_t n, long current,
+                     long never)
+{
+    if (is_max) {
+        /* The small side wins from the bottom up to rung w - 1. */
+        size_t w = 0;
+        while (w < n && small[w] < large[w])
+            w++;
+        const long lo = w ? metric[w - 1] : LONG_MIN, hi = w < n ? metric[w] : LONG_MAX;
+        if ((current >= lo && current < hi) || (w == 0 && current == never))
+            return current;
+        return w ? metric[w - 1] : never;
+    }
+    /* The large side wins from rung f up to the top. */
+    size_t f = n;
+    while (f > 0 && large[f - 1] < small[f - 1])
+        f--;
+    const long lo = f ? metric[f - 1] : LONG_MIN, hi = f < n ? metric[f] : LONG_MAX;
+    if ((current > lo && current <= hi) || (f == n && current == never))
+        return current;
+    return f < n ? metric[f] : never;
+}
+
+/* Walk the ladder and place the threshold. */
+static kiln_status place(struct search *s, kiln_context *ctx, const struct ladder *l, long current,
+                         struct kiln_tune_threshold *th)
+{
+    snprintf(th->field, sizeof th->field, "%s", l->field);
+    th->before = th->after = current;
+    double small[PROBES_MAX], large[PROBES_MAX];
+    size_t used = 0;
+    for (size_t i = 0; i < l->count; i++, used++) {
+        if (now_s() >= s->deadline)
+            return KILN_SUCCESS; /* out of budget: the profile's value stays, not measured */
+        kiln_status st = probe(s, ctx, &l->small[i], &small[i]);
+        if (st == KILN_SUCCESS)
+            st = probe(s, ctx, &l->large[i], &large[i]);
+        if (st != KILN_SUCCESS)
+            return st;
+        size_t len = strlen(th->evidence);
+        snprintf(th->evidence + len, sizeof th->evidence - len, "%s%s=%ld %.3g/%.3g", len ? ", " : "", l->metric_name,
+                 l->metric[i], small[i], large[i]);
+    }
+    th->measured = 1;
+    th->after = kiln_tune_place(l->is_max, l->metric, small, large, used, current, l->never);
+    if (s->o->log)
+        fprintf(s->o->log, "select.%s: %ld -> %ld (ms small/large side: %s)\n", l->field, th->before, th->after,
+                th->evidence);
+    return KILN_SUCCESS;
+}
+
+/* The thresholds, timed with the kernels of `overlay`; the select overlay
+   of those that changed goes to *changed (NULL: none). */
+static kiln_status tune_thresholds(struct search *s, const struct kiln_profile *profile, const char *overlay,
+                                   char **changed)
+{
+    *changed = NULL;
+    struct ladder *ls = calloc(KILN_TUNE_THRESHOLDS_MAX, sizeof *ls);
+    if (!ls)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: ladders");
+    const struct kiln_params *p = kiln_profile_params(profile);
+    size_t n = ladders(s->o, p, ls);
+    kiln_context_options opts;
+    kiln_context_options_init(&opts);
+    opts.device = s->o->device;
+    opts.profile_overlay = overlay && *overlay ? overlay : NULL;
+    kiln_context *ctx = NULL;
+    kiln_status st = n ? kiln_context_create(&opts, &ctx) : KILN_SUCCESS;
+    cJSON *root = cJSON_CreateObject(), *select = cJSON_AddObjectToObject(root, "select");
+    for (size_t i = 0; st == KILN_SUCCESS && i < n; i++) {
+        const int f = kiln_param_field_find(KILN_GROUP_select, ls[i].field);
+        const long current = (long)kiln_param_get(KILN_GROUP_select, f, &p->select);
+        struct kiln_tune_threshold *th = &s->r->thresholds[s->r->threshold_count++];
+        st = place(s, ctx, &ls[i], current, th);
+        if (st == KILN_SUCCESS && th->after != th->before)
+            cJSON_AddNumberToObject(select, ls[i].field, (double)th->after);
+    }
+    if (st == KILN_SUCCESS && cJSON_GetArraySize(select) > 0 && !(*changed = cJSON_PrintUnformatted(root)))
+        st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
+    cJSON_Delete(root);
+    kiln_context_destroy(ctx);
+    free(ls);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The profile                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Every shape with AUTO's plans on the matched profile and on `overlay`,
+   one after the other per shape. */
+static kiln_status before_after(struct search *s, const char *overlay)
+{
+    for (size_t i = 0; i < s->shape_count; i++) {
+        struct kiln_tune_shape_result *sr = &s->r->shapes[i];
+        char reason[400] = "", sets[1][48];
+        int ok;
+        kiln_status st = measure(s, NULL, &i, 1, CONFIRM_REPS, NULL, &sr->before_ms, NULL, &ok, reason, sizeof reason);
+        if (st == KILN_SUCCESS && ok)
+            st = measure(s, overlay, &i, 1, CONFIRM_REPS, NULL, &sr->after_ms, sets, &ok, reason, sizeof reason);
+        if (st != KILN_SUCCESS)
+            return st;
+        if (!ok)
+            return kiln_error(KILN_ERROR_INTERNAL, "kiln-tune: the tuned profile fails where it was tuned: %s", reason);
+        snprintf(sr->set_after, sizeof sr->set_after, "%s", sets[0]);
+        report_progress(s, "before/after");
+    }
+    return KILN_SUCCESS;
+}
+
 static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_options *o, const char *dir,
-                                 char *const *overlays, size_t n, unsigned groups, struct kiln_tune_result *r)
+                                 const char *overlay, unsigned groups, struct kiln_tune_result *r)
 {
     if (o->measure_peaks) {
         struct kiln_peaks peaks;
@@ -427,20 +999,27 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
         r->peak_gflops = peaks.gflops, r->peak_gbps = peaks.gbps;
         groups |= 1u << KILN_GROUP_device;
     }
-    char *overlay = merge_overlays(overlays, n, r);
+    cJSON *root = cJSON_Parse(overlay);
+    if (root && r->peak_gflops > 0) {
+        cJSON *dev = cJSON_AddObjectToObject(root, "device");
+        cJSON_AddNumberToObject(dev, "peak_gflops", r->peak_gflops);
+        cJSON_AddNumberToObject(dev, "peak_gbps", r->peak_gbps);
+    }
+    char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
     struct kiln_profile *values = NULL;
-    kiln_status st = overlay ? kiln_profile_derive(ctx->profile, overlay, &values)
-                             : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
-    if (overlay)
-        snprintf(r->changes, sizeof r->changes, "%s", overlay);
-    free(overlay);
+    kiln_status st =
+        text ? kiln_profile_derive(ctx->profile, text, &values) : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune");
+    if (text)
+        snprintf(r->changes, sizeof r->changes, "%s", text);
+    free(text);
     if (st != KILN_SUCCESS)
         return st;
     struct kiln_profile_measurement m[KILN_TUNE_SHAPES_MAX];
     char what[KILN_TUNE_SHAPES_MAX][80];
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *sr = &r->shapes[i];
-        snprintf(what[i], sizeof what[i], "gemm %s GFLOP/s", sr->name);
+        snprintf(what[i], sizeof what[i], "%s GFLOP/s", sr->name);
         m[i].what = what[i];
         m[i].value = sr->gflop / (sr->after_ms * 1e-3);
         m[i].baseline = sr->gflop / (sr->before_ms * 1e-3);
@@ -461,66 +1040,79 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
     return st;
 }
 
-/* The group each shape's plan takes on the matched profile. */
-static kiln_status plan_groups(kiln_context *ctx, const struct kiln_tune_options *o,
-                               const struct kiln_tune_shape *shapes, struct kiln_tune_result *r)
+/* The group each shape's plan takes on the matched profile, its extents and
+   its GFLOP. */
+static kiln_status plan_groups(kiln_context *ctx, struct search *s)
 {
+    struct kiln_tune_result *r = s->r;
     for (size_t i = 0; i < r->shape_count; i++) {
-        kiln_gemm_plan *plan = NULL;
-        kiln_gemm_plan_info info;
-        kiln_status st = kiln_gemm_plan_create(ctx, &shapes[i].desc, &plan);
-        if (st == KILN_SUCCESS)
-            st = kiln_gemm_plan_describe(plan, &info);
-        kiln_gemm_plan_destroy(plan);
+        char set[48];
+        kiln_status st = shape_facts(ctx, &s->shapes[i], &s->dims[i], &r->shapes[i].gflop, set, sizeof set);
         if (st != KILN_SUCCESS)
             return st;
-        const kiln_gemm_desc *d = &shapes[i].desc;
-        snprintf(r->shapes[i].name, sizeof r->shapes[i].name, "%s", shapes[i].name);
-        /* A shape class's own set is not tuned yet: the overlay changes a
-           group's default set, which such a plan does not take. */
-        const char *set = strchr(info.param_set, ':');
-        int by_default = set && strcmp(set, ":default") == 0;
+        snprintf(r->shapes[i].name, sizeof r->shapes[i].name, "%s", s->shapes[i].name);
+        /* A shape class's own set is not tuned: the search changes a group's
+           default set, which such a plan does not take. */
+        const char *colon = strchr(set, ':');
+        int by_default = colon && strcmp(colon, ":default") == 0;
         snprintf(r->shapes[i].group, sizeof r->shapes[i].group, "%.*s",
-                 by_default ? (int)(set - info.param_set) : (int)strlen(info.param_set), info.param_set);
-        if (!by_default && o->log)
-            fprintf(o->log, "%s: its plan takes %s, not tuned\n", shapes[i].name,
-                    info.param_set[0] ? info.param_set : "no parameter set");
-        r->shapes[i].gflop = 2e-9 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch;
+                 by_default ? (int)(colon - set) : (int)strlen(set), set);
+        if (!by_default && s->o->log)
+            fprintf(s->o->log, "%s: its plan takes %s, not tuned\n", s->shapes[i].name,
+                    set[0] ? set : "no parameter set");
     }
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_result *r)
+static void free_search(struct search *s)
+{
+    for (size_t c = 0; c < s->count; c++)
+        free(s->cands[c].overlay);
+    for (size_t c = 0; c < s->refused_count; c++)
+        free(s->refused[c]);
+    for (size_t i = 0; i < s->entry_count; i++) {
+        free(s->entries[i].group), free(s->entries[i].overlay), free(s->entries[i].reason);
+        cJSON_Delete(s->entries[i].ms);
+    }
+    free(s->entries);
+    free(s->cands);
+    free(s->refused);
+    if (s->journal)
+        fclose(s->journal);
+}
+
+kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result *r)
 {
     if (!o || !r)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune_gemm: NULL argument");
-    double start = now_s();
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune: NULL argument");
     memset(r, 0, sizeof *r);
-    struct search s = {.o = o, .r = r};
-    s.shapes = o->shapes ? o->shapes : kiln_tune_gemm_shapes(&s.shape_count);
+    struct search s = {.o = o, .r = r, .start = now_s()};
+    s.end = s.start + o->budget_s;
+    s.shapes = o->shapes ? o->shapes : kiln_tune_shapes(o->ops, &s.shape_count);
     s.shape_count = o->shapes ? o->shape_count : s.shape_count;
     if (s.shape_count == 0 || s.shape_count > KILN_TUNE_SHAPES_MAX)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune_gemm: %zu shapes (1 to %d)", s.shape_count,
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune: %zu shapes (1 to %d)", s.shape_count,
                           KILN_TUNE_SHAPES_MAX);
     r->shape_count = s.shape_count;
-    char *dir = o->out ? strdup(o->out) : kiln_profile_user_dir();
-    if (!dir)
-        return kiln_error(KILN_ERROR_IO, "kiln-tune: no output directory (neither XDG_CONFIG_HOME nor HOME is set)");
-    kiln_status st = open_journal(&s, dir);
 
+    /* The device first: a device that cannot be opened leaves no journal
+       behind. */
     kiln_context_options opts;
     kiln_context_options_init(&opts);
     opts.device = o->device;
     kiln_context *ctx = NULL;
+    kiln_status st = kiln_context_create(&opts, &ctx);
+    if (st != KILN_SUCCESS)
+        return st;
+    snprintf(r->matched, sizeof r->matched, "%s", kiln_profile_name(ctx->profile));
+    char *dir = o->out ? strdup(o->out) : kiln_profile_user_dir();
+    st = dir ? open_journal(&s, dir)
+             : kiln_error(KILN_ERROR_IO, "kiln-tune: no output directory (neither XDG_CONFIG_HOME nor HOME is set)");
     if (st == KILN_SUCCESS)
-        st = kiln_context_create(&opts, &ctx);
-    if (st == KILN_SUCCESS) {
-        snprintf(r->matched, sizeof r->matched, "%s", kiln_profile_name(ctx->profile));
-        st = plan_groups(ctx, o, s.shapes, r);
-    }
+        st = plan_groups(ctx, &s);
 
     /* The groups in the order of their first shape; each gets an equal
-       share of what is left of the budget when it starts. */
+       share of what is left of the groups' time when it starts. */
     int order[KILN_TUNE_SHAPES_MAX];
     size_t group_count = 0;
     unsigned seen = 0;
@@ -529,9 +1121,10 @@ kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_r
         if (g >= 0 && !(seen & (1u << g)) && kiln_space_kernel_group((enum kiln_group_id)g))
             order[group_count++] = g, seen |= 1u << g;
     }
-    char *chosen[KILN_TUNE_SHAPES_MAX];
-    size_t chosen_count = 0;
-    unsigned chosen_groups = 0;
+    const double groups_end = s.start + (o->thresholds ? GROUPS_END : GROUPS_END_ALONE) * o->budget_s;
+    char *parts[KILN_TUNE_SHAPES_MAX + 1];
+    size_t part_count = 0;
+    unsigned changed = 0;
     for (size_t gi = 0; st == KILN_SUCCESS && gi < group_count; gi++) {
         int g = order[gi];
         s.group = kiln_param_groups[g].name;
@@ -539,55 +1132,46 @@ kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_r
         for (size_t k = 0; k < s.shape_count; k++)
             if (strcmp(r->shapes[k].group, s.group) == 0)
                 s.members[s.member_count++] = k;
-        memset(s.best_ms, 0, sizeof s.best_ms);
-        s.count = 0;
-        double left = SEARCH_SHARE * o->budget_s - (now_s() - start);
+        double left = groups_end - now_s();
         s.deadline = now_s() + (left > 0 ? left / (double)(group_count - gi) : 0);
-        const void *seed = (const char *)kiln_profile_params(ctx->profile) + kiln_param_groups[g].offset;
-        st = kiln_space_init(&s.space, (enum kiln_group_id)g, seed, &ctx->desc);
-        s.space.on_reject = count_refusal;
-        s.space.user = &s;
-        if (st == KILN_SUCCESS)
-            st = search_group(&s);
-        /* The best other than the seed, kept only past the noise floor. */
-        size_t best = SIZE_MAX;
-        for (size_t c = 1; c < s.count; c++)
-            if (s.cands[c].ok && (best == SIZE_MAX || s.cands[c].score > s.cands[best].score))
-                best = c;
-        if (st == KILN_SUCCESS && best != SIZE_MAX)
-            st = confirm(&s, best);
-        /* More than 3% (min_gain) over the seed: below that, a difference
-           is within the run-to-run noise of a CPU. */
-        int keep = best != SIZE_MAX && s.cands[best].ok && s.cands[best].score > 1.0 + o->min_gain;
-        for (size_t m = 0; s.count > 0 && s.cands[0].ok && m < s.member_count; m++) {
-            r->shapes[s.members[m]].before_ms = s.cands[0].ms[m];
-            r->shapes[s.members[m]].after_ms = keep ? s.cands[best].ms[m] : s.cands[0].ms[m];
-        }
-        if (keep) {
-            chosen[chosen_count++] = s.cands[best].overlay;
-            chosen_groups |= 1u << g;
-            s.cands[best].overlay = NULL;
-        }
+        char *kept = NULL;
+        st = tune_group(&s, g, ctx->profile, &ctx->desc, &kept);
+        if (kept)
+            parts[part_count++] = kept, changed |= 1u << g;
         for (size_t c = 0; c < s.count; c++)
             free(s.cands[c].overlay);
-        for (size_t c = 0; c < s.refused_count; c++)
-            free(s.refused[c]);
-        s.refused_count = 0;
+        s.count = 0;
     }
-    if (st == KILN_SUCCESS && chosen_count > 0)
-        st = write_profile(ctx, o, dir, chosen, chosen_count, chosen_groups, r);
-    for (size_t i = 0; i < chosen_count; i++)
-        free(chosen[i]);
-    for (size_t i = 0; i < s.entry_count; i++) {
-        free(s.entries[i].group), free(s.entries[i].overlay), free(s.entries[i].reason);
-        cJSON_Delete(s.entries[i].ms);
+    char *kernels = st == KILN_SUCCESS ? merge_overlays(parts, part_count) : NULL;
+    if (st == KILN_SUCCESS && !kernels)
+        st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
+    if (st == KILN_SUCCESS && o->thresholds) {
+        char *select = NULL;
+        s.deadline = s.start + THRESHOLDS_END * o->budget_s;
+        st = tune_thresholds(&s, ctx->profile, kernels, &select);
+        if (select) {
+            parts[part_count++] = select, changed |= 1u << KILN_GROUP_select;
+            free(kernels);
+            kernels = merge_overlays(parts, part_count);
+            if (!kernels)
+                st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
+        }
     }
-    free(s.entries);
-    free(s.cands);
-    free(s.refused);
-    if (s.journal)
-        fclose(s.journal);
+    if (st == KILN_SUCCESS && changed) {
+        st = before_after(&s, kernels);
+        if (st == KILN_SUCCESS)
+            st = write_profile(ctx, o, dir, kernels, changed, r);
+    } else {
+        for (size_t i = 0; i < r->shape_count; i++)
+            if (r->shapes[i].after_ms <= 0)
+                r->shapes[i].after_ms = r->shapes[i].before_ms;
+    }
+    for (size_t i = 0; i < part_count; i++)
+        free(parts[i]);
+    free(kernels);
+    free_search(&s);
     kiln_context_destroy(ctx);
     free(dir);
+    r->seconds = now_s() - s.start;
     return st;
 }

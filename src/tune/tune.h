@@ -1,18 +1,40 @@
 /*
- * The tuner's search for GEMM (kiln-tune is a thin command line over it).
+ * The search of kiln-tune (kiln-tune is a thin command line over it).
  *
- * Each representative shape is planned on the matched profile; the kernel
- * group its plan takes (gemm.cpu, gemm.smallm, gemm.direct, gemm.tiled) is
- * tuned over the shapes that use it. Per group: the seed (the matched
- * profile's values), its neighbours, then a seeded random sample and the
- * neighbours of the best few, in turn, until the group's share of the
- * budget is spent (the seed-and-refine scheme of CLBlast's and MIOpen's
- * tuners: local steps find the nearby gains cheaply, random draws keep the
- * search from staying in one corner of the space). Every candidate passes
- * kiln_space_check before anything is compiled, and is then tried by
- * kiln_trial_gemm on each of its group's shapes; a candidate rejected on one
- * shape is never chosen. A candidate scores the geometric mean over its
- * shapes of seed_ms / candidate_ms, so no shape wins at the others' expense.
+ * Each representative shape (GEMM, convolution layers of the networks
+ * kiln-bench --model has, attention prefill and decode) is planned on the
+ * matched profile; the kernel group its plan takes (gemm.cpu, gemm.tiled,
+ * conv.direct, conv.winograd, attention.fused, ...) is tuned over every
+ * shape that takes it, whatever the operation: the CPU register tile of
+ * gemm.cpu is scored on the GEMMs and on the convolutions that run on it.
+ *
+ * Per group: the seed (the matched profile's values), its neighbours, then
+ * a seeded random sample and the neighbours of the best few, in turn, until
+ * the group's share of the budget is spent (the seed-and-refine scheme of
+ * CLBlast's and MIOpen's tuners: local steps find the nearby gains cheaply,
+ * random draws keep the search from staying in one corner of the space).
+ * Every candidate passes kiln_space_check before anything is compiled, and
+ * is then tried (trial.h) on each of its group's shapes; a candidate
+ * rejected on one shape is never chosen. A candidate scores the geometric
+ * mean over its shapes of seed_ms / candidate_ms, so no shape wins at the
+ * others' expense.
+ *
+ * Classes of shapes: where one part of a group's shapes is faster with
+ * other parameters than the rest by more than KILN_TUNE_CLASS_GAIN, the
+ * group gets a class of its own for that part. Its boundary is chosen from
+ * the measurements: the split of the shapes along one of the group's
+ * dimensions that scores best, placed at the geometric mean of the two
+ * shapes nearest to it on either side.
+ *
+ * Thresholds between algorithms (select.gemm_smallm_max, gemm_direct_max,
+ * conv_wino_min_channels, conv_1x1_igemm_min_pixels) are found by timing
+ * both algorithms on a ladder of sizes, with the kernels just tuned: each
+ * becomes the last size of the ladder at which the small-problem side still
+ * wins (or, for a minimum, the first from which the large side wins on).
+ *
+ * At the end every shape is timed with the plans AUTO makes before and
+ * after (the before/after table), the device's peaks are measured, and the
+ * changes are written as a child of the matched profile.
  *
  * Every trial is one JSON line of <out>/kiln-tune-journal.jsonl; a resumed
  * run takes the trials found there instead of running them again.
@@ -25,66 +47,122 @@
 #include <stdio.h>
 
 #include "kiln/kiln.h"
+#include "kiln/kiln_attention.h"
+#include "kiln/kiln_nn.h"
 
 #define KILN_TUNE_JOURNAL "kiln-tune-journal.jsonl"
-#define KILN_TUNE_SHAPES_MAX 8
+#define KILN_TUNE_SHAPES_MAX 16
+#define KILN_TUNE_THRESHOLDS_MAX 4
 
+/* The gain past which a part of a group's shapes gets parameters of its
+   own: a class costs a second set of kernels to compile. */
+#define KILN_TUNE_CLASS_GAIN 0.05
+
+enum kiln_tune_op { KILN_TUNE_GEMM, KILN_TUNE_CONV, KILN_TUNE_ATTENTION, KILN_TUNE_OP_COUNT };
+#define KILN_TUNE_OPS_ALL ((1u << KILN_TUNE_OP_COUNT) - 1)
+
+/* One problem the search scores candidates on: the descriptor of `op`. */
 struct kiln_tune_shape {
-    const char *name; /* "512x512x512" */
-    kiln_gemm_desc desc;
+    const char *name; /* "gemm 512x512x512", unique */
+    enum kiln_tune_op op;
+    kiln_gemm_desc gemm;
+    kiln_conv2d_desc conv;
+    kiln_attention_desc attention;
+};
+
+/* What the search is at, for a progress display. */
+struct kiln_tune_progress {
+    double elapsed_s, budget_s;
+    const char *stage; /* the group or threshold being searched */
+    size_t trials, rejected;
 };
 
 struct kiln_tune_options {
-    double budget_s;                      /* wall-clock seconds for the whole search */
+    double budget_s;                      /* wall-clock seconds for the whole run */
     const char *out;                      /* profile and journal directory; NULL: kiln_profile_user_dir() */
     int resume;                           /* take the trials of an existing journal */
     uint64_t seed;                        /* of the random sample */
     const char *device;                   /* kiln_context_options.device (NULL: the default) */
-    const struct kiln_tune_shape *shapes; /* NULL: kiln_tune_gemm_shapes() */
+    unsigned ops;                         /* 1 << KILN_TUNE_*: whose representative shapes are taken */
+    const struct kiln_tune_shape *shapes; /* NULL: kiln_tune_shapes(ops) */
     size_t shape_count;
-    /* The least gain over the seed for a profile to be written: 0.03, since
-       differences of a few percent are run-to-run noise on a CPU. Tests set
-       it below -1 to write whatever the search found best. */
+    int thresholds; /* search the select thresholds of the operations in ops */
+    /* The least gain over the seed for a group's change to be kept: 0.03,
+       since differences of a few percent are run-to-run noise on a CPU.
+       Tests set it below -1 to keep whatever the search found best. */
     double min_gain;
     int measure_peaks; /* measure and write device.peak_gflops and peak_gbps */
     FILE *log;         /* a plain line per trial; NULL: quiet */
+    void (*progress)(void *user, const struct kiln_tune_progress *p); /* after each trial; NULL: none */
+    void *progress_user;
 };
 
 /* Fill `o` with the defaults: 600 s, the user's profile directory, seed 1,
-   the representative shapes, min_gain 0.03, peaks measured, quiet. */
+   every operation, thresholds searched, min_gain 0.03, peaks measured,
+   quiet. */
 void kiln_tune_options_init(struct kiln_tune_options *o);
 
-/* The representative GEMM shapes: square, skinny, tall-K and batched, sized
-   for a few CPU cores. */
-const struct kiln_tune_shape *kiln_tune_gemm_shapes(size_t *count);
+/* The representative shapes of the operations in `ops`: GEMM square,
+   skinny, tall-K and batched; convolution layers of MobileNet v1 and
+   ResNet-50 at batch 1; attention prefill at head dimensions 64 and 128
+   and a decode step. Sized for a few CPU cores. */
+const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, size_t *count);
+
+/* "gemm,conv,attention" (any of them, comma-separated) as ops bits; -1 for
+   an unknown name or an empty list. */
+int kiln_tune_parse_ops(const char *list, unsigned *ops);
 
 struct kiln_tune_shape_result {
     char name[48];
-    char group[48];             /* the kernel group its plan takes; "<group>:<set>" when it takes a shape class's own
-                                   set, not tuned yet (before_ms and after_ms stay 0) */
+    char group[48];             /* the kernel group its plan takes ("" for none); "<group>:<set>" when it takes a
+                                   class of the matched profile, which is not tuned */
+    char set_after[48];         /* the set its plan takes with the tuned profile */
     double gflop;               /* per run */
-    double before_ms, after_ms; /* the seed's; the chosen candidate's (the seed's if none) */
+    double before_ms, after_ms; /* AUTO's plans on the matched profile and on the tuned one */
+};
+
+struct kiln_tune_threshold {
+    char field[40];     /* "gemm_smallm_max" */
+    long before, after; /* the profile's value, the measured one */
+    int measured;       /* 0: not searched (budget, route or ops) */
+    char evidence[400]; /* the ladder: "m=1 0.012/0.020 ms, ..." (small-side/large-side ms) */
 };
 
 struct kiln_tune_result {
     struct kiln_tune_shape_result shapes[KILN_TUNE_SHAPES_MAX];
     size_t shape_count;
+    struct kiln_tune_threshold thresholds[KILN_TUNE_THRESHOLDS_MAX];
+    size_t threshold_count;
     size_t trials;                 /* candidates tried, from the journal included */
     size_t journaled;              /* of them, taken from the journal */
     size_t refused;                /* refused by kiln_space_check before any compile */
     size_t rejected;               /* did not build, were wrong or failed to run */
     size_t timed;                  /* timed on every shape of their group */
+    size_t classes;                /* classes of shapes written */
+    double seconds;                /* the run's wall-clock time */
     char matched[64];              /* the matched profile */
     char profile[80];              /* the profile written ("" if none) */
     char path[4200];               /* its file */
-    char changes[512];             /* the overlay of what changed ("" if nothing) */
+    char changes[1024];            /* the overlay of what changed ("" if nothing) */
     double peak_gflops, peak_gbps; /* measured (0 if not) */
 };
 
-/* Run the search and write the tuned profile. IO, before any trial, when
+/* Where a threshold goes, from a ladder of n sizes `metric` (ascending)
+   and the times of its two sides there (INFINITY: the side does not apply).
+   A maximum (is_max: the small side up to it) becomes the last size from
+   the bottom up to which the small side wins, `never` (0) if it loses at
+   the first; a minimum (the large side from it on) the first size from
+   which the large side wins up to the top, `never` (2^30) if it loses at
+   the last. `current` stays where the measurements cannot tell it from
+   the new value (it lies between the same two sizes). */
+long kiln_tune_place(int is_max, const long *metric, const double *small, const double *large, size_t n, long current,
+                     long never);
+
+/* Run the search and write the tuned profile. INVALID_ARGUMENT for bad
+   options; the statuses of opening the device; IO, before any trial, when
    the output directory or its journal cannot be written; the statuses of
-   opening the device and of the trials' set-up; KILN_SUCCESS otherwise,
-   with or without a profile written (r->profile says). */
-kiln_status kiln_tune_gemm(const struct kiln_tune_options *o, struct kiln_tune_result *r);
+   the trials' set-up; KILN_SUCCESS otherwise, with or without a profile
+   written (r->profile says). */
+kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result *r);
 
 #endif /* KILN_TUNE_TUNE_H */
