@@ -72,10 +72,10 @@ const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set
                                               char *reason, size_t reason_size);
 
 const char *kiln_profile_name(const struct kiln_profile *p);
-const char *kiln_profile_parent_name(const struct kiln_profile *p); /* "" for a root */
-const char *kiln_profile_provenance(const struct kiln_profile *p);  /* a JSON object */
+const char *kiln_profile_parent_name(const struct kiln_profile *p);                  /* "" for a root */
+const char *kiln_profile_provenance(const struct kiln_profile *p);                   /* a JSON object */
 size_t kiln_profile_class_count(const struct kiln_profile *p, enum kiln_group_id g); /* after inheritance */
-int kiln_profile_is_abstract(const struct kiln_profile *p);         /* no match rules: a parent only */
+int kiln_profile_is_abstract(const struct kiln_profile *p);                          /* no match rules: a parent only */
 
 /* Where p came from, for people: "built-in", "<file> (user profile
    directory)", "<file> (KILN_PROFILE_DIR)" or "profile overlay". */
