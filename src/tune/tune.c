@@ -155,10 +155,10 @@ static kiln_status try_shape(kiln_context *ctx, const struct kiln_tune_shape *sh
 /* The shape's extents by which a class is chosen, its GFLOP per run and the
    parameter set of AUTO's plan on `ctx`. */
 static kiln_status shape_facts(kiln_context *ctx, const struct kiln_tune_shape *sh, struct kiln_dims *dims,
-                               double *gflop, char *set, size_t size)
+                               double *gflop, char *set, size_t size, char *kernel, size_t kernel_size)
 {
     kiln_status st;
-    set[0] = '\0';
+    set[0] = kernel[0] = '\0';
     if (sh->op == KILN_TUNE_CONV) {
         const kiln_conv2d_desc *d = &sh->conv;
         size_t p, q, yh, yw;
@@ -171,7 +171,7 @@ static kiln_status shape_facts(kiln_context *ctx, const struct kiln_tune_shape *
         kiln_conv2d_plan_info info;
         if (st == KILN_SUCCESS && (st = kiln_conv2d_plan_create(ctx, d, &plan)) == KILN_SUCCESS &&
             (st = kiln_conv2d_plan_describe(plan, &info)) == KILN_SUCCESS)
-            snprintf(set, size, "%s", info.param_set);
+            snprintf(set, size, "%s", info.param_set), snprintf(kernel, kernel_size, "%s %s", info.kernel, info.params);
         kiln_conv2d_plan_destroy(plan);
     } else if (sh->op == KILN_TUNE_ATTENTION) {
         const kiln_attention_desc *d = &sh->attention;
@@ -182,7 +182,7 @@ static kiln_status shape_facts(kiln_context *ctx, const struct kiln_tune_shape *
         kiln_attention_plan_info info;
         if (st == KILN_SUCCESS && (st = kiln_attention_plan_create(ctx, d, &plan)) == KILN_SUCCESS &&
             (st = kiln_attention_plan_describe(plan, &info)) == KILN_SUCCESS)
-            snprintf(set, size, "%s", info.param_set);
+            snprintf(set, size, "%s", info.param_set), snprintf(kernel, kernel_size, "%s %s", info.kernel, info.params);
         kiln_attention_plan_destroy(plan);
     } else {
         const kiln_gemm_desc *d = &sh->gemm;
@@ -192,7 +192,7 @@ static kiln_status shape_facts(kiln_context *ctx, const struct kiln_tune_shape *
         kiln_gemm_plan_info info;
         if (st == KILN_SUCCESS && (st = kiln_gemm_plan_create(ctx, d, &plan)) == KILN_SUCCESS &&
             (st = kiln_gemm_plan_describe(plan, &info)) == KILN_SUCCESS)
-            snprintf(set, size, "%s", info.param_set);
+            snprintf(set, size, "%s", info.param_set), snprintf(kernel, kernel_size, "%s %s", info.kernel, info.params);
         kiln_gemm_plan_destroy(plan);
     }
     return st;
@@ -614,30 +614,47 @@ static kiln_status confirm(struct search *s, size_t i)
 /* Classes of shapes                                                        */
 /* ------------------------------------------------------------------------ */
 
-struct split {
-    size_t def, cls; /* candidates: the group's default, the class's */
-    int dim;
-    long lo, hi; /* the class's range along dim (hi LONG_MAX: none) */
-    int in[KILN_TUNE_SHAPES_MAX];
-    double score;
-};
-
-/* The best split of the group's members in two along one of its
-   dimensions, each part with its own best candidate; score 0 if none. */
-static struct split best_split(const struct search *s)
+/* The geometric mean over the members in `which` (all when NULL) of
+   seed / row. */
+static double row_score(const double *seed, const double *row, const int *which, size_t members)
 {
-    struct split best = {.score = 0};
-    const unsigned dims = kiln_param_groups[s->space.group].dims;
+    double log_sum = 0;
+    size_t n = 0;
+    for (size_t m = 0; m < members; m++)
+        if (!which || which[m])
+            log_sum += log(seed[m] / row[m]), n++;
+    return n ? exp(log_sum / (double)n) : 1.0;
+}
+
+/* The best row of ms over the members `which`, SIZE_MAX if none is ok. */
+static size_t best_row(const double *ms, const int *ok, size_t cands, size_t members, const int *which)
+{
+    size_t best = SIZE_MAX;
+    double top = 0;
+    for (size_t c = 0; c < cands; c++) {
+        double sc = ok[c] ? row_score(ms, ms + c * members, which, members) : 0;
+        if (ok[c] && (best == SIZE_MAX || sc > top))
+            best = c, top = sc;
+    }
+    return best;
+}
+
+struct kiln_tune_split kiln_tune_best_split(const double *ms, const int *ok, size_t cands, size_t members,
+                                            const struct kiln_dims *dims, unsigned dim_mask)
+{
+    struct kiln_tune_split best = {.score = 0};
+    if (cands == 0 || !ok[0] || members > KILN_TUNE_SHAPES_MAX)
+        return best;
     for (int d = 0; d < KILN_DIM_COUNT; d++) {
-        if (!(dims & (1u << d)))
+        if (!(dim_mask & (1u << d)))
             continue;
-        for (size_t a = 0; a < s->member_count; a++) {
+        for (size_t a = 0; a < members; a++) {
             /* Members at or below member a's extent against the rest. */
-            const long cut = s->dims[s->members[a]].v[d];
+            const long cut = dims[a].v[d];
             long above = LONG_MAX;
             int low[KILN_TUNE_SHAPES_MAX], high[KILN_TUNE_SHAPES_MAX], n_low = 0;
-            for (size_t m = 0; m < s->member_count; m++) {
-                long v = s->dims[s->members[m]].v[d];
+            for (size_t m = 0; m < members; m++) {
+                long v = dims[m].v[d];
                 low[m] = v <= cut, high[m] = !low[m], n_low += low[m];
                 if (v > cut && v < above)
                     above = v;
@@ -647,18 +664,26 @@ static struct split best_split(const struct search *s)
             const long boundary = (long)floor(sqrt((double)cut * (double)above));
             for (int side = 0; side < 2; side++) {
                 const int *in = side ? high : low, *out = side ? low : high;
-                struct split sp = {.def = best_over(s, out), .cls = best_over(s, in), .dim = d};
+                struct kiln_tune_split sp = {.def = best_row(ms, ok, cands, members, out),
+                                             .cls = best_row(ms, ok, cands, members, in),
+                                             .dim = d};
                 if (sp.def == SIZE_MAX || sp.cls == SIZE_MAX || sp.def == sp.cls)
                     continue;
                 double log_sum = 0;
-                for (size_t m = 0; m < s->member_count; m++) {
+                for (size_t m = 0; m < members; m++) {
                     sp.in[m] = in[m];
-                    log_sum += log(s->cands[0].ms[m] / s->cands[in[m] ? sp.cls : sp.def].ms[m]);
+                    log_sum += log(ms[m] / ms[(in[m] ? sp.cls : sp.def) * members + m]);
                 }
-                sp.score = exp(log_sum / (double)s->member_count);
+                sp.score = exp(log_sum / (double)members);
                 sp.lo = side ? boundary + 1 : 1;
                 sp.hi = side ? LONG_MAX : boundary;
-                if (sp.score > best.score)
+                /* The same parts either way round: the default (what every
+                   shape outside the class takes) is the better of the two
+                   over all the shapes. */
+                const int tie = fabs(sp.score - best.score) <= 1e-12 * best.score;
+                if ((!tie && sp.score > best.score) ||
+                    (tie && row_score(ms, ms + sp.def * members, NULL, members) >
+                                row_score(ms, ms + best.def * members, NULL, members)))
                     best = sp;
             }
         }
@@ -666,14 +691,39 @@ static struct split best_split(const struct search *s)
     return best;
 }
 
-/* The group's overlay with the split's class: the default's changes and a
-   class holding what differs from them. */
-static char *class_overlay(const struct search *s, const struct split *sp)
+/* kiln_tune_best_split over the group's candidates. */
+static struct kiln_tune_split best_split(const struct search *s)
+{
+    struct kiln_tune_split none = {.score = 0};
+    double *ms = malloc(s->count * s->member_count * sizeof *ms);
+    int *ok = malloc(s->count * sizeof *ok);
+    struct kiln_dims dims[KILN_TUNE_SHAPES_MAX];
+    if (!ms || !ok) {
+        free(ms), free(ok);
+        return none;
+    }
+    for (size_t c = 0; c < s->count; c++) {
+        ok[c] = s->cands[c].ok;
+        memcpy(ms + c * s->member_count, s->cands[c].ms, s->member_count * sizeof *ms);
+    }
+    for (size_t m = 0; m < s->member_count; m++)
+        dims[m] = s->dims[s->members[m]];
+    struct kiln_tune_split sp =
+        kiln_tune_best_split(ms, ok, s->count, s->member_count, dims, kiln_param_groups[s->space.group].dims);
+    free(ms), free(ok);
+    return sp;
+}
+
+/* The group's overlay with the split's class: the changes of `def` to the
+   seed and a class holding what `cls` changes to `def`. */
+static char *class_overlay(const struct search *s, const struct kiln_tune_split *sp, const union kiln_space_values *def,
+                           const union kiln_space_values *cls_values)
 {
     struct kiln_space def_space = s->space;
-    def_space.seed = s->cands[sp->def].v;
-    char *cls_text = kiln_space_overlay(&def_space, &s->cands[sp->cls].v);
-    cJSON *root = cJSON_Parse(s->cands[sp->def].overlay), *cls = cls_text ? cJSON_Parse(cls_text) : NULL;
+    def_space.seed = *def;
+    char *def_text = kiln_space_overlay(&s->space, def), *cls_text = kiln_space_overlay(&def_space, cls_values);
+    cJSON *root = def_text ? cJSON_Parse(def_text) : NULL, *cls = cls_text ? cJSON_Parse(cls_text) : NULL;
+    free(def_text);
     free(cls_text);
     cJSON *group = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "kernels"), s->group);
     cJSON *params = cJSON_DetachItemFromObject(cJSON_GetObjectItem(cls, "kernels"), s->group);
@@ -701,6 +751,70 @@ static char *class_overlay(const struct search *s, const struct split *sp)
     return text;
 }
 
+/* What the members `which` of the group run on a context with `overlay`:
+   each plan's kernel and parameters, one after the other. */
+static kiln_status signature(const struct search *s, const char *overlay, const int *which, char *out, size_t size)
+{
+    kiln_context_options opts;
+    kiln_context_options_init(&opts);
+    opts.device = s->o->device;
+    opts.profile_overlay = overlay;
+    kiln_context *ctx = NULL;
+    kiln_status st = kiln_context_create(&opts, &ctx);
+    out[0] = '\0';
+    for (size_t m = 0; st == KILN_SUCCESS && m < s->member_count; m++) {
+        if (which && !which[m])
+            continue;
+        struct kiln_dims dims;
+        double gflop;
+        char set[48], kernel[400];
+        st = shape_facts(ctx, &s->shapes[s->members[m]], &dims, &gflop, set, sizeof set, kernel, sizeof kernel);
+        size_t len = strlen(out);
+        if (st == KILN_SUCCESS)
+            snprintf(out + len, size - len, "%s|", kernel);
+    }
+    kiln_context_destroy(ctx);
+    return st;
+}
+
+/* Set back to `base`'s value every field of *v that changes no kernel the
+   members `which` run: a value no shape exercises (a second register tile
+   none of them takes, say) stays as the profile had it. */
+static kiln_status minimize(struct search *s, union kiln_space_values *v, const union kiln_space_values *base,
+                            const int *which)
+{
+    const enum kiln_group_id g = s->space.group;
+    const struct kiln_param_group *grp = &kiln_param_groups[g];
+    char *overlay = kiln_space_overlay(&s->space, v);
+    char want[4096], got[4096], why[256];
+    kiln_status st = overlay ? signature(s, overlay, which, want, sizeof want)
+                             : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
+    free(overlay);
+    for (size_t f = 0; st == KILN_SUCCESS && f < grp->count; f++) {
+        if (kiln_param_get((int)g, (int)f, v) == kiln_param_get((int)g, (int)f, base))
+            continue;
+        union kiln_space_values back = *v;
+        const struct kiln_param_field *fd = &grp->fields[f];
+        memcpy((char *)&back + fd->offset, (const char *)base + fd->offset,
+               fd->type == KILN_PARAM_NUMBER ? sizeof(double) : sizeof(int));
+        if (kiln_space_check(&s->space, &back, why, sizeof why, NULL) != 0)
+            continue;
+        overlay = kiln_space_overlay(&s->space, &back);
+        st = overlay ? signature(s, overlay, which, got, sizeof got)
+                     : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
+        free(overlay);
+        if (st == KILN_SUCCESS && strcmp(want, got) == 0) {
+            if (s->o->log)
+                fprintf(s->o->log, "%s.%s: no shape runs another kernel for it: left as the profile has it\n", s->group,
+                        fd->key);
+            *v = back;
+        }
+    }
+    if (st != KILN_SUCCESS) /* a set that made its plans once makes them again */
+        st = kiln_error(KILN_ERROR_INTERNAL, "kiln-tune: %s: %s", s->group, kiln_last_error_detail());
+    return st;
+}
+
 /* Search the group of shape members, confirm what it found, and give the
    overlay to keep (NULL: nothing gained past min_gain). */
 static kiln_status tune_group(struct search *s, int g, const struct kiln_profile *profile,
@@ -720,7 +834,7 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
         return st;
     /* A class only where the matched profile has none for the group (a
        child's classes replace its parent's). */
-    struct split sp = {.score = 0};
+    struct kiln_tune_split sp = {.score = 0};
     if (kiln_profile_class_count(profile, (enum kiln_group_id)g) == 0 && s->member_count > 1)
         sp = best_split(s);
     const int use_class = sp.score > s->cands[best].score * (1.0 + KILN_TUNE_CLASS_GAIN);
@@ -744,7 +858,16 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
     for (size_t m = 0; m < s->member_count; m++)
         s->r->shapes[s->members[m]].before_ms = s->cands[0].ms[m];
     if (classed > single * (1.0 + KILN_TUNE_CLASS_GAIN) && classed > 1.0 + s->o->min_gain) {
-        *kept = class_overlay(s, &sp);
+        union kiln_space_values def = s->cands[sp.def].v, cls = s->cands[sp.cls].v;
+        int out[KILN_TUNE_SHAPES_MAX];
+        for (size_t m = 0; m < s->member_count; m++)
+            out[m] = !sp.in[m];
+        kiln_status st2 = minimize(s, &def, &s->space.seed, out);
+        if (st2 == KILN_SUCCESS)
+            st2 = minimize(s, &cls, &def, sp.in);
+        if (st2 != KILN_SUCCESS)
+            return st2;
+        *kept = class_overlay(s, &sp, &def, &cls);
         if (!*kept)
             return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: class overlay");
         s->r->classes++;
@@ -756,7 +879,11 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
     } else if (single > 1.0 + s->o->min_gain) {
         /* More than 3% (min_gain) over the seed: below that, a difference
            is within the run-to-run noise of a CPU. */
-        *kept = strdup(s->cands[best].overlay);
+        union kiln_space_values v = s->cands[best].v;
+        st = minimize(s, &v, &s->space.seed, NULL);
+        if (st != KILN_SUCCESS)
+            return st;
+        *kept = kiln_space_overlay(&s->space, &v);
         if (!*kept)
             return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
         for (size_t m = 0; m < s->member_count; m++)
@@ -1046,8 +1173,9 @@ static kiln_status plan_groups(kiln_context *ctx, struct search *s)
 {
     struct kiln_tune_result *r = s->r;
     for (size_t i = 0; i < r->shape_count; i++) {
-        char set[48];
-        kiln_status st = shape_facts(ctx, &s->shapes[i], &s->dims[i], &r->shapes[i].gflop, set, sizeof set);
+        char set[48], kernel[400];
+        kiln_status st =
+            shape_facts(ctx, &s->shapes[i], &s->dims[i], &r->shapes[i].gflop, set, sizeof set, kernel, sizeof kernel);
         if (st != KILN_SUCCESS)
             return st;
         snprintf(r->shapes[i].name, sizeof r->shapes[i].name, "%s", s->shapes[i].name);

@@ -49,6 +49,7 @@
 #include "kiln/kiln.h"
 #include "kiln/kiln_attention.h"
 #include "kiln/kiln_nn.h"
+#include "profiles/params.h"
 
 #define KILN_TUNE_JOURNAL "kiln-tune-journal.jsonl"
 #define KILN_TUNE_SHAPES_MAX 16
@@ -157,6 +158,24 @@ struct kiln_tune_result {
    the new value (it lies between the same two sizes). */
 long kiln_tune_place(int is_max, const long *metric, const double *small, const double *large, size_t n, long current,
                      long never);
+
+/* A split of a group's shapes in two, each part with its own candidate. */
+struct kiln_tune_split {
+    size_t def, cls; /* the candidates of the rest (the default) and of the class */
+    int dim;         /* KILN_DIM_*: the dimension of the class's range */
+    long lo, hi;     /* its range (hi LONG_MAX: no upper bound) */
+    int in[KILN_TUNE_SHAPES_MAX];
+    double score; /* the geometric mean of seed / time with each part's candidate; 0: no split */
+};
+
+/* The best split of `members` shapes with extents dims[m] along one of the
+   dimensions of dim_mask, from the times ms[c * members + m] of `cands`
+   candidates (c = 0 the seed; ok[c] 0: rejected): each part takes the
+   candidate that scores best on it, the split that scores best overall is
+   chosen, and its boundary lies at the geometric mean of the two extents
+   nearest to it on either side. */
+struct kiln_tune_split kiln_tune_best_split(const double *ms, const int *ok, size_t cands, size_t members,
+                                            const struct kiln_dims *dims, unsigned dim_mask);
 
 /* Run the search and write the tuned profile. INVALID_ARGUMENT for bad
    options; the statuses of opening the device; IO, before any trial, when

@@ -1,0 +1,157 @@
+/* The tuner's decisions from its measurements, on made-up times (no
+   device): where a threshold between two algorithms goes on a ladder of
+   sizes (kiln_tune_place), where a class of shapes splits off a group and
+   which candidates its parts take (kiln_tune_best_split), and the --ops
+   list (kiln_tune_parse_ops). */
+#include "test_util.h"
+
+#include <limits.h>
+#include <math.h>
+
+#include "tune/tune.h"
+
+static const long rows[] = {1, 2, 4, 8, 16, 32, 64};
+enum { RUNGS = 7 };
+
+/* The small side's times where it wins on the first `wins` rungs. */
+static void ladder(size_t wins, double *small, double *large)
+{
+    for (size_t i = 0; i < RUNGS; i++) {
+        large[i] = 1.0;
+        small[i] = i < wins ? 0.5 : 2.0;
+    }
+}
+
+static void test_maximum(void **state)
+{
+    (void)state;
+    double small[RUNGS], large[RUNGS];
+    ladder(4, small, large); /* small wins up to 8 rows, loses from 16 */
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 64, 0), 8);
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 2, 0), 8);
+    /* Anywhere from 8 up to 15 the measurements agree: it stays. */
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 12, 0), 12);
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 16, 0), 8);
+    ladder(0, small, large); /* never */
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 8, 0), 0);
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 0, 0), 0);
+    ladder(RUNGS, small, large); /* always, as far as the ladder goes */
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 8, 0), 64);
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 1000, 0), 1000);
+    /* The small side wins again past a loss: only the first run counts. */
+    ladder(2, small, large);
+    small[5] = 0.1;
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 64, 0), 2);
+    /* A side that does not apply loses. */
+    ladder(RUNGS, small, large);
+    small[3] = INFINITY;
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 64, 0), 4);
+}
+
+static void test_minimum(void **state)
+{
+    (void)state;
+    const long channels[] = {16, 32, 64, 128, 256};
+    double small[5] = {1, 1, 1, 1, 1}, large[5] = {2, 2, 0.5, 0.5, 0.5};
+    /* The large side wins from 64 channels on. */
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 32, 1L << 30), 64);
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 64, 1L << 30), 64);
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 48, 1L << 30), 48);
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 200, 1L << 30), 64);
+    /* It wins nowhere at the top: never. */
+    large[4] = 3;
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 64, 1L << 30), 1L << 30);
+    /* It wins everywhere. */
+    for (int i = 0; i < 5; i++)
+        large[i] = 0.5;
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 64, 1L << 30), 16);
+    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 8, 1L << 30), 8);
+}
+
+/* Four shapes along m (16, 64, 512, 2048) and three candidates: the seed,
+   one fast on the two small shapes only, one a little faster everywhere. */
+static void test_split_along_m(void **state)
+{
+    (void)state;
+    struct kiln_dims dims[4] = {{{0}}};
+    const long m[4] = {16, 64, 512, 2048};
+    for (int i = 0; i < 4; i++) {
+        dims[i].v[KILN_DIM_M] = m[i];
+        dims[i].v[KILN_DIM_N] = 1024; /* the same for all: never a split */
+    }
+    const double ms[3 * 4] = {
+        1.0, 1.0, 1.0, 1.0, /* the seed */
+        0.4, 0.5, 1.5, 1.5, /* fast on m 16 and 64 */
+        0.9, 0.9, 0.8, 0.8, /* a little faster everywhere */
+    };
+    const int ok[3] = {1, 1, 1};
+    const unsigned mask = 1u << KILN_DIM_M | 1u << KILN_DIM_N;
+    /* The fast candidate scores best over all four (1.22 against 1.18):
+       it is the default, and the large shapes get a class of their own. */
+    struct kiln_tune_split sp = kiln_tune_best_split(ms, ok, 3, 4, dims, mask);
+    assert_int_equal(sp.dim, KILN_DIM_M);
+    assert_int_equal(sp.def, 1);
+    assert_int_equal(sp.cls, 2);
+    assert_int_equal(sp.lo, 182); /* past sqrt(64 * 512), between the two parts */
+    assert_int_equal(sp.hi, LONG_MAX);
+    assert_true(!sp.in[0] && !sp.in[1] && sp.in[2] && sp.in[3]);
+    double expect = exp((log(1 / 0.4) + log(1 / 0.5) + 2 * log(1 / 0.8)) / 4);
+    assert_true(fabs(sp.score - expect) < 1e-12);
+
+    /* With the fast candidate rejected the other is best on every part:
+       no split. */
+    const int without[3] = {1, 0, 1};
+    assert_true(kiln_tune_best_split(ms, without, 3, 4, dims, mask).score == 0.0);
+
+    /* Fast on the large shapes (1.49 over all): the default, and the small
+       shapes get the class. */
+    const double high[3 * 4] = {1.0, 1.0, 1.0, 1.0, 1.5, 1.5, 0.3, 0.3, 0.9, 0.9, 0.8, 0.8};
+    sp = kiln_tune_best_split(high, ok, 3, 4, dims, mask);
+    assert_int_equal(sp.def, 1);
+    assert_int_equal(sp.cls, 2);
+    assert_int_equal(sp.lo, 1);
+    assert_int_equal(sp.hi, 181);
+    assert_true(sp.in[0] && sp.in[1] && !sp.in[2] && !sp.in[3]);
+
+    /* A rejected seed, or a dimension outside the mask: no split. */
+    const int no_seed[3] = {0, 1, 1};
+    assert_true(kiln_tune_best_split(ms, no_seed, 3, 4, dims, mask).score == 0.0);
+    assert_true(kiln_tune_best_split(ms, ok, 3, 4, dims, 1u << KILN_DIM_N).score == 0.0);
+}
+
+static void test_ops(void **state)
+{
+    (void)state;
+    unsigned ops;
+    assert_int_equal(kiln_tune_parse_ops("gemm", &ops), 0);
+    assert_int_equal(ops, 1u << KILN_TUNE_GEMM);
+    assert_int_equal(kiln_tune_parse_ops("attention,conv", &ops), 0);
+    assert_int_equal(ops, 1u << KILN_TUNE_ATTENTION | 1u << KILN_TUNE_CONV);
+    assert_int_equal(kiln_tune_parse_ops("gemm,conv,attention", &ops), 0);
+    assert_int_equal(ops, KILN_TUNE_OPS_ALL);
+    const char *bad[] = {"", "gemm,", ",gemm", "gemm,,conv", "softmax", "GEMM", "gem", "gemmx"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (kiln_tune_parse_ops(bad[i], &ops) != -1)
+            fail_msg("\"%s\" was accepted", bad[i]);
+    size_t n;
+    const struct kiln_tune_shape *shapes = kiln_tune_shapes(1u << KILN_TUNE_CONV, &n);
+    assert_true(n > 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(shapes[i].op, KILN_TUNE_CONV);
+    shapes = kiln_tune_shapes(KILN_TUNE_OPS_ALL, &n);
+    assert_true(n <= KILN_TUNE_SHAPES_MAX);
+    unsigned seen = 0;
+    for (size_t i = 0; i < n; i++)
+        seen |= 1u << shapes[i].op;
+    assert_int_equal(seen, KILN_TUNE_OPS_ALL);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_maximum));
+    kt_add(&tests, cmocka_unit_test(test_minimum));
+    kt_add(&tests, cmocka_unit_test(test_split_along_m));
+    kt_add(&tests, cmocka_unit_test(test_ops));
+    return kt_run("tune_choices", &tests);
+}
