@@ -443,6 +443,136 @@ static void test_inheritance(void **state)
     }
 }
 
+/* ---- driver rules and exact rules ------------------------------------------ */
+
+/* d with its arch derived and driver version set; kiln_profile_match's
+   choice, its explanation in `reason` (256 bytes). */
+static const char *match_on(const struct kiln_profile_set *set, struct kiln_device_desc d, const char *driver,
+                            char *reason)
+{
+    snprintf(d.driver_version, sizeof d.driver_version, "%s", driver);
+    if (!d.arch[0])
+        kiln_device_derive_arch(&d);
+    const struct kiln_profile *p = kiln_profile_match(set, &d, reason, 256);
+    assert_non_null(p);
+    printf("# %s, driver %s: %s (%s)\n", d.name, driver, kiln_profile_name(p), reason);
+    return kiln_profile_name(p);
+}
+
+/* A driver rule holds for the versions its globs match and refuses the
+   others; it weighs least, so a profile naming the device's name as well as
+   its arch beats one naming its driver instead. */
+static void test_match_driver(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set =
+        LOAD_WITH("ada-550.json",
+                  "{'name': 'ada-550', 'parent': 'nvidia-ada',"
+                  " 'match': {'type': 'gpu', 'vendor': ['nvidia'], 'arch': ['sm_89'], 'driver': ['550.*', '555.4?']}}",
+                  "rtx-4090.json",
+                  "{'name': 'rtx-4090', 'parent': 'nvidia-ada',"
+                  " 'match': {'type': 'gpu', 'vendor': ['nvidia'], 'arch': ['sm_89'], 'name': ['RTX 4090']}}");
+    assert_string_equal(kiln_profile_set_warnings(set), "");
+    char reason[256];
+    struct kiln_device_desc l4 = nvidia("NVIDIA L4", 8, 9);
+    assert_string_equal(match_on(set, l4, "550.54.14", reason), "ada-550");
+    assert_string_equal(reason,
+                        "arch 'sm_89' matches 'sm_89', vendor 'NVIDIA Corporation' contains 'nvidia', type gpu, "
+                        "driver '550.54.14' matches '550.*'");
+    assert_string_equal(match_on(set, l4, "555.42", reason), "ada-550");
+    assert_string_equal(match_on(set, l4, "545.29.06", reason), "nvidia-ada");
+    assert_string_equal(match_on(set, l4, "555.58", reason), "nvidia-ada");
+    assert_string_equal(match_on(set, l4, "", reason), "nvidia-ada");
+    assert_string_equal(match_on(set, nvidia("NVIDIA GeForce RTX 4090", 8, 9), "550.54.14", reason), "rtx-4090");
+    kiln_profile_set_free(set);
+}
+
+static void test_match_driver_invalid(void **state)
+{
+    (void)state;
+    struct kiln_profile_set *set =
+        LOAD_WITH("driver-string.json", "{'name': 'driver-string', 'parent': 'nvidia', 'match': {'driver': '550.*'}}",
+                  "driver-empty.json", "{'name': 'driver-empty', 'parent': 'nvidia', 'match': {'driver': []}}",
+                  "driver-number.json", "{'name': 'driver-number', 'parent': 'nvidia', 'match': {'driver': [550]}}",
+                  "driver-blank.json", "{'name': 'driver-blank', 'parent': 'nvidia', 'match': {'driver': ['']}}",
+                  "driver-twice.json",
+                  "{'name': 'driver-twice', 'parent': 'nvidia', 'match': {'driver': ['1'], 'driver': ['2']}}");
+    assert_warning(set, "driver-string.json", "'match.driver' must be a non-empty list of strings");
+    assert_warning(set, "driver-empty.json", "'match.driver' must be a non-empty list of strings");
+    assert_warning(set, "driver-number.json", "'match.driver' must be a non-empty list of non-empty strings");
+    assert_warning(set, "driver-blank.json", "'match.driver' must be a non-empty list of non-empty strings");
+    assert_warning(set, "driver-twice.json", "unknown or repeated key 'match.driver'");
+    assert_null(kiln_profile_find(set, "driver-string"));
+    kiln_profile_set_free(set);
+}
+
+/* Load the embedded profiles plus one written by kiln_profile_write with
+   match rules naming `d` exactly: "exact", a child of generic-gpu. */
+static struct kiln_profile_set *load_exact(const struct kiln_device_desc *d)
+{
+    struct kiln_profile *rules = NULL;
+    kt_assert_status(kiln_profile_exact_match(d, &rules), KILN_SUCCESS);
+    const struct kiln_profile_provenance pv = {"kiln-tune", NULL, d->name, d->driver_version, NULL, NULL, NULL, 0};
+    char *dir = kt_temp_dir(), path[1024];
+    snprintf(path, sizeof path, "%s/exact.json", dir);
+    kt_assert_status(
+        kiln_profile_write(path, "exact", "generic-gpu", rules, kiln_profile_find(embedded, "generic-gpu"), 0, &pv),
+        KILN_SUCCESS);
+    kiln_profile_free(rules);
+    struct kiln_profile_set *set = NULL;
+    kt_assert_status(kiln_profile_set_load(NULL, dir, &set), KILN_SUCCESS);
+    assert_string_equal(kiln_profile_set_warnings(set), "");
+    kt_remove_tree(dir);
+    free(dir);
+    return set;
+}
+
+/* The rules kiln_profile_exact_match writes hold for the device they name
+   alone: glob metacharacters and backslashes in its arch and driver version
+   are literal, its vendor and name must be equal, not contain the rule. */
+static void test_exact_match_is_literal(void **state)
+{
+    (void)state;
+    struct kiln_device_desc d = device(KILN_DEVICE_GPU, 0, "Acme [Labs]*", "Weird*GPU [rev?]", "OpenCL 3.0");
+    snprintf(d.arch, sizeof d.arch, "x[1]*");
+    const char *driver = "2.?*\\1";
+    snprintf(d.driver_version, sizeof d.driver_version, "%s", driver);
+    struct kiln_profile_set *set = load_exact(&d);
+    char reason[256];
+    assert_string_equal(match_on(set, d, driver, reason), "exact");
+    assert_string_equal(reason, "arch 'x[1]*' matches 'x\\[1]\\*', name is 'Weird*GPU [rev?]', vendor is 'Acme "
+                                "[Labs]*', type gpu, driver '2.?*\\1' matches '2.\\?\\*\\\\1'");
+    struct kiln_device_desc o = d; /* as any of these rules would take unescaped or as a substring */
+    snprintf(o.name, sizeof o.name, "WEIRD*gpu [REV?]"); /* case does not count */
+    assert_string_equal(match_on(set, o, driver, reason), "exact");
+    snprintf(o.name, sizeof o.name, "Weird*GPU [rev?] 2");
+    assert_string_equal(match_on(set, o, driver, reason), "generic-gpu");
+    o = d;
+    snprintf(o.vendor, sizeof o.vendor, "Acme [Labs]* Inc.");
+    assert_string_equal(match_on(set, o, driver, reason), "generic-gpu");
+    o = d;
+    snprintf(o.arch, sizeof o.arch, "x1abc");
+    assert_string_equal(match_on(set, o, driver, reason), "generic-gpu");
+    o = d;
+    o.type = KILN_DEVICE_ACCELERATOR;
+    assert_string_equal(match_on(set, o, driver, reason), "generic-gpu");
+    assert_string_equal(match_on(set, d, "2.5x1", reason), "generic-gpu");
+    assert_string_equal(match_on(set, d, "2.?*1", reason), "generic-gpu");
+    kiln_profile_set_free(set);
+
+    /* An AMD GPU's device name is its arch, shared by a family's boards: the
+       rule names the board. */
+    d = amd("gfx1100", "AMD Radeon RX 7900 XTX");
+    kiln_device_derive_arch(&d);
+    set = load_exact(&d);
+    assert_string_equal(match_on(set, d, "", reason), "exact");
+    assert_string_equal(reason, "arch 'gfx1100' matches 'gfx1100', board name is 'AMD Radeon RX 7900 XTX', vendor is "
+                                "'Advanced Micro Devices, Inc.', type gpu");
+    snprintf(d.board_name, sizeof d.board_name, "AMD Radeon RX 7900 XT");
+    assert_string_equal(match_on(set, d, "", reason), "amd-rdna3");
+    kiln_profile_set_free(set);
+}
+
 /* ---- override directory --------------------------------------------------- */
 
 static void test_override_adds_better_match(void **state)
@@ -658,6 +788,9 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_get_typed_values));
     kt_add(&tests, cmocka_unit_test(test_peaks));
     kt_add(&tests, cmocka_unit_test(test_inheritance));
+    kt_add(&tests, cmocka_unit_test(test_match_driver));
+    kt_add(&tests, cmocka_unit_test(test_match_driver_invalid));
+    kt_add(&tests, cmocka_unit_test(test_exact_match_is_literal));
     kt_add(&tests, cmocka_unit_test(test_override_adds_better_match));
     kt_add(&tests, cmocka_unit_test(test_override_replaces_embedded));
     kt_add(&tests, cmocka_unit_test(test_override_broken_json));

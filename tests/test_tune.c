@@ -96,6 +96,7 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     kiln_device_info info;
     kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
     assert_string_equal(info.profile, r.profile);
+    assert_non_null(strstr(info.profile_reason, "driver '")); /* matched to this driver */
     assert_non_null(strstr(info.profile_provenance, "\"tool\":\"kiln-tune\""));
     assert_string_equal(info.peak_source, "measured");
     assert_non_null(strstr(info.profile_provenance, "gemm 96x96x96 GFLOP/s"));

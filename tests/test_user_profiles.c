@@ -3,8 +3,10 @@
    that a missing one is silent and an unusable one or a file in it that does
    not load costs one warning and never an error, its precedence between the
    built-in profiles and KILN_PROFILE_DIR, and that a profile written by
-   kiln_profile_write into it is what the next context matches, shown by
-   kiln_device_get_info and a plan's description. Every test runs under the
+   kiln_profile_write into it with rules naming this device and driver is
+   what the next context matches, shown by kiln_device_get_info and a plan's
+   description, while one naming another driver, device or arch loads, is
+   silently passed over and leaves the parent matched. Every test runs under the
    watchdog, so one that hangs on a blocking open fails naming itself. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "core/context.h"
 #include "profiles/profile.h"
@@ -224,6 +228,13 @@ static const struct bad_case bad_files[] = {
     {"an unknown parent", TEXT,
      "{\"name\": \"tuned\", \"parent\": \"no-such-profile\", \"match\": {\"type\": \"cpu\"}}",
      "parent 'no-such-profile' not found"},
+    {"a kernel key the schema no longer knows", TEXT,
+     "{\"name\": \"tuned\", \"parent\": \"generic-cpu\", \"match\": {\"type\": \"cpu\", \"driver\": [\"*\"]}, "
+     "\"kernels\": {\"gemm.cpu\": {\"mc\": 8}}}",
+     "unknown key 'kernels.gemm.cpu.mc'"},
+    {"a match rule the schema does not know", TEXT,
+     "{\"name\": \"tuned\", \"parent\": \"generic-cpu\", \"match\": {\"type\": \"cpu\", \"os\": [\"linux\"]}}",
+     "unknown or repeated key 'match.os'"},
     {"a bad value", TEXT,
      "{\"name\": \"tuned\", \"parent\": \"generic-cpu\", \"match\": {\"type\": \"cpu\"}, \"kernels\": {\"gemm.cpu\": "
      "{\"mr\": -3}}}",
@@ -316,48 +327,71 @@ static void test_precedence(void **state)
 
 /* ------------------------------------------------------------------------ */
 
-/* A tuned child of the matched profile, written into the user directory by
-   kiln_profile_write, is the next context's profile. */
-static void test_written_profile_is_picked_up(void **state)
+/* A tuned child of the profile the default device matches, written into
+   the user directory as kiln-tune writes it: match rules naming this device
+   and driver exactly, gemm.cpu.mr changed. */
+struct tuned {
+    char name[64], matched[64], path[4200];
+    int mr;
+};
+
+static void write_tuned(const char *user, struct tuned *t)
 {
-    (void)state;
-    char user[4096], path[4200];
-    char *base = config_home(user, sizeof user);
     kiln_context *ctx = NULL;
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
     const struct kiln_profile *matched = ctx->profile;
-    char matched_name[64]; /* matched belongs to ctx, destroyed below */
-    snprintf(matched_name, sizeof matched_name, "%s", kiln_profile_name(matched));
-    int mr = mr_of(matched) == 4 ? 3 : 4;
-    char overlay[128], name[64];
-    snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", mr);
-    struct kiln_profile *values = NULL;
+    snprintf(t->matched, sizeof t->matched, "%s", kiln_profile_name(matched));
+    t->mr = mr_of(matched) == 4 ? 3 : 4;
+    char overlay[128];
+    snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", t->mr);
+    struct kiln_profile *values = NULL, *rules = NULL;
     kt_assert_status(kiln_profile_derive(matched, overlay, &values), KILN_SUCCESS);
-    snprintf(name, sizeof name, "%.50s-tuned", kiln_profile_name(matched));
-    make_user_dir(base);
-    snprintf(path, sizeof path, "%s/%s.json", user, name);
+    kt_assert_status(kiln_profile_exact_match(&ctx->desc, &rules), KILN_SUCCESS);
+    snprintf(t->name, sizeof t->name, "%.50s-tuned", t->matched);
+    kt_assert_status(kiln_mkdir_p(user, 0755), KILN_SUCCESS);
+    snprintf(t->path, sizeof t->path, "%s/%s.json", user, t->name);
     struct kiln_profile_measurement m = {"gemm 256x256x256 GFLOP/s", 12.5, 10.0};
     struct kiln_profile_provenance pv = {
         "kiln-tune", "0.1.0", ctx->desc.name, ctx->desc.driver_version, "2026-01-01", "test", &m, 1};
-    kt_assert_status(
-        kiln_profile_write(path, name, kiln_profile_name(matched), matched, values, 1u << KILN_GROUP_gemm_cpu, &pv),
-        KILN_SUCCESS);
+    kt_assert_status(kiln_profile_write(t->path, t->name, t->matched, rules, values, 1u << KILN_GROUP_gemm_cpu, &pv),
+                     KILN_SUCCESS);
+    kiln_profile_free(rules);
     kiln_profile_free(values);
     kiln_context_destroy(ctx);
+}
+
+/* kiln-tune's profile is the next context's, shown by kiln-info's fields
+   with why it matched: every rule of this device, its driver included. */
+static void test_written_profile_is_picked_up(void **state)
+{
+    (void)state;
+    char user[4096];
+    char *base = config_home(user, sizeof user);
+    struct tuned t;
+    write_tuned(user, &t);
 
     kiln_device_info info;
     assert_int_equal(open_context(&info, base), 0);
-    assert_string_equal(info.profile, name);
-    assert_says(info.profile_origin, path);
+    printf("# %s (%s)\n", info.profile, info.profile_reason);
+    assert_string_equal(info.profile, t.name);
+    char says[256];
+    snprintf(says, sizeof says, "name is '%s'", info.name);
+    assert_says(info.profile_reason, says);
+    snprintf(says, sizeof says, "arch '%s' matches", info.arch);
+    assert_says(info.profile_reason, says);
+    snprintf(says, sizeof says, "driver '%s' matches", info.driver_version);
+    assert_says(info.profile_reason, says);
+    assert_says(info.profile_origin, t.path);
     assert_says(info.profile_origin, "(user profile directory)");
-    assert_says(info.profile_parents, matched_name);
+    assert_says(info.profile_parents, t.matched);
     assert_says(info.profile_provenance, "\"tool\":\"kiln-tune\"");
     assert_says(info.profile_provenance, "gemm 256x256x256 GFLOP/s");
     kiln_device_info by_index;
     kt_assert_status(kiln_device_get_info(info.index, &by_index), KILN_SUCCESS);
-    assert_string_equal(by_index.profile, name);
+    assert_string_equal(by_index.profile, t.name);
     assert_string_equal(by_index.profile_origin, info.profile_origin);
 
+    kiln_context *ctx = NULL;
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
     kiln_gemm_desc d;
     kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 256, 256, 256);
@@ -367,12 +401,61 @@ static void test_written_profile_is_picked_up(void **state)
     kiln_gemm_plan_info pi;
     kt_assert_status(kiln_gemm_plan_describe(plan, &pi), KILN_SUCCESS);
     printf("# %s %s (%s)\n", pi.kernel, pi.params, pi.profile);
-    assert_string_equal(pi.profile, name);
+    assert_string_equal(pi.profile, t.name);
     char want[32];
-    snprintf(want, sizeof want, "MR=%d ", mr);
+    snprintf(want, sizeof want, "MR=%d ", t.mr);
     assert_says(pi.params, want);
     kiln_gemm_plan_destroy(plan);
     kiln_context_destroy(ctx);
+    finish(base);
+}
+
+/* One match rule of a tuned profile, edited as if it had been written on
+   another device or driver. */
+struct elsewhere_case {
+    const char *name;
+    const char *rule, *value;
+};
+
+static const struct elsewhere_case elsewhere[] = {
+    {"another driver version", "driver", "0.0-other"},
+    {"another device name", "name", "=Another Device"},
+    {"another arch", "arch", "x86_64:other"},
+};
+
+/* The profile still loads but no longer matches: the device gets the parent,
+   with no warning and no error. */
+static void test_tuned_elsewhere(void **state)
+{
+    const struct elsewhere_case *c = *state;
+    char user[4096];
+    char *base = config_home(user, sizeof user);
+    struct tuned t;
+    write_tuned(user, &t);
+    size_t size;
+    char *text = (char *)kt_read_bytes(t.path, &size);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    cJSON *match = cJSON_GetObjectItemCaseSensitive(root, "match");
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(match, c->rule));
+    cJSON *list = cJSON_CreateArray();
+    cJSON_AddItemToArray(list, cJSON_CreateString(c->value));
+    cJSON_ReplaceItemInObjectCaseSensitive(match, c->rule, list);
+    text = cJSON_Print(root);
+    cJSON_Delete(root);
+    kt_write_file(t.path, text);
+    free(text);
+
+    struct kiln_profile_set *set = NULL;
+    kt_assert_status(kiln_profile_set_load(user, NULL, &set), KILN_SUCCESS);
+    assert_string_equal(kiln_profile_set_warnings(set), "");
+    assert_non_null(kiln_profile_find(set, t.name));
+    kiln_profile_set_free(set);
+    kiln_device_info info;
+    assert_int_equal(open_context(&info, base), 0);
+    printf("# %s (%s)\n", info.profile, info.profile_reason);
+    assert_string_equal(info.profile, t.matched);
+    assert_string_equal(info.profile_origin, "built-in");
     finish(base);
 }
 
@@ -390,6 +473,7 @@ int main(void)
     CASES("user dir location: ", test_location, locations);
     CASES("user dir ", test_dir_unusable, bad_dirs);
     CASES("user dir file ", test_file_bad, bad_files);
+    CASES("tuned profile for ", test_tuned_elsewhere, elsewhere);
 #undef CASES
     static const struct {
         const char *name;

@@ -150,6 +150,14 @@ kiln_status kiln_profile_write(const char *path, const char *name, const char *p
                                const struct kiln_profile *match_from, const struct kiln_profile *values,
                                unsigned groups, const struct kiln_profile_provenance *provenance);
 
+/* Match rules naming one device exactly, as kiln_profile_write's
+   `match_from`: its type, its vendor and name as items it must equal
+   ("=<vendor>", "=<name>", the board name where the driver reports one),
+   its arch and driver version as globs that match them alone (* ? [ and
+   backslash escaped); rules for fields the device leaves empty are left out. *out
+   holds no parameters and is freed with kiln_profile_free. */
+kiln_status kiln_profile_exact_match(const struct kiln_device_desc *desc, struct kiln_profile **out);
+
 /* The resolved profile as the JSON of a profile file holding every group;
  *text is malloc'd. */
 kiln_status kiln_profile_to_json(const struct kiln_profile *p, char **text);

@@ -42,7 +42,7 @@ struct kiln_profile {
     enum kiln_profile_origin origin;
     int has_match;
     kiln_device_type match_type; /* 0: any type */
-    struct kiln_str_list match_vendor, match_name, match_arch;
+    struct kiln_str_list match_vendor, match_name, match_arch, match_driver;
     int depth;                     /* 0 for a root */
     struct kiln_profile *replaced; /* the profile of the same name an override displaced */
     struct kiln_params raw;        /* the file's own values (where own says) */

@@ -1,6 +1,9 @@
 /* Matching a device to the most specific profile whose rules all hold.
-   Rule weights: arch 8, name 4, vendor 2, type 1; ties go to the deeper
-   profile (the more specialised child), then to the first name. */
+   Rule weights: arch 16, name 8, vendor 4, type 2, driver 1, each above all
+   the lighter ones together. The driver ranks last: it refines a match
+   between profiles for the same device and never takes a device from one
+   that names its arch or name better. Ties go to the deeper profile (the
+   more specialised child), then to the first name. */
 #include "profiles/profile_impl.h"
 
 #include <ctype.h>
@@ -8,13 +11,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/diag.h"
 
-#define ARCH_SCORE 8
-#define NAME_SCORE 4
-#define VENDOR_SCORE 2
-#define TYPE_SCORE 1
+#define ARCH_SCORE 16
+#define NAME_SCORE 8
+#define VENDOR_SCORE 4
+#define TYPE_SCORE 2
+#define DRIVER_SCORE 1
 
 static void lower(char *dst, size_t size, const char *src)
 {
@@ -24,8 +29,11 @@ static void lower(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-static int substring(const char *needle, const char *text)
+/* An item "=text" equals `text`; any other occurs in it. */
+static int contains(const char *needle, const char *text)
 {
+    if (needle[0] == '=')
+        return strcasecmp(needle + 1, text) == 0;
     char t[256], n[256];
     lower(t, sizeof t, text);
     lower(n, sizeof n, needle);
@@ -65,6 +73,15 @@ static void append(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
+/* "name 'x' contains 'y'", or "name is 'x'" for an item "=x". */
+static void explain_contains(char *why, size_t size, const char *field, const char *text, const char *hit)
+{
+    if (hit[0] == '=')
+        append(why, size, "%s is '%s'", field, text);
+    else
+        append(why, size, "%s '%s' contains '%s'", field, text, hit);
+}
+
 /* The profile's score for `desc`, or -1 if a rule fails; `why` explains. */
 static int score(const struct kiln_profile *p, const struct kiln_device_desc *desc, char *why, size_t size)
 {
@@ -79,17 +96,17 @@ static int score(const struct kiln_profile *p, const struct kiln_device_desc *de
     }
     if (p->match_name.count) {
         const char *field = desc->name;
-        if (!(hit = first_hit(&p->match_name, substring, field)))
-            hit = first_hit(&p->match_name, substring, field = desc->board_name);
+        if (!(hit = first_hit(&p->match_name, contains, field)))
+            hit = first_hit(&p->match_name, contains, field = desc->board_name);
         if (!hit)
             return -1;
-        append(why, size, "%s '%s' contains '%s'", field == desc->name ? "name" : "board name", field, hit);
+        explain_contains(why, size, field == desc->name ? "name" : "board name", field, hit);
         total += NAME_SCORE;
     }
     if (p->match_vendor.count) {
-        if (!(hit = first_hit(&p->match_vendor, substring, desc->vendor)))
+        if (!(hit = first_hit(&p->match_vendor, contains, desc->vendor)))
             return -1;
-        append(why, size, "vendor '%s' contains '%s'", desc->vendor, hit);
+        explain_contains(why, size, "vendor", desc->vendor, hit);
         total += VENDOR_SCORE;
     }
     if (p->match_type) {
@@ -97,6 +114,12 @@ static int score(const struct kiln_profile *p, const struct kiln_device_desc *de
             return -1;
         append(why, size, "type %s", kiln_profile_type_name(desc->type));
         total += TYPE_SCORE;
+    }
+    if (p->match_driver.count) {
+        if (!(hit = first_hit(&p->match_driver, glob_match, desc->driver_version)))
+            return -1;
+        append(why, size, "driver '%s' matches '%s'", desc->driver_version, hit);
+        total += DRIVER_SCORE;
     }
     return total;
 }

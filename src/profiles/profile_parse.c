@@ -51,6 +51,7 @@ void kiln_profile_free(struct kiln_profile *p)
     str_list_free(&p->match_vendor);
     str_list_free(&p->match_name);
     str_list_free(&p->match_arch);
+    str_list_free(&p->match_driver);
     for (int g = 0; g < KILN_GROUP_COUNT; g++)
         classes_free(&p->classes[g]);
     free(p->provenance);
@@ -114,6 +115,8 @@ static kiln_status parse_match(const cJSON *match, struct kiln_profile *p, char 
             st = parse_list(item, "name", &p->match_name, why);
         } else if (strcmp(item->string, "arch") == 0 && !p->match_arch.items) {
             st = parse_list(item, "arch", &p->match_arch, why);
+        } else if (strcmp(item->string, "driver") == 0 && !p->match_driver.items) {
+            st = parse_list(item, "driver", &p->match_driver, why);
         } else {
             snprintf(why, KILN_PROFILE_WHY_SIZE, "unknown or repeated key 'match.%s'", item->string);
             st = KILN_ERROR_INVALID_PROFILE;

@@ -68,6 +68,7 @@ static cJSON *profile_json(const char *name, const char *parent, const char *pro
         add_list(match, "vendor", &match_from->match_vendor);
         add_list(match, "name", &match_from->match_name);
         add_list(match, "arch", &match_from->match_arch);
+        add_list(match, "driver", &match_from->match_driver);
     }
     cJSON *kernels = NULL;
     for (int g = 0; g < KILN_GROUP_COUNT; g++) {
@@ -83,6 +84,66 @@ static cJSON *profile_json(const char *name, const char *parent, const char *pro
         }
     }
     return root;
+}
+
+/* `text` as a glob that matches it alone: * ? [ and backslash escaped. */
+static char *glob_literal(const char *text)
+{
+    char *out = malloc(2 * strlen(text) + 1), *o = out;
+    for (; out && *text; text++) {
+        if (strchr("*?[\\", *text))
+            *o++ = '\\';
+        *o++ = *text;
+    }
+    if (o)
+        *o = '\0';
+    return out;
+}
+
+/* "=text": a vendor or name item that the field must equal. */
+static char *equal_to(const char *text)
+{
+    size_t n = strlen(text) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "=%s", text);
+    return out;
+}
+
+/* l becomes the one item `item` (taken), if `text` is not empty; -1 when out
+   of memory. */
+static int only(struct kiln_str_list *l, const char *text, char *(*item)(const char *))
+{
+    if (!*text)
+        return 0;
+    char *s = item(text);
+    l->items = s ? malloc(sizeof *l->items) : NULL;
+    if (!l->items) {
+        free(s);
+        return -1;
+    }
+    l->items[l->count++] = s;
+    return 0;
+}
+
+kiln_status kiln_profile_exact_match(const struct kiln_device_desc *desc, struct kiln_profile **out)
+{
+    if (!desc || !out)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_profile_exact_match: NULL argument");
+    struct kiln_profile *p = *out = calloc(1, sizeof *p);
+    if (!p)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "match rules for %s", desc->name);
+    p->has_match = 1;
+    if (desc->type >= KILN_DEVICE_CPU && desc->type <= KILN_DEVICE_ACCELERATOR)
+        p->match_type = desc->type;
+    const char *name = desc->board_name[0] ? desc->board_name : desc->name;
+    if (only(&p->match_vendor, desc->vendor, equal_to) == 0 && only(&p->match_name, name, equal_to) == 0 &&
+        only(&p->match_arch, desc->arch, glob_literal) == 0 &&
+        only(&p->match_driver, desc->driver_version, glob_literal) == 0)
+        return KILN_SUCCESS;
+    kiln_profile_free(p);
+    *out = NULL;
+    return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "match rules for %s", desc->name);
 }
 
 kiln_status kiln_profile_to_json(const struct kiln_profile *p, char **text)

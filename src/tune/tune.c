@@ -1160,7 +1160,11 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
         m,           r->shape_count};
     snprintf(r->profile, sizeof r->profile, "%.60s-tuned", r->matched);
     snprintf(r->path, sizeof r->path, "%s/%s.json", dir, r->profile);
-    st = kiln_profile_write(r->path, r->profile, r->matched, ctx->profile, values, groups, &pv);
+    struct kiln_profile *exact = NULL; /* match this device and driver alone */
+    st = kiln_profile_exact_match(&ctx->desc, &exact);
+    if (st == KILN_SUCCESS)
+        st = kiln_profile_write(r->path, r->profile, r->matched, exact, values, groups, &pv);
+    kiln_profile_free(exact);
     kiln_profile_free(values);
     if (st != KILN_SUCCESS)
         r->profile[0] = r->path[0] = '\0';
