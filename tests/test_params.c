@@ -4,6 +4,8 @@
    profile sets shared by the contexts of a process. */
 #include "test_util.h"
 
+#include <cjson/cJSON.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,7 +240,7 @@ static void test_writer_round_trip(void **state)
     char *dir = kt_temp_dir(), path[1024];
     snprintf(path, sizeof path, "%s/tuned-test.json", dir);
     kt_assert_status(kiln_profile_write(path, "tuned-test", kiln_profile_name(parent), parent, tuned,
-                                        1u << KILN_GROUP_select | 1u << KILN_GROUP_gemm_tiled, &prov),
+                                        1u << KILN_GROUP_select | 1u << KILN_GROUP_gemm_tiled, NULL, &prov),
                      KILN_SUCCESS);
     struct kiln_profile_set *set = NULL;
     kt_assert_status(kiln_profile_set_load(NULL, dir, &set), KILN_SUCCESS);
@@ -268,8 +270,38 @@ static void test_writer_round_trip(void **state)
     char reason[256];
     assert_ptr_equal(kiln_profile_match(set, &kt_ctx->desc, reason, sizeof reason), back);
 
-    kt_assert_status(kiln_profile_write("/nonexistent/dir/x.json", "x", "", NULL, tuned, 0, &prov), KILN_ERROR_IO);
-    kt_assert_status(kiln_profile_write(path, "", "", NULL, tuned, 0, &prov), KILN_ERROR_INVALID_ARGUMENT);
+    /* Against its parent: only what differs, and the same values back. */
+    char changes[1024];
+    snprintf(changes, sizeof changes, "%s/changes.json", dir);
+    kt_assert_status(
+        kiln_profile_write(changes, "changes", kiln_profile_name(parent), parent, tuned, ~0u, parent, &prov),
+        KILN_SUCCESS);
+    size_t size;
+    char *text = (char *)kt_read_bytes(changes, &size);
+    cJSON *root = cJSON_Parse(text), *kernels = cJSON_GetObjectItem(root, "kernels");
+    assert_non_null(root);
+    assert_null(cJSON_GetObjectItem(root, "device"));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "select")), 1);
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "select"), "gemm_direct_max"));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(kernels, "util")), 1);
+    assert_null(cJSON_GetObjectItem(kernels, "gemm.cpu"));
+    cJSON *tiled = cJSON_GetObjectItem(kernels, "gemm.tiled");
+    assert_non_null(cJSON_GetObjectItem(tiled, "classes"));
+    assert_null(cJSON_GetObjectItem(tiled, "mwg"));
+    cJSON_Delete(root);
+    free(text);
+    struct kiln_profile_set *again = NULL;
+    kt_assert_status(kiln_profile_set_load(NULL, dir, &again), KILN_SUCCESS);
+    const struct kiln_profile *changed = kiln_profile_find(again, "changes");
+    assert_non_null(changed);
+    assert_memory_equal(kiln_profile_params(changed), kiln_profile_params(tuned), sizeof(struct kiln_params));
+    tiled_for(changed, 8, 100, 64, &set_name);
+    assert_string_equal(set_name, "skinny");
+    kiln_profile_set_free(again);
+
+    kt_assert_status(kiln_profile_write("/nonexistent/dir/x.json", "x", "", NULL, tuned, 0, NULL, &prov),
+                     KILN_ERROR_IO);
+    kt_assert_status(kiln_profile_write(path, "", "", NULL, tuned, 0, NULL, &prov), KILN_ERROR_INVALID_ARGUMENT);
     kiln_profile_set_free(set);
     kiln_profile_free(tuned);
     kt_remove_tree(dir);

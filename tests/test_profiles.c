@@ -516,7 +516,7 @@ static struct kiln_profile_set *load_exact(const struct kiln_device_desc *d)
     char *dir = kt_temp_dir(), path[1024];
     snprintf(path, sizeof path, "%s/exact.json", dir);
     kt_assert_status(
-        kiln_profile_write(path, "exact", "generic-gpu", rules, kiln_profile_find(embedded, "generic-gpu"), 0, &pv),
+        kiln_profile_write(path, "exact", "generic-gpu", rules, kiln_profile_find(embedded, "generic-gpu"), 0, NULL, &pv),
         KILN_SUCCESS);
     kiln_profile_free(rules);
     struct kiln_profile_set *set = NULL;

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "profiles/profile.h"
 #include "tune/tune.h"
 
 static struct kiln_tune_shape shapes[2];
@@ -69,6 +70,41 @@ static size_t journal_lines(const char *dir)
     return n;
 }
 
+/* The profile at `path` is a child of `parent` (the first name of a
+   "name > name" chain) holding only keys whose values differ from it. */
+static void assert_only_changes(const char *path, const char *parent)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(parent, " >"), parent);
+    struct kiln_profile_set *set = NULL;
+    kt_assert_status(kiln_profile_set_load(NULL, NULL, &set), KILN_SUCCESS);
+    const struct kiln_profile *p = kiln_profile_find(set, name);
+    assert_non_null(p);
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    assert_string_equal(cJSON_GetObjectItem(root, "parent")->valuestring, name);
+    assert_non_null(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "match"), "driver"));
+    const char *sections[] = {"device", "select", "kernels"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *sec = cJSON_GetObjectItem(root, sections[i]);
+        for (const cJSON *g = i == 2 ? (sec ? sec->child : NULL) : sec; g; g = i == 2 ? g->next : NULL)
+            for (const cJSON *k = g->child; k; k = k->next) {
+                double was;
+                if (strcmp(k->string, "classes") == 0 || !cJSON_IsNumber(k))
+                    continue;
+                kt_assert_status(kiln_profile_get(p, i == 2 ? g->string : sections[i], k->string, &was), KILN_SUCCESS);
+                if (was == k->valuedouble)
+                    fail_msg("%s holds %s.%s = %g, as %s has it", path, i == 2 ? g->string : sections[i], k->string,
+                             was, name);
+            }
+    }
+    cJSON_Delete(root);
+    free(text);
+    kiln_profile_set_free(set);
+}
+
 /* Whatever the search found best is written (min_gain below -1), into the
    user's profile directory, and is what the next context takes. */
 static void test_writes_a_profile_the_next_context_uses(void **state)
@@ -108,6 +144,18 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     assert_string_equal(pi.profile, r.profile);
     kiln_gemm_plan_destroy(plan);
     kiln_context_destroy(ctx);
+    assert_only_changes(r.path, r.matched);
+
+    /* Tuned again, from the tuned profile: the same profile is replaced,
+       still a child of the profile it was tuned from. */
+    char first[80];
+    snprintf(first, sizeof first, "%s", r.profile);
+    o.seed++;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    printf("# tuned again from %s: wrote %s: %s\n", r.matched, r.profile, r.changes);
+    assert_string_equal(r.matched, first);
+    assert_string_equal(r.profile, first);
+    assert_only_changes(r.path, info.profile_parents);
 
     assert_int_equal(setenv("XDG_CONFIG_HOME", saved, 1), 0);
     free(saved);

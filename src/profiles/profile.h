@@ -145,10 +145,13 @@ struct kiln_profile_provenance {
    profile file at `path` (atomically): its match rules copied from
    `match_from` (NULL: none, an abstract profile), the groups whose bits are
    set in `groups` (1u << KILN_GROUP_x) with every field and class of
-   `values`, and the provenance. */
+   `values` or, when `base` is not NULL (the parent, resolved), only the
+   fields that differ from base's and the classes of the groups whose
+   classes differ, and the provenance. */
 kiln_status kiln_profile_write(const char *path, const char *name, const char *parent,
                                const struct kiln_profile *match_from, const struct kiln_profile *values,
-                               unsigned groups, const struct kiln_profile_provenance *provenance);
+                               unsigned groups, const struct kiln_profile *base,
+                               const struct kiln_profile_provenance *provenance);
 
 /* Match rules naming one device exactly, as kiln_profile_write's
    `match_from`: its type, its vendor and name as items it must equal

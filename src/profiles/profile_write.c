@@ -10,15 +10,41 @@
 #include "core/diag.h"
 #include "profiles/profile_impl.h"
 
-/* Group g of p: every field of its default set, then its classes. */
-static cJSON *group_json(const struct kiln_profile *p, int g)
+/* Whether group g has the same classes in a and b. */
+static int same_classes(const struct kiln_profile *a, const struct kiln_profile *b, int g)
+{
+    const struct kiln_param_classes *x = &a->classes[g], *y = &b->classes[g];
+    if (x->count != y->count)
+        return 0;
+    for (size_t i = 0; i < x->count; i++) {
+        const struct kiln_param_class *c = &x->items[i], *d = &y->items[i];
+        if (strcmp(c->name, d->name) != 0 || c->bounded != d->bounded || c->own != d->own ||
+            memcmp(c->lo, d->lo, sizeof c->lo) != 0 || memcmp(c->hi, d->hi, sizeof c->hi) != 0 ||
+            memcmp(c->values, d->values, kiln_param_groups[g].size) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Group g of p: the fields of its default set, then its classes; with
+   `base`, only the fields that differ from base's, and the classes only if
+   they differ (NULL when nothing does). */
+static cJSON *group_json(const struct kiln_profile *p, int g, const struct kiln_profile *base)
 {
     const struct kiln_param_group *grp = &kiln_param_groups[g];
+    const char *mine = (const char *)&p->params + grp->offset;
+    const char *theirs = base ? (const char *)&base->params + grp->offset : NULL;
     cJSON *obj = cJSON_CreateObject();
     for (size_t f = 0; obj && f < grp->count; f++)
-        kiln_param_write(g, (int)f, (const char *)&p->params + grp->offset, obj);
+        if (!theirs || kiln_param_get(g, (int)f, mine) != kiln_param_get(g, (int)f, theirs))
+            kiln_param_write(g, (int)f, mine, obj);
     const struct kiln_param_classes *cs = &p->classes[g];
-    cJSON *list = cs->count ? cJSON_AddArrayToObject(obj, "classes") : NULL;
+    const int classes = base ? !same_classes(p, base, g) : cs->count > 0;
+    if (obj && base && !classes && !obj->child) {
+        cJSON_Delete(obj);
+        return NULL;
+    }
+    cJSON *list = classes ? cJSON_AddArrayToObject(obj, "classes") : NULL;
     for (size_t i = 0; list && i < cs->count; i++) {
         const struct kiln_param_class *c = &cs->items[i];
         cJSON *item = cJSON_CreateObject(), *when = cJSON_CreateObject(), *params = cJSON_CreateObject();
@@ -50,9 +76,11 @@ static void add_list(cJSON *match, const char *key, const struct kiln_str_list *
         cJSON_AddItemToArray(a, cJSON_CreateString(l->items[i]));
 }
 
-/* name, parent, provenance, match, then the groups of `groups`. */
+/* name, parent, provenance, match, then the groups of `groups` (with
+   `base`, what differs from it). */
 static cJSON *profile_json(const char *name, const char *parent, const char *provenance,
-                           const struct kiln_profile *match_from, const struct kiln_profile *values, unsigned groups)
+                           const struct kiln_profile *match_from, const struct kiln_profile *values, unsigned groups,
+                           const struct kiln_profile *base)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "name", name);
@@ -74,7 +102,9 @@ static cJSON *profile_json(const char *name, const char *parent, const char *pro
     for (int g = 0; g < KILN_GROUP_COUNT; g++) {
         if (!(groups & (1u << g)))
             continue;
-        cJSON *obj = group_json(values, g);
+        cJSON *obj = group_json(values, g, base);
+        if (!obj)
+            continue;
         if (g == KILN_GROUP_device || g == KILN_GROUP_select) {
             cJSON_AddItemToObject(root, kiln_param_groups[g].name, obj);
         } else {
@@ -148,7 +178,7 @@ kiln_status kiln_profile_exact_match(const struct kiln_device_desc *desc, struct
 
 kiln_status kiln_profile_to_json(const struct kiln_profile *p, char **text)
 {
-    cJSON *root = profile_json(p->name, p->parent, p->provenance, p, p, ~0u);
+    cJSON *root = profile_json(p->name, p->parent, p->provenance, p, p, ~0u, NULL);
     *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     return *text ? KILN_SUCCESS : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "printing profile %s", p->name);
@@ -177,14 +207,15 @@ static cJSON *provenance_json(const struct kiln_profile_provenance *pv)
 
 kiln_status kiln_profile_write(const char *path, const char *name, const char *parent,
                                const struct kiln_profile *match_from, const struct kiln_profile *values,
-                               unsigned groups, const struct kiln_profile_provenance *provenance)
+                               unsigned groups, const struct kiln_profile *base,
+                               const struct kiln_profile_provenance *provenance)
 {
     if (!path || !name || !*name || strlen(name) >= KILN_PROFILE_NAME_MAX || !values || !provenance)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_profile_write: NULL argument or bad name");
     cJSON *prov = provenance_json(provenance);
     char *prov_text = prov ? cJSON_PrintUnformatted(prov) : NULL;
     cJSON_Delete(prov);
-    cJSON *root = prov_text ? profile_json(name, parent, prov_text, match_from, values, groups) : NULL;
+    cJSON *root = prov_text ? profile_json(name, parent, prov_text, match_from, values, groups, base) : NULL;
     char *text = root ? cJSON_Print(root) : NULL;
     cJSON_Delete(root);
     free(prov_text);

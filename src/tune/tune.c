@@ -1116,7 +1116,7 @@ static kiln_status before_after(struct search *s, const char *overlay)
 }
 
 static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_options *o, const char *dir,
-                                 const char *overlay, unsigned groups, struct kiln_tune_result *r)
+                                 const char *overlay, struct kiln_tune_result *r)
 {
     if (o->measure_peaks) {
         struct kiln_peaks peaks;
@@ -1124,7 +1124,6 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
         if (st != KILN_SUCCESS)
             return st;
         r->peak_gflops = peaks.gflops, r->peak_gbps = peaks.gbps;
-        groups |= 1u << KILN_GROUP_device;
     }
     cJSON *root = cJSON_Parse(overlay);
     if (root && r->peak_gflops > 0) {
@@ -1158,12 +1157,19 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
     struct kiln_profile_provenance pv = {
         "kiln-tune", kiln_version_string(), ctx->desc.name, ctx->desc.driver_version, date, "measured by kiln-tune",
         m,           r->shape_count};
-    snprintf(r->profile, sizeof r->profile, "%.60s-tuned", r->matched);
+    /* A child of the matched profile holding what differs from it; tuned
+       again, a profile kiln-tune wrote is replaced by one holding what
+       differs from its own parent (the earlier changes and the new). */
+    const struct kiln_profile *parent = ctx->profile;
+    if (strstr(kiln_profile_provenance(parent), "\"tool\":\"kiln-tune\"") &&
+        kiln_profile_find(ctx->profiles, kiln_profile_parent_name(parent)))
+        parent = kiln_profile_find(ctx->profiles, kiln_profile_parent_name(parent));
+    snprintf(r->profile, sizeof r->profile, "%.60s-tuned", kiln_profile_name(parent));
     snprintf(r->path, sizeof r->path, "%s/%s.json", dir, r->profile);
     struct kiln_profile *exact = NULL; /* match this device and driver alone */
     st = kiln_profile_exact_match(&ctx->desc, &exact);
     if (st == KILN_SUCCESS)
-        st = kiln_profile_write(r->path, r->profile, r->matched, exact, values, groups, &pv);
+        st = kiln_profile_write(r->path, r->profile, kiln_profile_name(parent), exact, values, ~0u, parent, &pv);
     kiln_profile_free(exact);
     kiln_profile_free(values);
     if (st != KILN_SUCCESS)
@@ -1292,7 +1298,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     if (st == KILN_SUCCESS && changed) {
         st = before_after(&s, kernels);
         if (st == KILN_SUCCESS)
-            st = write_profile(ctx, o, dir, kernels, changed, r);
+            st = write_profile(ctx, o, dir, kernels, r);
     } else {
         for (size_t i = 0; i < r->shape_count; i++)
             if (r->shapes[i].after_ms <= 0)
