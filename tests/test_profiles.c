@@ -515,9 +515,9 @@ static struct kiln_profile_set *load_exact(const struct kiln_device_desc *d)
     const struct kiln_profile_provenance pv = {"kiln-tune", NULL, d->name, d->driver_version, NULL, NULL, NULL, 0};
     char *dir = kt_temp_dir(), path[1024];
     snprintf(path, sizeof path, "%s/exact.json", dir);
-    kt_assert_status(
-        kiln_profile_write(path, "exact", "generic-gpu", rules, kiln_profile_find(embedded, "generic-gpu"), 0, NULL, &pv),
-        KILN_SUCCESS);
+    kt_assert_status(kiln_profile_write(path, "exact", "generic-gpu", rules, kiln_profile_find(embedded, "generic-gpu"),
+                                        0, NULL, &pv),
+                     KILN_SUCCESS);
     kiln_profile_free(rules);
     struct kiln_profile_set *set = NULL;
     kt_assert_status(kiln_profile_set_load(NULL, dir, &set), KILN_SUCCESS);
