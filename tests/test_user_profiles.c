@@ -353,8 +353,9 @@ static void write_tuned(const char *user, struct tuned *t)
     struct kiln_profile_measurement m = {"gemm 256x256x256 GFLOP/s", 12.5, 10.0};
     struct kiln_profile_provenance pv = {
         "kiln-tune", "0.1.0", ctx->desc.name, ctx->desc.driver_version, "2026-01-01", "test", &m, 1};
-    kt_assert_status(kiln_profile_write(t->path, t->name, t->matched, rules, values, 1u << KILN_GROUP_gemm_cpu, NULL, &pv),
-                     KILN_SUCCESS);
+    kt_assert_status(
+        kiln_profile_write(t->path, t->name, t->matched, rules, values, 1u << KILN_GROUP_gemm_cpu, NULL, &pv),
+        KILN_SUCCESS);
     kiln_profile_free(rules);
     kiln_profile_free(values);
     kiln_context_destroy(ctx);
