@@ -88,7 +88,7 @@ void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label)
     cr_case_init(&t, c, d);
     cr_case_fill(&t, &kt_group_seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-    cr_case_check(&t, cr_algo_tol(ran, t.dims.k_eff), label);
+    cr_case_check(&t, kiln_conv_algo_tol(ran, t.dims.k_eff), label);
     cr_case_free(&t);
     kiln_conv2d_plan_destroy(plan);
 }

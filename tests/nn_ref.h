@@ -1,8 +1,8 @@
 /*
  * The plain-C oracles of pooling, softmax and activations, each with a
  * tolerance per output, shared by test_nn_ops.c, test_threads.c and the fuzz harnesses.
- * Header-only (static inline functions), like conv_ref.h, whose
- * cr_activate() is the activation reference.
+ * Header-only (static inline functions), like conv_ref.h. The activation
+ * reference is src/ref/conv_operand.h's kiln_conv_activate().
  */
 #ifndef KILN_TEST_NN_REF_H
 #define KILN_TEST_NN_REF_H
@@ -79,7 +79,7 @@ static inline void nr_activation_reference(kiln_activation act, float slope, siz
                                            double *tol)
 {
     for (size_t i = 0; i < count; i++) {
-        y[i] = cr_activate(act, x[i], slope);
+        y[i] = kiln_conv_activate(act, x[i], slope);
         tol[i] = act <= KILN_ACT_LEAKY_RELU ? FLT_EPSILON * fabs(y[i]) + FLT_MIN
                                             : 16.0 * FLT_EPSILON * (1.0 + fabs((double)x[i]));
     }

@@ -100,7 +100,7 @@ static void test_fold_batchnorm_conv(void **state)
         double *ref = malloc(t.len[CR_Y] * sizeof *ref), *bound = malloc(t.len[CR_Y] * sizeof *bound);
         float *got = malloc(t.len[CR_Y] * sizeof *got);
         assert_true(ref && bound && got);
-        cr_bn_reference(&d, t.val[CR_X], w0, bias0, &bn, cr_algo_tol(ran, t.dims.k_eff), ref, bound);
+        cr_bn_reference(&d, t.val[CR_X], w0, bias0, &bn, kiln_conv_algo_tol(ran, t.dims.k_eff), ref, bound);
         kt_assert_status(kiln_buffer_read(t.buf[CR_Y], 0, t.len[CR_Y] * sizeof *got, got), KILN_SUCCESS);
         size_t bad = 0;
         for (size_t i = 0; i < t.len[CR_Y]; i++)

@@ -128,7 +128,7 @@ static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *la
     cr_case_init(&t, ctx, d);
     cr_case_fill(&t, &seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-    cr_case_check(&t, cr_algo_tol(d->algo, t.dims.k_eff), label);
+    cr_case_check(&t, kiln_conv_algo_tol(d->algo, t.dims.k_eff), label);
     cr_case_free(&t);
     kiln_conv2d_plan_destroy(plan);
     return 1;

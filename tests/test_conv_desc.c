@@ -63,7 +63,7 @@ static void test_output_size(void **state)
         d.fused_maxpool = cases[i].pool;
         size_t p = POISON_SIZE, q = POISON_SIZE, yh = POISON_SIZE, yw = POISON_SIZE;
         kt_assert_status(kiln_conv2d_output_size(&d, &p, &q, &yh, &yw), KILN_SUCCESS);
-        struct cr_dims m = cr_dims_of(&d);
+        struct kiln_conv_dims m = kiln_conv_dims_of(&d);
         assert_true(m.p == cases[i].p && m.q == cases[i].q && m.yh == cases[i].yh && m.yw == cases[i].yw);
         if (p != cases[i].p || q != cases[i].q || yh != cases[i].yh || yw != cases[i].yw)
             fail_msg("case %zu: output %zux%zu stored %zux%zu, expected %zux%zu stored %zux%zu", i, p, q, yh, yw,
@@ -350,10 +350,11 @@ static void test_bad_exec(void **state)
     d.beta = x->residual ? 0.5f : 0.0f;
     d.fused_maxpool = x->residual;
     d.activation = x->dtype == KILN_F16 ? KILN_ACT_RELU : KILN_ACT_NONE;
-    const struct cr_dims m = cr_dims_of(&d);
+    const struct kiln_conv_dims m = kiln_conv_dims_of(&d);
     const size_t es = kt_elem_size(d.dtype);
-    size_t bytes[CR_OPERANDS] = {d.n * d.c * d.h * d.w * es, d.k * m.cg * d.r * d.s * es, d.k * sizeof(float),
-                                 d.n * d.k * m.p * m.q * es, d.n * d.k * m.yh * m.yw * es};
+    size_t bytes[CR_OPERANDS];
+    for (int i = 0; i < CR_OPERANDS; i++)
+        bytes[i] = kiln_conv_tensor_count(&d, &m, i) * (i == CR_BIAS ? sizeof(float) : es);
     kiln_conv2d_plan *plan = NULL;
     kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     if (x->kind >= X_SHORT_X)

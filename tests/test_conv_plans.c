@@ -119,7 +119,7 @@ static void test_one_shot(void **state)
             else
                 assert_ptr_equal(ev, KT_POISON_EVENT);
             /* AUTO may pick any algorithm: allow the loosest tolerance */
-            cr_case_check(&t, cr_algo_tol(KILN_CONV_WINOGRAD_4X4, t.dims.k_eff), "one-shot");
+            cr_case_check(&t, kiln_conv_algo_tol(KILN_CONV_WINOGRAD_4X4, t.dims.k_eff), "one-shot");
         }
         cr_case_free(&t);
     }
@@ -145,8 +145,8 @@ static void test_plan_reuse(void **state)
         kt_assert_status(cr_case_execute(&t1, plan, NULL), KILN_SUCCESS);
         kt_assert_status(cr_case_execute(&t2, plan, &ev), KILN_SUCCESS);
         kt_wait_and_release(ev);
-        cr_case_check(&t1, cr_algo_tol(ran, t1.dims.k_eff), "reuse, first buffers");
-        cr_case_check(&t2, cr_algo_tol(ran, t2.dims.k_eff), "reuse, second buffers");
+        cr_case_check(&t1, kiln_conv_algo_tol(ran, t1.dims.k_eff), "reuse, first buffers");
+        cr_case_check(&t2, kiln_conv_algo_tol(ran, t2.dims.k_eff), "reuse, second buffers");
     }
     cr_case_free(&t1);
     cr_case_free(&t2);
@@ -189,7 +189,7 @@ static void test_constant_weights(void **state)
         cr_case_init(&b, kt_ctx, &d);
         cr_case_fill(&a, &kt_group_seed);
         cr_case_fill(&b, &kt_group_seed);
-        const double tol = cr_algo_tol(algo, a.dims.k_eff);
+        const double tol = kiln_conv_algo_tol(algo, a.dims.k_eff);
         struct cr_case *order[] = {&a, &a, &b, &a};
         for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
             struct cr_case *t = order[r];
@@ -252,7 +252,7 @@ static void find_round(int by_env)
         cr_case_init(&t, c, &d);
         cr_case_fill(&t, &kt_group_seed);
         kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-        cr_case_check(&t, cr_algo_tol(ran, t.dims.k_eff), "find");
+        cr_case_check(&t, kiln_conv_algo_tol(ran, t.dims.k_eff), "find");
         cr_case_free(&t);
         kiln_conv2d_plan_destroy(plan);
         kiln_context_destroy(c);

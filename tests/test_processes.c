@@ -92,7 +92,7 @@ static void child_conv(kiln_context *ctx, uint64_t *seed, struct report *r)
     cr_case_init(&t, ctx, &d);
     cr_case_fill(&t, seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-    cr_case_check(&t, cr_algo_tol(info.algo, t.dims.k_eff), info.name);
+    cr_case_check(&t, kiln_conv_algo_tol(info.algo, t.dims.k_eff), info.name);
     cr_case_free(&t);
     kiln_conv2d_plan_destroy(plan);
 }

@@ -171,7 +171,7 @@ static void conv_job(struct worker *w, const kiln_conv2d_desc *d, char *reason, 
     cr_case_init(&t, w->ctx, d);
     cr_case_fill(&t, &w->seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-    cr_case_check(&t, cr_algo_tol(info.algo, t.dims.k_eff), info.name);
+    cr_case_check(&t, kiln_conv_algo_tol(info.algo, t.dims.k_eff), info.name);
     cr_case_free(&t);
     kiln_conv2d_plan_destroy(plan);
 }
@@ -275,7 +275,7 @@ static void one_shots(struct worker *w)
     cr_case_init(&cc, w->ctx, &c);
     cr_case_fill(&cc, &w->seed);
     kt_assert_status(kiln_conv2d(w->ctx, &c, cc.buf[CR_X], cc.buf[CR_W], NULL, NULL, cc.buf[CR_Y], NULL), KILN_SUCCESS);
-    cr_case_check(&cc, cr_algo_tol(KILN_CONV_DIRECT, cc.dims.k_eff), "one-shot convolution");
+    cr_case_check(&cc, kiln_conv_algo_tol(KILN_CONV_DIRECT, cc.dims.k_eff), "one-shot convolution");
     cr_case_free(&cc);
 
     kiln_attention_desc a;

@@ -84,6 +84,22 @@ unsigned char *kt_read_bytes(const char *path, size_t *size)
     return data;
 }
 
+void kt_edit_file(const char *path, const char *from, const char *to)
+{
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    char *hit = strstr(text, from);
+    if (!hit)
+        fail_msg("%s holds no \"%s\"", path, from);
+    size_t n = size - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
+    kt_write_file(path, out);
+    free(out);
+    free(text);
+}
+
 void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, int line)
 {
     if (got != expected) {
@@ -191,13 +207,21 @@ int kt_group_teardown(void **state)
     return 0;
 }
 
-kiln_context *kt_profile_context(const char *name)
+/* A context on the default device with these options (NULL: the default). */
+static kiln_context *context_with(const char *profile, const char *overlay)
 {
     kiln_context_options opt;
     kiln_context_options_init(&opt);
-    opt.profile = name;
+    opt.profile = profile;
+    opt.profile_overlay = overlay;
     kiln_context *ctx = NULL;
     kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    return ctx;
+}
+
+kiln_context *kt_profile_context(const char *name)
+{
+    kiln_context *ctx = context_with(name, NULL);
     kiln_device_info dev;
     kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
     assert_string_equal(dev.profile, name);
@@ -209,6 +233,8 @@ kiln_context *kt_profile_context(const char *name)
     }
     return ctx;
 }
+
+kiln_context *kt_overlay_context(const char *overlay) { return context_with(NULL, overlay); }
 
 void kt_wait_and_release(kiln_event *ev)
 {

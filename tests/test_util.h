@@ -29,6 +29,9 @@ void kt_write_bytes(const char *path, const void *data, size_t size);
    after them (a NUL, so text can be read as a string); fails the test on
    error. */
 unsigned char *kt_read_bytes(const char *path, size_t *size);
+/* Replace the first `from` in the file `path` by `to`; fails the test when
+   the file holds no `from`. */
+void kt_edit_file(const char *path, const char *from, const char *to);
 
 /* The layout of an entry of the on-disk program cache (src/jit/disk_cache.c):
    little-endian header fields at these byte offsets, the key right after the
@@ -85,6 +88,10 @@ int kt_group_teardown(void **state);
    work-groups or local memory exceed the device's limits skips the test,
    saying why. */
 kiln_context *kt_profile_context(const char *name);
+
+/* A context on the default device with the profile overlay `overlay` (JSON
+   text, kiln_context_options.profile_overlay); the caller destroys it. */
+kiln_context *kt_overlay_context(const char *overlay);
 
 /* A value no event handle has: event outputs are set to it before a call
    that must not touch them. */

@@ -8,15 +8,17 @@
 #include <string.h>
 
 #include "core/diag.h"
-#include "ops/find.h"
 #include "ref/gemm_operand.h"
 #include "tune/trial_impl.h"
 
 enum { OP_A = KILN_GEMM_A, OP_B = KILN_GEMM_B, OP_C = KILN_GEMM_C };
 
 struct run {
+    const kiln_gemm_desc *d;
     kiln_gemm_plan *plan;
     kiln_buffer *buf[3];
+    float *host[3];
+    uint64_t rng; /* draws the operands, then the elements checked */
 };
 
 static kiln_status run_once(void *cookie)
@@ -26,21 +28,23 @@ static kiln_status run_once(void *cookie)
 }
 
 /* Every element of C written, and the checked ones right: the verdict. */
-static void check(const kiln_gemm_desc *d, float *const host[3], uint64_t *rng, struct kiln_trial *t)
+static void check(void *cookie, struct kiln_trial *t)
 {
+    struct run *r = cookie;
+    const kiln_gemm_desc *d = r->d;
+    float *const *host = r->host;
     struct kiln_gemm_operand a = kiln_gemm_operand_of(d, OP_A), b = kiln_gemm_operand_of(d, OP_B),
                              c = kiln_gemm_operand_of(d, OP_C);
     for (size_t bi = 0; bi < d->batch; bi++)
         for (size_t i = 0; i < d->m; i++)
             for (size_t j = 0; j < d->n; j++)
                 if (isnan(host[OP_C][bi * c.stride + kiln_gemm_operand_at(&c, i, j)])) {
-                    t->verdict = KILN_TRIAL_WRONG;
-                    snprintf(t->reason, sizeof t->reason, "C(%zu, %zu) of batch item %zu was not written", i, j, bi);
+                    kiln_trial_wrong(t, "C(%zu, %zu) of batch item %zu was not written", i, j, bi);
                     return;
                 }
     const size_t total = d->batch * d->m * d->n, checks = total < KILN_TRIAL_CHECKS ? total : KILN_TRIAL_CHECKS;
     for (size_t s = 0; s < checks; s++) {
-        size_t e = checks == total ? s : kiln_trial_next(rng) % total;
+        size_t e = checks == total ? s : kiln_trial_next(&r->rng) % total;
         const size_t bi = e / (d->m * d->n), i = e / d->n % d->m, j = e % d->n;
         double sum = 0.0, abs_sum = 0.0;
         for (size_t p = 0; p < d->k; p++) {
@@ -50,15 +54,9 @@ static void check(const kiln_gemm_desc *d, float *const host[3], uint64_t *rng, 
             abs_sum += fabs(prod);
         }
         const double got = host[OP_C][bi * c.stride + kiln_gemm_operand_at(&c, i, j)];
-        const double bound = (double)d->k * 0x1p-22 * abs_sum + FLT_MIN, ratio = fabs(got - sum) / bound;
-        if (!(ratio <= 1.0)) {
-            t->verdict = KILN_TRIAL_WRONG;
-            snprintf(t->reason, sizeof t->reason,
-                     "C(%zu, %zu) of batch item %zu is %.9g, the reference %.9g (bound %.3g)", i, j, bi, got, sum,
-                     bound);
+        if (!kiln_trial_close(t, got, sum, (double)d->k * 0x1p-22 * abs_sum + FLT_MIN, "C(%zu, %zu) of batch item %zu",
+                              i, j, bi))
             return;
-        }
-        t->worst = fmax(t->worst, ratio);
     }
 }
 
@@ -70,52 +68,26 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
     if (desc->dtype != KILN_F32)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_gemm: fp32 storage only");
     memset(out, 0, sizeof *out);
-    struct run r = {0};
+    struct run r = {desc, NULL, {0}, {0}, seed};
     kiln_status st = kiln_gemm_plan_create(ctx, desc, &r.plan);
     if (st != KILN_SUCCESS) {
         kiln_trial_reject(out, KILN_TRIAL_NO_PLAN, st, "plan");
         return KILN_SUCCESS;
     }
     kiln_gemm_plan_info info;
-    if (kiln_gemm_plan_describe(r.plan, &info) == KILN_SUCCESS) {
-        snprintf(out->kernel, sizeof out->kernel, "%s", info.kernel);
-        snprintf(out->params, sizeof out->params, "%s", info.params);
-        snprintf(out->param_set, sizeof out->param_set, "%s", info.param_set);
-    }
+    if (kiln_gemm_plan_describe(r.plan, &info) == KILN_SUCCESS)
+        kiln_trial_describe(out, info.kernel, info.params, info.param_set);
 
-    float *host[3] = {0};
-    size_t count[3];
-    uint64_t rng = seed;
-    for (int w = OP_A; w <= OP_C && st == KILN_SUCCESS; w++) {
-        count[w] = kiln_gemm_operand_extent(desc, w);
-        host[w] = count[w] && count[w] <= SIZE_MAX / sizeof(float) ? malloc(count[w] * sizeof(float)) : NULL;
-        if (!host[w]) {
-            st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln_trial_gemm: %zu elements of operand %d", count[w], w);
-            break;
-        }
-        for (size_t i = 0; i < count[w]; i++)
-            host[w][i] = w == OP_C ? NAN : kiln_trial_uniform(&rng);
-        st = kiln_buffer_create(ctx, count[w] * sizeof(float), &r.buf[w]);
-        if (st == KILN_SUCCESS)
-            st = kiln_buffer_write(r.buf[w], 0, count[w] * sizeof(float), host[w]);
-    }
-    if (st == KILN_SUCCESS) {
-        kiln_status ran = run_once(&r);
-        if (ran == KILN_SUCCESS)
-            ran = kiln_buffer_read(r.buf[OP_C], 0, count[OP_C] * sizeof(float), host[OP_C]);
-        if (ran != KILN_SUCCESS)
-            kiln_trial_reject(out, KILN_TRIAL_RUN_FAILED, ran, "run");
-        else
-            check(desc, host, &rng, out);
-    }
-    if (st == KILN_SUCCESS && out->verdict == KILN_TRIAL_TIMED) {
-        kiln_status timed = kiln_time_runs(ctx, run_once, &r, reps, cutoff_ms, &out->ms, &out->runs);
-        if (timed != KILN_SUCCESS)
-            kiln_trial_reject(out, KILN_TRIAL_RUN_FAILED, timed, "timed run");
-    }
+    static const char *const names[] = {"kiln_trial_gemm: A", "kiln_trial_gemm: B", "kiln_trial_gemm: C"};
+    for (int w = OP_A; w <= OP_C && st == KILN_SUCCESS; w++)
+        st = kiln_trial_operand(ctx, names[w], kiln_gemm_operand_extent(desc, w), w == OP_C, &r.rng, &r.host[w],
+                                &r.buf[w]);
+    if (st == KILN_SUCCESS)
+        kiln_trial_check_and_time(ctx, run_once, &r, r.buf[OP_C], r.host[OP_C], kiln_gemm_operand_extent(desc, OP_C),
+                                  check, reps, cutoff_ms, out);
     for (int w = OP_A; w <= OP_C; w++) {
         kiln_buffer_destroy(r.buf[w]);
-        free(host[w]);
+        free(r.host[w]);
     }
     kiln_gemm_plan_destroy(r.plan);
     return st;

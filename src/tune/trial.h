@@ -55,9 +55,17 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
 
 /*
  * The same for the fp32 convolution `desc` (trial_conv.c): random x, w (and
- * bias and z when the descriptor's epilogue takes them), y poisoned, a
- * sample of outputs checked against a double-precision reference within the
- * bound of tests/conv_ref.h for the algorithm the plan took.
+ * bias and z when the descriptor's epilogue takes them) in [-1, 1), y
+ * poisoned; every element of y must be written, a sample of
+ * KILN_TRIAL_CHECKS outputs (all when fewer) within the bound of
+ * tests/conv_ref.h (src/ref/conv_operand.h) for the algorithm the plan took,
+ * with the whole epilogue applied: alpha, beta * z, bias, activation and
+ * the fused pool, for both layouts, groups, strides, dilation and padding.
+ * Batch normalisation is not part of a descriptor (kiln_fold_batchnorm
+ * folds it into w and bias on the host), so a trial of a folded layer is a
+ * trial of its plain descriptor. Returns KILN_SUCCESS when the trial could
+ * be carried out, whatever its verdict; INVALID_ARGUMENT for NULL pointers
+ * or fp16; OUT_OF_MEMORY for the host or device memory of the tensors.
  */
 kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int reps, double cutoff_ms, uint64_t seed,
                             struct kiln_trial *out);

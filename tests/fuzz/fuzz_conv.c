@@ -8,16 +8,11 @@
 #include "conv_ref.h"
 #include "fuzz_util.h"
 
-enum { X, W, BIAS, Z, Y, OPERANDS };
-
 /* Elements of each operand, saturating (0 for an empty output). */
-static void counts_of(const kiln_conv2d_desc *d, const struct cr_dims *m, size_t count[OPERANDS])
+static void counts_of(const kiln_conv2d_desc *d, const struct kiln_conv_dims *m, size_t count[CR_OPERANDS])
 {
-    count[X] = fz_mul(fz_mul(d->n, d->c), fz_mul(d->h, d->w));
-    count[W] = fz_mul(fz_mul(d->k, m->cg), fz_mul(d->r, d->s));
-    count[BIAS] = d->k;
-    count[Z] = fz_mul(fz_mul(d->n, d->k), fz_mul(m->p, m->q));
-    count[Y] = fz_mul(fz_mul(d->n, d->k), fz_mul(m->yh, m->yw));
+    for (int o = CR_X; o <= CR_Y; o++)
+        count[o] = kiln_conv_tensor_count(d, m, o);
 }
 
 /* A size that is usually `common`, sometimes another small one, rarely
@@ -74,35 +69,36 @@ static float *values_of(const struct fz_pool *pool, int slot, size_t count, size
 }
 
 /* After a successful execution by `algo`: every element of y within
-   cr_bound of the double-precision reference, every other byte of every
+   kiln_conv_bound of the double-precision reference, every other byte of every
    buffer unchanged. Values are compared only for sane scalars and a
    reference of bounded cost. */
-static void check_result(struct fz_pool *pool, const kiln_conv2d_desc *d, const int slot[OPERANDS], kiln_conv_algo algo)
+static void check_result(struct fz_pool *pool, const kiln_conv2d_desc *d, const int slot[CR_OPERANDS],
+                         kiln_conv_algo algo)
 {
-    for (int o = X; o <= Y; o++)
-        if (slot[o] < 0 && (o == X || o == W || o == Y || (o == BIAS && d->has_bias) || (o == Z && d->beta != 0.0f)))
+    for (int o = CR_X; o <= CR_Y; o++)
+        if (slot[o] < 0 && kiln_conv_tensor_used(d, o))
             fz_fail("conv2d accepted a missing or foreign buffer (operand %d)", o);
-    for (int o = X; o < Y; o++)
-        if (slot[o] == slot[Y])
+    for (int o = CR_X; o < CR_Y; o++)
+        if (slot[o] == slot[CR_Y])
             fz_fail("conv2d accepted y in the buffer of input %d", o);
-    const struct cr_dims m = cr_dims_of(d);
-    size_t count[OPERANDS];
+    const struct kiln_conv_dims m = kiln_conv_dims_of(d);
+    size_t count[CR_OPERANDS];
     counts_of(d, &m, count);
     const size_t es = d->dtype == KILN_F16 ? 2 : 4;
     const int values = fabsf(d->alpha) <= 4.0f && fabsf(d->beta) <= 4.0f && fabsf(d->leaky_slope) <= 4.0f &&
-                       fz_mul(fz_mul(count[Y], m.k_eff), d->fused_maxpool ? 4 : 1) <= ((size_t)1 << 24);
-    unsigned char *got = fz_read(pool, slot[Y]);
-    for (size_t i = 0; i < count[Y]; i++)
-        fz_mark_out(pool, slot[Y], i);
+                       fz_mul(fz_mul(count[CR_Y], m.k_eff), d->fused_maxpool ? 4 : 1) <= ((size_t)1 << 24);
+    unsigned char *got = fz_read(pool, slot[CR_Y]);
+    for (size_t i = 0; i < count[CR_Y]; i++)
+        fz_mark_out(pool, slot[CR_Y], i);
     if (values) {
-        float *x = values_of(pool, slot[X], count[X], es), *w = values_of(pool, slot[W], count[W], es);
-        float *bias = d->has_bias ? values_of(pool, slot[BIAS], count[BIAS], 4) : NULL;
-        float *z = d->beta != 0.0f ? values_of(pool, slot[Z], count[Z], es) : NULL;
-        double *ref = malloc(count[Y] * sizeof *ref), *bound = malloc(count[Y] * sizeof *bound);
+        float *x = values_of(pool, slot[CR_X], count[CR_X], es), *w = values_of(pool, slot[CR_W], count[CR_W], es);
+        float *bias = d->has_bias ? values_of(pool, slot[CR_BIAS], count[CR_BIAS], 4) : NULL;
+        float *z = d->beta != 0.0f ? values_of(pool, slot[CR_Z], count[CR_Z], es) : NULL;
+        double *ref = malloc(count[CR_Y] * sizeof *ref), *bound = malloc(count[CR_Y] * sizeof *bound);
         if (!ref || !bound)
             fz_fail("out of host memory");
-        cr_reference(d, x, w, bias, z, cr_algo_tol(algo, m.k_eff), ref, bound);
-        for (size_t i = 0; i < count[Y]; i++)
+        cr_reference(d, x, w, bias, z, kiln_conv_algo_tol(algo, m.k_eff), ref, bound);
+        for (size_t i = 0; i < count[CR_Y]; i++)
             fz_check_close(kt_stored(got, es, i), ref[i], bound[i], "y", i);
         free(x), free(w), free(bias), free(z), free(ref), free(bound);
     }
@@ -144,7 +140,7 @@ static kiln_status check_output_size(const kiln_conv2d_desc *d)
         fz_check_rejected(s, "kiln_conv2d_output_size", NULL, NULL);
         return s;
     }
-    const struct cr_dims m = cr_dims_of(d);
+    const struct kiln_conv_dims m = kiln_conv_dims_of(d);
     if (p != m.p || q != m.q || yh != m.yh || yw != m.yw || p == 0 || q == 0 || yh == 0 || yw == 0)
         fz_fail("kiln_conv2d_output_size: %zux%zu (stored %zux%zu), the formula %zux%zu (%zux%zu)", p, q, yh, yw, m.p,
                 m.q, m.yh, m.yw);
@@ -200,24 +196,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t seed = fz_seed(&f);
 
     const kiln_status sized = check_output_size(&d);
-    const struct cr_dims m = cr_dims_of(&d);
-    size_t count[OPERANDS];
+    const struct kiln_conv_dims m = kiln_conv_dims_of(&d);
+    size_t count[CR_OPERANDS];
     counts_of(&d, &m, count);
     const size_t es = d.dtype == KILN_F16 ? 2 : 4;
     struct fz_pool pool = {0};
-    int slot[OPERANDS] = {-1, -1, -1, -1, -1};
-    kiln_buffer *buf[OPERANDS] = {0};
-    for (int o = X; o <= Y; o++) {
-        if ((o == BIAS && !d.has_bias && !spare_bias) || (o == Z && d.beta == 0.0f && !spare_z))
+    int slot[CR_OPERANDS] = {-1, -1, -1, -1, -1};
+    kiln_buffer *buf[CR_OPERANDS] = {0};
+    for (int o = CR_X; o <= CR_Y; o++) {
+        if ((o == CR_BIAS && !d.has_bias && !spare_bias) || (o == CR_Z && d.beta == 0.0f && !spare_z))
             continue;
-        buf[o] = fz_operand(&f, &pool, count[o], o == BIAS ? 4 : es, &slot[o]);
+        buf[o] = fz_operand(&f, &pool, count[o], o == CR_BIAS ? 4 : es, &slot[o]);
     }
     /* Weights of about the spread that keeps an output near one input's
        (conv_ref.h's cr_case_fill). */
     const float wa = (float)sqrt(3.0 / (double)(m.k_eff ? m.k_eff : 1));
-    for (int o = X; o < Y; o++)
+    for (int o = CR_X; o < CR_Y; o++)
         if (slot[o] >= 0)
-            fill(&pool, slot[o], count[o], o == BIAS ? 4 : es, o == W ? wa : 1.0f, &seed);
+            fill(&pool, slot[o], count[o], o == CR_BIAS ? 4 : es, o == CR_W ? wa : 1.0f, &seed);
     fz_upload(&pool);
 
     kiln_context *ctx = fz_context();
@@ -226,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kiln_status s;
     if (mode == 2) {
         fz_mark_detail();
-        s = kiln_conv2d(ctx, &d, buf[X], buf[W], buf[BIAS], buf[Z], buf[Y], &ev);
+        s = kiln_conv2d(ctx, &d, buf[CR_X], buf[CR_W], buf[CR_BIAS], buf[CR_Z], buf[CR_Y], &ev);
         fz_count("kiln_conv2d", s);
         if (sized != KILN_SUCCESS && s != sized)
             fz_fail("kiln_conv2d returned %s where kiln_conv2d_output_size returned %s", kiln_status_string(s),
@@ -249,7 +245,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (sized != KILN_SUCCESS)
             fz_fail("kiln_conv2d_plan_create accepted what kiln_conv2d_output_size rejects");
         fz_mark_detail();
-        s = kiln_conv2d_plan_execute(plan, buf[X], buf[W], buf[BIAS], buf[Z], buf[Y], mode == 1 ? &ev : NULL);
+        s = kiln_conv2d_plan_execute(plan, buf[CR_X], buf[CR_W], buf[CR_BIAS], buf[CR_Z], buf[CR_Y],
+                                     mode == 1 ? &ev : NULL);
         fz_count("kiln_conv2d_plan_execute", s);
     }
     if (s != KILN_SUCCESS) {
@@ -263,11 +260,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* Other weights in a new exact buffer (an exhausted input
                draws one): the plan must repack them. y is poisoned again. */
             struct fz none = {NULL, 0};
-            kiln_buffer *w2 = fz_operand(&none, &pool, count[W], es, &slot[W]);
+            kiln_buffer *w2 = fz_operand(&none, &pool, count[CR_W], es, &slot[CR_W]);
             if (w2) {
-                fill(&pool, slot[W], count[W], es, wa, &seed);
+                fill(&pool, slot[CR_W], count[CR_W], es, wa, &seed);
                 fz_upload(&pool);
-                s = kiln_conv2d_plan_execute(plan, buf[X], w2, buf[BIAS], buf[Z], buf[Y], NULL);
+                s = kiln_conv2d_plan_execute(plan, buf[CR_X], w2, buf[CR_BIAS], buf[CR_Z], buf[CR_Y], NULL);
                 fz_count("kiln_conv2d_plan_execute (new weights)", s);
                 if (s != KILN_SUCCESS)
                     fz_fail("kiln_conv2d_plan_execute with new weights: %s: %s", kiln_status_string(s),
