@@ -338,7 +338,7 @@ static void test_rows_that_see_nothing(void **state)
         t.key_lengths[1] = 0;
         ar_upload(&t, AR_KEYLEN);
         for (size_t j = 0; j < d.seq_kv; j++) /* batch item 2, query 30: all -inf */
-            t.val[AR_MASK][ar_mask_at(&d, 2, 0, 30, j)] = -INFINITY;
+            t.val[AR_MASK][kiln_attention_mask_at(&d, 2, 0, 30, j)] = -INFINITY;
         memcpy(t.raw[AR_MASK], t.val[AR_MASK], t.count[AR_MASK] * sizeof(float));
         ar_upload(&t, AR_MASK);
         kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
@@ -378,7 +378,7 @@ static void test_hidden_keys_with_non_finite_values(void **state)
             for (size_t b = 0; b < d.batch; b++)
                 for (size_t j = (size_t)t.key_lengths[b]; j < d.seq_kv; j++)
                     for (size_t x = 0; x < d.head_dim; x++) {
-                        const size_t i = ar_at(&d, d.seq_kv, d.kv_heads, b, 0, j) + x;
+                        const size_t i = kiln_attention_at(&d, d.seq_kv, d.kv_heads, b, 0, j) + x;
                         const float g = garbage[(j + x) % 2];
                         t.val[w][i] = g;
                         if (dtype == KILN_F16) {
