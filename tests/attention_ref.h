@@ -37,6 +37,36 @@ enum {
     AR_OPERANDS = KILN_ATTENTION_OPERANDS
 };
 
+/* A row of a shape table: a problem's sizes and what differs from
+   kiln_attention_desc_init's defaults. */
+struct ar_row {
+    const char *what;
+    kiln_attention_layout layout;
+    size_t batch, heads, kv_heads, seq_q, seq_kv, dim;
+    int causal;
+    kiln_attention_mask mask;
+    int key_lengths, lse;
+    kiln_dtype dtype;
+    float logits; /* Q scale; 0 means 1 */
+};
+
+#define AR_SHAPE(what_, lay, b, h, hk, nq, nk, d)                                                                      \
+    .what = what_, .layout = lay, .batch = b, .heads = h, .kv_heads = hk, .seq_q = nq, .seq_kv = nk, .dim = d
+
+static inline kiln_attention_desc ar_desc_of(const struct ar_row *r, kiln_attention_algo algo)
+{
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, r->layout, r->batch, r->heads, r->seq_q, r->seq_kv, r->dim);
+    d.kv_heads = r->kv_heads;
+    d.causal = r->causal;
+    d.mask = r->mask;
+    d.key_lengths = r->key_lengths;
+    d.lse = r->lse;
+    d.dtype = r->dtype;
+    d.algo = algo;
+    return d;
+}
+
 /* Host values and device buffers of one case. val[] holds the values as the
    reference sees them (fp16-rounded for fp16 storage); raw[] the bytes
    uploaded. */
