@@ -11,15 +11,6 @@
 #include "test_util.h"
 #include "tune/trial.h"
 
-static void assert_timed(const struct kiln_trial *t)
-{
-    if (t->verdict != KILN_TRIAL_TIMED)
-        fail_msg("rejected (%d): %s", t->verdict, t->reason);
-    assert_true(t->ms > 0.0);
-    assert_true(t->runs >= 1);
-    assert_true(t->worst <= 1.0);
-}
-
 static void test_right_parameters_are_timed(void **state)
 {
     (void)state;
@@ -39,7 +30,7 @@ static void test_right_parameters_are_timed(void **state)
         }
         struct kiln_trial t;
         kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 3, 0.0, kt_group_seed + i, &t), KILN_SUCCESS);
-        assert_timed(&t);
+        kt_assert_trial_timed(&t);
         assert_int_equal(t.runs, 3);
     }
 }
@@ -51,7 +42,7 @@ static void test_cutoff_stops_after_one_run(void **state)
     kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 64, 64, 64);
     struct kiln_trial t;
     kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 9, 1e-9, kt_group_seed, &t), KILN_SUCCESS);
-    assert_timed(&t);
+    kt_assert_trial_timed(&t);
     assert_int_equal(t.runs, 1);
 }
 
@@ -68,32 +59,10 @@ static void test_bad_arguments(void **state)
     kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
 }
 
-/* Replace the first `from` in the file by `to`. */
-static void edit(const char *path, const char *from, const char *to)
-{
-    size_t size;
-    char *text = (char *)kt_read_bytes(path, &size);
-    char *hit = strstr(text, from);
-    assert_non_null(hit);
-    size_t n = size - strlen(from) + strlen(to) + 1;
-    char *out = malloc(n);
-    assert_non_null(out);
-    snprintf(out, n, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
-    kt_write_file(path, out);
-    free(out);
-    free(text);
-}
-
 /* A trial of the CPU GEMM with register tiles `mr` rows high. */
 static void trial_mr(int mr, struct kiln_trial *t)
 {
-    char overlay[128];
-    snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", mr);
-    kiln_context_options o;
-    kiln_context_options_init(&o);
-    o.profile_overlay = overlay;
-    kiln_context *ctx = NULL;
-    kt_assert_status(kiln_context_create(&o, &ctx), KILN_SUCCESS);
+    kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", mr);
     kiln_gemm_desc d;
     /* n wide enough for the profile's tile (narrow problems take its narrow tile). */
     kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 45, 256, 33);
@@ -105,26 +74,23 @@ static void trial_mr(int mr, struct kiln_trial *t)
 static void test_wrong_and_broken_variants_are_rejected(void **state)
 {
     (void)state;
-    char *dir = kt_temp_dir(), cmd[4300], path[4200];
-    snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s'", KT_CL_DIR, dir);
-    assert_int_equal(system(cmd), 0);
+    char *dir = kt_copy_dir(KT_CL_DIR), path[4200];
     snprintf(path, sizeof path, "%s/gemm/gemm_f32_cpu.cl", dir);
-    edit(path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;",
-         "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == 5 ? 1.001f : 1.0f);");
-    edit(path, "#include \"common/epilogue.h\"",
-         "#if KILN_TILE_MR == 3\n#error a variant that does not build\n#endif\n"
-         "#include \"common/epilogue.h\"");
+    kt_edit_file(
+        path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;",
+        "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == 5 ? 1.001f : 1.0f);");
+    kt_edit_file(path, "#include \"common/epilogue.h\"",
+                 "#if KILN_TILE_MR == 3\n#error a variant that does not build\n#endif\n"
+                 "#include \"common/epilogue.h\"");
     assert_int_equal(setenv("KILN_KERNEL_DIR", dir, 1), 0);
 
     struct kiln_trial t;
     trial_mr(4, &t);
-    assert_timed(&t);
+    kt_assert_trial_timed(&t);
     assert_non_null(strstr(t.params, "MR=4"));
     trial_mr(5, &t);
     printf("# mr 5: %s\n", t.reason);
-    assert_int_equal(t.verdict, KILN_TRIAL_WRONG);
-    assert_non_null(strstr(t.reason, "the reference"));
-    assert_int_equal(t.runs, 0);
+    kt_assert_trial_wrong(&t);
     trial_mr(3, &t);
     printf("# mr 3: %.120s\n", t.reason);
     assert_int_equal(t.verdict, KILN_TRIAL_NO_PLAN);

@@ -4,6 +4,7 @@
 #include "kiln/kiln_cl.h"
 #include "profiles/profile.h"
 #include "profiles/profile_impl.h"
+#include "tune/trial.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -47,6 +48,14 @@ char *kt_temp_dir(void)
     return strdup(dir);
 }
 
+char *kt_copy_dir(const char *src)
+{
+    char *dir = kt_temp_dir(), cmd[8300];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s'", src, dir);
+    assert_int_equal(system(cmd), 0);
+    return dir;
+}
+
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
     (void)sb, (void)flag, (void)ftw;
@@ -82,6 +91,22 @@ unsigned char *kt_read_bytes(const char *path, size_t *size)
     data[n] = '\0';
     *size = (size_t)n;
     return data;
+}
+
+void kt_edit_file(const char *path, const char *from, const char *to)
+{
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    char *hit = strstr(text, from);
+    if (!hit)
+        fail_msg("%s holds no \"%s\"", path, from);
+    size_t n = size - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
+    kt_write_file(path, out);
+    free(out);
+    free(text);
 }
 
 void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, int line)
@@ -208,6 +233,38 @@ kiln_context *kt_profile_context(const char *name)
         skip();
     }
     return ctx;
+}
+
+kiln_context *kt_overlay_context(const char *fmt, ...)
+{
+    char overlay[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(overlay, sizeof overlay, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0 && (size_t)n < sizeof overlay);
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile_overlay = overlay;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+    return ctx;
+}
+
+void kt_assert_trial_timed(const struct kiln_trial *t)
+{
+    if (t->verdict != KILN_TRIAL_TIMED)
+        fail_msg("rejected (%d): %s", t->verdict, t->reason);
+    assert_true(t->ms > 0.0);
+    assert_true(t->runs >= 1);
+    assert_true(t->worst <= 1.0);
+}
+
+void kt_assert_trial_wrong(const struct kiln_trial *t)
+{
+    assert_int_equal(t->verdict, KILN_TRIAL_WRONG);
+    assert_non_null(strstr(t->reason, "the reference"));
+    assert_int_equal(t->runs, 0);
 }
 
 void kt_wait_and_release(kiln_event *ev)

@@ -19,6 +19,9 @@ void kt_fill_uniform(float *x, size_t n, float lo, float hi, uint64_t *state);
 
 /* A fresh directory under $TMPDIR (or /tmp); malloc'd path. */
 char *kt_temp_dir(void);
+/* A fresh directory (as kt_temp_dir) holding a copy of everything in the
+   directory `src`; malloc'd path. */
+char *kt_copy_dir(const char *src);
 /* rm -r. */
 void kt_remove_tree(const char *path);
 /* Write `text` to `path`, failing the test on error. */
@@ -29,6 +32,9 @@ void kt_write_bytes(const char *path, const void *data, size_t size);
    after them (a NUL, so text can be read as a string); fails the test on
    error. */
 unsigned char *kt_read_bytes(const char *path, size_t *size);
+/* Replace the first `from` in the file `path` by `to`, failing the test if
+   the file has none. */
+void kt_edit_file(const char *path, const char *from, const char *to);
 
 /* The layout of an entry of the on-disk program cache (src/jit/disk_cache.c):
    little-endian header fields at these byte offsets, the key right after the
@@ -85,6 +91,17 @@ int kt_group_teardown(void **state);
    work-groups or local memory exceed the device's limits skips the test,
    saying why. */
 kiln_context *kt_profile_context(const char *name);
+
+/* A context on the default device with the profile overlay that `fmt`
+   formats (kiln_context_options.profile_overlay); the caller destroys it. */
+kiln_context *kt_overlay_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A tuner trial (src/tune/trial.h) that was timed: right, at least one
+   run, every checked element within its bound. */
+struct kiln_trial;
+void kt_assert_trial_timed(const struct kiln_trial *t);
+/* One rejected for a result unlike the reference, and never timed. */
+void kt_assert_trial_wrong(const struct kiln_trial *t);
 
 /* A value no event handle has: event outputs are set to it before a call
    that must not touch them. */
