@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/diag.h"
-#include "ops/find.h"
 #include "ref/gemm_operand.h"
 #include "tune/trial_impl.h"
 
@@ -77,11 +76,8 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
         return KILN_SUCCESS;
     }
     kiln_gemm_plan_info info;
-    if (kiln_gemm_plan_describe(r.plan, &info) == KILN_SUCCESS) {
-        snprintf(out->kernel, sizeof out->kernel, "%s", info.kernel);
-        snprintf(out->params, sizeof out->params, "%s", info.params);
-        snprintf(out->param_set, sizeof out->param_set, "%s", info.param_set);
-    }
+    if (kiln_gemm_plan_describe(r.plan, &info) == KILN_SUCCESS)
+        kiln_trial_chose(out, info.kernel, info.params, info.param_set);
 
     float *host[3] = {0};
     size_t count[3];
@@ -108,11 +104,8 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
         else
             check(desc, host, &rng, out);
     }
-    if (st == KILN_SUCCESS && out->verdict == KILN_TRIAL_TIMED) {
-        kiln_status timed = kiln_time_runs(ctx, run_once, &r, reps, cutoff_ms, &out->ms, &out->runs);
-        if (timed != KILN_SUCCESS)
-            kiln_trial_reject(out, KILN_TRIAL_RUN_FAILED, timed, "timed run");
-    }
+    if (st == KILN_SUCCESS)
+        kiln_trial_time(ctx, run_once, &r, reps, cutoff_ms, out);
     for (int w = OP_A; w <= OP_C; w++) {
         kiln_buffer_destroy(r.buf[w]);
         free(host[w]);
