@@ -1,19 +1,17 @@
 /*
- * The plain-C attention oracle and the host side of an attention test case,
- * shared by test_attention.c and test_attention_conformance.c. Header-only
- * (static functions) because tests/CMakeLists.txt builds each test_*.c with
+ * The host side of an attention test case, shared by test_attention.c,
+ * test_attention_conformance.c and test_threads.c. Header-only (static
+ * functions) because tests/CMakeLists.txt builds each test_*.c with
  * test_util.c alone.
  *
  * ar_reference_row() is the operator for one (batch item, head, query
- * position) in double precision with obvious loops, following the contract
- * of kiln_attention.h: scores scale * q.k + mask over the keys the row sees
- * (key lengths clamped to [0, seq_kv], causal masking aligned to the end of
- * the key sequence), softmax, weighted sum of V, natural log-sum-exp; a row
- * with no visible key or only -inf scores gives 0 and -inf. A case (struct
- * ar_case) owns exact-size device buffers, fills them with fresh uniform
- * values (never zeros), poisons O and lse with NaN, and checks every element
- * against its bound (NaN never passes, so an element left unwritten fails)
- * and that the inputs came back unchanged.
+ * position) in double precision with obvious loops and its error bounds:
+ * kiln_attention_reference_row() of src/ref/attention_operand.h, which the
+ * tuner's check shares. A case (struct ar_case) owns exact-size device
+ * buffers, fills them with fresh uniform values (never zeros), poisons O and
+ * lse with NaN, and checks every element against its bound (NaN never
+ * passes, so an element left unwritten fails) and that the inputs came back
+ * unchanged.
  */
 #ifndef KILN_TEST_ATTENTION_REF_H
 #define KILN_TEST_ATTENTION_REF_H
@@ -24,40 +22,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref/attention_operand.h"
 #include "test_util.h"
 
-/* Element index of (b, h, position, 0) of a tensor of `seq` positions and
-   `heads` heads in the descriptor's layout. */
-static inline size_t ar_at(const kiln_attention_desc *d, size_t seq, size_t heads, size_t b, size_t h, size_t pos)
-{
-    return (d->layout == KILN_BSHD ? (b * seq + pos) * heads + h : (b * heads + h) * seq + pos) * d->head_dim;
-}
+/* The operands of src/ref/attention_operand.h under the tests' short names. */
+enum {
+    AR_Q = KILN_ATTENTION_OP_Q,
+    AR_K = KILN_ATTENTION_OP_K,
+    AR_V = KILN_ATTENTION_OP_V,
+    AR_MASK = KILN_ATTENTION_OP_MASK,
+    AR_KEYLEN = KILN_ATTENTION_OP_KEY_LENGTHS,
+    AR_O = KILN_ATTENTION_OP_O,
+    AR_LSE = KILN_ATTENTION_OP_LSE,
+    AR_OPERANDS = KILN_ATTENTION_OPERANDS
+};
 
-/* Elements of the mask for the descriptor's mask kind (0 without a mask). */
-static inline size_t ar_mask_elems(const kiln_attention_desc *d)
-{
-    size_t per = d->seq_q * d->seq_kv;
-    switch (d->mask) {
-    case KILN_ATTENTION_MASK_QK:
-        return per;
-    case KILN_ATTENTION_MASK_BQK:
-        return d->batch * per;
-    case KILN_ATTENTION_MASK_BHQK:
-        return d->batch * d->heads * per;
-    default:
-        return 0;
-    }
-}
+/* A row of a shape table: a problem's sizes and what differs from
+   kiln_attention_desc_init's defaults. */
+struct ar_row {
+    const char *what;
+    kiln_attention_layout layout;
+    size_t batch, heads, kv_heads, seq_q, seq_kv, dim;
+    int causal;
+    kiln_attention_mask mask;
+    int key_lengths, lse;
+    kiln_dtype dtype;
+    float logits; /* Q scale; 0 means 1 */
+};
 
-static inline size_t ar_mask_at(const kiln_attention_desc *d, size_t b, size_t h, size_t i, size_t j)
-{
-    size_t row = d->mask == KILN_ATTENTION_MASK_QK    ? i
-                 : d->mask == KILN_ATTENTION_MASK_BQK ? b * d->seq_q + i
-                                                      : (b * d->heads + h) * d->seq_q + i;
-    return row * d->seq_kv + j;
-}
+#define AR_SHAPE(what_, lay, b, h, hk, nq, nk, d)                                                                      \
+    .what = what_, .layout = lay, .batch = b, .heads = h, .kv_heads = hk, .seq_q = nq, .seq_kv = nk, .dim = d
 
-enum { AR_Q, AR_K, AR_V, AR_MASK, AR_KEYLEN, AR_O, AR_LSE, AR_OPERANDS };
+static inline kiln_attention_desc ar_desc_of(const struct ar_row *r, kiln_attention_algo algo)
+{
+    kiln_attention_desc d;
+    kiln_attention_desc_init(&d, r->layout, r->batch, r->heads, r->seq_q, r->seq_kv, r->dim);
+    d.kv_heads = r->kv_heads;
+    d.causal = r->causal;
+    d.mask = r->mask;
+    d.key_lengths = r->key_lengths;
+    d.lse = r->lse;
+    d.dtype = r->dtype;
+    d.algo = algo;
+    return d;
+}
 
 /* Host values and device buffers of one case. val[] holds the values as the
    reference sees them (fp16-rounded for fp16 storage); raw[] the bytes
@@ -76,20 +84,16 @@ static inline void ar_case_init(struct ar_case *t, kiln_context *ctx, const kiln
     memset(t, 0, sizeof *t);
     t->desc = *d;
     const size_t es = kt_elem_size(d->dtype);
-    const size_t q = d->batch * d->seq_q * d->heads * d->head_dim;
-    const size_t kv = d->batch * d->seq_kv * d->kv_heads * d->head_dim;
-    const size_t counts[AR_OPERANDS] = {
-        q, kv, kv, ar_mask_elems(d), d->key_lengths ? d->batch : 0, q, d->lse ? d->batch * d->heads * d->seq_q : 0};
     const size_t elems[AR_OPERANDS] = {es, es, es, 4, 4, es, 4};
     for (int w = 0; w < AR_OPERANDS; w++) {
-        t->count[w] = counts[w], t->elem[w] = elems[w];
-        if (!counts[w])
+        t->count[w] = kiln_attention_operand_count(d, w), t->elem[w] = elems[w];
+        if (!t->count[w])
             continue;
-        t->val[w] = malloc(counts[w] * sizeof(float));
-        t->raw[w] = malloc(counts[w] * elems[w]);
+        t->val[w] = malloc(t->count[w] * sizeof(float));
+        t->raw[w] = malloc(t->count[w] * elems[w]);
         assert_non_null(t->val[w]);
         assert_non_null(t->raw[w]);
-        kt_assert_status(kiln_buffer_create(ctx, counts[w] * elems[w], &t->buf[w]), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_create(ctx, t->count[w] * elems[w], &t->buf[w]), KILN_SUCCESS);
     }
     t->key_lengths = (int32_t *)(void *)t->raw[AR_KEYLEN];
 }
@@ -171,91 +175,19 @@ static inline kiln_status ar_case_execute(struct ar_case *t, kiln_attention_plan
                                        t->buf[AR_KEYLEN], t->buf[AR_O], t->buf[AR_LSE], event);
 }
 
-/* The keys row (b, i) sees: [0, limit). */
-static inline size_t ar_key_limit(const kiln_attention_desc *d, const int32_t *key_lengths, size_t b, size_t i)
-{
-    long lim = (long)d->seq_kv;
-    if (d->key_lengths)
-        lim = key_lengths[b] < 0 ? 0 : key_lengths[b] > lim ? lim : key_lengths[b];
-    if (d->causal) {
-        long c = (long)i + (long)d->seq_kv - (long)d->seq_q + 1;
-        lim = c < 0 ? 0 : c < lim ? c : lim;
-    }
-    return (size_t)lim;
-}
-
-/*
- * One row in double precision: out[head_dim], *lse, and the error bounds of
- * each output (bound[head_dim]) and of the lse.
- *
- * Let A be the largest scale * sum_d |q_d k_jd| + |mask_j| over the visible
- * keys with a finite score. Each score is a dot product of head_dim terms,
- * scaled (and, in the fused kernel, moved to base 2 by one more product):
- * its absolute error is at most (head_dim + 4) * 4u * A with u = 2^-24 (the
- * 4u per term of gemm_ref.h: FMA versus separate rounding, blocked sums),
- * and exp/exp2 add a few ulp of relative error to each weight, covered by
- * 2^-20. A relative error E in every weight p_j moves an output, a weighted
- * mean of v_jd, by at most 2 E max_j |v_jd|; summing n visible keys (with
- * one rescale per block) adds (n + 4) * 4u * max_j |v_jd|. The lse is
- * max + ln(sum p_j): the score error, plus (n + 4) * 4u for the sum and the
- * rounding of the result. fp16 storage adds the rounding of each output to
- * fp16 (2^-11 relative, 2^-25 absolute); inputs are rounded before the
- * reference sees them.
- */
+/* One row in double precision (kiln_attention_reference_row): out[head_dim],
+   *lse, and the error bounds of each output (bound[head_dim]) and of the
+   lse. */
 static inline void ar_reference_row(const struct ar_case *t, size_t b, size_t h, size_t i, double *out, double *bound,
                                     double *lse, double *lse_bound)
 {
-    const kiln_attention_desc *d = &t->desc;
-    const size_t D = d->head_dim, hk = h / (d->heads / d->kv_heads);
-    const size_t lim = ar_key_limit(d, t->key_lengths, b, i);
-    const float *q = t->val[AR_Q] + ar_at(d, d->seq_q, d->heads, b, h, i);
-    double *s = malloc((lim ? lim : 1) * sizeof *s);
-    assert_non_null(s);
-    double top = -INFINITY, a_max = 0.0;
-    for (size_t j = 0; j < lim; j++) {
-        const float *k = t->val[AR_K] + ar_at(d, d->seq_kv, d->kv_heads, b, hk, j);
-        double dot = 0.0, mag = 0.0;
-        for (size_t x = 0; x < D; x++) {
-            dot += (double)q[x] * k[x];
-            mag += fabs((double)q[x] * k[x]);
-        }
-        s[j] = d->scale * dot, mag *= fabs(d->scale);
-        if (d->mask) {
-            double m = t->val[AR_MASK][ar_mask_at(d, b, h, i, j)];
-            s[j] += m;
-            mag += isfinite(m) ? fabs(m) : 0.0;
-        }
-        if (isfinite(s[j]) && mag > a_max)
-            a_max = mag;
-        top = s[j] > top ? s[j] : top;
-    }
-    for (size_t x = 0; x < D; x++)
-        out[x] = 0.0, bound[x] = 0.0;
-    double sum = 0.0;
-    size_t n = 0;
-    if (top != -INFINITY)
-        for (size_t j = 0; j < lim; j++) {
-            const float *v = t->val[AR_V] + ar_at(d, d->seq_kv, d->kv_heads, b, hk, j);
-            double p = exp(s[j] - top);
-            sum += p;
-            n += isfinite(s[j]) != 0;
-            for (size_t x = 0; x < D; x++) {
-                out[x] += p * v[x];
-                if (isfinite(s[j]) && fabs(v[x]) > bound[x])
-                    bound[x] = fabs(v[x]); /* max |v_jd| for now */
-            }
-        }
-    free(s);
-    const double score_err = (double)(D + 4) * 0x1p-22 * a_max + 0x1p-20;
-    const double sum_err = (double)(n + 4) * 0x1p-22;
-    for (size_t x = 0; x < D; x++) {
-        out[x] = sum > 0.0 ? out[x] / sum : 0.0;
-        bound[x] = (2.0 * score_err + sum_err) * bound[x] + FLT_MIN;
-        if (d->dtype == KILN_F16)
-            bound[x] += (fabs(out[x]) + bound[x]) * 0x1p-11 + 0x1p-25;
-    }
-    *lse = sum > 0.0 ? top + log(sum) : -INFINITY;
-    *lse_bound = sum > 0.0 ? score_err + sum_err + 0x1p-22 * fabs(*lse) : 0.0;
+    const struct kiln_attention_inputs in = {t->val[AR_Q], t->val[AR_K], t->val[AR_V], t->val[AR_MASK], t->key_lengths};
+    double *scores = malloc((t->desc.seq_kv ? t->desc.seq_kv : 1) * sizeof *scores);
+    assert_non_null(scores);
+    struct kiln_attention_row row = {out, bound, 0.0, 0.0};
+    kiln_attention_reference_row(&t->desc, &in, b, h, i, scores, &row);
+    free(scores);
+    *lse = row.lse, *lse_bound = row.lse_bound;
 }
 
 /* Read everything back after the attention ran on the filled case: every
@@ -283,7 +215,7 @@ static inline void ar_case_check(const struct ar_case *t, const char *label)
             for (size_t i = 0; i < d->seq_q; i++, rows++) {
                 double lse, lse_bound;
                 ar_reference_row(t, b, h, i, ref, bound, &lse, &lse_bound);
-                const size_t at = ar_at(d, d->seq_q, d->heads, b, h, i);
+                const size_t at = kiln_attention_at(d, d->seq_q, d->heads, b, h, i);
                 for (size_t x = 0; x < d->head_dim; x++) {
                     double v = kt_stored(got[AR_O], t->elem[AR_O], at + x), err = fabs(v - ref[x]);
                     if (!(err <= bound[x]) && bad++ < 5)

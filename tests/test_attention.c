@@ -36,85 +36,57 @@
 /* The shape table                                                          */
 /* ------------------------------------------------------------------------ */
 
-struct row {
-    const char *what;
-    kiln_attention_layout layout;
-    size_t batch, heads, kv_heads, seq_q, seq_kv, dim;
-    int causal;
-    kiln_attention_mask mask;
-    int key_lengths, lse;
-    kiln_dtype dtype;
-    float logits; /* Q scale; 0 means 1 */
-};
-
-#define SHAPE(what_, lay, b, h, hk, nq, nk, d)                                                                         \
-    .what = what_, .layout = lay, .batch = b, .heads = h, .kv_heads = hk, .seq_q = nq, .seq_kv = nk, .dim = d
-
 /* On this machine's profile the fused kernel takes 32 query rows (2 vectors
    of 16) per work-item and 8 keys per block; generic-cpu 8 rows and 4 keys.
    Lengths below, at and past those, and not multiples of either. */
-static const struct row rows[] = {
+static const struct ar_row rows[] = {
     /* Sequence lengths. */
-    {SHAPE("seq 1", BSHD, 1, 2, 2, 1, 1, 64), .lse = 1},
-    {SHAPE("seq 17", BSHD, 2, 2, 2, 17, 17, 64)},
-    {SHAPE("seq 100", BHSD, 1, 3, 3, 100, 100, 64), .lse = 1},
-    {SHAPE("seq 255", BSHD, 1, 2, 2, 255, 255, 64)},
-    {SHAPE("seq 1000", BHSD, 1, 2, 2, 1000, 1000, 64), .lse = 1},
+    {AR_SHAPE("seq 1", BSHD, 1, 2, 2, 1, 1, 64), .lse = 1},
+    {AR_SHAPE("seq 17", BSHD, 2, 2, 2, 17, 17, 64)},
+    {AR_SHAPE("seq 100", BHSD, 1, 3, 3, 100, 100, 64), .lse = 1},
+    {AR_SHAPE("seq 255", BSHD, 1, 2, 2, 255, 255, 64)},
+    {AR_SHAPE("seq 1000", BHSD, 1, 2, 2, 1000, 1000, 64), .lse = 1},
     /* Query length 1 (decoding) and lengths that differ. */
-    {SHAPE("decode", BSHD, 2, 4, 4, 1, 1000, 128), .lse = 1},
-    {SHAPE("decode gqa", BHSD, 2, 8, 2, 1, 300, 64), .lse = 1},
-    {SHAPE("decode mqa", BSHD, 1, 8, 1, 1, 255, 128)},
-    {SHAPE("q < kv", BSHD, 1, 2, 2, 17, 100, 64)},
-    {SHAPE("q > kv", BHSD, 1, 2, 2, 100, 17, 64), .lse = 1},
+    {AR_SHAPE("decode", BSHD, 2, 4, 4, 1, 1000, 128), .lse = 1},
+    {AR_SHAPE("decode gqa", BHSD, 2, 8, 2, 1, 300, 64), .lse = 1},
+    {AR_SHAPE("decode mqa", BSHD, 1, 8, 1, 1, 255, 128)},
+    {AR_SHAPE("q < kv", BSHD, 1, 2, 2, 17, 100, 64)},
+    {AR_SHAPE("q > kv", BHSD, 1, 2, 2, 100, 17, 64), .lse = 1},
     /* Causal masking, aligned to the end of the keys. */
-    {SHAPE("causal", BSHD, 1, 2, 2, 100, 100, 64), .causal = 1, .lse = 1},
-    {SHAPE("causal q < kv", BHSD, 1, 2, 2, 33, 255, 64), .causal = 1, .lse = 1},
-    {SHAPE("causal q > kv", BSHD, 1, 2, 2, 100, 17, 64), .causal = 1, .lse = 1},
-    {SHAPE("causal decode", BSHD, 2, 4, 4, 1, 100, 64), .causal = 1, .lse = 1},
-    {SHAPE("causal 1000", BSHD, 1, 1, 1, 1000, 1000, 64), .causal = 1},
+    {AR_SHAPE("causal", BSHD, 1, 2, 2, 100, 100, 64), .causal = 1, .lse = 1},
+    {AR_SHAPE("causal q < kv", BHSD, 1, 2, 2, 33, 255, 64), .causal = 1, .lse = 1},
+    {AR_SHAPE("causal q > kv", BSHD, 1, 2, 2, 100, 17, 64), .causal = 1, .lse = 1},
+    {AR_SHAPE("causal decode", BSHD, 2, 4, 4, 1, 100, 64), .causal = 1, .lse = 1},
+    {AR_SHAPE("causal 1000", BSHD, 1, 1, 1, 1000, 1000, 64), .causal = 1},
     /* Grouped-query and multi-query heads. */
-    {SHAPE("gqa", BSHD, 2, 8, 2, 100, 100, 64)},
-    {SHAPE("gqa causal", BHSD, 1, 6, 2, 77, 77, 80), .causal = 1, .lse = 1},
-    {SHAPE("mqa causal", BHSD, 1, 4, 1, 64, 64, 64), .causal = 1},
+    {AR_SHAPE("gqa", BSHD, 2, 8, 2, 100, 100, 64)},
+    {AR_SHAPE("gqa causal", BHSD, 1, 6, 2, 77, 77, 80), .causal = 1, .lse = 1},
+    {AR_SHAPE("mqa causal", BHSD, 1, 4, 1, 64, 64, 64), .causal = 1},
     /* Head dimensions (64 and 128 compiled in, the others a run-time bound). */
-    {SHAPE("dim 1", BSHD, 1, 2, 2, 33, 40, 1), .lse = 1},
-    {SHAPE("dim 16", BSHD, 1, 2, 2, 100, 100, 16)},
-    {SHAPE("dim 80", BSHD, 1, 2, 1, 100, 100, 80)},
-    {SHAPE("dim 128", BHSD, 1, 2, 2, 100, 100, 128), .causal = 1},
-    {SHAPE("dim 200", BHSD, 1, 1, 1, 65, 70, 200)},
-    {SHAPE("dim 256", BSHD, 1, 1, 1, 100, 100, 256), .lse = 1},
+    {AR_SHAPE("dim 1", BSHD, 1, 2, 2, 33, 40, 1), .lse = 1},
+    {AR_SHAPE("dim 16", BSHD, 1, 2, 2, 100, 100, 16)},
+    {AR_SHAPE("dim 80", BSHD, 1, 2, 1, 100, 100, 80)},
+    {AR_SHAPE("dim 128", BHSD, 1, 2, 2, 100, 100, 128), .causal = 1},
+    {AR_SHAPE("dim 200", BHSD, 1, 1, 1, 65, 70, 200)},
+    {AR_SHAPE("dim 256", BSHD, 1, 1, 1, 100, 100, 256), .lse = 1},
     /* Key lengths (the first batch item full, the second above seq_kv, the
        third negative: both clamped), with and without causal masking. */
-    {SHAPE("key lengths", BSHD, 4, 2, 2, 50, 100, 64), .key_lengths = 1, .lse = 1},
-    {SHAPE("key lengths causal", BHSD, 3, 2, 1, 100, 100, 64), .causal = 1, .key_lengths = 1, .lse = 1},
+    {AR_SHAPE("key lengths", BSHD, 4, 2, 2, 50, 100, 64), .key_lengths = 1, .lse = 1},
+    {AR_SHAPE("key lengths causal", BHSD, 3, 2, 1, 100, 100, 64), .causal = 1, .key_lengths = 1, .lse = 1},
     /* Additive masks of each extent (about one entry in eight -inf). */
-    {SHAPE("mask qk", BSHD, 1, 2, 2, 33, 100, 64), .mask = M_QK, .lse = 1},
-    {SHAPE("mask bqk", BHSD, 2, 2, 2, 33, 100, 64), .mask = M_BQK},
-    {SHAPE("mask bhqk", BSHD, 2, 4, 2, 40, 40, 64), .mask = M_BHQK, .causal = 1, .key_lengths = 1, .lse = 1},
+    {AR_SHAPE("mask qk", BSHD, 1, 2, 2, 33, 100, 64), .mask = M_QK, .lse = 1},
+    {AR_SHAPE("mask bqk", BHSD, 2, 2, 2, 33, 100, 64), .mask = M_BQK},
+    {AR_SHAPE("mask bhqk", BSHD, 2, 4, 2, 40, 40, 64), .mask = M_BHQK, .causal = 1, .key_lengths = 1, .lse = 1},
     /* Logits that overflow a naive exp in fp32. */
-    {SHAPE("hard", BSHD, 1, 2, 2, 100, 100, 64), .logits = HARD, .lse = 1},
-    {SHAPE("hard causal", BHSD, 1, 2, 2, 100, 100, 128), .causal = 1, .logits = HARD, .lse = 1},
-    {SHAPE("hard mask", BSHD, 1, 2, 2, 33, 70, 64), .mask = M_BHQK, .logits = HARD, .lse = 1},
+    {AR_SHAPE("hard", BSHD, 1, 2, 2, 100, 100, 64), .logits = HARD, .lse = 1},
+    {AR_SHAPE("hard causal", BHSD, 1, 2, 2, 100, 100, 128), .causal = 1, .logits = HARD, .lse = 1},
+    {AR_SHAPE("hard mask", BSHD, 1, 2, 2, 33, 70, 64), .mask = M_BHQK, .logits = HARD, .lse = 1},
     /* fp16 storage, fp32 arithmetic. */
-    {SHAPE("f16", BSHD, 1, 2, 2, 100, 100, 64), .dtype = F16},
-    {SHAPE("f16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = F16, .causal = 1, .lse = 1},
-    {SHAPE("f16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = F16, .key_lengths = 1},
-    {SHAPE("f16 hard", BSHD, 1, 2, 2, 64, 64, 64), .dtype = F16, .logits = HARD, .lse = 1},
+    {AR_SHAPE("f16", BSHD, 1, 2, 2, 100, 100, 64), .dtype = F16},
+    {AR_SHAPE("f16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = F16, .causal = 1, .lse = 1},
+    {AR_SHAPE("f16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = F16, .key_lengths = 1},
+    {AR_SHAPE("f16 hard", BSHD, 1, 2, 2, 64, 64, 64), .dtype = F16, .logits = HARD, .lse = 1},
 };
-
-static kiln_attention_desc desc_of(const struct row *r, kiln_attention_algo algo)
-{
-    kiln_attention_desc d;
-    kiln_attention_desc_init(&d, r->layout, r->batch, r->heads, r->seq_q, r->seq_kv, r->dim);
-    d.kv_heads = r->kv_heads;
-    d.causal = r->causal;
-    d.mask = r->mask;
-    d.key_lengths = r->key_lengths;
-    d.lse = r->lse;
-    d.dtype = r->dtype;
-    d.algo = algo;
-    return d;
-}
 
 /* The plan for `d` chose `algo` (FUSED for AUTO) and says what it runs: the
    fused kernel holds no memory, the naive algorithm at least its score
@@ -138,7 +110,7 @@ static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_at
 }
 
 struct row_test {
-    const struct row *row;
+    const struct ar_row *row;
     kiln_attention_algo algo;
 };
 
@@ -155,7 +127,7 @@ static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, fl
 static void test_row(void **state)
 {
     const struct row_test *rt = *state;
-    kiln_attention_desc d = desc_of(rt->row, rt->algo);
+    kiln_attention_desc d = ar_desc_of(rt->row, rt->algo);
     kiln_attention_plan *plan = NULL;
     kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     assert_plan_describes(plan, &d);
@@ -163,7 +135,7 @@ static void test_row(void **state)
     kiln_attention_plan_destroy(plan);
 }
 
-static void row_name(char *buf, size_t size, const struct row *r, kiln_attention_algo algo)
+static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo)
 {
     static const char *const masks[] = {"", " mask=qk", " mask=bqk", " mask=bhqk"};
     snprintf(buf, size, "%s %s: b%zu h%zu/%zu q%zu kv%zu d%zu %s%s%s%s%s%s%s",
@@ -205,8 +177,8 @@ static void test_desc_init(void **state)
 static void test_auto_is_fused(void **state)
 {
     (void)state;
-    static const struct row r = {SHAPE("auto", BSHD, 2, 4, 2, 37, 45, 64), .causal = 1, .lse = 1};
-    kiln_attention_desc d = desc_of(&r, KILN_ATTENTION_AUTO);
+    static const struct ar_row r = {AR_SHAPE("auto", BSHD, 2, 4, 2, 37, 45, 64), .causal = 1, .lse = 1};
+    kiln_attention_desc d = ar_desc_of(&r, KILN_ATTENTION_AUTO);
     kiln_attention_plan *plan = NULL;
     kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
     assert_plan_describes(plan, &d);
@@ -223,10 +195,10 @@ static void test_auto_is_fused(void **state)
 static void test_event_completes_the_work(void **state)
 {
     (void)state;
-    static const struct row r = {SHAPE("event", BHSD, 2, 2, 1, 65, 70, 64), .causal = 1, .lse = 1};
+    static const struct ar_row r = {AR_SHAPE("event", BHSD, 2, 2, 1, 65, 70, 64), .causal = 1, .lse = 1};
     for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++)
         for (int f16 = 0; f16 <= 1; f16++) {
-            kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+            kiln_attention_desc d = ar_desc_of(&r, (kiln_attention_algo)algo);
             d.dtype = f16 ? KILN_F16 : KILN_F32;
             kiln_attention_plan *plan = NULL;
             kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
@@ -247,9 +219,9 @@ static void test_event_completes_the_work(void **state)
 static void test_plan_reuse(void **state)
 {
     (void)state;
-    static const struct row r = {SHAPE("reuse", BSHD, 2, 4, 2, 33, 40, 80), .key_lengths = 1, .lse = 1};
+    static const struct ar_row r = {AR_SHAPE("reuse", BSHD, 2, 4, 2, 33, 40, 80), .key_lengths = 1, .lse = 1};
     for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++) {
-        kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+        kiln_attention_desc d = ar_desc_of(&r, (kiln_attention_algo)algo);
         kiln_attention_plan *plan = NULL;
         kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
         struct ar_case t1, t2;
@@ -272,9 +244,9 @@ static void test_plan_reuse(void **state)
 static void test_one_shot(void **state)
 {
     (void)state;
-    static const struct row r = {SHAPE("one-shot", BHSD, 1, 4, 4, 20, 30, 64), .mask = M_BQK, .dtype = F16};
+    static const struct ar_row r = {AR_SHAPE("one-shot", BHSD, 1, 4, 4, 20, 30, 64), .mask = M_BQK, .dtype = F16};
     for (int algo = KILN_ATTENTION_AUTO; algo <= KILN_ATTENTION_NAIVE; algo++) {
-        kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+        kiln_attention_desc d = ar_desc_of(&r, (kiln_attention_algo)algo);
         struct ar_case t;
         ar_case_init(&t, kt_ctx, &d);
         ar_case_fill(&t, 1.0f, 0, &kt_group_seed);
@@ -326,10 +298,10 @@ static void test_naive_memory_limit(void **state)
 static void test_rows_that_see_nothing(void **state)
 {
     (void)state;
-    static const struct row r = {SHAPE("nothing", BSHD, 3, 2, 2, 40, 20, 64), .causal = 1, .mask = M_BQK,
-                                 .key_lengths = 1, .lse = 1};
+    static const struct ar_row r = {AR_SHAPE("nothing", BSHD, 3, 2, 2, 40, 20, 64), .causal = 1, .mask = M_BQK,
+                                    .key_lengths = 1, .lse = 1};
     for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++) {
-        kiln_attention_desc d = desc_of(&r, (kiln_attention_algo)algo);
+        kiln_attention_desc d = ar_desc_of(&r, (kiln_attention_algo)algo);
         kiln_attention_plan *plan = NULL;
         kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
         struct ar_case t;
@@ -338,7 +310,7 @@ static void test_rows_that_see_nothing(void **state)
         t.key_lengths[1] = 0;
         ar_upload(&t, AR_KEYLEN);
         for (size_t j = 0; j < d.seq_kv; j++) /* batch item 2, query 30: all -inf */
-            t.val[AR_MASK][ar_mask_at(&d, 2, 0, 30, j)] = -INFINITY;
+            t.val[AR_MASK][kiln_attention_mask_at(&d, 2, 0, 30, j)] = -INFINITY;
         memcpy(t.raw[AR_MASK], t.val[AR_MASK], t.count[AR_MASK] * sizeof(float));
         ar_upload(&t, AR_MASK);
         kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
@@ -362,9 +334,10 @@ static void test_rows_that_see_nothing(void **state)
 static void test_hidden_keys_with_non_finite_values(void **state)
 {
     (void)state;
-    static const struct row r = {SHAPE("hidden", BHSD, 2, 2, 1, 12, 24, 32), .causal = 1, .key_lengths = 1, .lse = 1};
+    static const struct ar_row r = {AR_SHAPE("hidden", BHSD, 2, 2, 1, 12, 24, 32), .causal = 1, .key_lengths = 1,
+                                    .lse = 1};
     for (int dtype = KILN_F32; dtype <= KILN_F16; dtype++) {
-        kiln_attention_desc d = desc_of(&r, KILN_ATTENTION_FUSED);
+        kiln_attention_desc d = ar_desc_of(&r, KILN_ATTENTION_FUSED);
         d.dtype = (kiln_dtype)dtype;
         kiln_attention_plan *plan = NULL;
         kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
@@ -378,7 +351,7 @@ static void test_hidden_keys_with_non_finite_values(void **state)
             for (size_t b = 0; b < d.batch; b++)
                 for (size_t j = (size_t)t.key_lengths[b]; j < d.seq_kv; j++)
                     for (size_t x = 0; x < d.head_dim; x++) {
-                        const size_t i = ar_at(&d, d.seq_kv, d.kv_heads, b, 0, j) + x;
+                        const size_t i = kiln_attention_at(&d, d.seq_kv, d.kv_heads, b, 0, j) + x;
                         const float g = garbage[(j + x) % 2];
                         t.val[w][i] = g;
                         if (dtype == KILN_F16) {

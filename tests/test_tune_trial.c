@@ -62,7 +62,7 @@ static void trial_mr(int mr, struct kiln_trial *t)
 {
     char overlay[128];
     snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", mr);
-    kiln_context *ctx = kt_overlay_context(overlay);
+    kiln_context *ctx = kt_overlay_context("%s", overlay);
     kiln_gemm_desc d;
     /* n wide enough for the profile's tile (narrow problems take its narrow tile). */
     kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 45, 256, 33);

@@ -152,7 +152,7 @@ static void trial_wg(int wg, struct kiln_trial *t)
 {
     char overlay[128];
     snprintf(overlay, sizeof overlay, "{\"kernels\": {\"conv.direct\": {\"wg\": %d}}}", wg);
-    kiln_context *ctx = kt_overlay_context(overlay);
+    kiln_context *ctx = kt_overlay_context("%s", overlay);
     kiln_conv2d_desc d;
     kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 6, 20, 20, 8, 3, 3);
     d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;

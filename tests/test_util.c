@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,14 @@ char *kt_temp_dir(void)
     char *dir = mkdtemp(tmpl);
     assert_non_null(dir);
     return strdup(dir);
+}
+
+char *kt_copy_dir(const char *src)
+{
+    char *dir = kt_temp_dir(), cmd[8300];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s'", src, dir);
+    assert_int_equal(system(cmd), 0);
+    return dir;
 }
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -234,7 +243,16 @@ kiln_context *kt_profile_context(const char *name)
     return ctx;
 }
 
-kiln_context *kt_overlay_context(const char *overlay) { return context_with(NULL, overlay); }
+kiln_context *kt_overlay_context(const char *fmt, ...)
+{
+    char overlay[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(overlay, sizeof overlay, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0 && (size_t)n < sizeof overlay);
+    return context_with(NULL, overlay);
+}
 
 void kt_wait_and_release(kiln_event *ev)
 {

@@ -19,6 +19,9 @@ void kt_fill_uniform(float *x, size_t n, float lo, float hi, uint64_t *state);
 
 /* A fresh directory under $TMPDIR (or /tmp); malloc'd path. */
 char *kt_temp_dir(void);
+/* A fresh directory (as kt_temp_dir) holding a copy of everything in the
+   directory `src`; malloc'd path. */
+char *kt_copy_dir(const char *src);
 /* rm -r. */
 void kt_remove_tree(const char *path);
 /* Write `text` to `path`, failing the test on error. */
@@ -89,9 +92,9 @@ int kt_group_teardown(void **state);
    saying why. */
 kiln_context *kt_profile_context(const char *name);
 
-/* A context on the default device with the profile overlay `overlay` (JSON
-   text, kiln_context_options.profile_overlay); the caller destroys it. */
-kiln_context *kt_overlay_context(const char *overlay);
+/* A context on the default device with the profile overlay that `fmt`
+   formats (kiln_context_options.profile_overlay); the caller destroys it. */
+kiln_context *kt_overlay_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A value no event handle has: event outputs are set to it before a call
    that must not touch them. */

@@ -41,9 +41,7 @@ static inline void tc_assert_rejected(const struct kiln_trial *t, enum kiln_tria
    (KILN_KERNEL_DIR); the test edits it, then hands it to tc_kernels_end. */
 static inline char *tc_kernels_begin(const char *cl_dir)
 {
-    char *dir = kt_temp_dir(), cmd[8300];
-    snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s'", cl_dir, dir);
-    assert_int_equal(system(cmd), 0);
+    char *dir = kt_copy_dir(cl_dir);
     assert_int_equal(setenv("KILN_KERNEL_DIR", dir, 1), 0);
     return dir;
 }

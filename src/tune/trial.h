@@ -38,7 +38,9 @@ struct kiln_trial {
 };
 
 /* Elements of C checked against the reference per trial (all of C when it
-   has fewer): each costs one dot product of length k on the host. */
+   has fewer): each costs one dot product of length k on the host. Attention
+   checks whole query rows, as many as hold this many outputs (at least
+   one). */
 #define KILN_TRIAL_CHECKS 512
 
 /*
@@ -71,10 +73,15 @@ kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int
                             struct kiln_trial *out);
 
 /*
- * The same for the fp32 attention `desc` (trial_attention.c): random q, k,
- * v (and mask and key lengths when the descriptor takes them), o poisoned,
- * a sample of query rows checked against a double-precision reference
- * within the bound of tests/attention_ref.h.
+ * The same for the fp32 attention `desc` (trial_attention.c), with
+ * everything the descriptor allows (either layout, grouped- and multi-query
+ * heads, causal masking, key lengths, additive masks with -inf entries, lse,
+ * decoding, either algorithm): random q, k, v (q scaled so that the scores
+ * spread over a few units: softmax neither flat nor one-hot), a mask and key
+ * lengths when the descriptor takes them, o and lse poisoned. Every element
+ * of o and lse must be written, and a sample of query rows within the bound
+ * of src/ref/attention_operand.h (the tests' bound) of a double-precision
+ * reference of the row; an lse of -inf must be -inf.
  */
 kiln_status kiln_trial_attention(kiln_context *ctx, const kiln_attention_desc *desc, int reps, double cutoff_ms,
                                  uint64_t seed, struct kiln_trial *out);

@@ -123,4 +123,16 @@ static inline void kiln_trial_check_and_time(kiln_context *ctx, kiln_status (*ru
         kiln_trial_reject(t, KILN_TRIAL_RUN_FAILED, st, "timed run");
 }
 
+/* Unless the candidate was rejected, `reps` timed runs of run(cookie) cut
+   short past cutoff_ms (kiln_time_runs) into t->ms and t->runs. */
+static inline void kiln_trial_time(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, int reps,
+                                   double cutoff_ms, struct kiln_trial *t)
+{
+    if (t->verdict != KILN_TRIAL_TIMED)
+        return;
+    kiln_status timed = kiln_time_runs(ctx, run, cookie, reps, cutoff_ms, &t->ms, &t->runs);
+    if (timed != KILN_SUCCESS)
+        kiln_trial_reject(t, KILN_TRIAL_RUN_FAILED, timed, "timed run");
+}
+
 #endif /* KILN_TUNE_TRIAL_IMPL_H */

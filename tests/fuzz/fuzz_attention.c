@@ -168,7 +168,7 @@ static void check_result(struct fz_pool *pool, const kiln_attention_desc *d, con
                 for (size_t i = 0; i < d->seq_q; i++, row++) {
                     double lse, lse_bound;
                     ar_reference_row(&t, b, h, i, ref, bound, &lse, &lse_bound);
-                    const size_t at = ar_at(d, d->seq_q, d->heads, b, h, i);
+                    const size_t at = kiln_attention_at(d, d->seq_q, d->heads, b, h, i);
                     for (size_t x = 0; x < d->head_dim; x++)
                         fz_check_close(kt_stored(got_o, es, at + x), ref[x], bound[x], "O", at + x);
                     if (d->lse)
