@@ -22,31 +22,41 @@ static void ladder(size_t wins, double *small, double *large)
     }
 }
 
+#define PLACE_MAX(current) kiln_tune_place(1, rows, small, large, RUNGS, (current), 0, 0.03)
+
 static void test_maximum(void **state)
 {
     (void)state;
     double small[RUNGS], large[RUNGS];
     ladder(4, small, large); /* small wins up to 8 rows, loses from 16 */
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 64, 0), 8);
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 2, 0), 8);
-    /* Anywhere from 8 up to 15 the measurements agree: it stays. */
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 12, 0), 12);
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 16, 0), 8);
+    assert_int_equal(PLACE_MAX(64), 8);
+    assert_int_equal(PLACE_MAX(2), 8);
+    /* Anywhere from 8 up to 15 splits the ladder there: it stays. */
+    assert_int_equal(PLACE_MAX(12), 12);
+    assert_int_equal(PLACE_MAX(16), 8);
     ladder(0, small, large); /* never */
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 8, 0), 0);
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 0, 0), 0);
+    assert_int_equal(PLACE_MAX(8), 0);
+    assert_int_equal(PLACE_MAX(0), 0);
     ladder(RUNGS, small, large); /* always, as far as the ladder goes */
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 8, 0), 64);
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 1000, 0), 1000);
-    /* The small side wins again past a loss: only the first run counts. */
-    ladder(2, small, large);
-    small[5] = 0.1;
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 64, 0), 2);
+    assert_int_equal(PLACE_MAX(8), 64);
+    assert_int_equal(PLACE_MAX(1000), 1000);
+    /* One rung lost by a little among wins does not move it. */
+    ladder(4, small, large);
+    small[1] = 1.1;
+    assert_int_equal(PLACE_MAX(8), 8);
+    assert_int_equal(PLACE_MAX(64), 8);
+    /* A gain within min_gain over the rungs leaves it where it is. */
+    ladder(4, small, large);
+    small[4] = 0.97;
+    assert_int_equal(PLACE_MAX(8), 8);
+    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 8, 0, 0.0), 16);
     /* A side that does not apply loses. */
     ladder(RUNGS, small, large);
     small[3] = INFINITY;
-    assert_int_equal(kiln_tune_place(1, rows, small, large, RUNGS, 64, 0), 4);
+    assert_int_equal(PLACE_MAX(64), 4);
 }
+
+#define PLACE_MIN(current) kiln_tune_place(0, channels, small, large, 5, (current), 1L << 30, 0.03)
 
 static void test_minimum(void **state)
 {
@@ -54,18 +64,22 @@ static void test_minimum(void **state)
     const long channels[] = {16, 32, 64, 128, 256};
     double small[5] = {1, 1, 1, 1, 1}, large[5] = {2, 2, 0.5, 0.5, 0.5};
     /* The large side wins from 64 channels on. */
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 32, 1L << 30), 64);
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 64, 1L << 30), 64);
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 48, 1L << 30), 48);
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 200, 1L << 30), 64);
-    /* It wins nowhere at the top: never. */
+    assert_int_equal(PLACE_MIN(32), 64);
+    assert_int_equal(PLACE_MIN(64), 64);
+    assert_int_equal(PLACE_MIN(48), 48);
+    assert_int_equal(PLACE_MIN(200), 64);
+    /* One slow rung at the top does not undo the two before it. */
     large[4] = 3;
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 64, 1L << 30), 1L << 30);
+    assert_int_equal(PLACE_MIN(32), 64);
+    /* It wins nowhere: never. */
+    for (int i = 0; i < 5; i++)
+        large[i] = 2;
+    assert_int_equal(PLACE_MIN(64), 1L << 30);
     /* It wins everywhere. */
     for (int i = 0; i < 5; i++)
         large[i] = 0.5;
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 64, 1L << 30), 16);
-    assert_int_equal(kiln_tune_place(0, channels, small, large, 5, 8, 1L << 30), 8);
+    assert_int_equal(PLACE_MIN(64), 16);
+    assert_int_equal(PLACE_MIN(8), 8);
 }
 
 /* Four shapes along m (16, 64, 512, 2048) and three candidates: the seed,

@@ -1005,27 +1005,33 @@ static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_
     return KILN_SUCCESS;
 }
 
+/* The log of a probe's time, a side that does not apply costing as much
+   as 10^30 ms. */
+static double log_ms(double ms) { return log(isfinite(ms) && ms > 0 ? ms : 1e30); }
+
 long kiln_tune_place(int is_max, const long *metric, const double *small, const double *large, size_t n, long current,
-                     long never)
+                     long never, double min_gain)
 {
-    if (is_max) {
-        /* The small side wins from the bottom up to rung w - 1. */
-        size_t w = 0;
-        while (w < n && small[w] < large[w])
-            w++;
-        const long lo = w ? metric[w - 1] : LONG_MIN, hi = w < n ? metric[w] : LONG_MAX;
-        if ((current >= lo && current < hi) || (w == 0 && current == never))
-            return current;
-        return w ? metric[w - 1] : never;
+    /* Split k: the small side on rungs 0 .. k-1, the large side on the
+       rest; its cost, the sum of the log times it takes. */
+    size_t here = 0; /* the current value's split */
+    while (here < n && (is_max ? metric[here] <= current : metric[here] < current))
+        here++;
+    double cost[PROBES_MAX + 1], best_cost = INFINITY;
+    size_t best = here;
+    for (size_t k = 0; k <= n && n <= PROBES_MAX; k++) {
+        cost[k] = 0;
+        for (size_t i = 0; i < n; i++)
+            cost[k] += log_ms(i < k ? small[i] : large[i]);
+        const size_t d = k > here ? k - here : here - k, d_best = best > here ? best - here : here - best;
+        if (cost[k] < best_cost - 1e-9 || (fabs(cost[k] - best_cost) <= 1e-9 && d < d_best))
+            best = k, best_cost = cost[k];
     }
-    /* The large side wins from rung f up to the top. */
-    size_t f = n;
-    while (f > 0 && large[f - 1] < small[f - 1])
-        f--;
-    const long lo = f ? metric[f - 1] : LONG_MIN, hi = f < n ? metric[f] : LONG_MAX;
-    if ((current > lo && current <= hi) || (f == n && current == never))
+    if (n == 0 || n > PROBES_MAX || best == here || exp((cost[here] - best_cost) / (double)n) <= 1.0 + min_gain)
         return current;
-    return f < n ? metric[f] : never;
+    if (is_max)
+        return best ? metric[best - 1] : never;
+    return best < n ? metric[best] : never;
 }
 
 /* Walk the ladder and place the threshold. */
@@ -1049,7 +1055,7 @@ static kiln_status place(struct search *s, kiln_context *ctx, const struct ladde
                  l->metric[i], small[i], large[i]);
     }
     th->measured = 1;
-    th->after = kiln_tune_place(l->is_max, l->metric, small, large, used, current, l->never);
+    th->after = kiln_tune_place(l->is_max, l->metric, small, large, used, current, l->never, s->o->min_gain);
     if (s->o->log)
         fprintf(s->o->log, "select.%s: %ld -> %ld (ms small/large side: %s)\n", l->field, th->before, th->after,
                 th->evidence);
