@@ -76,6 +76,7 @@ static kiln_status lower(struct kiln_conv2d_plan *plan, size_t volume)
     kiln_gemm_plan_info info;
     kiln_gemm_plan_describe(l->gemm, &info);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", info.kernel);
+    snprintf(plan->base.param_set, sizeof plan->base.param_set, "%s", info.param_set);
     snprintf(plan->base.params, sizeof plan->base.params, "%.200s, per group %zux%zux%zu", info.params, g.m, g.n, g.k);
     plan->base.workspace_bytes += info.workspace_bytes;
     return KILN_SUCCESS;
