@@ -161,7 +161,7 @@ static kiln_status shape_facts(kiln_context *ctx, const struct kiln_tune_shape *
     set[0] = kernel[0] = '\0';
     if (sh->op == KILN_TUNE_CONV) {
         const kiln_conv2d_desc *d = &sh->conv;
-        size_t p, q, yh, yw;
+        size_t p = 0, q = 0, yh, yw;
         st = kiln_conv_desc_dims(d, dims);
         if (st == KILN_SUCCESS)
             st = kiln_conv2d_output_size(d, &p, &q, &yh, &yw);
