@@ -515,8 +515,8 @@ static void test_compile_cost_bounds_edges(void **state)
 {
     (void)state;
     static const char *const within[] = {
-        "{\"kernels\": {\"gemm.tiled\": {\"mwg\": 32, \"nwg\": 16, \"kwg\": 8, \"mdimc\": 1, \"ndimc\": 1, "
-        "\"mdima\": 1, \"ndimb\": 1, \"kwi\": 8, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}",
+        ("{\"kernels\": {\"gemm.tiled\": {\"mwg\": 32, \"nwg\": 16, \"kwg\": 8, \"mdimc\": 1, \"ndimc\": 1, "
+         "\"mdima\": 1, \"ndimb\": 1, \"kwi\": 8, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}"),
         "{\"kernels\": {\"gemm.cpu\": {\"mr\": 32, \"nr\": 16, \"vw\": 1, \"narrow_mr\": 32}}}",
         "{\"kernels\": {\"gemm.smallm\": {\"mr\": 8, \"nc\": 4, \"vw\": 16}}}",
         "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 16, \"vw\": 16}}}",
