@@ -68,22 +68,6 @@ static void test_bad_arguments(void **state)
     kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
 }
 
-/* Replace the first `from` in the file by `to`. */
-static void edit(const char *path, const char *from, const char *to)
-{
-    size_t size;
-    char *text = (char *)kt_read_bytes(path, &size);
-    char *hit = strstr(text, from);
-    assert_non_null(hit);
-    size_t n = size - strlen(from) + strlen(to) + 1;
-    char *out = malloc(n);
-    assert_non_null(out);
-    snprintf(out, n, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
-    kt_write_file(path, out);
-    free(out);
-    free(text);
-}
-
 /* A trial of the CPU GEMM with register tiles `mr` rows high. */
 static void trial_mr(int mr, struct kiln_trial *t)
 {
@@ -109,11 +93,12 @@ static void test_wrong_and_broken_variants_are_rejected(void **state)
     snprintf(cmd, sizeof cmd, "cp -r '%s/.' '%s'", KT_CL_DIR, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(path, sizeof path, "%s/gemm/gemm_f32_cpu.cl", dir);
-    edit(path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;",
-         "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == 5 ? 1.001f : 1.0f);");
-    edit(path, "#include \"common/epilogue.h\"",
-         "#if KILN_TILE_MR == 3\n#error a variant that does not build\n#endif\n"
-         "#include \"common/epilogue.h\"");
+    kt_replace_in_file(
+        path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;",
+        "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == 5 ? 1.001f : 1.0f);");
+    kt_replace_in_file(path, "#include \"common/epilogue.h\"",
+                       "#if KILN_TILE_MR == 3\n#error a variant that does not build\n#endif\n"
+                       "#include \"common/epilogue.h\"");
     assert_int_equal(setenv("KILN_KERNEL_DIR", dir, 1), 0);
 
     struct kiln_trial t;

@@ -57,6 +57,22 @@ void kt_remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH |
 
 void kt_write_file(const char *path, const char *text) { kt_write_bytes(path, text, strlen(text)); }
 
+void kt_replace_in_file(const char *path, const char *from, const char *to)
+{
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    char *hit = strstr(text, from);
+    if (!hit)
+        fail_msg("%s does not hold \"%s\"", path, from);
+    size_t n = size - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
+    kt_write_file(path, out);
+    free(out);
+    free(text);
+}
+
 void kt_write_bytes(const char *path, const void *data, size_t size)
 {
     FILE *f = fopen(path, "wb");

@@ -23,6 +23,9 @@ char *kt_temp_dir(void);
 void kt_remove_tree(const char *path);
 /* Write `text` to `path`, failing the test on error. */
 void kt_write_file(const char *path, const char *text);
+/* Replace the first `from` in the text file `path` by `to`, failing the
+   test if it has none. */
+void kt_replace_in_file(const char *path, const char *from, const char *to);
 /* Write `size` bytes to `path` (replacing it), failing the test on error. */
 void kt_write_bytes(const char *path, const void *data, size_t size);
 /* The bytes of the file `path` in a malloc'd buffer with one spare byte
