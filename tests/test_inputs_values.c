@@ -453,7 +453,8 @@ static void test_every_key_bad_values(void **state)
    scores of 1024 x 1024 rows and keys) before these bounds; of the two
    work-group tiles, the GEMM's crashed the POCL CPU device (its work-items'
    private values overflow the stack of the thread running the work-group)
-   and the convolution's took 45 s to compile. */
+   and the convolution's took 45 s to compile; so did fused attention
+   holding 256 query rows on each of 64 work-items. */
 static void test_compile_cost_bounds(void **state)
 {
     (void)state;
@@ -507,6 +508,10 @@ static void test_compile_cost_bounds(void **state)
         {"{\"kernels\": {\"attention.fused\": {\"block_q\": 512, \"block_kv\": 1, \"q_blocks\": 1024, "
          "\"chunk_kv\": 1024, \"vw\": 16, \"wg\": 1}}}",
          "attention.fused: q_blocks*block_q = 524288 query rows per work-item, more than the schema's bound of 512"},
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 2, \"block_kv\": 128, \"q_blocks\": 128, "
+         "\"chunk_kv\": 256, \"vw\": 1, \"wg\": 64}}}",
+         "attention.fused: q_blocks*block_q*wg = 16384 query rows per work-group, more than the schema's bound of "
+         "4096"},
     };
     for (size_t i = 0; i < sizeof absurd / sizeof *absurd; i++) {
         double t0 = now_ms();
@@ -528,7 +533,8 @@ static void test_compile_cost_bounds_edges(void **state)
         "\"mdima\": 1, \"ndimb\": 1, \"kwi\": 8, \"vwm\": 1, \"vwn\": 1, \"sa\": false, \"sb\": false}}}",
         "{\"kernels\": {\"gemm.cpu\": {\"mr\": 32, \"nr\": 16, \"vw\": 1, \"narrow_mr\": 32}}}",
         "{\"kernels\": {\"gemm.smallm\": {\"mr\": 8, \"nc\": 4, \"vw\": 16}}}",
-        "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 16, \"vw\": 16}}}",
+        "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 16, \"vw\": 16, "
+        "\"wg\": 8}}}",
     };
     for (size_t i = 0; i < sizeof within / sizeof *within; i++) {
         kiln_context_options opt;

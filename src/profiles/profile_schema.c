@@ -221,7 +221,9 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
     /* Each row held costs 2 x 64 floats of private memory (queries and
        output accumulators; q_blocks shrinks for larger head dimensions). */
     if (bounded(why, size, "attention.fused", "q_blocks*block_q", (long)p->q_blocks * p->block_q,
-                "query rows per work-item", KILN_MAX_ATTENTION_ROWS))
+                "query rows per work-item", KILN_MAX_ATTENTION_ROWS) ||
+        bounded(why, size, "attention.fused", "q_blocks*block_q*wg", (long)p->q_blocks * p->block_q * p->wg,
+                "query rows per work-group", KILN_MAX_ATTENTION_GROUP_ROWS))
         return -1;
     return fits("attention.fused", dev, "wg", p->wg, 0, why, size);
 }
