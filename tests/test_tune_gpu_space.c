@@ -122,13 +122,18 @@ static void run_attention(kiln_context *ctx, kiln_attention_algo algo, enum kiln
                           uint64_t seed, const char *label)
 {
     kiln_attention_desc d[2];
-    kiln_attention_desc_init(&d[0], KILN_BSHD, 2, 4, 13, 37, 24);
-    d[0].kv_heads = 2;
-    d[0].causal = 1;
-    d[0].lse = 1;
-    kiln_attention_desc_init(&d[1], KILN_BHSD, 3, 2, 5, 70, 64);
-    d[1].mask = KILN_ATTENTION_MASK_BQK;
-    d[1].key_lengths = 1;
+    /* Fewer query rows than a block (decoding), at a head dimension with a
+       kernel of its own. */
+    kiln_attention_desc_init(&d[0], KILN_BHSD, 3, 2, 5, 70, 64);
+    d[0].mask = KILN_ATTENTION_MASK_BQK;
+    d[0].key_lengths = 1;
+    /* Enough query rows that a work-item keeps several blocks of them
+       (q_blocks) on a device of a few compute units; the candidates of odd
+       index (the first neighbour, the random one) take this one. */
+    kiln_attention_desc_init(&d[1], KILN_BSHD, 2, 4, 301, 37, 24);
+    d[1].kv_heads = 2;
+    d[1].causal = 1;
+    d[1].lse = 1;
     const size_t i = which % COUNT(d);
     d[i].algo = algo;
     kiln_attention_plan *plan = NULL;
