@@ -3,7 +3,10 @@
    directory that loads and that the next context's plans take; a resumed
    run takes every trial of the journal instead of running it again; an
    output directory that cannot be written is a clear error before any
-   trial. */
+   trial; a candidate that computes a wrong result (from a copy of the
+   kernel sources, KILN_KERNEL_DIR, in which one value of a parameter packs
+   A slightly wrong) is rejected, journaled with its reason, and never
+   written. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -13,7 +16,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/context.h"
 #include "profiles/profile.h"
+#include "tune/space.h"
 #include "tune/tune.h"
 
 static struct kiln_tune_shape shapes[2];
@@ -47,14 +52,18 @@ static size_t journal_lines(const char *dir)
     snprintf(path, sizeof path, "%s/%s", dir, KILN_TUNE_JOURNAL);
     size_t size;
     char *text = (char *)kt_read_bytes(path, &size);
-    size_t n = 0;
-    char *keys[512];
+    size_t n = 0, cap = 0;
+    char **keys = NULL; /* as many as the search had time for: hundreds with a warm kernel cache */
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         cJSON *j = cJSON_Parse(line);
         assert_non_null(j);
         const cJSON *g = cJSON_GetObjectItem(j, "group"), *ov = cJSON_GetObjectItem(j, "overlay");
         assert_true(cJSON_IsString(g) && cJSON_IsString(ov));
-        assert_true(n < 512);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            keys = realloc(keys, cap * sizeof *keys);
+            assert_non_null(keys);
+        }
         keys[n] = malloc(strlen(g->valuestring) + strlen(ov->valuestring) + 2);
         assert_non_null(keys[n]);
         sprintf(keys[n], "%s %s", g->valuestring, ov->valuestring);
@@ -66,6 +75,7 @@ static size_t journal_lines(const char *dir)
     }
     for (size_t i = 0; i < n; i++)
         free(keys[i]);
+    free(keys);
     free(text);
     return n;
 }
@@ -212,11 +222,114 @@ static void test_unwritable_output_is_an_error(void **state)
     free(dir);
 }
 
+/* The journal line of `overlay` in `dir`'s journal (a cJSON the caller
+   deletes), or NULL. */
+static cJSON *journal_line(const char *dir, const char *overlay)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, KILN_TUNE_JOURNAL);
+    size_t size;
+    char *text = (char *)kt_read_bytes(path, &size);
+    cJSON *found = NULL;
+    for (char *line = strtok(text, "\n"); line && !found; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        assert_non_null(j);
+        const cJSON *ov = cJSON_GetObjectItem(j, "overlay");
+        if (cJSON_IsString(ov) && strcmp(ov->valuestring, overlay) == 0)
+            found = j;
+        else
+            cJSON_Delete(j);
+    }
+    free(text);
+    return found;
+}
+
+/* The CPU GEMM's register tile one row lower than the matched profile's (the
+   first neighbour of the seed the search tries) scales A by 1.001 as it
+   packs it: the search must reject that candidate, say so in the journal,
+   and never write its value. */
+static void test_wrong_candidate_is_rejected(void **state)
+{
+    (void)state;
+    small_shapes();
+    kiln_gemm_plan *plan = NULL;
+    kiln_gemm_plan_info info;
+    kt_assert_status(kiln_gemm_plan_create(kt_ctx, &shapes[0].gemm, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+    kiln_gemm_plan_destroy(plan);
+    if (strcmp(info.param_set, "gemm.cpu:default") != 0) {
+        printf("# skipped: the shapes take %s on this device, not the CPU GEMM\n", info.param_set);
+        skip();
+    }
+    /* The wrong value: the first neighbour of the seed with another mr. */
+    struct kiln_space space;
+    kt_assert_status(
+        kiln_space_init(&space, KILN_GROUP_gemm_cpu, &kiln_profile_params(kt_ctx->profile)->gemm_cpu, &kt_ctx->desc),
+        KILN_SUCCESS);
+    union kiln_space_values near[64];
+    size_t n = kiln_space_neighbours(&space, &space.seed, near, 64), i = 0;
+    while (i < n && near[i].gemm_cpu.mr == space.seed.gemm_cpu.mr)
+        i++;
+    assert_true(i < n);
+    const int wrong = near[i].gemm_cpu.mr;
+    char *overlay = kiln_space_overlay(&space, &near[i]);
+    assert_non_null(overlay);
+    printf("# seed mr %d; the kernels are wrong for mr %d: %s\n", space.seed.gemm_cpu.mr, wrong, overlay);
+
+    char *cl = kt_copy_dir(KT_CL_DIR), *out = kt_temp_dir(), path[4200], to[512];
+    snprintf(path, sizeof path, "%s/gemm/gemm_f32_cpu.cl", cl);
+    snprintf(to, sizeof to,
+             "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == %d ? 1.001f : "
+             "1.0f);",
+             wrong);
+    kt_edit_file(path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;", to);
+    assert_int_equal(setenv("KILN_KERNEL_DIR", cl, 1), 0);
+
+    struct kiln_tune_options o;
+    options(&o, 10);
+    o.out = out;
+    o.min_gain = -2; /* write whatever the search found best */
+    o.measure_peaks = 0;
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    printf("# %zu trials, %zu rejected; wrote \"%s\": %s\n", r.trials, r.rejected, r.profile, r.changes);
+    assert_true(r.rejected >= 1);
+    cJSON *line = journal_line(out, overlay);
+    if (!line)
+        fail_msg("no journal line for %s", overlay);
+    const cJSON *verdict = cJSON_GetObjectItem(line, "verdict"), *reason = cJSON_GetObjectItem(line, "reason");
+    assert_true(cJSON_IsString(verdict) && cJSON_IsString(reason));
+    printf("# journal: %s: %s\n", verdict->valuestring, reason->valuestring);
+    assert_string_equal(verdict->valuestring, "rejected");
+    assert_non_null(strstr(reason->valuestring, "the reference"));
+    cJSON_Delete(line);
+    if (r.profile[0]) {
+        size_t size;
+        char *text = (char *)kt_read_bytes(r.path, &size);
+        cJSON *written = cJSON_Parse(text);
+        assert_non_null(written);
+        const cJSON *mr =
+            cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(written, "kernels"), "gemm.cpu"), "mr");
+        if (cJSON_IsNumber(mr) && mr->valueint == wrong)
+            fail_msg("the profile written holds the wrong mr %d: %s", wrong, text);
+        cJSON_Delete(written);
+        free(text);
+    }
+
+    assert_int_equal(unsetenv("KILN_KERNEL_DIR"), 0);
+    free(overlay);
+    kt_remove_tree(cl);
+    kt_remove_tree(out);
+    free(cl);
+    free(out);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_writes_a_profile_the_next_context_uses));
     kt_add(&tests, cmocka_unit_test(test_resume_runs_no_trial_twice));
     kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
+    kt_add(&tests, cmocka_unit_test(test_wrong_candidate_is_rejected));
     return kt_run("tune", &tests);
 }

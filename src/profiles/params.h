@@ -136,6 +136,18 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
 #define KILN_MAX_UNROLLED 4096
 #define KILN_MAX_ATTENTION_ROWS 512
 
+/* Bound of the schema on the accumulators of a whole work-group (its tile,
+   mwg x nwg), whatever the device: every work-item's private values live at
+   once, in a GPU's register file (64K 32-bit registers is NVIDIA's limit per
+   work-group) and on a CPU in the stack of the one thread that runs the
+   work-group (POCL keeps each work-item's private values across barriers
+   there: a 1024x1024 tile overflows its 8 MiB stack). */
+#define KILN_MAX_GROUP_VALUES 65536
+/* The same for the query rows a fused-attention work-group holds (each 512
+   bytes of private memory): 4096 rows are 2 MiB; 16384 (256 rows on each of
+   64 work-items) overflowed POCL's stack. */
+#define KILN_MAX_ATTENTION_GROUP_ROWS 4096
+
 /* The groups: G(group, JSON name, define prefix, shape dimensions its parameter
    sets may be chosen by, check, doc). Dimensions are KILN_DIM_* bits; check
    names the function of profile_schema.c that tests the group's constraints

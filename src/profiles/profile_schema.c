@@ -96,6 +96,13 @@ static int register_tile(char *why, size_t size, const char *group, long mwi, lo
     return bounded(why, size, group, expr, kwi * mwi * nwi, "multiply-adds unrolled per K step", KILN_MAX_UNROLLED);
 }
 
+/* The accumulators of a whole work-group, the tile `names` (`value`) at
+   most KILN_MAX_GROUP_VALUES (params.h says why). */
+static int group_tile(char *why, size_t size, const char *group, const char *names, long value)
+{
+    return bounded(why, size, group, names, value, "accumulators per work-group", KILN_MAX_GROUP_VALUES);
+}
+
 /* Work-items of a work-group (`threads`, the product `threads_expr`) and
    local memory within the device's limits. */
 static int fits(const char *group, const struct kiln_device_desc *dev, const char *threads_expr, long work_items,
@@ -143,7 +150,9 @@ static int check_gemm_tiled(const void *values, const struct kiln_device_desc *d
     MULTIPLE("gemm.tiled", threads, p->ndimb);
     MULTIPLE("gemm.tiled", p->kwg, threads / p->mdima);
     MULTIPLE("gemm.tiled", p->kwg, threads / p->ndimb);
-    if (register_tile(why, size, "gemm.tiled", p->mwg / p->mdimc, p->nwg / p->ndimc, p->kwi, "(mwg/mdimc)*(nwg/ndimc)"))
+    if (register_tile(why, size, "gemm.tiled", p->mwg / p->mdimc, p->nwg / p->ndimc, p->kwi,
+                      "(mwg/mdimc)*(nwg/ndimc)") ||
+        group_tile(why, size, "gemm.tiled", "mwg*nwg", (long)p->mwg * p->nwg))
         return -1;
     /* Each work-item's share of a staged tile is an unrolled loop. */
     if (p->sa && bounded(why, size, "gemm.tiled", "mwg*kwg/(mdimc*ndimc)", (long)p->mwg * p->kwg / threads,
@@ -186,7 +195,8 @@ static int check_igemm_tiled(const void *values, const struct kiln_device_desc *
     MULTIPLE("conv.igemm_tiled", p->mwg, p->mdimc * p->vw);
     MULTIPLE("conv.igemm_tiled", p->nwg, p->ndimc * p->vw);
     if (register_tile(why, size, "conv.igemm_tiled", p->mwg / p->mdimc, p->nwg / p->ndimc, 1,
-                      "(mwg/mdimc)*(nwg/ndimc)"))
+                      "(mwg/mdimc)*(nwg/ndimc)") ||
+        group_tile(why, size, "conv.igemm_tiled", "mwg*nwg", (long)p->mwg * p->nwg))
         return -1;
     /* Input and weight tiles plus the per-pixel and per-tap index tables. */
     long local = 4L * p->kwg * (p->mwg + p->vw + p->nwg + p->vw) + 16L * p->mwg + 48L * p->kwg;
@@ -211,7 +221,9 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
     /* Each row held costs 2 x 64 floats of private memory (queries and
        output accumulators; q_blocks shrinks for larger head dimensions). */
     if (bounded(why, size, "attention.fused", "q_blocks*block_q", (long)p->q_blocks * p->block_q,
-                "query rows per work-item", KILN_MAX_ATTENTION_ROWS))
+                "query rows per work-item", KILN_MAX_ATTENTION_ROWS) ||
+        bounded(why, size, "attention.fused", "q_blocks*block_q*wg", (long)p->q_blocks * p->block_q * p->wg,
+                "query rows per work-group", KILN_MAX_ATTENTION_GROUP_ROWS))
         return -1;
     return fits("attention.fused", dev, "wg", p->wg, 0, why, size);
 }

@@ -829,8 +829,8 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
     s->space.user = s;
     if (st == KILN_SUCCESS)
         st = search_group(s);
-    size_t best = best_over(s, NULL);
-    if (st != KILN_SUCCESS || best == SIZE_MAX || best == 0)
+    size_t best = best_over(s, NULL); /* the seed itself when nothing beat it */
+    if (st != KILN_SUCCESS || best == SIZE_MAX)
         return st;
     /* A class only where the matched profile has none for the group (a
        child's classes replace its parent's). */
