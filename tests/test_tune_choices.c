@@ -148,16 +148,21 @@ static void test_ops(void **state)
         if (kiln_tune_parse_ops(bad[i], &ops) != -1)
             fail_msg("\"%s\" was accepted", bad[i]);
     size_t n;
-    const struct kiln_tune_shape *shapes = kiln_tune_shapes(1u << KILN_TUNE_CONV, &n);
+    const struct kiln_tune_shape *shapes = kiln_tune_shapes(1u << KILN_TUNE_CONV, 0, &n);
     assert_true(n > 0);
     for (size_t i = 0; i < n; i++)
         assert_int_equal(shapes[i].op, KILN_TUNE_CONV);
-    shapes = kiln_tune_shapes(KILN_TUNE_OPS_ALL, &n);
-    assert_true(n <= KILN_TUNE_SHAPES_MAX);
-    unsigned seen = 0;
-    for (size_t i = 0; i < n; i++)
-        seen |= 1u << shapes[i].op;
-    assert_int_equal(seen, KILN_TUNE_OPS_ALL);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        shapes = kiln_tune_shapes(KILN_TUNE_OPS_ALL, gpu, &n);
+        assert_true(n <= KILN_TUNE_SHAPES_MAX);
+        unsigned seen = 0;
+        for (size_t i = 0; i < n; i++) {
+            seen |= 1u << shapes[i].op;
+            for (size_t j = 0; j < i; j++)
+                assert_string_not_equal(shapes[i].name, shapes[j].name);
+        }
+        assert_int_equal(seen, KILN_TUNE_OPS_ALL);
+    }
 }
 
 int main(void)

@@ -91,10 +91,11 @@ static struct kiln_tune_shape attention_shape(const char *name, size_t heads, si
     return s;
 }
 
-const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, size_t *count)
+const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *count)
 {
     static struct kiln_tune_shape out[KILN_TUNE_SHAPES_MAX];
-    const struct kiln_tune_shape all[] = {
+    /* For a few CPU cores: each shape a few milliseconds. */
+    const struct kiln_tune_shape cpu_shapes[] = {
         gemm_shape("gemm 512x512x512", 512, 512, 512, 1),
         gemm_shape("gemm 16x1024x1024", 16, 1024, 1024, 1),
         gemm_shape("gemm 64x64x4096", 64, 64, 4096, 1),
@@ -109,8 +110,26 @@ const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, size_t *count)
         attention_shape("attention prefill h4 n512 d128", 4, 4, 512, 512, 128),
         attention_shape("attention decode h32/8 kv4096 d128", 32, 8, 1, 4096, 128),
     };
+    /* For a GPU: the shapes of kiln-bench quick and the sizes a GPU runs
+       (a single tile leaves most of it idle on the CPU shapes). */
+    const struct kiln_tune_shape gpu_shapes[] = {
+        gemm_shape("gemm 2048x2048x2048", 2048, 2048, 2048, 1),
+        gemm_shape("gemm 16x4096x4096", 16, 4096, 4096, 1),
+        gemm_shape("gemm 256x256x16384", 256, 256, 16384, 1),
+        gemm_shape("gemm 512x49x4608", 512, 49, 4608, 1),
+        gemm_shape("gemm 128x128x128x64", 128, 128, 128, 64),
+        conv_shape("conv mobilenet_v1 conv2_2/dw", 64, 112, 64, 3, 2, 64),
+        conv_shape("conv mobilenet_v1 conv6/pw", 1024, 7, 1024, 1, 1, 1),
+        conv_shape("conv resnet50 res3b_branch2b", 128, 28, 128, 3, 1, 1),
+        conv_shape("conv resnet50 res5a_branch2b", 512, 14, 512, 3, 2, 1),
+        attention_shape("attention prefill h8 n4096 d64", 8, 8, 4096, 4096, 64),
+        attention_shape("attention prefill h8 n2048 d128", 8, 8, 2048, 2048, 128),
+        attention_shape("attention decode h32/8 kv8192 d128", 32, 8, 1, 8192, 128),
+    };
+    const struct kiln_tune_shape *all = gpu ? gpu_shapes : cpu_shapes;
+    const size_t total = gpu ? sizeof gpu_shapes / sizeof *gpu_shapes : sizeof cpu_shapes / sizeof *cpu_shapes;
     size_t n = 0;
-    for (size_t i = 0; i < sizeof all / sizeof *all && n < KILN_TUNE_SHAPES_MAX; i++)
+    for (size_t i = 0; i < total && n < KILN_TUNE_SHAPES_MAX; i++)
         if (ops & (1u << all[i].op))
             out[n++] = all[i];
     *count = n;
@@ -984,10 +1003,13 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
 
 /* One probe of a ladder on `ctx`, from the journal or timed: ms, or
    INFINITY when rejected (an algorithm that does not apply loses). */
-static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_tune_shape *sh, double *ms)
+static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_tune_shape *sh, const char *placed,
+                         double *ms)
 {
     static const char *const names[1] = {"probe"};
-    const struct entry *e = journaled(s, "select", sh->name, names, 1);
+    char key[512]; /* the probe and the thresholds it ran under */
+    snprintf(key, sizeof key, "%s %s", sh->name, placed);
+    const struct entry *e = journaled(s, "select", key, names, 1);
     if (e) {
         s->r->journaled++, s->r->trials++;
         *ms = e->timed ? cJSON_GetObjectItem(e->ms, "probe")->valuedouble : INFINITY;
@@ -1000,7 +1022,7 @@ static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_
     s->r->trials++;
     const int ok = t.verdict == KILN_TRIAL_TIMED;
     *ms = ok ? t.ms : INFINITY;
-    write_journal(s, "select", sh->name, ok, t.reason, names, &t.ms, 1);
+    write_journal(s, "select", key, ok, t.reason, names, &t.ms, 1);
     report_progress(s, "thresholds");
     return KILN_SUCCESS;
 }
@@ -1035,7 +1057,7 @@ long kiln_tune_place(int is_max, const long *metric, const double *small, const 
 }
 
 /* Walk the ladder and place the threshold. */
-static kiln_status place(struct search *s, kiln_context *ctx, const struct ladder *l, long current,
+static kiln_status place(struct search *s, kiln_context *ctx, const struct ladder *l, const char *placed, long current,
                          struct kiln_tune_threshold *th)
 {
     snprintf(th->field, sizeof th->field, "%s", l->field);
@@ -1045,9 +1067,9 @@ static kiln_status place(struct search *s, kiln_context *ctx, const struct ladde
     for (size_t i = 0; i < l->count; i++, used++) {
         if (now_s() >= s->deadline)
             return KILN_SUCCESS; /* out of budget: the profile's value stays, not measured */
-        kiln_status st = probe(s, ctx, &l->small[i], &small[i]);
+        kiln_status st = probe(s, ctx, &l->small[i], placed, &small[i]);
         if (st == KILN_SUCCESS)
-            st = probe(s, ctx, &l->large[i], &large[i]);
+            st = probe(s, ctx, &l->large[i], placed, &large[i]);
         if (st != KILN_SUCCESS)
             return st;
         size_t len = strlen(th->evidence);
@@ -1072,26 +1094,36 @@ static kiln_status tune_thresholds(struct search *s, const struct kiln_profile *
     if (!ls)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: ladders");
     const struct kiln_params *p = kiln_profile_params(profile);
-    size_t n = ladders(s->o, p, ls);
-    kiln_context_options opts;
-    kiln_context_options_init(&opts);
-    opts.device = s->o->device;
-    opts.profile_overlay = overlay && *overlay ? overlay : NULL;
-    kiln_context *ctx = NULL;
-    kiln_status st = n ? kiln_context_create(&opts, &ctx) : KILN_SUCCESS;
+    const size_t n = ladders(s->o, p, ls);
     cJSON *root = cJSON_CreateObject(), *select = cJSON_AddObjectToObject(root, "select");
+    kiln_status st = root && select ? KILN_SUCCESS : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
     for (size_t i = 0; st == KILN_SUCCESS && i < n; i++) {
+        /* Each ladder with the kernels just tuned and the thresholds placed
+           before it: Winograd's products, for one, take the GEMM family
+           that gemm_direct_max picks. */
+        char *placed = cJSON_PrintUnformatted(root);
+        char *parts[2] = {(char *)overlay, placed};
+        char *both = placed ? merge_overlays(parts, 2) : NULL;
+        kiln_context_options opts;
+        kiln_context_options_init(&opts);
+        opts.device = s->o->device;
+        opts.profile_overlay = both;
+        kiln_context *ctx = NULL;
+        st = both ? kiln_context_create(&opts, &ctx) : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
         const int f = kiln_param_field_find(KILN_GROUP_select, ls[i].field);
         const long current = (long)kiln_param_get(KILN_GROUP_select, f, &p->select);
         struct kiln_tune_threshold *th = &s->r->thresholds[s->r->threshold_count++];
-        st = place(s, ctx, &ls[i], current, th);
+        if (st == KILN_SUCCESS)
+            st = place(s, ctx, &ls[i], placed, current, th);
         if (st == KILN_SUCCESS && th->after != th->before)
             cJSON_AddNumberToObject(select, ls[i].field, (double)th->after);
+        kiln_context_destroy(ctx);
+        free(both);
+        free(placed);
     }
     if (st == KILN_SUCCESS && cJSON_GetArraySize(select) > 0 && !(*changed = cJSON_PrintUnformatted(root)))
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
     cJSON_Delete(root);
-    kiln_context_destroy(ctx);
     free(ls);
     return st;
 }
@@ -1122,7 +1154,7 @@ static kiln_status before_after(struct search *s, const char *overlay)
 }
 
 static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_options *o, const char *dir,
-                                 const char *overlay, struct kiln_tune_result *r)
+                                 const char *overlay, double start, struct kiln_tune_result *r)
 {
     if (o->measure_peaks) {
         struct kiln_peaks peaks;
@@ -1156,13 +1188,18 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
         m[i].value = sr->gflop / (sr->after_ms * 1e-3);
         m[i].baseline = sr->gflop / (sr->before_ms * 1e-3);
     }
+    char basis[320];
+    snprintf(
+        basis, sizeof basis,
+        "measured by kiln-tune in %.0f s: %zu trials (%zu rejected), %zu classes; before/after: AUTO's plans on %s "
+        "and on this profile",
+        now_s() - start, r->trials, r->rejected, r->classes, r->matched);
     char date[32];
     time_t t = time(NULL);
     struct tm tm;
     strftime(date, sizeof date, "%Y-%m-%d", gmtime_r(&t, &tm));
     struct kiln_profile_provenance pv = {
-        "kiln-tune", kiln_version_string(), ctx->desc.name, ctx->desc.driver_version, date, "measured by kiln-tune",
-        m,           r->shape_count};
+        "kiln-tune", kiln_version_string(), ctx->desc.name, ctx->desc.driver_version, date, basis, m, r->shape_count};
     /* A child of the matched profile holding what differs from it; tuned
        again, a profile kiln-tune wrote is replaced by one holding what
        differs from its own parent (the earlier changes and the new). */
@@ -1232,12 +1269,11 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     memset(r, 0, sizeof *r);
     struct search s = {.o = o, .r = r, .start = now_s()};
     s.end = s.start + o->budget_s;
-    s.shapes = o->shapes ? o->shapes : kiln_tune_shapes(o->ops, &s.shape_count);
-    s.shape_count = o->shapes ? o->shape_count : s.shape_count;
-    if (s.shape_count == 0 || s.shape_count > KILN_TUNE_SHAPES_MAX)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune: %zu shapes (1 to %d)", s.shape_count,
+    if (o->shapes && (o->shape_count == 0 || o->shape_count > KILN_TUNE_SHAPES_MAX))
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune: %zu shapes (1 to %d)", o->shape_count,
                           KILN_TUNE_SHAPES_MAX);
-    r->shape_count = s.shape_count;
+    if (!o->shapes && (o->ops & KILN_TUNE_OPS_ALL) == 0)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune: no operation to tune");
 
     /* The device first: a device that cannot be opened leaves no journal
        behind. */
@@ -1248,6 +1284,9 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     kiln_status st = kiln_context_create(&opts, &ctx);
     if (st != KILN_SUCCESS)
         return st;
+    s.shapes = o->shapes ? o->shapes : kiln_tune_shapes(o->ops, ctx->desc.type == KILN_DEVICE_GPU, &s.shape_count);
+    s.shape_count = o->shapes ? o->shape_count : s.shape_count;
+    r->shape_count = s.shape_count;
     snprintf(r->matched, sizeof r->matched, "%s", kiln_profile_name(ctx->profile));
     char *dir = o->out ? strdup(o->out) : kiln_profile_user_dir();
     st = dir ? open_journal(&s, dir)
@@ -1304,7 +1343,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     if (st == KILN_SUCCESS && changed) {
         st = before_after(&s, kernels);
         if (st == KILN_SUCCESS)
-            st = write_profile(ctx, o, dir, kernels, r);
+            st = write_profile(ctx, o, dir, kernels, s.start, r);
     } else {
         for (size_t i = 0; i < r->shape_count; i++)
             if (r->shapes[i].after_ms <= 0)

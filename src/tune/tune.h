@@ -85,7 +85,7 @@ struct kiln_tune_options {
     uint64_t seed;                        /* of the random sample */
     const char *device;                   /* kiln_context_options.device (NULL: the default) */
     unsigned ops;                         /* 1 << KILN_TUNE_*: whose representative shapes are taken */
-    const struct kiln_tune_shape *shapes; /* NULL: kiln_tune_shapes(ops) */
+    const struct kiln_tune_shape *shapes; /* NULL: kiln_tune_shapes(ops) for the device's type */
     size_t shape_count;
     int thresholds; /* search the select thresholds of the operations in ops */
     /* The least gain over the seed for a group's change to be kept: 0.03,
@@ -106,8 +106,9 @@ void kiln_tune_options_init(struct kiln_tune_options *o);
 /* The representative shapes of the operations in `ops`: GEMM square,
    skinny, tall-K and batched; convolution layers of MobileNet v1 and
    ResNet-50 at batch 1; attention prefill at head dimensions 64 and 128
-   and a decode step. Sized for a few CPU cores. */
-const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, size_t *count);
+   and a decode step. Sized for a few CPU cores, or (gpu non-zero) for a
+   GPU. */
+const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *count);
 
 /* "gemm,conv,attention" (any of them, comma-separated) as ops bits; -1 for
    an unknown name or an empty list. */
