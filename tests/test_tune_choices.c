@@ -127,6 +127,17 @@ static void test_split_along_m(void **state)
     assert_int_equal(sp.hi, 181);
     assert_true(sp.in[0] && sp.in[1] && !sp.in[2] && !sp.in[3]);
 
+    /* The same parts along k, farther apart (k 64 and 128 against 4096):
+       the split is along k. */
+    const long k[4] = {64, 128, 4096, 8192};
+    for (int i = 0; i < 4; i++)
+        dims[i].v[KILN_DIM_K] = k[i];
+    sp = kiln_tune_best_split(high, ok, 3, 4, dims, mask | 1u << KILN_DIM_K);
+    assert_int_equal(sp.dim, KILN_DIM_K);
+    assert_int_equal(sp.hi, 724); /* sqrt(128 * 4096) */
+    sp = kiln_tune_best_split(high, ok, 3, 4, dims, mask);
+    assert_int_equal(sp.dim, KILN_DIM_M);
+
     /* A rejected seed, or a dimension outside the mask: no split. */
     const int no_seed[3] = {0, 1, 1};
     assert_true(kiln_tune_best_split(ms, no_seed, 3, 4, dims, mask).score == 0.0);

@@ -700,9 +700,13 @@ struct kiln_tune_split kiln_tune_best_split(const double *ms, const int *ok, siz
                    shape outside the class takes) is the better of the two
                    over all the shapes. */
                 const int tie = fabs(sp.score - best.score) <= 1e-12 * best.score;
-                if ((!tie && sp.score > best.score) ||
-                    (tie && row_score(ms, ms + sp.def * members, NULL, members) >
-                                row_score(ms, ms + best.def * members, NULL, members)))
+                const double def_score = row_score(ms, ms + sp.def * members, NULL, members),
+                             best_def = best.score > 0 ? row_score(ms, ms + best.def * members, NULL, members) : 0;
+                /* Of the same parts along two dimensions, the one they lie
+                   farther apart on: its boundary is the surer. */
+                sp.gap = (double)above / (double)cut;
+                if ((!tie && sp.score > best.score) || (tie && def_score > best_def * (1 + 1e-12)) ||
+                    (tie && fabs(def_score - best_def) <= 1e-12 * best_def && sp.gap > best.gap))
                     best = sp;
             }
         }
@@ -860,10 +864,14 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
 
     /* Confirm the seed and the winners with more runs: short problems are
        noisy enough to crown a lucky candidate. */
-    size_t again[3] = {0, use_class ? sp.def : best, use_class ? sp.cls : SIZE_MAX};
-    for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
-        if (again[i] != SIZE_MAX && (i == 0 || again[i] != 0))
+    const size_t again[4] = {0, best, use_class ? sp.def : 0, use_class ? sp.cls : 0};
+    for (int i = 0; i < 4 && st == KILN_SUCCESS; i++) {
+        int done = i > 0 && again[i] == 0;
+        for (int j = 0; j < i; j++)
+            done |= again[j] == again[i];
+        if (!done)
             st = confirm(s, again[i]);
+    }
     if (st != KILN_SUCCESS || !s->cands[0].ok)
         return st;
     double single = s->cands[best].ok ? score_over(s, s->cands[best].ms, NULL) : 0;

@@ -171,14 +171,17 @@ struct kiln_tune_split {
     long lo, hi;     /* its range (hi LONG_MAX: no upper bound) */
     int in[KILN_TUNE_SHAPES_MAX];
     double score; /* the geometric mean of seed / time with each part's candidate; 0: no split */
+    double gap;   /* the ratio of the extents on either side of the boundary */
 };
 
 /* The best split of `members` shapes with extents dims[m] along one of the
    dimensions of dim_mask, from the times ms[c * members + m] of `cands`
    candidates (c = 0 the seed; ok[c] 0: rejected): each part takes the
    candidate that scores best on it, the split that scores best overall is
-   chosen, and its boundary lies at the geometric mean of the two extents
-   nearest to it on either side. */
+   chosen (of the same parts, the one whose default scores best over all the
+   shapes, then the dimension they lie farthest apart on), and its boundary
+   lies at the geometric mean of the two extents nearest to it on either
+   side. */
 struct kiln_tune_split kiln_tune_best_split(const double *ms, const int *ok, size_t cands, size_t members,
                                             const struct kiln_dims *dims, unsigned dim_mask);
 
