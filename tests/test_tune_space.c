@@ -85,14 +85,18 @@ static void assert_admitted(const struct kiln_space *s, const union kiln_space_v
     }
 }
 
-/* Every neighbour of `from` passes and differs from it in one field. */
+/* Every neighbour of `from` passes, differs from it in one field (or two,
+   repaired) and from every other neighbour. */
 static size_t check_neighbours(const struct kiln_space *s, const union kiln_space_values *from)
 {
     union kiln_space_values out[64];
     size_t n = kiln_space_neighbours(s, from, out, 64);
     for (size_t i = 0; i < n; i++) {
         assert_admitted(s, &out[i], "a neighbour");
-        assert_int_equal(differences((int)s->group, &out[i], from), 1);
+        const int d = differences((int)s->group, &out[i], from);
+        assert_true(d == 1 || d == 2);
+        for (size_t k = 0; k < i; k++)
+            assert_true(differences((int)s->group, &out[i], &out[k]) > 0);
     }
     return n;
 }
@@ -307,11 +311,68 @@ static void test_refusals(void **state)
     assert_true(r.schema > 0 && r.device > 0);
 }
 
+/* Fields tied by constraints move together: from nvidia-hopper's tiled
+   GEMM (128x128 tiles, 16x16 work-items, float4 in M), the step of mwg
+   from 64 to 32 is refused alone (32 is no multiple of mdimc*vwm = 64)
+   and repaired with a second field; a work-group of 128 steps to 64 and
+   192; random candidates spread over the space instead of staying at the
+   seed. */
+static void test_coupled_fields(void **state)
+{
+    (void)state;
+    const struct kiln_profile *p = kiln_profile_find(embedded, "nvidia-hopper");
+    assert_non_null(p);
+    struct kiln_space s;
+    kt_assert_status(kiln_space_init(&s, KILN_GROUP_gemm_tiled, &kiln_profile_params(p)->gemm_tiled, NULL),
+                     KILN_SUCCESS);
+    assert_int_equal(s.seed.gemm_tiled.mwg, 128);
+    assert_int_equal(s.seed.gemm_tiled.mdimc * s.seed.gemm_tiled.vwm, 64);
+    union kiln_space_values from = s.seed, out[64];
+    from.gemm_tiled.mwg = 64;
+    size_t n = kiln_space_neighbours(&s, &from, out, 64);
+    int repaired = 0;
+    for (size_t i = 0; i < n; i++)
+        if (out[i].gemm_tiled.mwg == 32) {
+            assert_int_equal(differences(KILN_GROUP_gemm_tiled, &out[i], &from), 2);
+            repaired = 1;
+        }
+    assert_true(repaired);
+
+    kt_assert_status(kiln_space_init(&s, KILN_GROUP_attention_fused, &kiln_profile_params(p)->attention_fused, NULL),
+                     KILN_SUCCESS);
+    assert_int_equal(s.seed.attention_fused.wg, 128);
+    n = kiln_space_neighbours(&s, &s.seed, out, 64);
+    int wg64 = 0, wg192 = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int wg = out[i].attention_fused.wg;
+        assert_true(wg != 127 && wg != 129);
+        wg64 |= wg == 64, wg192 |= wg == 192;
+    }
+    assert_true(wg64 && wg192);
+
+    kt_assert_status(kiln_space_init(&s, KILN_GROUP_gemm_tiled, &kiln_profile_params(p)->gemm_tiled, NULL),
+                     KILN_SUCCESS);
+    uint64_t rng = SPACE_SEED;
+    union kiln_space_values drawn[100];
+    int far = 0, distinct = 0;
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(kiln_space_random(&s, &rng, TRIES, &drawn[i]), 0);
+        far += differences(KILN_GROUP_gemm_tiled, &drawn[i], &s.seed) >= 4;
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = differences(KILN_GROUP_gemm_tiled, &drawn[i], &drawn[k]) == 0;
+        distinct += !seen;
+    }
+    assert_true(far >= 50);
+    assert_true(distinct >= 90);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_rule_and_ladders));
     kt_add(&tests, cmocka_unit_test(test_refusals));
+    kt_add(&tests, cmocka_unit_test(test_coupled_fields));
     kt_add_profiles(&tests, test_profile_space, NULL);
     return kt_run_with("tune_space", &tests, load_embedded, free_embedded);
 }

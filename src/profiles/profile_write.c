@@ -103,6 +103,10 @@ static cJSON *profile_json(const char *name, const char *parent, const char *pro
         if (!(groups & (1u << g)))
             continue;
         cJSON *obj = group_json(values, g, base);
+        if (obj && base && !obj->child) { /* nothing differs from base */
+            cJSON_Delete(obj);
+            obj = NULL;
+        }
         if (!obj)
             continue;
         if (g == KILN_GROUP_device || g == KILN_GROUP_select) {

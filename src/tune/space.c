@@ -54,11 +54,16 @@ static void ladder_add(struct kiln_space_field *lf, const struct kiln_param_fiel
     lf->count++;
 }
 
+/* Seeds up to this value get the steps s-1 and s+1 on their ladder: a
+   register tile of 6 rows is worth trying at 5 and 7, a work-group of 128
+   work-items at 127 and 129 is not (its neighbours are 64 and 192). */
+#define FINE_STEPS_MAX 16
+
 /*
  * The ladder of a field, ascending, within its bounds:
- *   INT:    every power of two, and around the seed s: s/2, s-1, s, s+1,
- *           3s/2 and 2s (so a seed of 6 brings 3, 5, 7, 9 and 12, and one
- *           of 64 brings 63, 65 and 96);
+ *   INT:    every power of two, and around the seed s: s/2, s-1 and s+1
+ *           (for s up to FINE_STEPS_MAX), s, 3s/2 and 2s (so a seed of 6
+ *           brings 3, 5, 7, 9 and 12, and one of 64 brings 96);
  *   VW:     1, 2, 4, 8, 16;
  *   BOOL:   0, 1;
  *   CHOICE: every choice.
@@ -71,9 +76,11 @@ static void ladder_build(struct kiln_space_field *lf, const struct kiln_param_fi
         for (long v = 1; v <= field->max && v <= (1L << 30); v *= 2)
             ladder_add(lf, field, v);
         ladder_add(lf, field, seed / 2);
-        ladder_add(lf, field, seed - 1);
+        if (seed <= FINE_STEPS_MAX) {
+            ladder_add(lf, field, seed - 1);
+            ladder_add(lf, field, seed + 1);
+        }
         ladder_add(lf, field, seed);
-        ladder_add(lf, field, seed + 1);
         ladder_add(lf, field, seed * 3 / 2);
         ladder_add(lf, field, seed * 2);
         break;
@@ -159,28 +166,79 @@ static int admit(const struct kiln_space *s, const union kiln_space_values *c)
     return 0;
 }
 
+/* The values one step from v on lf's ladder: the next below and the next
+   above (at most two). */
+static int ladder_steps(const struct kiln_space_field *lf, int v, int step[2])
+{
+    size_t below = 0; /* ladder values under v */
+    while (below < lf->count && lf->ladder[below] < v)
+        below++;
+    size_t above = below; /* the first ladder value over v */
+    while (above < lf->count && lf->ladder[above] <= v)
+        above++;
+    int steps = 0;
+    if (below > 0)
+        step[steps++] = lf->ladder[below - 1];
+    if (above < lf->count)
+        step[steps++] = lf->ladder[above];
+    return steps;
+}
+
+static int passes(const struct kiln_space *s, const union kiln_space_values *c)
+{
+    char why[512];
+    return kiln_space_check(s, c, why, sizeof why, NULL) == 0;
+}
+
+/* *c, refused with field i moved, made to pass by moving one other field a
+   step along its ladder (the first that passes, fields in schema order):
+   fields that constrain each other (a tile and the work-items that cover
+   it) move together. 1 if repaired. */
+static int repair(const struct kiln_space *s, size_t i, union kiln_space_values *c)
+{
+    for (size_t j = 0; j < s->count; j++) {
+        if (j == i)
+            continue;
+        const struct kiln_space_field *lf = &s->fields[j];
+        int step[2];
+        const int v = get_int(s, lf, c), steps = ladder_steps(lf, v, step);
+        for (int d = 0; d < steps; d++) {
+            set_int(s, lf, c, step[d]);
+            if (passes(s, c))
+                return 1;
+        }
+        set_int(s, lf, c, v);
+    }
+    return 0;
+}
+
 size_t kiln_space_neighbours(const struct kiln_space *s, const union kiln_space_values *from,
                              union kiln_space_values *out, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->count && n < max; i++) {
         const struct kiln_space_field *lf = &s->fields[i];
-        const int v = get_int(s, lf, from);
-        size_t below = 0; /* ladder values under v */
-        while (below < lf->count && lf->ladder[below] < v)
-            below++;
-        size_t above = below; /* the first ladder value over v */
-        while (above < lf->count && lf->ladder[above] <= v)
-            above++;
-        int step[2], steps = 0;
-        if (below > 0)
-            step[steps++] = lf->ladder[below - 1];
-        if (above < lf->count)
-            step[steps++] = lf->ladder[above];
+        int step[2];
+        const int steps = ladder_steps(lf, get_int(s, lf, from), step);
         for (int d = 0; d < steps && n < max; d++) {
             out[n] = *from;
             set_int(s, lf, &out[n], step[d]);
-            n += (size_t)admit(s, &out[n]);
+            if (passes(s, &out[n])) {
+                n++;
+                continue;
+            }
+            union kiln_space_values fixed = out[n];
+            if (repair(s, i, &fixed)) {
+                out[n] = fixed;
+                /* The same candidate reached from another field's step is
+                   one neighbour. */
+                int seen = memcmp(&fixed, from, sizeof fixed) == 0;
+                for (size_t k = 0; k < n && !seen; k++)
+                    seen = memcmp(&out[k], &fixed, sizeof fixed) == 0;
+                n += (size_t)!seen;
+            } else {
+                n += (size_t)admit(s, &out[n]); /* reports the refusal */
+            }
         }
     }
     return n;
@@ -195,16 +253,42 @@ static uint64_t next(uint64_t *rng)
     return *rng = x;
 }
 
+/* Proposals of a random walk per tuned field. */
+#define WALK_STEPS 24
+
 int kiln_space_random(const struct kiln_space *s, uint64_t *rng, int tries, union kiln_space_values *out)
 {
-    for (int t = 0; t < tries; t++) {
+    /* The walk starts at the seed, or where the seed does not pass (a
+       device smaller than its profile), at the first of up to `tries`
+       independent draws that does. */
+    *out = s->seed;
+    int start = passes(s, out);
+    for (int t = 0; !start && t < tries; t++) {
         *out = s->seed;
         for (size_t i = 0; i < s->count; i++)
             set_int(s, &s->fields[i], out, s->fields[i].ladder[next(rng) % s->fields[i].count]);
-        if (admit(s, out))
-            return 0;
+        start = admit(s, out);
     }
-    return -1;
+    if (!start)
+        return -1;
+    /* A random walk over the candidates that pass: each step moves one
+       field, or two at once, to any value of its ladder, and stays where it
+       is when the result is refused. Uniform proposals accepted only where
+       they pass draw every candidate the walk can reach alike, where
+       independent draws of every field almost never pass the constraints
+       that tie fields together (one in several hundred for the tiled
+       GEMM's). */
+    for (size_t k = 0; s->count && k < WALK_STEPS * s->count; k++) {
+        union kiln_space_values c = *out;
+        const size_t moves = 1 + next(rng) % 2;
+        for (size_t m = 0; m < moves; m++) {
+            const struct kiln_space_field *lf = &s->fields[next(rng) % s->count];
+            set_int(s, lf, &c, lf->ladder[next(rng) % lf->count]);
+        }
+        if (passes(s, &c))
+            *out = c;
+    }
+    return 0;
 }
 
 char *kiln_space_overlay(const struct kiln_space *s, const union kiln_space_values *c)

@@ -77,15 +77,20 @@ int kiln_space_check(const struct kiln_space *s, const union kiln_space_values *
 
 /* The neighbours of `from`: for each tunable field and each direction, the
    candidate with that field one step along its ladder (the next value below
-   and above `from`'s), if it passes kiln_space_check; refused ones go to
-   on_reject. Writes at most `max` to `out`; returns how many. */
+   and above `from`'s). One that is refused is repaired, if it can be, by
+   moving one other field a step too (a smaller tile with fewer work-items
+   to cover it); one that cannot be goes to on_reject. Every neighbour
+   passes kiln_space_check and differs from `from` in one or two fields.
+   Writes at most `max` to `out`; returns how many. */
 size_t kiln_space_neighbours(const struct kiln_space *s, const union kiln_space_values *from,
                              union kiln_space_values *out, size_t max);
 
-/* A random candidate: every tunable field drawn uniformly from its ladder
-   with the xorshift state *rng (non-zero), drawn again until it passes
-   kiln_space_check, at most `tries` times; refused ones go to on_reject.
-   0, or -1 when none of the tries passed. */
+/* A random candidate that passes kiln_space_check: the end of a random walk
+   from the seed over candidates that pass (each step moves one or two
+   fields to any value of their ladders), drawn with the xorshift state *rng
+   (non-zero). Where the seed itself does not pass, the walk starts at the
+   first of up to `tries` independent draws that does (refused ones go to
+   on_reject). 0, or -1 when there is none. */
 int kiln_space_random(const struct kiln_space *s, uint64_t *rng, int tries, union kiln_space_values *out);
 
 /* The profile overlay of candidate `c` ({"kernels": {"<group>": {...}}}),

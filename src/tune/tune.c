@@ -814,7 +814,10 @@ static kiln_status minimize(struct search *s, union kiln_space_values *v, const 
                              : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
     free(overlay);
     for (size_t f = 0; st == KILN_SUCCESS && f < grp->count; f++) {
-        if (kiln_param_get((int)g, (int)f, v) == kiln_param_get((int)g, (int)f, base))
+        /* A compiler option is always exercised: every member runs the
+           group's kernel, and its plan description need not name every
+           option it was built with. */
+        if (grp->fields[f].define || kiln_param_get((int)g, (int)f, v) == kiln_param_get((int)g, (int)f, base))
             continue;
         union kiln_space_values back = *v;
         const struct kiln_param_field *fd = &grp->fields[f];
