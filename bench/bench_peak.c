@@ -48,8 +48,8 @@ int bench_peak(int argc, char **argv)
            device.peak_gflops > 0 ? p.gflops / device.peak_gflops : 0.0);
     printf("%-22s %12.1f %12.1f %8.2f\n", "memory GB/s (copy)", p.gbps, device.peak_gbps,
            device.peak_gbps > 0 ? p.gbps / device.peak_gbps : 0.0);
-    printf("multiply-add launch %.2f ms; copy of %zu MiB %.2f ms; the profile's figures: %s\n", p.fma_ms,
-           p.copy_bytes >> 20, p.copy_ms,
+    printf("multiply-add launch (float%d chains) %.2f ms; copy of %zu MiB %.2f ms; the profile's figures: %s\n",
+           p.fma_lanes, p.fma_ms, p.copy_bytes >> 20, p.copy_ms,
            strcmp(device.peak_source, "measured") == 0 ? "measured by kiln-tune" : "the family's");
     return 0;
 }

@@ -13,10 +13,14 @@
 #include "profiles/profile.h"
 #include "util/options.h"
 
-/* Flops of one work-item per round of util_peak_fma: PEAK_CHAINS (8)
-   multiply-adds of PEAK_LANES (8) floats; what it stores when right. */
-#define FLOPS_PER_ROUND (2.0 * 8.0 * 8.0)
-#define FMA_CONVERGED 64.0f
+/* Each multiply-add kernel of cl/util/peak.cl: its vector width (flops of
+   one work-item per round: 2 x 8 chains x lanes); what it stores when
+   right. */
+static const struct {
+    const char *name;
+    int lanes;
+} fma_kernels[] = {{"util_peak_fma", 8}, {"util_peak_fma16", 16}};
+#define FMA_CONVERGED 8.0f
 /* A launch this long or longer is timed without the launch cost mattering. */
 #define TARGET_MS 20.0
 #define MAX_ITERS (1 << 22)
@@ -48,14 +52,15 @@ static kiln_status kernel_of(kiln_context *ctx, const char *name, struct kiln_ke
     return st;
 }
 
-static kiln_status measure_fma(kiln_context *ctx, struct kiln_peaks *out)
+/* One multiply-add kernel `k`, timed with launches grown to TARGET_MS. */
+static kiln_status measure_fma_kernel(kiln_context *ctx, size_t k, double *gflops, double *ms_out, float *checksum)
 {
     struct launch l = {.ctx = ctx};
     l.local = (size_t)kiln_profile_params(ctx->profile)->util.wg;
     /* Enough work-groups for every compute unit several times over. */
     l.global = l.local * 16 * (ctx->desc.compute_units ? ctx->desc.compute_units : 1);
     kiln_buffer *result = NULL;
-    kiln_status st = kernel_of(ctx, "util_peak_fma", &l.kernel);
+    kiln_status st = kernel_of(ctx, fma_kernels[k].name, &l.kernel);
     if (st == KILN_SUCCESS)
         st = kiln_buffer_create(ctx, l.global * sizeof(float), &result);
     int iters = 256;
@@ -77,14 +82,33 @@ static kiln_status measure_fma(kiln_context *ctx, struct kiln_peaks *out)
     kiln_buffer_destroy(result);
     if (st != KILN_SUCCESS)
         return st;
-    out->fma_ms = ms;
-    out->fma_checksum = first;
-    out->gflops = FLOPS_PER_ROUND * iters * (double)l.global / (ms * 1e6);
-    /* 64 values converge to 1 from 0..0.875 (0.999^256 leaves at most 0.77
+    /* 8 chains converge to 1 from 0..0.875 (0.999^256 leaves at most 0.77
        of the start's distance, far less after more rounds). */
     if (!(first > 0.6f * FMA_CONVERGED && first <= FMA_CONVERGED * 1.001f))
-        return kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: the multiply-add kernel computed %g, not about %g",
+        return kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: %s computed %g, not about %g", fma_kernels[k].name,
                           (double)first, (double)FMA_CONVERGED);
+    *gflops = 2.0 * 8.0 * fma_kernels[k].lanes * iters * (double)l.global / (ms * 1e6);
+    *ms_out = ms;
+    *checksum = first;
+    return KILN_SUCCESS;
+}
+
+/* The fastest of the multiply-add kernels. */
+static kiln_status measure_fma(kiln_context *ctx, struct kiln_peaks *out)
+{
+    for (size_t k = 0; k < sizeof fma_kernels / sizeof *fma_kernels; k++) {
+        double gflops = 0, ms = 0;
+        float checksum = 0;
+        kiln_status st = measure_fma_kernel(ctx, k, &gflops, &ms, &checksum);
+        if (st != KILN_SUCCESS)
+            return st;
+        if (gflops > out->gflops) {
+            out->gflops = gflops;
+            out->fma_ms = ms;
+            out->fma_checksum = checksum;
+            out->fma_lanes = fma_kernels[k].lanes;
+        }
+    }
     return KILN_SUCCESS;
 }
 

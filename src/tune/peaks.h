@@ -17,11 +17,13 @@ struct kiln_peaks {
     double fma_ms;       /* median time of one multiply-add launch */
     double copy_ms;      /* median time of one copy */
     size_t copy_bytes;   /* size of each of the two copy buffers */
-    double fma_checksum; /* what the multiply-add kernel computed per work-item (64 when right) */
+    double fma_checksum; /* what the fastest multiply-add kernel computed per work-item (8 when right) */
+    int fma_lanes;       /* its vector width: 8 or 16 floats */
 };
 
 /* Measure both on the context's device, sizing each launch to take at least
-   about 20 ms. Statuses of buffer creation, kernel builds and launches;
+   about 20 ms; the peak is the fastest of the multiply-add kernels (float8
+   and float16 chains: which reaches it depends on the device's compiler). Statuses of buffer creation, kernel builds and launches;
    KILN_ERROR_DEVICE if the multiply-add kernel computed a wrong value. */
 kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out);
 
