@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "attention_ref.h"
 #include "conv_ref.h"
 #include "core/context.h"
@@ -177,11 +179,21 @@ static void run_pool(kiln_context *ctx, uint64_t seed, const char *label)
 }
 
 /* Run candidate c of space s on a context forced to `profile` with its
-   overlay. */
+   overlay, and no classes in the group (a profile's class for short rows,
+   say, would take a problem from the candidate). */
 static void run_candidate(const struct kiln_space *s, const char *profile, const union kiln_space_values *c,
                           size_t which, uint64_t seed, const char *what)
 {
-    char *overlay = kiln_space_overlay(s, c);
+    char *text = kiln_space_overlay(s, c);
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    cJSON *group = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "kernels"), kiln_param_groups[s->group].name);
+    assert_non_null(group);
+    if (kiln_param_groups[s->group].dims)
+        cJSON_AddArrayToObject(group, "classes");
+    char *overlay = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
     assert_non_null(overlay);
     char label[512];
     snprintf(label, sizeof label, "%s %s %s %s (problem %zu)", profile, kiln_param_groups[s->group].name, what, overlay,

@@ -311,7 +311,7 @@ static void test_refusals(void **state)
     assert_true(r.schema > 0 && r.device > 0);
 }
 
-/* Fields tied by constraints move together: from nvidia-hopper's tiled
+/* Fields tied by constraints move together: from the nvidia family's tiled
    GEMM (128x128 tiles, 16x16 work-items, float4 in M), the step of mwg
    from 64 to 32 is refused alone (32 is no multiple of mdimc*vwm = 64)
    and repaired with a second field; a work-group of 128 steps to 64 and
@@ -320,7 +320,7 @@ static void test_refusals(void **state)
 static void test_coupled_fields(void **state)
 {
     (void)state;
-    const struct kiln_profile *p = kiln_profile_find(embedded, "nvidia-hopper");
+    const struct kiln_profile *p = kiln_profile_find(embedded, "nvidia");
     assert_non_null(p);
     struct kiln_space s;
     kt_assert_status(kiln_space_init(&s, KILN_GROUP_gemm_tiled, &kiln_profile_params(p)->gemm_tiled, NULL),

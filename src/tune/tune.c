@@ -738,18 +738,22 @@ static struct kiln_tune_split best_split(const struct search *s)
 }
 
 /* The group's overlay with the split's class: the changes of `def` to the
-   seed and a class holding what `cls` changes to `def`. */
+   seed and a class holding every value of `cls`. */
 static char *class_overlay(const struct search *s, const struct kiln_tune_split *sp, const union kiln_space_values *def,
                            const union kiln_space_values *cls_values)
 {
-    struct kiln_space def_space = s->space;
-    def_space.seed = *def;
-    char *def_text = kiln_space_overlay(&s->space, def), *cls_text = kiln_space_overlay(&def_space, cls_values);
-    cJSON *root = def_text ? cJSON_Parse(def_text) : NULL, *cls = cls_text ? cJSON_Parse(cls_text) : NULL;
+    char *def_text = kiln_space_overlay(&s->space, def);
+    cJSON *root = def_text ? cJSON_Parse(def_text) : NULL;
     free(def_text);
-    free(cls_text);
     cJSON *group = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "kernels"), s->group);
-    cJSON *params = cJSON_DetachItemFromObject(cJSON_GetObjectItem(cls, "kernels"), s->group);
+    /* The class holds every field: one it did not hold would follow the
+       group's default set, and a later overlay of the default (a search
+       from this profile) would change the class with it, or make it
+       invalid. */
+    cJSON *params = cJSON_CreateObject();
+    const struct kiln_param_group *grp = &kiln_param_groups[s->space.group];
+    for (size_t f = 0; params && f < grp->count; f++)
+        kiln_param_write((int)s->space.group, (int)f, cls_values, params);
     char *text = NULL;
     if (group && params) {
         cJSON *item = cJSON_CreateObject(), *when = cJSON_AddObjectToObject(item, "when");
@@ -769,7 +773,6 @@ static char *class_overlay(const struct search *s, const struct kiln_tune_split 
         text = cJSON_PrintUnformatted(root);
     }
     cJSON_Delete(params);
-    cJSON_Delete(cls);
     cJSON_Delete(root);
     return text;
 }
