@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "peers.h"
 
 static const struct {
     const char *name;
@@ -32,6 +33,7 @@ int main(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    bench_peer_fair_openblas(argv);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 2, argv + 2);

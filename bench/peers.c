@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "peers.h"
 
@@ -102,10 +104,42 @@ void bench_peer_print_config(FILE *out, unsigned mask)
         else if (p == BENCH_PEER_CLBLAST)
             fprintf(out, "clblast: on kiln's OpenCL queue and buffers\n");
 #ifdef KILN_BENCH_WITH_OPENBLAS
-        else
-            fprintf(out, "openblas: %s, %d threads\n", openblas_get_config(), openblas_get_num_threads());
+        else {
+            const char *was = getenv("KILN_BENCH_OPENBLAS_CHOSE");
+            fprintf(out, "openblas: %s, %d threads", openblas_get_config(), openblas_get_num_threads());
+            if (was && *was)
+                fprintf(out, " (OPENBLAS_CORETYPE=%s set by kiln-bench: OpenBLAS chose %s on this CPU)",
+                        getenv("OPENBLAS_CORETYPE"), was);
+            fputc('\n', out);
+        }
 #endif
     }
+}
+
+void bench_peer_fair_openblas(char **argv)
+{
+#if defined(KILN_BENCH_WITH_OPENBLAS) && (defined(__x86_64__) || defined(__i386__))
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    if ((set && *set) || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        return;
+    static const char *const capable[] = {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"};
+    const char *core = openblas_get_corename();
+    for (size_t i = 0; core && i < sizeof capable / sizeof *capable; i++)
+        if (strcasecmp(core, capable[i]) == 0)
+            return;
+    const int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    if (setenv("OPENBLAS_CORETYPE", avx512 ? "SkylakeX" : "Haswell", 1) != 0 ||
+        setenv("KILN_BENCH_OPENBLAS_CHOSE", core ? core : "an unknown core", 1) != 0)
+        return;
+    fflush(NULL);
+    execv("/proc/self/exe", argv);
+    /* Not run again: measure with the core OpenBLAS chose, and say so. */
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("KILN_BENCH_OPENBLAS_CHOSE");
+#else
+    (void)argv;
+#endif
 }
 
 #ifdef KILN_BENCH_WITH_OPENBLAS

@@ -53,6 +53,17 @@ void bench_peer_routine(enum bench_peer peer, const kiln_gemm_desc *desc, char *
    build, core and threads, ...). */
 void bench_peer_print_config(FILE *out, unsigned mask);
 
+/* OpenBLAS 0.3.21 picks its kernels by CPU model (DYNAMIC_ARCH) and falls
+   back to its SSE3 kernels (Prescott) on a processor newer than it knows,
+   such as an Emerald Rapids Xeon: a fifth of its speed there, no peer at
+   all. Where OPENBLAS_CORETYPE is unset and OpenBLAS chose a core without
+   AVX2 on a CPU that has it, this sets OPENBLAS_CORETYPE to the newest
+   core the CPU's instructions allow (SkylakeX with AVX-512, Haswell with
+   AVX2) and runs the program again with argv (OpenBLAS reads it when it
+   loads); the config line then says so. Returns only when nothing is to be
+   done, or the run again failed. A user's OPENBLAS_CORETYPE always wins. */
+void bench_peer_fair_openblas(char **argv);
+
 /* Threads the peer computes with; 0 when not applicable or not built. */
 int bench_peer_threads(enum bench_peer peer);
 
