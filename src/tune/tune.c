@@ -1146,17 +1146,35 @@ static kiln_status tune_thresholds(struct search *s, const struct kiln_profile *
 /* The profile                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* Every shape with AUTO's plans on the matched profile and on `overlay`,
-   one after the other per shape. */
+/* Rounds of the before/after table. */
+#define TABLE_ROUNDS 3
+
+/* Every shape with AUTO's plans on the matched profile and on `overlay`:
+   TABLE_ROUNDS rounds of both, each side first in every other round, each the median of a
+   third of CONFIRM_REPS runs, and the fastest round of each kept. A CPU
+   shared with other work drifts by tens of percent over seconds; timing
+   both sides in alternation leaves the drift to both alike. */
 static kiln_status before_after(struct search *s, const char *overlay)
 {
     for (size_t i = 0; i < s->shape_count; i++) {
         struct kiln_tune_shape_result *sr = &s->r->shapes[i];
         char reason[400] = "", sets[1][48];
-        int ok;
-        kiln_status st = measure(s, NULL, &i, 1, CONFIRM_REPS, NULL, &sr->before_ms, NULL, &ok, reason, sizeof reason);
-        if (st == KILN_SUCCESS && ok)
-            st = measure(s, overlay, &i, 1, CONFIRM_REPS, NULL, &sr->after_ms, sets, &ok, reason, sizeof reason);
+        int ok = 1;
+        kiln_status st = KILN_SUCCESS;
+        sr->before_ms = sr->after_ms = 0;
+        for (int round = 0; round < TABLE_ROUNDS && st == KILN_SUCCESS && ok; round++) {
+            double before = 0, after = 0;
+            /* Each side first in every other round. */
+            for (int side = 0; side < 2 && st == KILN_SUCCESS && ok; side++) {
+                const int is_after = (side + round) % 2;
+                st = measure(s, is_after ? overlay : NULL, &i, 1, CONFIRM_REPS / TABLE_ROUNDS, NULL,
+                             is_after ? &after : &before, is_after ? sets : NULL, &ok, reason, sizeof reason);
+            }
+            if (st == KILN_SUCCESS && ok) {
+                sr->before_ms = round == 0 ? before : fmin(sr->before_ms, before);
+                sr->after_ms = round == 0 ? after : fmin(sr->after_ms, after);
+            }
+        }
         if (st != KILN_SUCCESS)
             return st;
         if (!ok)
