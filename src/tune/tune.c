@@ -1233,12 +1233,18 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
     struct kiln_profile_provenance pv = {
         "kiln-tune", kiln_version_string(), ctx->desc.name, ctx->desc.driver_version, date, basis, m, r->shape_count};
     /* A child of the matched profile holding what differs from it; tuned
-       again, a profile kiln-tune wrote is replaced by one holding what
-       differs from its own parent (the earlier changes and the new). */
+       again, a profile kiln-tune wrote for a device ("<parent>-tuned") is
+       replaced by one holding what differs from its own parent (the
+       earlier changes and the new). A shipped profile whose numbers
+       kiln-tune measured is a family's, and gets a child like any other. */
     const struct kiln_profile *parent = ctx->profile;
-    if (strstr(kiln_profile_provenance(parent), "\"tool\":\"kiln-tune\"") &&
-        kiln_profile_find(ctx->profiles, kiln_profile_parent_name(parent)))
-        parent = kiln_profile_find(ctx->profiles, kiln_profile_parent_name(parent));
+    const char *parent_name = kiln_profile_parent_name(parent);
+    char own_name[96];
+    snprintf(own_name, sizeof own_name, "%s-tuned", parent_name ? parent_name : "");
+    if (parent_name && strcmp(kiln_profile_name(parent), own_name) == 0 &&
+        strstr(kiln_profile_provenance(parent), "\"tool\":\"kiln-tune\"") &&
+        kiln_profile_find(ctx->profiles, parent_name))
+        parent = kiln_profile_find(ctx->profiles, parent_name);
     snprintf(r->profile, sizeof r->profile, "%.60s-tuned", kiln_profile_name(parent));
     snprintf(r->path, sizeof r->path, "%s/%s.json", dir, r->profile);
     struct kiln_profile *exact = NULL; /* match this device and driver alone */
