@@ -33,15 +33,21 @@ static const struct shape {
     {KILN_NO_TRANS, 40, 16, 33, 1, 2}, /* 16 columns: the CPU family's narrow tile, where a profile has one */
 };
 
-/* The CPU family's register tile: the narrow one (gemm.cpu narrow_mr x vw)
-   for the 16-column shape on profiles that have it, else mr x nr. */
+/* The CPU family's register tile, by the rule of docs/gemm.md: the narrow
+   one (gemm.cpu narrow_mr x vw), on profiles that have it, where its padded
+   m x n, counted 6% dearer, is smaller than that of the mr x nr tile. */
 static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *name, size_t size)
 {
     const struct kiln_profile *p = ctx->profile;
     const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(p)->gemm_cpu;
     long mr = cpu->mr, nr = cpu->nr, vw = cpu->vw, narrow = cpu->narrow_mr;
-    if (narrow > 0 && s->n == 16 && vw == 16)
-        mr = narrow, nr = vw;
+    const long m = (long)s->m, n = (long)s->n;
+    if (narrow > 0) {
+        const double wide = (double)((m + mr - 1) / mr * mr) * (double)((n + nr - 1) / nr * nr);
+        const double thin = 1.06 * (double)((m + narrow - 1) / narrow * narrow) * (double)((n + vw - 1) / vw * vw);
+        if (thin < wide)
+            mr = narrow, nr = vw;
+    }
     snprintf(name, size, "gemm_f32_cpu_%ldx%ld", mr, nr);
 }
 
