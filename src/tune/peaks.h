@@ -23,8 +23,9 @@ struct kiln_peaks {
 
 /* Measure both on the context's device, sizing each launch to take at least
    about 20 ms; the peak is the fastest of the multiply-add kernels (float8
-   and float16 chains: which reaches it depends on the device's compiler). Statuses of buffer creation, kernel builds and launches;
-   KILN_ERROR_DEVICE if the multiply-add kernel computed a wrong value. */
+   and float16 chains: which reaches it depends on the device's compiler).
+   Statuses of buffer creation, kernel builds and launches;
+   KILN_ERROR_DEVICE if a multiply-add kernel computed a wrong value. */
 kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out);
 
 #endif /* KILN_TUNE_PEAKS_H */

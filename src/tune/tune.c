@@ -1158,7 +1158,7 @@ static kiln_status before_after(struct search *s, const char *overlay)
 {
     for (size_t i = 0; i < s->shape_count; i++) {
         struct kiln_tune_shape_result *sr = &s->r->shapes[i];
-        char reason[400] = "", sets[1][48];
+        char reason[400] = "", sets[1][48] = {""};
         int ok = 1;
         kiln_status st = KILN_SUCCESS;
         sr->before_ms = sr->after_ms = 0;
