@@ -147,6 +147,29 @@ static void test_no_plan_is_a_verdict(void **state)
     assert_int_equal(t.status, KILN_ERROR_UNSUPPORTED);
 }
 
+/* The smallest register tile the schema admits, scalar columns (vw 1), on
+   the stride-2 NCHW implicit GEMM, whose input rows are copied in vectors
+   of even lanes: a candidate the tuner once had to reject as a build
+   failure. */
+static void test_scalar_register_tile_is_timed(void **state)
+{
+    (void)state;
+    kiln_context *ctx =
+        kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 2, \"nr\": 2, \"vw\": 1, \"narrow_mr\": 1}}}");
+    kiln_conv2d_desc d;
+    kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 3, 33, 29, 8, 3, 3);
+    d.stride_h = d.stride_w = 2;
+    d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+    d.has_bias = 1;
+    d.activation = KILN_ACT_RELU;
+    d.algo = KILN_CONV_IMPLICIT_GEMM;
+    struct kiln_trial t;
+    kt_assert_status(kiln_trial_conv(ctx, &d, 2, 0.0, kt_group_seed, &t), KILN_SUCCESS);
+    tc_assert_timed(&t);
+    printf("# %s %s\n", t.kernel, t.params);
+    kiln_context_destroy(ctx);
+}
+
 /* A trial of the direct NCHW convolution in work-groups of `wg`. */
 static void trial_wg(int wg, struct kiln_trial *t)
 {
@@ -195,6 +218,7 @@ int main(void)
     kt_add_items(&tests, "test_right_parameters_are_timed: ", test_right_parameters_are_timed, rows,
                  sizeof rows / sizeof *rows, sizeof *rows);
     kt_add(&tests, cmocka_unit_test(test_asymmetric_padding_is_timed));
+    kt_add(&tests, cmocka_unit_test(test_scalar_register_tile_is_timed));
     kt_add(&tests, cmocka_unit_test(test_cutoff_stops_after_one_run));
     kt_add(&tests, cmocka_unit_test(test_bad_arguments));
     kt_add(&tests, cmocka_unit_test(test_no_plan_is_a_verdict));

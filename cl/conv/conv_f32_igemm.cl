@@ -69,12 +69,15 @@ inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src,
     if (stride == 1) {
         for (; j + VW <= len; j += VW)
             VSTORE(VLOAD_S(0, src + j), 0, dst + j);
-    } else if (stride == 2) {
+    }
+#if VW > 1 /* a scalar has no even lanes: the loop below copies it */
+    else if (stride == 2) {
         for (; j + VW <= len; j += VW) {
             const VEC lo = VLOAD_S(0, src + 2 * j), hi = VLOAD_S(0, src + 2 * j + VW);
             VSTORE((VEC)(lo.even, hi.even), 0, dst + j);
         }
     }
+#endif
     for (; j < len; j++)
         dst[j] = KILN_LOAD(src, j * stride);
 }
