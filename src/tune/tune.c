@@ -1018,11 +1018,11 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
 /* One probe of a ladder on `ctx`, from the journal or timed: ms, or
    INFINITY when rejected (an algorithm that does not apply loses). */
 static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_tune_shape *sh, const char *placed,
-                         double *ms)
+                         int reps, double *ms)
 {
     static const char *const names[1] = {"probe"};
-    char key[512]; /* the probe and the thresholds it ran under */
-    snprintf(key, sizeof key, "%s %s", sh->name, placed);
+    char key[512]; /* the probe, the thresholds it ran under, and a confirmation's runs */
+    snprintf(key, sizeof key, "%s %s%s", sh->name, placed, reps == PROBE_REPS ? "" : " confirmed");
     const struct entry *e = journaled(s, "select", key, names, 1);
     if (e) {
         s->r->journaled++, s->r->trials++;
@@ -1030,7 +1030,7 @@ static kiln_status probe(struct search *s, kiln_context *ctx, const struct kiln_
         return KILN_SUCCESS;
     }
     struct kiln_trial t;
-    kiln_status st = try_shape(ctx, sh, PROBE_REPS, 0.0, s->o->seed, &t);
+    kiln_status st = try_shape(ctx, sh, reps, 0.0, s->o->seed, &t);
     if (st != KILN_SUCCESS)
         return st;
     s->r->trials++;
@@ -1081,9 +1081,9 @@ static kiln_status place(struct search *s, kiln_context *ctx, const struct ladde
     for (size_t i = 0; i < l->count; i++, used++) {
         if (now_s() >= s->deadline)
             return KILN_SUCCESS; /* out of budget: the profile's value stays, not measured */
-        kiln_status st = probe(s, ctx, &l->small[i], placed, &small[i]);
+        kiln_status st = probe(s, ctx, &l->small[i], placed, PROBE_REPS, &small[i]);
         if (st == KILN_SUCCESS)
-            st = probe(s, ctx, &l->large[i], placed, &large[i]);
+            st = probe(s, ctx, &l->large[i], placed, PROBE_REPS, &large[i]);
         if (st != KILN_SUCCESS)
             return st;
         size_t len = strlen(th->evidence);
@@ -1091,6 +1091,27 @@ static kiln_status place(struct search *s, kiln_context *ctx, const struct ladde
                  l->metric[i], small[i], large[i]);
     }
     th->measured = 1;
+    th->after = kiln_tune_place(l->is_max, l->metric, small, large, used, current, l->never, s->o->min_gain);
+    /* A move rests on the rungs that change sides: each is timed again,
+       nine runs a side, the large side first, and each side keeps its
+       faster time, so that one noisy probe (a 0.08 ms layer timed at half
+       its speed on a shared CPU) cannot carry the threshold with it. */
+    for (size_t i = 0; th->after != current && i < used && now_s() < s->deadline; i++) {
+        const int was_small = l->is_max ? l->metric[i] <= current : l->metric[i] < current;
+        const int now_small = l->is_max ? l->metric[i] <= th->after : l->metric[i] < th->after;
+        if (was_small == now_small)
+            continue;
+        double again_small = INFINITY, again_large = INFINITY;
+        kiln_status st = probe(s, ctx, &l->large[i], placed, CONFIRM_REPS, &again_large);
+        if (st == KILN_SUCCESS)
+            st = probe(s, ctx, &l->small[i], placed, CONFIRM_REPS, &again_small);
+        if (st != KILN_SUCCESS)
+            return st;
+        small[i] = fmin(small[i], again_small), large[i] = fmin(large[i], again_large);
+        size_t len = strlen(th->evidence);
+        snprintf(th->evidence + len, sizeof th->evidence - len, "; again %s=%ld %.3g/%.3g", l->metric_name,
+                 l->metric[i], again_small, again_large);
+    }
     th->after = kiln_tune_place(l->is_max, l->metric, small, large, used, current, l->never, s->o->min_gain);
     if (s->o->log)
         fprintf(s->o->log, "select.%s: %ld -> %ld (ms small/large side: %s)\n", l->field, th->before, th->after,
