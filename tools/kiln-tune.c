@@ -62,15 +62,15 @@ static double gflops(double gflop, double ms) { return ms > 0 ? gflop / (ms * 1e
 
 static void print_table(const struct kiln_tune_result *r)
 {
-    printf("\nprofile %s: GFLOP/s of AUTO's plans before and after\n%-36s %-20s %9s %9s %7s\n", r->matched, "shape",
+    printf("\nprofile %s: GFLOP/s of AUTO's plans before and after\n%-36s %-28s %9s %9s %7s\n", r->matched, "shape",
            "group", "before", "after", "ratio");
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *s = &r->shapes[i];
         double before = gflops(s->gflop, s->before_ms), after = gflops(s->gflop, s->after_ms);
         if (before > 0)
-            printf("%-36s %-20s %9.1f %9.1f %6.2fx\n", s->name, s->group, before, after, after / before);
+            printf("%-36s %-28s %9.1f %9.1f %6.2fx\n", s->name, s->group, before, after, after / before);
         else
-            printf("%-36s %-20s %9s %9s %7s\n", s->name, s->group, "-", "-", "-");
+            printf("%-36s %-28s %9s %9s %7s\n", s->name, s->group, "-", "-", "-");
     }
     for (size_t i = 0; i < r->threshold_count; i++) {
         const struct kiln_tune_threshold *t = &r->thresholds[i];
