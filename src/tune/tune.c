@@ -1217,6 +1217,15 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
         r->peak_gflops = peaks.gflops, r->peak_gbps = peaks.gbps;
     }
     cJSON *root = cJSON_Parse(overlay);
+    /* A group whose search kept nothing a shape runs is no change. */
+    cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+    for (cJSON *g = kernels ? kernels->child : NULL, *next; g; g = next) {
+        next = g->next;
+        if (cJSON_IsObject(g) && !g->child)
+            cJSON_Delete(cJSON_DetachItemViaPointer(kernels, g));
+    }
+    if (kernels && !kernels->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "kernels");
     if (root && r->peak_gflops > 0) {
         cJSON *dev = cJSON_AddObjectToObject(root, "device");
         cJSON_AddNumberToObject(dev, "peak_gflops", r->peak_gflops);
