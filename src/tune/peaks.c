@@ -13,14 +13,16 @@
 #include "profiles/profile.h"
 #include "util/options.h"
 
-/* Each multiply-add kernel of cl/util/peak.cl: its vector width (flops of
-   one work-item per round: 2 x 8 chains x lanes); what it stores when
-   right. */
+/* Each multiply-add kernel of cl/util/peak.cl and its vector width: a
+   work-item's round is FMA_CHAINS (PEAK_CHAINS there) multiply-adds of
+   `lanes` floats, and it stores the chains' converged sum, FMA_CHAINS,
+   when right. */
 static const struct {
     const char *name;
     int lanes;
 } fma_kernels[] = {{"util_peak_fma", 8}, {"util_peak_fma16", 16}};
-#define FMA_CONVERGED 8.0f
+#define FMA_CHAINS 8
+#define FMA_CONVERGED ((float)FMA_CHAINS)
 /* A launch this long or longer is timed without the launch cost mattering. */
 #define TARGET_MS 20.0
 #define MAX_ITERS (1 << 22)
@@ -82,12 +84,12 @@ static kiln_status measure_fma_kernel(kiln_context *ctx, size_t k, double *gflop
     kiln_buffer_destroy(result);
     if (st != KILN_SUCCESS)
         return st;
-    /* 8 chains converge to 1 from 0..0.875 (0.999^256 leaves at most 0.77
+    /* The chains converge to 1 from 0..0.875 (0.999^256 leaves at most 0.77
        of the start's distance, far less after more rounds). */
     if (!(first > 0.6f * FMA_CONVERGED && first <= FMA_CONVERGED * 1.001f))
         return kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: %s computed %g, not about %g", fma_kernels[k].name,
                           (double)first, (double)FMA_CONVERGED);
-    *gflops = 2.0 * 8.0 * fma_kernels[k].lanes * iters * (double)l.global / (ms * 1e6);
+    *gflops = 2.0 * FMA_CHAINS * fma_kernels[k].lanes * iters * (double)l.global / (ms * 1e6);
     *ms_out = ms;
     *checksum = first;
     return KILN_SUCCESS;

@@ -232,7 +232,7 @@ size_t kiln_space_neighbours(const struct kiln_space *s, const union kiln_space_
                 out[n] = fixed;
                 /* The same candidate reached from another field's step is
                    one neighbour. */
-                int seen = memcmp(&fixed, from, sizeof fixed) == 0;
+                int seen = 0;
                 for (size_t k = 0; k < n && !seen; k++)
                     seen = memcmp(&out[k], &fixed, sizeof fixed) == 0;
                 n += (size_t)!seen;
