@@ -512,6 +512,23 @@ static void test_compile_cost_bounds(void **state)
          "\"chunk_kv\": 256, \"vw\": 1, \"wg\": 64}}}",
          "attention.fused: q_blocks*block_q*wg = 16384 query rows per work-group, more than the schema's bound of "
          "4096"},
+        /* The per-chunk form (pv_rows > 0): its register tile, a chunk's
+           scores and keys, and the private memory of a work-group of them
+           (32 such work-items wrote past POCL's stack into another
+           thread's, giving NaN and later a crash). */
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 64, \"block_kv\": 8, \"q_blocks\": 1, \"chunk_kv\": 64, "
+         "\"vw\": 16, \"wg\": 1, \"pv_rows\": 64, \"pv_vecs\": 16}}}",
+         "attention.fused: pv_rows*pv_vecs*vw = 16384 accumulators per work-item, more than the schema's bound of 512"},
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 64, \"block_kv\": 8, \"q_blocks\": 1, \"chunk_kv\": 1024, "
+         "\"vw\": 16, \"wg\": 1, \"pv_rows\": 4, \"pv_vecs\": 1}}}",
+         "attention.fused: block_q*chunk_kv = 65536 scores a work-item keeps, more than the schema's bound of 32768"},
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 16, \"block_kv\": 8, \"q_blocks\": 1, \"chunk_kv\": 2048, "
+         "\"vw\": 16, \"wg\": 1, \"pv_rows\": 4, \"pv_vecs\": 1}}}",
+         "attention.fused: chunk_kv = 2048 keys a work-item keeps, more than the schema's bound of 1024"},
+        {"{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 8, \"q_blocks\": 1, \"chunk_kv\": 1024, "
+         "\"vw\": 8, \"wg\": 32, \"pv_rows\": 1, \"pv_vecs\": 8}}}",
+         "attention.fused: wg*(q_blocks*block_q*128+(block_q+128)*chunk_kv) = 5373952 private floats per work-group, "
+         "more than the schema's bound of 524288"},
     };
     for (size_t i = 0; i < sizeof absurd / sizeof *absurd; i++) {
         double t0 = now_ms();
@@ -534,7 +551,9 @@ static void test_compile_cost_bounds_edges(void **state)
         "{\"kernels\": {\"gemm.cpu\": {\"mr\": 32, \"nr\": 16, \"vw\": 1, \"narrow_mr\": 32}}}",
         "{\"kernels\": {\"gemm.smallm\": {\"mr\": 8, \"nc\": 4, \"vw\": 16}}}",
         "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 16, \"vw\": 16, "
-        "\"wg\": 8}}}",
+        "\"wg\": 8, \"pv_rows\": 0}}}",
+        "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 1, \"chunk_kv\": 1024, "
+        "\"vw\": 16, \"wg\": 1, \"pv_rows\": 4, \"pv_vecs\": 8}}}",
     };
     for (size_t i = 0; i < sizeof within / sizeof *within; i++) {
         kiln_context_options opt;

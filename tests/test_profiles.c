@@ -158,6 +158,18 @@ static void test_every_profile_complete_and_valid(void **state)
                 kt_assert_status(kiln_profile_get(p, kiln_param_groups[g].name, kiln_param_groups[g].fields[f].key, &v),
                                  KILN_SUCCESS);
             }
+        /* A shipped class holds every field of its group: one it left out
+           would follow the default set, and a tuned overlay of the default
+           would change the class with it (a field added to a group is added
+           to the classes that exist). */
+        for (int g = 0; g < KILN_GROUP_COUNT; g++)
+            for (size_t c = 0; c < p->classes[g].count; c++) {
+                const uint32_t all = (uint32_t)((1ull << kiln_param_groups[g].count) - 1);
+                if (p->classes[g].items[c].own != all)
+                    print_error("%s: class %s of %s leaves fields to the default set\n", kiln_profile_name(p),
+                                p->classes[g].items[c].name, kiln_param_groups[g].name);
+                assert_true(p->classes[g].items[c].own == all);
+            }
     }
     assert_null(kiln_profile_set_at(embedded, kiln_profile_set_count(embedded)));
 }
@@ -376,7 +388,8 @@ static void test_defines(void **state)
     kiln_profile_defines(&o, KILN_GROUP_attention_fused, &p->attention_fused);
     assert_string_equal(kiln_options_text(&o), "-DKILN_ATTENTION_BLOCK_Q=4 -DKILN_ATTENTION_BLOCK_KV=8 "
                                                "-DKILN_ATTENTION_CHUNK_KV=64 -DKILN_ATTENTION_WG=64 "
-                                               "-DKILN_ATTENTION_VW=4");
+                                               "-DKILN_ATTENTION_VW=4 -DKILN_ATTENTION_PV_ROWS=0 "
+                                               "-DKILN_ATTENTION_PV_VECS=1");
     kiln_options_free(&o);
     kiln_profile_defines(&o, KILN_GROUP_gemm_direct, &p->gemm_direct);
     assert_int_equal(strncmp(kiln_options_text(&o), "-DKILN_GEMM_DIRECT_WG=32 ", 25), 0);

@@ -99,11 +99,11 @@ static void test_wrong_variant_is_rejected(void **state)
     (void)state;
     char *dir = tc_kernels_begin(KT_CL_DIR), path[4200];
     snprintf(path, sizeof path, "%s/attention/attention_f32_fused.cl", dir);
-    kt_edit_file(path, "const VEC vj = (VEC)(VALUE(j, d));",
+    kt_edit_file(path, "const VEC kj = (VEC)(KEY(j, d));",
                  "#if KILN_ATTENTION_BLOCK_KV == 4\n"
-                 "                        const VEC vj = (VEC)(VALUE(j, d) * 1.01f);\n"
+                 "                        const VEC kj = (VEC)(KEY(j, d) * 1.01f);\n"
                  "#else\n"
-                 "                        const VEC vj = (VEC)(VALUE(j, d));\n"
+                 "                        const VEC kj = (VEC)(KEY(j, d));\n"
                  "#endif");
 
     struct kiln_trial t;

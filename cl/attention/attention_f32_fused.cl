@@ -34,6 +34,20 @@
  * masking; only the steps in between compare keys with lim. A row that sees
  * no key (or only -inf masks) gets O = 0 and lse = -inf.
  *
+ * P V comes in two forms (KILN_ATTENTION_PV_ROWS, PR):
+ *  - PR = 0, per step: after each step's softmax, O += P V per head-dimension
+ *    index, O held transposed (D x BQ) as vectors of rows. Nothing but the
+ *    step's scores is kept: the form for work-items of a GPU work-group.
+ *  - PR > 0, per chunk (the form for CPUs): the chunk's scores go to a
+ *    private tile S (CK x BQ), the softmax runs once per chunk (one check
+ *    of the lazy maximum, then the weights in place, by a polynomial 2^x),
+ *    and O (BQ x D, rows of vectors along d) += P V runs as a register tile
+ *    of PR rows by PD vectors of VW head-dimension values over every key of
+ *    the chunk: V rows are vector loads, P broadcasts, and the accumulators
+ *    stay in registers for the whole chunk, as in a GEMM micro-kernel. The
+ *    chunk's values are copied once per work-item to a private fp32 tile
+ *    (zero past head_dim; with KILN_F16 the keys too), shared by its blocks.
+ *
  * On CPUs the work-group is one work-item (wg = 1) and the vectors are the
  * SIMD registers: with VW = 16, BQ = 32, BK = 8 the scores are 16 of the 32
  * AVX-512 registers.
@@ -41,6 +55,8 @@
  * Parameters (-D): KILN_ATTENTION_BLOCK_Q (BQ, a multiple of VW),
  * KILN_ATTENTION_BLOCK_KV (BK), KILN_ATTENTION_CHUNK_KV (CK, a multiple of
  * BK), KILN_ATTENTION_VW (VW), KILN_ATTENTION_WG (work-group size),
+ * KILN_ATTENTION_PV_ROWS (PR, 0 or a divisor of BQ), KILN_ATTENTION_PV_VECS
+ * (PD, a power of two no larger than DMAX / VW),
  * KILN_ATTN_BLOCKS (NB, chosen by the plan from the profile's q_blocks),
  * KILN_ATTN_D (a head dimension fixed at compile time) or else KILN_ATTN_DMAX
  * (the bound of the run-time head_dim), and the switches KILN_ATTN_CAUSAL,
@@ -54,6 +70,8 @@
 #define QV (BQ / VW)
 #define NB KILN_ATTN_BLOCKS
 #define CK KILN_ATTENTION_CHUNK_KV
+#define PR KILN_ATTENTION_PV_ROWS
+#define PD KILN_ATTENTION_PV_VECS
 
 #include "common/portability.h"
 #include "common/vector.h"
@@ -73,6 +91,36 @@
    is still -inf (so that exp2(-inf - base) is 0, not NaN). */
 #define BASE(top) select((top), (VEC)(0.0f), (top) == (VEC)(-INFINITY))
 
+#if PR > 0
+#define DV (DMAX / VW) /* vectors in a row of O */
+#if VW == 1
+#define AS_VEC as_float
+#define AS_IVEC as_int
+#else
+#define AS_VEC CAT(as_float, VW)
+#define AS_IVEC CAT(as_int, VW)
+#endif
+/* 2^x for the weights (x <= SLACK): x = n + f with n the nearest integer
+   (rounded by adding 1.5 * 2^23, which leaves n in the low mantissa bits:
+   cheaper than rint where rint is a library routine), a degree-6
+   polynomial for 2^f on [-1/2, 1/2] (relative error under 1e-7 in float),
+   times 2^n built in the exponent bits. Below -127 (and for -inf) the
+   exponent field is 0, so the weight is 0; NaN stays NaN. */
+static inline VEC weight(VEC x)
+{
+    x = select(x, (VEC)(-127.0f), x < (VEC)(-127.0f));
+    const VEC t = x + (VEC)(0x1.8p23f), n = t - (VEC)(0x1.8p23f), f = x - n;
+    VEC p = (VEC)(1.535336196e-4f);
+    p = fma(p, f, (VEC)(1.339887502e-3f));
+    p = fma(p, f, (VEC)(9.618436918e-3f));
+    p = fma(p, f, (VEC)(5.550332367e-2f));
+    p = fma(p, f, (VEC)(2.402264774e-1f));
+    p = fma(p, f, (VEC)(6.931471825e-1f));
+    p = fma(p, f, (VEC)(1.0f));
+    return p * AS_VEC((AS_IVEC(t) + 127) << 23); /* the low 9 bits of t's integer hold n mod 512 */
+}
+#endif
+
 #if VW == 1
 #define IOTA 0
 #elif VW == 2
@@ -88,7 +136,11 @@
 /* What a work-item keeps for each of its blocks of BQ rows. */
 typedef struct {
     float qt[DMAX * BQ];   /* the queries, transposed (qt[d][r]), scaled into base 2 */
+#if PR > 0
+    VEC o[BQ * DV];        /* the output accumulators, rows of vectors along d (o[r][e]) */
+#else
     VEC acc[DMAX * QV];    /* the output accumulators, transposed (acc[d][v]: rows v * VW ..) */
+#endif
     VEC m[QV], l[QV];      /* running maximum and sum of each row */
     IVEC lim[QV];          /* each row sees keys [0, lim) */
     int row0, last;        /* first and last row */
@@ -159,28 +211,78 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
             x->mrow[r] = b * m_sb + h * m_sh + (ulong)i * nk;
 #endif
         }
+#if PR > 0
+        for (int e = 0; e < BQ * DV; e++)
+            x->o[e] = (VEC)(0.0f);
+#else
         for (int e = 0; e < HEAD_DIM * QV; e++)
             x->acc[e] = (VEC)(0.0f);
+#endif
     }
 
     /* Keys in chunks of CK; every row block takes each chunk in turn, so the
        chunk is read from memory once and from cache by the other blocks. */
     const ulong kv0 = b * kv_sb + hk * kv_sh;
-    for (int c0 = 0; c0 < kend; c0 += CK)
+#if PR > 0
+    /* One block's scores, then weights, of a chunk: st[j][v]. */
+    VEC st[CK * QV];
+    /* The tiles of P V cover head-dimension values [0, dpad). */
+    const int dpad = min(DMAX, (HEAD_DIM + PD * VW - 1) / (PD * VW) * (PD * VW));
+#if KILN_F16 || !defined(KILN_ATTN_D)
+    /* The chunk's keys and values in fp32 in rows of DMAX, taken once for
+       all blocks (values zero from head_dim to dpad, keys zero past the
+       chunk's last visible one up to a whole step). Otherwise P V reads the
+       values in place, and the scores the keys, as the per-step form does. */
+#define PACKED 1
+    float kc[CK * DMAX], vc[CK * DMAX];
+#define DMAX_OR_STRIDE DMAX
+#define VALUE_VEC(u) VLOAD(u, vrow)
+#else
+#define PACKED 0
+#define DMAX_OR_STRIDE kv_ss
+#define VALUE_VEC(u) VLOADU_S(vrow + (u) * VW)
+#endif
+#endif
+    for (int c0 = 0; c0 < kend; c0 += CK) {
+#if PR > 0 && PACKED
+        const int cn = min(CK, kend - c0);
+        for (int j = 0; j < cn; j++) {
+            const ulong at = kv0 + (ulong)(c0 + j) * kv_ss;
+            for (int d = 0; d < HEAD_DIM; d++) {
+                kc[j * DMAX + d] = KILN_LOAD(K, at + d);
+                vc[j * DMAX + d] = KILN_LOAD(V, at + d);
+            }
+            for (int d = HEAD_DIM; d < dpad; d++)
+                vc[j * DMAX + d] = 0.0f;
+        }
+        for (int j = cn; j < min(CK, (cn + BK - 1) / BK * BK); j++)
+            for (int d = 0; d < HEAD_DIM; d++)
+                kc[j * DMAX + d] = 0.0f;
+#endif
         for (int t = 0; t < nb; t++) {
             row_block *x = &blocks[t];
             const int cend = min(c0 + CK, x->kend);
+#if PR > 0
+            VEC top[QV];
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                top[v] = x->m[v];
+#else
             VEC m[QV], l[QV];
 #pragma unroll
             for (int v = 0; v < QV; v++)
                 m[v] = x->m[v], l[v] = x->l[v];
+#endif
             for (int j0 = c0; j0 < cend; j0 += BK) {
+#if PR > 0 && PACKED
+#define KEY(j, d) kc[(j0 - c0 + (j)) * DMAX + (d)]
+#else
                 /* Rows of this block's keys; keys past kend read the last visible one. */
                 ulong kp[BK];
 #pragma unroll
                 for (int j = 0; j < BK; j++)
                     kp[j] = kv0 + (ulong)min(j0 + j, x->kend - 1) * kv_ss;
-#if KILN_F16
+#if KILN_F16 && PR == 0
                 /* fp16 K and V rows of the block, converted once (not per use). */
                 float kf[BK * DMAX], vf[BK * DMAX];
                 for (int j = 0; j < BK; j++)
@@ -198,6 +300,7 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
 #define KEY(j, d) kr[j][d]
 #define VALUE(j, d) vr[j][d]
 #endif
+#endif /* PR */
 
                 VEC s[QV][BK];
 #pragma unroll
@@ -239,6 +342,91 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
                         for (int j = 0; j < BK; j++)
                             s[v][j] = select(s[v][j], (VEC)(-INFINITY), (IVEC)(j0 + j) >= x->lim[v]);
 
+#if PR > 0
+#pragma unroll
+                for (int v = 0; v < QV; v++)
+#pragma unroll
+                    for (int j = 0; j < BK; j++) {
+                        top[v] = select(top[v], s[v][j], s[v][j] > top[v]);
+                        st[(j0 - c0 + j) * QV + v] = s[v][j];
+                    }
+            }
+            if (cend <= c0)
+                continue;
+
+            /* The lazy maximum (see below), checked once per chunk. */
+            int rescale = 0;
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                rescale |= ANY(top[v] > x->m[v] + SLACK);
+            if (rescale) {
+                VEC corr[QV];
+#pragma unroll
+                for (int v = 0; v < QV; v++) {
+                    corr[v] = exp2(x->m[v] - BASE(top[v]));
+                    x->l[v] *= corr[v];
+                    x->m[v] = top[v];
+                }
+                const float *cf = (const float *)corr;
+                for (int r = 0; r < BQ; r++)
+                    for (int e = 0; e < dpad / VW; e++)
+                        x->o[r * DV + e] *= cf[r];
+            }
+
+            /* The weights, in place, and their sums. */
+            VEC base[QV], l[QV];
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                base[v] = BASE(x->m[v]), l[v] = x->l[v];
+            for (int j = 0; j < cend - c0; j++)
+#pragma unroll
+                for (int v = 0; v < QV; v++) {
+                    const VEC w = weight(st[j * QV + v] - base[v]);
+                    l[v] += w;
+                    st[j * QV + v] = w;
+                }
+#pragma unroll
+            for (int v = 0; v < QV; v++)
+                x->l[v] = l[v];
+
+            /* O += P V: tiles of PR rows x PD vectors, each over every key of
+               the chunk with its accumulators in registers. */
+            for (int r0 = 0; r0 < BQ; r0 += PR)
+                for (int e0 = 0; e0 < dpad / VW; e0 += PD) {
+                    VEC a[PR][PD];
+#pragma unroll
+                    for (int r = 0; r < PR; r++)
+#pragma unroll
+                        for (int u = 0; u < PD; u++)
+                            a[r][u] = x->o[(r0 + r) * DV + e0 + u];
+                    const float *w = (const float *)st + r0;
+#if PACKED
+                    const float *vrow = vc + e0 * VW;
+#else
+                    KILN_GLOBAL const float *vrow = V + kv0 + (ulong)c0 * kv_ss + e0 * VW;
+#endif
+                    for (int j = c0; j < cend; j++, w += BQ, vrow += DMAX_OR_STRIDE) {
+                        VEC vv[PD];
+#pragma unroll
+                        for (int u = 0; u < PD; u++)
+                            vv[u] = VALUE_VEC(u);
+#pragma unroll
+                        for (int r = 0; r < PR; r++) {
+                            const VEC wr = (VEC)(w[r]);
+#pragma unroll
+                            for (int u = 0; u < PD; u++)
+                                a[r][u] = fma(wr, vv[u], a[r][u]);
+                        }
+                    }
+#pragma unroll
+                    for (int r = 0; r < PR; r++)
+#pragma unroll
+                        for (int u = 0; u < PD; u++)
+                            x->o[(r0 + r) * DV + e0 + u] = a[r][u];
+                }
+        }
+    }
+#else
                 /* Online softmax with a lazy maximum: m moves, and O and l
                    are rescaled by exp2(m_old - m_new), only when a row's
                    scores exceed it by more than SLACK; otherwise P =
@@ -300,11 +488,16 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
             for (int v = 0; v < QV; v++)
                 x->m[v] = m[v], x->l[v] = l[v];
         }
+    }
+#endif
 
     /* O = acc / l, written once; lse = (m + log2 l) ln 2. */
     for (int t = 0; t < nb; t++) {
         const row_block *x = &blocks[t];
-        float mf[BQ], lf[BQ], inv[BQ], of[BQ];
+        float mf[BQ], lf[BQ], inv[BQ];
+#if PR == 0
+        float of[BQ];
+#endif
         ulong at[BQ];
 #pragma unroll
         for (int v = 0; v < QV; v++) {
@@ -319,6 +512,11 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
             lse[((ulong)b * heads + h) * nq + i] = lf[r] > 0.0f ? (mf[r] + log2(lf[r])) * M_LN2_F : -INFINITY;
 #endif
         }
+#if PR > 0
+        for (int r = 0; x->row0 + r <= x->last; r++)
+            for (int d = 0; d < HEAD_DIM; d++)
+                KILN_STORE(((const float *)x->o)[r * DMAX + d] * inv[r], O, at[r] + d);
+#else
         for (int d = 0; d < HEAD_DIM; d++) {
 #pragma unroll
             for (int v = 0; v < QV; v++)
@@ -326,5 +524,6 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
             for (int r = 0; x->row0 + r <= x->last; r++)
                 KILN_STORE(of[r] * inv[r], O, at[r] + d);
         }
+#endif
     }
 }

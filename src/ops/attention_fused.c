@@ -5,7 +5,10 @@
  * (block_kv), the blocks per work-item sharing each chunk of chunk_kv keys
  * (q_blocks, adjusted here to the head dimension and the problem) and the
  * work-group size (wg); head dimensions 64 and 128 are compiled as
- * constants, others as a run-time bound within a power of two.
+ * constants, others as a run-time bound within a power of two. pv_rows and
+ * pv_vecs choose the form of P V (per step, or per chunk as a register tile
+ * of pv_rows x pv_vecs vectors), adjusted here to the block and the head
+ * dimension.
  */
 #include <math.h>
 #include <stdint.h>
@@ -21,6 +24,7 @@
 struct fused_params {
     long bq, bk, vw, wg, chunk;
     long blocks; /* row blocks per work-item */
+    long pr, pd; /* P V per chunk: tile of pr rows x pd vectors (pr 0: per step) */
     size_t dmax; /* bound of the private arrays; the head dimension itself for 64 and 128 */
     int exact;   /* head_dim compiled in */
 };
@@ -32,7 +36,7 @@ static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_p
     if (st != KILN_SUCCESS)
         return st;
     p->bq = a->block_q, p->bk = a->block_kv, p->vw = a->vw, p->wg = a->wg, p->blocks = a->q_blocks;
-    p->chunk = a->chunk_kv;
+    p->chunk = a->chunk_kv, p->pr = a->pv_rows, p->pd = a->pv_vecs;
     /* A (batch, kv head) with fewer rows than a block (decoding) takes as
        few vectors of rows as hold them. */
     const kiln_attention_desc *d = &plan->s.d;
@@ -50,6 +54,18 @@ static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_p
     const size_t items_wanted = 4 * (size_t)plan->base.ctx->desc.compute_units;
     if (p->dmax > 64)
         p->blocks = p->blocks * 64 / (long)p->dmax;
+    /* The per-chunk form: a tile of rows dividing the block (which decoding
+       may have shortened), no wider than a row of the head dimension, and a
+       chunk holding as many bytes of keys and values as 64-wide rows would. */
+    if (p->pr > 0) {
+        while (p->bq % p->pr != 0)
+            p->pr--;
+        while (p->pd > 1 && (size_t)(p->pd * p->vw) > p->dmax)
+            p->pd /= 2;
+        if (p->dmax > 64)
+            p->chunk = p->chunk * 64 / (long)p->dmax / p->bk * p->bk;
+        p->chunk = p->chunk < p->bk ? p->bk : p->chunk;
+    }
     p->blocks = p->blocks < 1 ? 1 : p->blocks > row_blocks ? row_blocks : p->blocks;
     while (p->blocks > 1 && (size_t)((row_blocks + p->blocks - 1) / p->blocks) * d->batch * d->kv_heads < items_wanted)
         p->blocks /= 2;
@@ -68,16 +84,20 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
     struct kiln_options options = {0};
     kiln_options_add(&options,
                      "-DKILN_ATTENTION_BLOCK_Q=%ld -DKILN_ATTENTION_BLOCK_KV=%ld -DKILN_ATTENTION_VW=%ld "
-                     "-DKILN_ATTENTION_WG=%ld -DKILN_ATTENTION_CHUNK_KV=%ld -DKILN_ATTN_BLOCKS=%ld -DKILN_ATTN_%s=%zu",
-                     p.bq, p.bk, p.vw, p.wg, p.chunk, p.blocks, p.exact ? "D" : "DMAX", p.dmax);
+                     "-DKILN_ATTENTION_WG=%ld -DKILN_ATTENTION_CHUNK_KV=%ld -DKILN_ATTENTION_PV_ROWS=%ld "
+                     "-DKILN_ATTENTION_PV_VECS=%ld -DKILN_ATTN_BLOCKS=%ld -DKILN_ATTN_%s=%zu",
+                     p.bq, p.bk, p.vw, p.wg, p.chunk, p.pr, p.pd, p.blocks, p.exact ? "D" : "DMAX", p.dmax);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f32_fused");
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_fused_%ldx%ld", p.bq, p.bk);
-    snprintf(plan->base.params, sizeof plan->base.params, "BQ=%ld BK=%ld VW=%ld WG=%ld blocks=%ld chunk=%ld %s=%zu",
-             p.bq, p.bk, p.vw, p.wg, p.blocks, p.chunk, p.exact ? "D" : "DMAX", p.dmax);
+    char pv[48] = "PV=step";
+    if (p.pr > 0)
+        snprintf(pv, sizeof pv, "PV=%ldx%ld", p.pr, p.pd);
+    snprintf(plan->base.params, sizeof plan->base.params, "BQ=%ld BK=%ld VW=%ld WG=%ld blocks=%ld chunk=%ld %s %s=%zu",
+             p.bq, p.bk, p.vw, p.wg, p.blocks, p.chunk, pv, p.exact ? "D" : "DMAX", p.dmax);
     const size_t rows_per_item = (size_t)(p.bq * p.blocks);
     const size_t items = (s->group * d->seq_q + rows_per_item - 1) / rows_per_item;
     plan->local[0] = (size_t)p.wg, plan->local[1] = 1;

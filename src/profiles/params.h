@@ -125,7 +125,12 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
     F(attention_fused, chunk_kv, INT, 1, 1 << 20, DEF, "keys per chunk (a multiple of block_kv)")                      \
     F(attention_fused, wg, INT, 1, 1024, DEF,                                                                          \
       "work-items per work-group (1 on CPUs: a work-group is one thread's task)")                                      \
-    F(attention_fused, vw, VW, 1, 16, DEF, "vector width: query rows per vector")
+    F(attention_fused, vw, VW, 1, 16, DEF, "vector width: query rows per vector")                                      \
+    F(attention_fused, pv_rows, INT, 0, 64, DEF,                                                                       \
+      "P V per step of block_kv keys, O held as vectors of rows (0: the form for GPU work-items), or per chunk: a "    \
+      "register tile of this many rows by pv_vecs vectors of the head dimension over the chunk's keys (the form for "  \
+      "CPUs; a divisor of block_q)")                                                                                   \
+    F(attention_fused, pv_vecs, VW, 1, 16, DEF, "vectors of vw head-dimension values in that tile (pv_rows > 0)")
 
 /* Bounds of the schema on what a parameter set costs to compile, whatever
    the device (profile_schema.c applies them per group): values a work-item
@@ -135,6 +140,13 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
 #define KILN_MAX_TILE_VALUES 512
 #define KILN_MAX_UNROLLED 4096
 #define KILN_MAX_ATTENTION_ROWS 512
+/* The per-chunk form of fused attention (pv_rows > 0) keeps a chunk's
+   scores (block_q x chunk_kv) and its keys and values (2 x chunk_kv x 64
+   floats; the plan shortens the chunk for larger head dimensions) in
+   private memory: at most 128 KiB of scores and 512 KiB of keys and
+   values per work-item. */
+#define KILN_MAX_ATTENTION_SCORES 32768
+#define KILN_MAX_ATTENTION_CHUNK 1024
 
 /* Bound of the schema on the accumulators of a whole work-group (its tile,
    mwg x nwg), whatever the device: every work-item's private values live at
@@ -147,6 +159,9 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
    bytes of private memory): 4096 rows are 2 MiB; 16384 (256 rows on each of
    64 work-items) overflowed POCL's stack. */
 #define KILN_MAX_ATTENTION_GROUP_ROWS 4096
+/* All the private memory of a fused-attention work-group, in floats (those
+   rows, plus the per-chunk form's scores, keys and values): 2 MiB. */
+#define KILN_MAX_ATTENTION_GROUP_FLOATS (KILN_MAX_ATTENTION_GROUP_ROWS * 128L)
 
 /* The groups: G(group, JSON name, define prefix, shape dimensions its parameter
    sets may be chosen by, check, doc). Dimensions are KILN_DIM_* bits; check

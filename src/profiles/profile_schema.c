@@ -225,6 +225,24 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
         bounded(why, size, "attention.fused", "q_blocks*block_q*wg", (long)p->q_blocks * p->block_q * p->wg,
                 "query rows per work-group", KILN_MAX_ATTENTION_GROUP_ROWS))
         return -1;
+    /* The per-chunk form keeps a chunk's scores (block_q x chunk_kv) and its
+       keys and values (2 x chunk_kv x 64 floats, for larger head dimensions
+       as many bytes in fewer keys) in private memory too: every work-item
+       of the group (past POCL's stack, a group's private memory overwrote
+       another thread's). */
+    if (p->pv_rows > 0) {
+        MULTIPLE("attention.fused", p->block_q, p->pv_rows);
+        const long per_item = (long)p->q_blocks * p->block_q * 128 + (long)(p->block_q + 128) * p->chunk_kv;
+        if (bounded(why, size, "attention.fused", "pv_rows*pv_vecs*vw", (long)p->pv_rows * p->pv_vecs * p->vw,
+                    "accumulators per work-item", KILN_MAX_TILE_VALUES) ||
+            bounded(why, size, "attention.fused", "block_q*chunk_kv", (long)p->block_q * p->chunk_kv,
+                    "scores a work-item keeps", KILN_MAX_ATTENTION_SCORES) ||
+            bounded(why, size, "attention.fused", "chunk_kv", p->chunk_kv, "keys a work-item keeps",
+                    KILN_MAX_ATTENTION_CHUNK) ||
+            bounded(why, size, "attention.fused", "wg*(q_blocks*block_q*128+(block_q+128)*chunk_kv)", p->wg * per_item,
+                    "private floats per work-group", KILN_MAX_ATTENTION_GROUP_FLOATS))
+            return -1;
+    }
     return fits("attention.fused", dev, "wg", p->wg, 0, why, size);
 }
 
