@@ -160,6 +160,25 @@ static const struct row rows[] = {
     {SHAPE("f16", CM, TR, NO, 37, 70, 19), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
     {SHAPE("f16", RM, TR, TR, 23, 17, 29), .dtype = KILN_F16, .batch = 3, .gap = {3, SHARED, 1}, .off = {1, 0, 1}},
     {SHAPE("f16", RM, NO, NO, 37, 70, 19), .dtype = KILN_F16, .all_scalars = 1},
+    /* Split K (tiled family): one tile, K long enough for several slices of
+       gemm.tiled.split_k_min (64 here, generic-cpu's), K not a multiple of
+       the slices; every transpose and layout, C of one row or column,
+       scalars, batches with gaps and a shared operand, offsets and padding,
+       fp16. */
+    {SHAPE("split-k", RM, NO, NO, 37, 20, 777)},
+    {SHAPE("split-k", RM, NO, TR, 37, 20, 777)},
+    {SHAPE("split-k", RM, TR, NO, 37, 20, 777)},
+    {SHAPE("split-k", RM, TR, TR, 37, 20, 777)},
+    {SHAPE("split-k", CM, NO, NO, 20, 37, 777)},
+    {SHAPE("split-k", CM, TR, TR, 20, 37, 777)},
+    {SHAPE("split-k", RM, NO, NO, 1, 33, 1000)},
+    {SHAPE("split-k", RM, NO, TR, 33, 1, 999)},
+    {SHAPE("split-k", RM, NO, NO, 64, 64, 4096)},
+    {SHAPE("split-k-scalars", RM, TR, TR, 9, 10, 513), .all_scalars = 1},
+    {SHAPE("split-k-batch", CM, NO, TR, 20, 30, 700), .batch = 3, .gap = {3, SHARED, 5}},
+    {SHAPE("split-k-ld+offsets", RM, NO, TR, 17, 19, 600), .pad = {3, 5, 7}, .off = {1, 3, 5}},
+    {SHAPE("split-k-f16", RM, NO, NO, 17, 19, 600), .dtype = KILN_F16},
+    {SHAPE("split-k-f16", RM, TR, NO, 17, 19, 601), .dtype = KILN_F16, .all_scalars = 1},
     /* Few rows of C (in row-major terms: n for column-major). The classifier
        of a network at batch 1 (weights transposed or not), K and N prime,
        K below, at and above a vector, M around the row block and around
@@ -397,6 +416,77 @@ static void test_plan_reuse_gives_fresh_results(void **state)
     gr_case_free(&t1);
     gr_case_free(&t2);
     kiln_gemm_plan_destroy(plan);
+}
+
+/* The tiled family's split of K follows docs of gemm.tiled.split_k_min and
+   split_k_waves on this device's compute units: S = min(waves x CU / tiles,
+   K / split_k_min) slices of K / S rounded up to the K step, only when S >=
+   2; its workspace is batch x S x M x N floats; the results stay right. */
+static void test_split_k_choice(void **state)
+{
+    (void)state;
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    const size_t cu = kt_ctx->desc.compute_units;
+    static const struct {
+        long min, waves;
+        size_t m, n, k, batch;
+    } cases[] = {
+        {16, 8, 40, 30, 1000, 1},  /* one tile of 64 x 64 */
+        {16, 8, 40, 130, 1000, 2}, /* three tiles a batch item */
+        {300, 8, 40, 30, 1000, 1}, /* K for three slices at most */
+        {600, 8, 40, 30, 1000, 1}, /* K for one: no split */
+        {0, 8, 40, 30, 100000, 1}, /* never */
+        {16, 1, 40, 30, 1000, 1},  /* slices up to one work-group per compute unit */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char overlay[256];
+        snprintf(overlay, sizeof overlay,
+                 "{\"kernels\": {\"gemm.tiled\": {\"mwg\": 64, \"nwg\": 64, \"kwg\": 16, \"mdimc\": 4, \"ndimc\": 4, "
+                 "\"mdima\": 4, \"ndimb\": 4, \"kwi\": 2, \"vwm\": 4, \"vwn\": 4, \"split_k_min\": %ld, "
+                 "\"split_k_waves\": %ld, \"classes\": []}}}",
+                 cases[i].min, cases[i].waves);
+        kiln_context_options opt;
+        kiln_context_options_init(&opt);
+        opt.profile_overlay = overlay;
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(&opt, &ctx), KILN_SUCCESS);
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, cases[i].m, cases[i].n, cases[i].k);
+        d.batch = cases[i].batch;
+        d.algo = KILN_GEMM_TILED;
+        kiln_gemm_plan *plan = NULL;
+        kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_gemm_plan_info info;
+        kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+
+        const size_t tiles = (d.m + 63) / 64 * ((d.n + 63) / 64) * d.batch, wanted = (size_t)cases[i].waves * cu;
+        size_t s = tiles < wanted ? wanted / tiles : 1;
+        if (cases[i].min == 0 || s > d.k / (size_t)cases[i].min)
+            s = cases[i].min == 0 ? 1 : d.k / (size_t)cases[i].min;
+        printf("# split_k_min %ld, split_k_waves %ld, %zux%zux%zu batch %zu: %s; %s\n", cases[i].min, cases[i].waves,
+               d.m, d.n, d.k, d.batch, info.params, info.reason);
+        if (s >= 2) {
+            const size_t ks = (d.k + s - 1) / s, step = (ks + 15) / 16 * 16, slices = (d.k + step - 1) / step;
+            char want[64];
+            snprintf(want, sizeof want, "split K %zu x %zu", slices, step);
+            if (!strstr(info.params, want))
+                fail_msg("case %zu: \"%s\" does not say \"%s\"", i, info.params, want);
+            assert_non_null(strstr(info.reason, "split K"));
+            assert_int_equal(info.workspace_bytes, d.batch * slices * d.m * d.n * sizeof(float));
+        } else {
+            assert_null(strstr(info.params, "split"));
+            assert_int_equal(info.workspace_bytes, 0);
+        }
+        if (d.k <= 1000) {
+            struct gr_case t;
+            gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
+            gr_case_run(&t, plan, 2, &kt_group_seed);
+            gr_case_free(&t);
+        }
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
 }
 
 static void test_one_shot(void **state)
@@ -797,6 +887,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_event_completes_the_work));
     kt_add(&tests, cmocka_unit_test(test_plan_reuse_gives_fresh_results));
     kt_add(&tests, cmocka_unit_test(test_one_shot));
+    kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_a_and_b_share_a_buffer));
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));

@@ -3,7 +3,8 @@
  * for each non-abstract embedded profile, a context on this machine's device
  * forced to that profile runs the CPU, TILED, DIRECT and SMALLM families on
  * an edge shape, a tile-ish shape, a few-row shape and 1x1x1 through the
- * public API, checked against the plain-C reference of gemm_ref.h, and AUTO
+ * public API (and a long K, which the tiled family splits where the profile
+ * lets it), checked against the plain-C reference of gemm_ref.h, and AUTO
  * takes the small-M kernels for one row of C exactly when the profile's
  * select.gemm_smallm_max allows. One test per profile.
  */
@@ -31,6 +32,7 @@ static const struct shape {
     {KILN_NO_TRANS, 5, 67, 35, 1, 2},  /* few rows: small-M row blocks and vectors with edges */
     {KILN_NO_TRANS, 1, 1, 1, 0, 0},
     {KILN_NO_TRANS, 40, 16, 33, 1, 2}, /* 16 columns: the CPU family's narrow tile, where a profile has one */
+    {KILN_TRANS, 20, 33, 1000, 1, 1},  /* one tile, long K: the tiled family splits K */
 };
 
 /* The CPU family's register tile, by the rule of docs/gemm.md: the narrow

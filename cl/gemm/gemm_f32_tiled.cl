@@ -50,6 +50,7 @@
    work-group shapes. gemm_f32_direct.cl defines them before including this. */
 #ifndef GEMM_KERNEL
 #define GEMM_KERNEL gemm_f32_tiled
+#define GEMM_SPLIT_KERNELS 1
 #define LTILE_MWG KILN_GEMM_MWG
 #define LTILE_NWG KILN_GEMM_NWG
 #define LTILE_KWG KILN_GEMM_KWG
@@ -210,6 +211,26 @@ void gemm_store(float acc[LTILE_MWI][LTILE_NWI], KILN_GLOBAL KILN_STORAGE *C, co
     }
 }
 
+/* acc = opA(tile rows, 0 .. K) * opB(0 .. K, tile columns) for the tile at
+   (m0, n0) of a product whose A and B point at k = 0: whole K steps
+   unchecked when the tile is inside C (not `edge`); then, checked, the
+   partial K step or, in an edge tile, every step. */
+void gemm_tile(float acc[LTILE_MWI][LTILE_NWI], KILN_GLOBAL const KILN_STORAGE *A, const int lda,
+               KILN_GLOBAL const KILN_STORAGE *B, const int ldb, const int m0, const int n0, const int mrem,
+               const int nrem, const int K, const int edge, KILN_LOCAL float *als, KILN_LOCAL float *bls,
+               const int tx, const int ty)
+{
+    ltile_zero(acc);
+    int k0 = 0;
+    if (!edge)
+        for (; K - k0 >= LTILE_KWG; k0 += LTILE_KWG)
+            gemm_step(acc, A + GEMM_A_INDEX(m0, k0, lda), lda, B + GEMM_B_INDEX(k0, n0, ldb), ldb, mrem, nrem, K - k0,
+                      als, bls, tx, ty, 0);
+    for (; k0 < K; k0 += LTILE_KWG)
+        gemm_step(acc, A + GEMM_A_INDEX(m0, k0, lda), lda, B + GEMM_B_INDEX(k0, n0, ldb), ldb, mrem, nrem, K - k0, als,
+                  bls, tx, ty, 1);
+}
+
 /* The signature keeps one line per operand. */
 /* clang-format off */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_NDIMC, LTILE_MDIMC, 1)
@@ -230,23 +251,99 @@ void GEMM_KERNEL(const int M, const int N, const int K, const float alpha, const
     B += off_b + batch * stride_b;
     C += off_c + batch * stride_c;
 
-    float acc[LTILE_MWI][LTILE_NWI];
-    ltile_zero(acc);
-
-    /* Whole K steps unchecked when the tile is inside C; then, checked, the
-       partial K step or, in an edge tile, every step. No step at all with
-       alpha == 0. */
+    /* No step at all with alpha == 0. */
     const int edge = mrem < LTILE_MWG || nrem < LTILE_NWG;
-    int k0 = alpha == 0.0f ? K : 0;
-    if (!edge)
-        for (; K - k0 >= LTILE_KWG; k0 += LTILE_KWG)
-            gemm_step(acc, A + GEMM_A_INDEX(m0, k0, lda), lda, B + GEMM_B_INDEX(k0, n0, ldb), ldb, mrem, nrem, K - k0,
-                      als, bls, tx, ty, 0);
-    for (; k0 < K; k0 += LTILE_KWG)
-        gemm_step(acc, A + GEMM_A_INDEX(m0, k0, lda), lda, B + GEMM_B_INDEX(k0, n0, ldb), ldb, mrem, nrem, K - k0, als,
-                  bls, tx, ty, 1);
+    float acc[LTILE_MWI][LTILE_NWI];
+    gemm_tile(acc, A, lda, B, ldb, m0, n0, mrem, nrem, alpha == 0.0f ? 0 : K, edge, als, bls, tx, ty);
 
     C += (size_t)m0 * ldc + n0;
     gemm_store(acc, C, ldc, mrem, nrem, alpha, beta, tx, ty,
                !edge && ldc % LTILE_VWN == 0 && (off_c + batch * stride_c) % LTILE_VWN == 0);
 }
+
+#if GEMM_SPLIT_KERNELS
+/*
+ * Split K (for problems with fewer tiles than the device has compute units
+ * to fill, and a long K): work-group z of the launch's third dimension
+ * computes slice s = z % S of batch item z / S, the K range [s * KS,
+ * min(K, (s + 1) * KS)) (KS a multiple of KWG), and writes its raw products
+ * in fp32 to W[z][i][j] (M x N, tight). gemm_f32_split_reduce then adds the
+ * S slices of each element in order s = 0 .. S - 1 (the same sums on every
+ * run) and applies alpha and beta. With alpha == 0 the host runs the
+ * reduction alone, which then reads neither W nor A and B.
+ *
+ * Launch: as gemm_f32_tiled with batch * S for the batch; the reduction
+ * over (N, M, batch), any local size.
+ */
+/* clang-format off */
+KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_NDIMC, LTILE_MDIMC, 1)
+void gemm_f32_tiled_split(const int M, const int N, const int K, const int KS, const int S,
+                          KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda, const ulong stride_a,
+                          KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b, const int ldb, const ulong stride_b,
+                          KILN_GLOBAL float *W)
+/* clang-format on */
+{
+    KILN_LOCAL float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
+    KILN_LOCAL float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
+    const int tx = KILN_LOCAL_ID(0), ty = KILN_LOCAL_ID(1);
+    const int m0 = KILN_GROUP_ID(1) * LTILE_MWG, n0 = KILN_GROUP_ID(0) * LTILE_NWG;
+    const int mrem = M - m0, nrem = N - n0;
+    const int z = KILN_GROUP_ID(2), s = z % S;
+    const ulong batch = (ulong)(z / S);
+    const int kb = s * KS, klen = min(KS, K - kb);
+    A += off_a + batch * stride_a + GEMM_A_INDEX(0, kb, lda);
+    B += off_b + batch * stride_b + GEMM_B_INDEX(kb, 0, ldb);
+
+    const int edge = mrem < LTILE_MWG || nrem < LTILE_NWG;
+    float acc[LTILE_MWI][LTILE_NWI];
+    gemm_tile(acc, A, lda, B, ldb, m0, n0, mrem, nrem, max(klen, 0), edge, als, bls, tx, ty);
+
+    /* The slice's products, fp32, vectors where the rows are aligned. */
+    W += (ulong)z * M * N + (size_t)m0 * N + n0;
+#pragma unroll
+    for (int mi = 0; mi < LTILE_MWI; mi++) {
+        const int i = LTILE_ROW(mi, ty);
+        if (i >= mrem)
+            break;
+        KILN_GLOBAL float *row = W + (size_t)i * N;
+#pragma unroll
+        for (int nv = 0; nv < LTILE_NWI / LTILE_VWN; nv++) {
+            const int j = (nv * LTILE_NDIMC + tx) * LTILE_VWN;
+#if LTILE_VWN > 1
+            if (!edge && N % LTILE_VWN == 0) {
+                CAT(vstore, LTILE_VWN)(CAT(vload, LTILE_VWN)(0, &acc[mi][nv * LTILE_VWN]), 0, row + j);
+                continue;
+            }
+#endif
+#pragma unroll
+            for (int w = 0; w < LTILE_VWN; w++)
+                if (j + w < nrem)
+                    row[j + w] = acc[mi][nv * LTILE_VWN + w];
+        }
+    }
+}
+
+/* C(i, j) = alpha * sum over s of W[b * S + s][i][j] + beta * C(i, j), the
+   slices in order (beta == 0: C is not read; alpha == 0: W is not). */
+KILN_KERNEL void gemm_f32_split_reduce(const int M, const int N, const int S, const float alpha, const float beta,
+                                       KILN_GLOBAL const float *W, KILN_GLOBAL KILN_STORAGE *C, const ulong off_c,
+                                       const int ldc, const ulong stride_c)
+{
+    const int j = KILN_GLOBAL_ID(0), i = KILN_GLOBAL_ID(1);
+    const ulong b = KILN_GLOBAL_ID(2);
+    if (i >= M || j >= N)
+        return;
+    float sum = 0.0f;
+    if (alpha != 0.0f) {
+        const ulong plane = (ulong)M * N;
+        W += b * S * plane + (size_t)i * N + j;
+        for (int s = 0; s < S; s++)
+            sum += W[s * plane];
+    }
+    C += off_c + b * stride_c + (size_t)i * ldc + j;
+    float r = alpha * sum;
+    if (beta != 0.0f)
+        r += beta * KILN_LOAD(C, 0);
+    KILN_STORE(r, C, 0);
+}
+#endif

@@ -79,7 +79,11 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
     F(gemm_tiled, vwm, VW, 1, 16, DEF, "vector width in M for loads and stores of A and C")                            \
     F(gemm_tiled, vwn, VW, 1, 16, DEF, "vector width in N for loads and stores of B and C")                            \
     F(gemm_tiled, sa, BOOL, 0, 1, DEF, "stage the A tile in local memory")                                             \
-    F(gemm_tiled, sb, BOOL, 0, 1, DEF, "stage the B tile in local memory")
+    F(gemm_tiled, sb, BOOL, 0, 1, DEF, "stage the B tile in local memory")                                             \
+    F(gemm_tiled, split_k_min, INT, 0, 1 << 30, HOST,                                                                  \
+      "split K: a product with fewer tiles than split_k_waves work-groups per compute unit is computed as slices of "  \
+      "K of at least this many (then added in a fixed order); 0: never")                                               \
+    F(gemm_tiled, split_k_waves, INT, 1, 64, HOST, "split K: work-groups wanted per compute unit")
 
 #define KILN_FIELDS_gemm_direct(F)                                                                                     \
     F(gemm_direct, wg, INT, 1, 256, DEF, "square work-group tile size in M, N and K")                                  \
