@@ -112,16 +112,23 @@ static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_at
 struct row_test {
     const struct ar_row *row;
     kiln_attention_algo algo;
+    int flash; /* the fused algorithm on the flash route (select.attention_route) */
 };
 
-static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, float logits, const char *label)
+static void run_case_on(kiln_context *ctx, kiln_attention_plan *plan, const kiln_attention_desc *d, float logits,
+                        const char *label)
 {
     struct ar_case t;
-    ar_case_init(&t, kt_ctx, d);
+    ar_case_init(&t, ctx, d);
     ar_case_fill(&t, logits > 0.0f ? logits : 1.0f, 1, &kt_group_seed);
     kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
     ar_case_check(&t, label);
     ar_case_free(&t);
+}
+
+static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, float logits, const char *label)
+{
+    run_case_on(kt_ctx, plan, d, logits, label);
 }
 
 static void test_row(void **state)
@@ -129,20 +136,35 @@ static void test_row(void **state)
     const struct row_test *rt = *state;
     kiln_attention_desc d = ar_desc_of(rt->row, rt->algo);
     kiln_attention_plan *plan = NULL;
-    kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
-    assert_plan_describes(plan, &d);
-    run_case(plan, &d, rt->row->logits, rt->row->what);
+    if (!rt->flash) {
+        kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        assert_plan_describes(plan, &d);
+        run_case(plan, &d, rt->row->logits, rt->row->what);
+        kiln_attention_plan_destroy(plan);
+        return;
+    }
+    /* This profile's attention.flash blocks on this device. */
+    kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
+    kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kiln_attention_plan_info info;
+    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+    if (strncmp(info.kernel, "attention_f32_flash_", 20) != 0 || info.workspace_bytes != 0)
+        fail_msg("the flash route planned %s (%s), workspace %zu", info.kernel, info.reason, info.workspace_bytes);
+    run_case_on(ctx, plan, &d, rt->row->logits, rt->row->what);
     kiln_attention_plan_destroy(plan);
+    kiln_context_destroy(ctx);
 }
 
-static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo)
+static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo, int flash)
 {
     static const char *const masks[] = {"", " mask=qk", " mask=bqk", " mask=bhqk"};
     snprintf(buf, size, "%s %s: b%zu h%zu/%zu q%zu kv%zu d%zu %s%s%s%s%s%s%s",
-             algo == KILN_ATTENTION_NAIVE ? "naive" : "fused", r->what, r->batch, r->heads, r->kv_heads, r->seq_q,
-             r->seq_kv, r->dim, r->layout == BSHD ? "bshd" : "bhsd", r->causal ? " causal" : "", masks[r->mask],
-             r->key_lengths ? " key-lengths" : "", r->lse ? " lse" : "", r->dtype == F16 ? " f16" : "",
-             r->logits > 0.0f ? " hard" : "");
+             algo == KILN_ATTENTION_NAIVE ? "naive"
+             : flash                      ? "flash"
+                                          : "fused",
+             r->what, r->batch, r->heads, r->kv_heads, r->seq_q, r->seq_kv, r->dim, r->layout == BSHD ? "bshd" : "bhsd",
+             r->causal ? " causal" : "", masks[r->mask], r->key_lengths ? " key-lengths" : "", r->lse ? " lse" : "",
+             r->dtype == F16 ? " f16" : "", r->logits > 0.0f ? " hard" : "");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -619,13 +641,13 @@ static void test_null_arguments(void **state)
 /* ------------------------------------------------------------------------ */
 
 #define ROWS (sizeof rows / sizeof *rows)
-#define ALGOS 2
+#define ALGOS 3
 #define BAD_DESCS (sizeof bad_descs / sizeof *bad_descs)
 #define BAD_EXECS (sizeof bad_execs / sizeof *bad_execs)
 
 int main(void)
 {
-    static const kiln_attention_algo algos[ALGOS] = {KILN_ATTENTION_FUSED, KILN_ATTENTION_NAIVE};
+    static const kiln_attention_algo algos[ALGOS] = {KILN_ATTENTION_FUSED, KILN_ATTENTION_NAIVE, KILN_ATTENTION_FUSED};
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_desc_init));
     kt_add(&tests, cmocka_unit_test(test_auto_is_fused));
@@ -638,9 +660,9 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
-            const struct row_test rt = {&rows[i], algos[a]};
+            const struct row_test rt = {&rows[i], algos[a], a == 2};
             char name[192];
-            row_name(name, sizeof name, &rows[i], algos[a]);
+            row_name(name, sizeof name, &rows[i], algos[a], a == 2);
             kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", name);
         }
     kt_add_items(&tests, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS, sizeof *bad_descs);

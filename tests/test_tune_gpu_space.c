@@ -35,12 +35,14 @@ enum { NEIGHBOURS = 2, RANDOMS = 1, TRIES = 100000 };
 static const char *const profiles[] = {"nvidia-hopper", "amd-rdna3", "intel-gen9-12", "generic-gpu"};
 
 /* The groups of the GPU kernels: the tiled, direct and small-M GEMMs, the
-   tiled implicit-GEMM convolution, fused attention, and the utility kernels
-   (naive attention's softmax, pooling). gemm.cpu is the CPU GEMM's; the
-   direct and Winograd convolutions are not covered here. */
-static const enum kiln_group_id groups[] = {KILN_GROUP_gemm_tiled,      KILN_GROUP_gemm_direct,
-                                            KILN_GROUP_gemm_smallm,     KILN_GROUP_conv_igemm_tiled,
-                                            KILN_GROUP_attention_fused, KILN_GROUP_util};
+   tiled implicit-GEMM convolution, fused attention (both routes: the flash
+   kernel, and the per-work-item kernel the GPU profiles may still name),
+   and the utility kernels (naive attention's softmax, pooling). gemm.cpu
+   is the CPU GEMM's; the direct and Winograd convolutions are not covered
+   here. */
+static const enum kiln_group_id groups[] = {
+    KILN_GROUP_gemm_tiled,      KILN_GROUP_gemm_direct,     KILN_GROUP_gemm_smallm, KILN_GROUP_conv_igemm_tiled,
+    KILN_GROUP_attention_fused, KILN_GROUP_attention_flash, KILN_GROUP_util};
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
 struct item {
@@ -192,6 +194,10 @@ static void run_candidate(const struct kiln_space *s, const char *profile, const
     assert_non_null(group);
     if (kiln_param_groups[s->group].dims)
         cJSON_AddArrayToObject(group, "classes");
+    /* The route whose kernel takes the group. */
+    if (s->group == KILN_GROUP_attention_fused || s->group == KILN_GROUP_attention_flash)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(root, "select"), "attention_route",
+                                s->group == KILN_GROUP_attention_flash ? "flash" : "cpu");
     char *overlay = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     assert_non_null(overlay);
@@ -210,6 +216,7 @@ static void run_candidate(const struct kiln_space *s, const char *profile, const
         run_conv(ctx, which, seed, label);
         break;
     case KILN_GROUP_attention_fused:
+    case KILN_GROUP_attention_flash:
         run_attention(ctx, KILN_ATTENTION_FUSED, s->group, which, seed, label);
         break;
     case KILN_GROUP_util:

@@ -76,13 +76,7 @@
 #include "common/portability.h"
 #include "common/vector.h"
 
-#ifdef KILN_ATTN_D
-#define HEAD_DIM KILN_ATTN_D
-#define DMAX KILN_ATTN_D
-#else
-#define HEAD_DIM head_dim
-#define DMAX KILN_ATTN_DMAX
-#endif
+#include "attention/head_dim.h"
 
 /* Scores are in base 2 (Q is scaled by scale * log2(e)); the running
    maximum lags by up to SLACK, so weights reach 2^SLACK. */

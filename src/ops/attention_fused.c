@@ -9,10 +9,18 @@
  * pv_vecs choose the form of P V (per step, or per chunk as a register tile
  * of pv_rows x pv_vecs vectors), adjusted here to the block and the head
  * dimension.
+ *
+ * Where the profile's select.attention_route is "flash", the same algorithm
+ * runs cl/attention/attention_f32_flash.cl instead (the same arguments): a
+ * work-group per block of rows staging keys and values in local memory,
+ * with the attention.flash group's blocks, shrunk here to the rows of a
+ * decoding problem and to the device's local memory at large head
+ * dimensions.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/diag.h"
 #include "ops/attention.h"
@@ -72,8 +80,88 @@ static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_p
     return KILN_SUCCESS;
 }
 
+/* The flash kernel's blocks for this problem: block_q and wg halved
+   together (the work-item grids keep their columns) while half the rows
+   would hold the problem's rows of a (batch, kv head) or the tiles exceed
+   the device's local memory, block_kv halved first for the latter. 0 with
+   the reason where no halving fits. */
+static int flash_blocks(const struct kiln_attention_plan *plan, const struct kiln_param_attention_flash *f, size_t dmax,
+                        long *bm, long *bn, long *wg, char *why, size_t size)
+{
+    const kiln_context *ctx = plan->base.ctx;
+    const long rows = (long)(plan->s.group * plan->s.d.seq_q), sc = f->wg / (f->block_q / f->s_rows);
+    const unsigned long long local = ctx->desc.local_mem_bytes;
+    *bm = f->block_q, *bn = f->block_kv, *wg = f->wg;
+    for (;;) {
+        const long half = *bm / 2;
+        const int halvable = half % f->s_rows == 0 && half % f->o_rows == 0 && half > 0;
+        const int too_big = local && (unsigned long long)kiln_flash_local_bytes(*bm, *bn, (long)dmax) > local;
+        if (too_big && *bn / 2 >= sc && (*bn / 2) % sc == 0)
+            *bn /= 2;
+        else if (halvable && (too_big || half >= rows))
+            *bm = half, *wg /= 2;
+        else if (too_big) {
+            snprintf(why, size, "%ld bytes of local memory at head dimension %zu, more than the device's %llu",
+                     kiln_flash_local_bytes(*bm, *bn, (long)dmax), dmax, local);
+            return 0;
+        } else
+            return 1;
+    }
+}
+
+/* The flash kernel's plan; *fits 0 (and `why`) where its blocks cannot fit
+   the device at this head dimension. */
+static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, char *why, size_t why_size)
+{
+    const struct kiln_attention_shape *s = &plan->s;
+    const kiln_attention_desc *d = &s->d;
+    const struct kiln_param_attention_flash *f;
+    kiln_status st = kiln_attention_params(plan, KILN_GROUP_attention_flash, &f);
+    if (st != KILN_SUCCESS)
+        return st;
+    const int exact = d->head_dim == 64 || d->head_dim == 128;
+    size_t dmax = 16;
+    while (dmax < d->head_dim)
+        dmax *= 2;
+    long bm, bn, wg;
+    *fits = flash_blocks(plan, f, dmax, &bm, &bn, &wg, why, why_size);
+    if (!*fits)
+        return KILN_SUCCESS;
+    struct kiln_options options = {0};
+    kiln_options_add(&options,
+                     "-DKILN_FLASH_BLOCK_Q=%ld -DKILN_FLASH_BLOCK_KV=%ld -DKILN_FLASH_WG=%ld -DKILN_FLASH_S_ROWS=%d "
+                     "-DKILN_FLASH_O_ROWS=%d -DKILN_ATTN_%s=%zu",
+                     bm, bn, wg, f->s_rows, f->o_rows, exact ? "D" : "DMAX", dmax);
+    kiln_attention_switches(s, &options);
+    st = kiln_plan_kernel(&plan->base, 0, "attention/attention_f32_flash", &options, "attention_f32_flash");
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_flash_%ldx%ld", bm, bn);
+    snprintf(plan->base.params, sizeof plan->base.params, "BM=%ld BN=%ld WG=%ld S=%dx%ld O=%dx%ld local=%ld %s=%zu", bm,
+             bn, wg, f->s_rows, bn / (wg / (bm / f->s_rows)), f->o_rows,
+             ((long)dmax + wg / (bm / f->o_rows) - 1) / (wg / (bm / f->o_rows)),
+             kiln_flash_local_bytes(bm, bn, (long)dmax), exact ? "D" : "DMAX", dmax);
+    const size_t blocks = (s->group * d->seq_q + (size_t)bm - 1) / (size_t)bm;
+    plan->local[0] = (size_t)wg, plan->local[1] = 1;
+    plan->global[0] = blocks * (size_t)wg;
+    plan->global[1] = d->batch * d->kv_heads;
+    size_t len = strlen(plan->base.reason);
+    snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; profile route flash");
+    return KILN_SUCCESS;
+}
+
 static kiln_status fused_prepare(struct kiln_attention_plan *plan)
 {
+    if (kiln_profile_params(plan->base.ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH) {
+        char why[160];
+        int fits = 0;
+        kiln_status st = flash_prepare(plan, &fits, why, sizeof why);
+        if (st != KILN_SUCCESS || fits)
+            return st;
+        size_t len = strlen(plan->base.reason);
+        snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; flash blocks: %s", why);
+    }
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
     struct fused_params p;

@@ -25,6 +25,8 @@ enum kiln_gemm_route { KILN_ROUTE_TILED, KILN_ROUTE_CPU, KILN_ROUTE_CLBLAST };
 #define KILN_GEMM_ROUTES "tiled", "cpu", "clblast"
 enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
 #define KILN_IGEMM_ROUTES "cpu", "tiled"
+enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH };
+#define KILN_ATTENTION_ROUTES "cpu", "flash"
 /* In the order of kiln_conv_algo from KILN_CONV_IMPLICIT_GEMM on. */
 #define KILN_CONV_ALGOS "implicit-gemm", "winograd-2x2", "winograd-4x4", "direct", "im2col", "gemm-1x1"
 
@@ -44,6 +46,9 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
       "AUTO: GEMMs with M*N*K at or below this use the direct kernel (0: never)")                                      \
     F(select, gemm_smallm_max, INT, 0, 1 << 30, HOST,                                                                  \
       "AUTO: GEMMs whose C has at most this many rows (m; n if column-major) use the small-M kernels (0: never)")      \
+    F(select, attention_route, CHOICE, 0, attention_routes, HOST,                                                      \
+      "fused attention's kernel: rows in a work-item's vector lanes (attention.fused, for CPUs) or a work-group per "  \
+      "block of rows staging keys and values in local memory (attention.flash, for GPUs)")                             \
     F(select, conv_igemm_route, CHOICE, 0, igemm_routes, HOST,                                                         \
       "implicit-GEMM convolution's kernel: the CPU register tile (gemm.cpu) or the tiled GPU kernel "                  \
       "(conv.igemm_tiled)")                                                                                            \
@@ -54,6 +59,15 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
     F(select, conv_1x1_igemm_min_pixels, INT, 1, 1 << 30, HOST,                                                        \
       "the heuristic takes implicit GEMM over gemm-1x1 for a 1x1 NCHW layer of at least this many output pixels "      \
       "(batch included)")
+
+#define KILN_FIELDS_attention_flash(F)                                                                                 \
+    F(attention_flash, block_q, INT, 1, 1024, DEF, "query rows per work-group (fewer for decoding)")                   \
+    F(attention_flash, block_kv, INT, 1, 1024, DEF, "keys per step, staged in local memory")                           \
+    F(attention_flash, wg, INT, 1, 1024, DEF, "work-items per work-group")                                             \
+    F(attention_flash, s_rows, INT, 1, 1024, DEF,                                                                      \
+      "rows of the scores per work-item (its keys: block_kv / (wg / (block_q / s_rows)))")                             \
+    F(attention_flash, o_rows, INT, 1, 1024, DEF,                                                                      \
+      "rows of the output per work-item (its head-dimension values: head_dim / (wg / (block_q / o_rows)))")
 
 #define KILN_FIELDS_util(F)                                                                                            \
     F(util, wg, INT, 1, 1024, DEF, "work-group size of element-wise utility kernels (fill, copy) and pooling")         \
@@ -152,6 +166,14 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
 #define KILN_MAX_ATTENTION_SCORES 32768
 #define KILN_MAX_ATTENTION_CHUNK 1024
 
+/* The local memory of an attention.flash work-group, in bytes, for blocks
+   of bm rows and bn keys at a head dimension bounded by dmax (padded
+   query and key/value tiles, the scores, three values per row). */
+static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
+{
+    return 4 * (bm * (dmax + 1) + bn * (dmax + 1) + bm * (bn + 1) + 3 * bm);
+}
+
 /* Bound of the schema on the accumulators of a whole work-group (its tile,
    mwg x nwg), whatever the device: every work-item's private values live at
    once, in a GPU's register file (64K 32-bit registers is NVIDIA's limit per
@@ -192,7 +214,9 @@ enum kiln_igemm_route { KILN_IGEMM_CPU, KILN_IGEMM_TILED };
     G(conv_winograd, "conv.winograd", "", KILN_DIMS_CONV, NULL,                                                        \
       "Winograd's transforms (cl/conv/conv_f32_winograd.cl)")                                                          \
     G(attention_fused, "attention.fused", "KILN_ATTENTION_", KILN_DIMS_ATTENTION, check_attention,                     \
-      "fused attention (cl/attention/attention_f32_fused.cl)")
+      "fused attention (cl/attention/attention_f32_fused.cl)")                                                         \
+    G(attention_flash, "attention.flash", "KILN_FLASH_", KILN_DIMS_ATTENTION, check_flash,                             \
+      "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")
 
 /* Shape dimensions a parameter set's class may bound. */
 #define KILN_DIMENSIONS(D)                                                                                             \

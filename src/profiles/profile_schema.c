@@ -9,6 +9,7 @@
 
 static const char *const gemm_routes[] = {KILN_GEMM_ROUTES, NULL};
 static const char *const igemm_routes[] = {KILN_IGEMM_ROUTES, NULL};
+static const char *const attention_routes[] = {KILN_ATTENTION_ROUTES, NULL};
 static const char *const conv_algos[] = {KILN_CONV_ALGOS, NULL};
 
 #define KILN_MAX_INT(x) (double)(x)
@@ -244,6 +245,27 @@ static int check_attention(const void *values, const struct kiln_device_desc *de
             return -1;
     }
     return fits("attention.fused", dev, "wg", p->wg, 0, why, size);
+}
+
+/* The flash kernel's two grids of work-items (scores, output) tile its
+   block; its local memory is sized here at head dimension 64 (the plan
+   shrinks the blocks for larger ones), its output registers at 256. */
+static int check_flash(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_attention_flash *p = values;
+    MULTIPLE("attention.flash", p->block_q, p->s_rows);
+    MULTIPLE("attention.flash", p->wg, p->block_q / p->s_rows);
+    MULTIPLE("attention.flash", p->block_kv, p->wg / (p->block_q / p->s_rows));
+    MULTIPLE("attention.flash", p->block_q, p->o_rows);
+    MULTIPLE("attention.flash", p->wg, p->block_q / p->o_rows);
+    const long score_cols = p->wg / (p->block_q / p->s_rows), out_cols = p->wg / (p->block_q / p->o_rows);
+    if (bounded(why, size, "attention.flash", "s_rows*block_kv/(wg/(block_q/s_rows))",
+                (long)p->s_rows * (p->block_kv / score_cols), "scores per work-item", KILN_MAX_TILE_VALUES) ||
+        bounded(why, size, "attention.flash", "o_rows*256/(wg/(block_q/o_rows))",
+                (long)p->o_rows * ((256 + out_cols - 1) / out_cols),
+                "output values per work-item at head dimension 256", KILN_MAX_TILE_VALUES))
+        return -1;
+    return fits("attention.flash", dev, "wg", p->wg, kiln_flash_local_bytes(p->block_q, p->block_kv, 64), why, size);
 }
 
 #define GROUP(group, json, prefix, dims, check, doc)                                                                   \
