@@ -68,6 +68,7 @@ static const struct igemm_row {
     size_t n, c, h, w, k, r, s;
     size_t sh, sw, pad[4], dh, dw, groups;
     enum epilogue epilogue;
+    int split; /* few tiles and a long K: the plan splits K (split_k_min 256) */
 } igemm_rows[] = {
 #define ROW(what_, lay, type, n_, c_, h_, w_, k_, r_, s_)                                                              \
     .what = what_, .layout = KILN_##lay, .dtype = KILN_##type, .n = n_, .c = c_, .h = h_, .w = w_, .k = k_, .r = r_,   \
@@ -91,6 +92,16 @@ static const struct igemm_row {
     {ROW("1x1, 63 pixels, K 20", NHWC, F16, 1, 20, 7, 9, 13, 1, 1), .epilogue = RESIDUAL_LEAKY},
     {ROW("3x3 stride2 pad1 groups2 n2, 70 filters per group", NHWC, F16, 2, 16, 11, 13, 140, 3, 3), PAD(1, 1, 1, 1),
      .sh = 2, .sw = 2, .groups = 2, .epilogue = RESIDUAL_LEAKY},
+    /* One tile of pixels and filters (per group), K of several slices of
+       split_k_min: the layers of a network's last stage at batch 1; K a
+       multiple of the slices and not, groups, both layouts, fp16 with the
+       whole epilogue. */
+    {ROW("3x3 stride2 pad1, 49 pixels, K 1152, split", NCHW, F32, 1, 128, 14, 14, 40, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+     .sw = 2, .split = 1},
+    {ROW("3x3 pad1 groups2, 49 pixels, K 576, split", NHWC, F32, 1, 128, 7, 7, 40, 3, 3), PAD(1, 1, 1, 1), .groups = 2,
+     .split = 1},
+    {ROW("3x3 pad1, 49 pixels, K 900, split", NHWC, F16, 1, 100, 7, 7, 20, 3, 3), PAD(1, 1, 1, 1),
+     .epilogue = RESIDUAL_LEAKY, .split = 1},
 #undef ROW
 };
 
@@ -104,8 +115,9 @@ static int takes_tiled_igemm(const kiln_context *ctx)
 }
 
 /* Plan `d` on ctx, run it on fresh inputs and check it; `label` names the
-   case. Returns 0 if the algorithm is not written yet. */
-static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *label)
+   case; the plan's parameters must say `want` where it is not NULL. Returns
+   0 if the algorithm is not written yet. */
+static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *want, const char *label)
 {
     kiln_conv2d_plan *plan = NULL;
     kiln_status st = kiln_conv2d_plan_create(ctx, d, &plan);
@@ -123,6 +135,8 @@ static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *la
         (strncmp(info.kernel, "conv_f32_igemm_tiled_", 21) == 0) != takes_tiled_igemm(ctx))
         fail_msg("%s: implicit GEMM runs %s, not the kernel its GEMM route gives", label, info.kernel);
     printf("# %s: %s [%s]\n", label, info.kernel, info.params);
+    if (want && !strstr(info.params, want))
+        fail_msg("%s: the plan's parameters [%s] do not say \"%s\"", label, info.params, want);
 
     struct cr_case t;
     cr_case_init(&t, ctx, d);
@@ -173,7 +187,7 @@ static void test_profile(void **state)
             if (!cc_applies(d.algo, &d))
                 continue;
             snprintf(label, sizeof label, "profile %s, %s, algo %d", name, sh->what, (int)d.algo);
-            if (run_case(ctx, &d, label))
+            if (run_case(ctx, &d, NULL, label))
                 ran++;
             else
                 unwritten++;
@@ -184,7 +198,7 @@ static void test_profile(void **state)
             const kiln_conv2d_desc d = igemm_desc(row);
             snprintf(label, sizeof label, "profile %s, implicit GEMM, %s %s %s", name, row->what,
                      row->layout == KILN_NHWC ? "NHWC" : "NCHW", row->dtype == KILN_F16 ? "f16" : "f32");
-            assert_true(run_case(ctx, &d, label));
+            assert_true(run_case(ctx, &d, row->split ? "split K" : NULL, label));
             ran++;
         }
     kiln_context_destroy(ctx);

@@ -11,7 +11,10 @@
  * Tiled (cl/conv/conv_f32_igemm_tiled.cl; the conv.igemm_tiled group):
  * work-groups of mdimc x ndimc work-items compute mwg pixels x nwg filters,
  * staging kwg-deep blocks of the im2col matrix and of the weights,
- * read in place, through local memory; no workspace.
+ * read in place, through local memory; no workspace, except where a layer
+ * has fewer tiles than the device can fill: then the filter volume is split
+ * into slices (kiln_split_k, the group's split_k_min and split_k_waves)
+ * whose fp32 products a second kernel adds in order, with the epilogue.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +28,7 @@
 #define SOURCE "conv/conv_f32_igemm"
 #define TILED_SOURCE "conv/conv_f32_igemm_tiled"
 
-enum { PACK, MAIN };
+enum { PACK, MAIN, SPLIT, REDUCE };
 
 static const char *igemm_unsupported(const struct kiln_conv_shape *s)
 {
@@ -127,6 +130,26 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     plan->local[MAIN][1] = plan->local[MAIN][2] = 1;
     plan->tiled = 1;
     st = kiln_plan_kernel(&plan->base, MAIN, TILED_SOURCE, &options, "conv_f32_igemm_tiled");
+    const size_t kk = s->cg * d->r * d->s, tiles = g[0] / threads * g[1] * g[2];
+    plan->splits = kiln_split_k(tiles, kk, (size_t)kwg, t->split_k_min, t->split_k_waves,
+                                plan->base.ctx->desc.compute_units, &plan->ks);
+    if (st == KILN_SUCCESS && plan->splits > 1) {
+        st = kiln_plan_kernel(&plan->base, SPLIT, TILED_SOURCE, &options, "conv_f32_igemm_tiled_split");
+        if (st == KILN_SUCCESS)
+            st = kiln_plan_kernel(&plan->base, REDUCE, TILED_SOURCE, &options, "conv_f32_igemm_split_reduce");
+        if (st == KILN_SUCCESS)
+            st = kiln_plan_workspace(&plan->base, 0, d->groups * plan->splits * pixels * s->kg * sizeof(float));
+        memcpy(plan->global[SPLIT], g, sizeof g);
+        plan->global[SPLIT][2] = d->groups * plan->splits;
+        memcpy(plan->local[SPLIT], plan->local[MAIN], sizeof plan->local[MAIN]);
+        plan->global[REDUCE][0] = pixels, plan->global[REDUCE][1] = d->k, plan->global[REDUCE][2] = 1;
+        size_t len = strlen(plan->base.params);
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", split K %zu x %zu", plan->splits,
+                 plan->ks);
+        len = strlen(plan->base.reason);
+        snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; split K: %zu tile%s for %u compute units",
+                 tiles, tiles == 1 ? "" : "s", plan->base.ctx->desc.compute_units);
+    }
     kiln_options_free(&options);
     return st;
 }
@@ -137,20 +160,26 @@ static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
     return route == KILN_IGEMM_CPU ? cpu_prepare(plan) : tiled_prepare(plan);
 }
 
+/* The kernels' shape arguments (IGEMM_SHAPE_ARGS of conv/igemm_shape.h). */
+static void shape_args(struct kiln_args *a, const struct kiln_conv_shape *s)
+{
+    const kiln_conv2d_desc *d = &s->d;
+    const size_t shape[16] = {d->n,        d->c,          d->h,          d->w,        d->k,        d->r,
+                              d->s,        s->p,          s->q,          d->stride_h, d->stride_w, d->pad_top,
+                              d->pad_left, d->dilation_h, d->dilation_w, d->groups};
+    for (int i = 0; i < 16; i++)
+        kiln_args_int(a, (int32_t)shape[i]);
+}
+
 /* Launch the main kernel of either variant: the arguments both start with
    (shape, epilogue scalars, x, the weights as the kernel reads them `w`,
    bias, z, y), then the CPU kernel's block_panels; its local panel is the
    launch's dynamic local memory (plan->local_bytes, 0 for the tiled kernel). */
 static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
 {
-    const struct kiln_conv_shape *s = &plan->s;
-    const kiln_conv2d_desc *d = &s->d;
-    const size_t shape[16] = {d->n,        d->c,          d->h,          d->w,        d->k,        d->r,
-                              d->s,        s->p,          s->q,          d->stride_h, d->stride_w, d->pad_top,
-                              d->pad_left, d->dilation_h, d->dilation_w, d->groups};
+    const kiln_conv2d_desc *d = &plan->s.d;
     struct kiln_args a = {0};
-    for (int i = 0; i < 16; i++)
-        kiln_args_int(&a, (int32_t)shape[i]);
+    shape_args(&a, &plan->s);
     kiln_args_float(&a, d->alpha);
     kiln_args_float(&a, d->beta);
     kiln_args_float(&a, d->leaky_slope);
@@ -165,10 +194,39 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
                               plan->local_bytes, event);
 }
 
+/* The split tiled kernel: the slices into the workspace, then their sums
+   with the epilogue. */
+static kiln_status launch_split(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
+{
+    const kiln_conv2d_desc *d = &plan->s.d;
+    void *part = plan->base.workspace[0]->handle;
+    struct kiln_args a = {0}, r = {0};
+    shape_args(&a, &plan->s);
+    shape_args(&r, &plan->s);
+    kiln_args_int(&a, (int32_t)plan->ks);
+    kiln_args_int(&a, (int32_t)plan->splits);
+    kiln_args_buffer(&a, x->x);
+    kiln_args_buffer(&a, x->w);
+    kiln_args_buffer(&a, part);
+    kiln_status st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[SPLIT], &a, 3, plan->global[SPLIT],
+                                        plan->local[SPLIT], 0, NULL);
+    if (st != KILN_SUCCESS)
+        return st;
+    kiln_args_int(&r, (int32_t)plan->splits);
+    kiln_args_float(&r, d->alpha);
+    kiln_args_float(&r, d->beta);
+    kiln_args_float(&r, d->leaky_slope);
+    kiln_args_buffer(&r, part);
+    kiln_args_buffer_or(&r, x->bias, x->y);
+    kiln_args_buffer_or(&r, x->z, x->y);
+    kiln_args_buffer(&r, x->y);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[REDUCE], &r, 2, plan->global[REDUCE], NULL, 0, event);
+}
+
 static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
 {
     if (plan->tiled)
-        return launch(plan, x, x->w, event);
+        return plan->splits > 1 ? launch_split(plan, x, event) : launch(plan, x, x->w, event);
     const struct kiln_conv_shape *s = &plan->s;
     void *wp = plan->base.workspace[0]->handle;
     if (kiln_conv_weights_stale(plan, x->w)) {

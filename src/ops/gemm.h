@@ -88,6 +88,28 @@ kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id gro
 
 static inline size_t kiln_div_up(size_t a, size_t b) { return (a + b - 1) / b; }
 
+/* Split K of a tiled kernel (docs/gemm.md#split-k-in-the-tiled-family): a
+   product of `tiles` work-group tiles along a reduction of length k in
+   steps of kstep, on `units` compute units, takes S = min(waves x units /
+   tiles, k / min_k) slices when S >= 2 (min_k 0: never). Returns the slices
+   (1: no split) and their length in *ks (a multiple of kstep; the last may
+   be shorter). */
+static inline size_t kiln_split_k(size_t tiles, size_t k, size_t kstep, long min_k, long waves, unsigned units,
+                                  size_t *ks)
+{
+    *ks = k;
+    if (min_k <= 0 || tiles == 0)
+        return 1;
+    const size_t wanted = (size_t)waves * (units ? units : 1);
+    size_t s = tiles < wanted ? wanted / tiles : 1;
+    if (s > k / (size_t)min_k)
+        s = k / (size_t)min_k;
+    if (s < 2)
+        return 1;
+    *ks = kiln_div_up(kiln_div_up(k, s), kstep) * kstep;
+    return kiln_div_up(k, *ks);
+}
+
 /* The CPU register tile (cl/common/register_tile.h) of gemm.cpu parameters
    for a product of m rows by n columns (filters by pixels in implicit GEMM),
    appending its compiler options KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW. */

@@ -54,17 +54,8 @@ static size_t split_k(struct kiln_gemm_plan *plan, const struct kiln_param_gemm_
 {
     const struct kiln_gemm_problem *p = &plan->p;
     const size_t tiles = kiln_div_up(p->m, (size_t)t->mwg) * kiln_div_up(p->n, (size_t)t->nwg) * p->batch;
-    plan->aux[0] = 1, plan->aux[1] = p->k;
-    if (t->split_k_min <= 0)
-        return tiles;
-    const size_t wanted = (size_t)t->split_k_waves * plan->base.ctx->desc.compute_units;
-    size_t s = tiles < wanted ? wanted / tiles : 1;
-    if (s > p->k / (size_t)t->split_k_min)
-        s = p->k / (size_t)t->split_k_min;
-    if (s < 2)
-        return tiles;
-    const size_t ks = kiln_div_up(kiln_div_up(p->k, s), (size_t)t->kwg) * (size_t)t->kwg;
-    plan->aux[0] = kiln_div_up(p->k, ks), plan->aux[1] = ks;
+    plan->aux[0] = kiln_split_k(tiles, p->k, (size_t)t->kwg, t->split_k_min, t->split_k_waves,
+                                plan->base.ctx->desc.compute_units, &plan->aux[1]);
     return tiles;
 }
 

@@ -120,7 +120,12 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "K step: input channels x filter taps staged in local memory per iteration")                                     \
     F(conv_igemm_tiled, mdimc, INT, 1, 1024, DEF, "work-group shape along pixels (work-items)")                        \
     F(conv_igemm_tiled, ndimc, INT, 1, 1024, DEF, "work-group shape along filters (work-items)")                       \
-    F(conv_igemm_tiled, vw, VW, 1, 16, DEF, "vector width of the register tile's reads, in pixels and filters")
+    F(conv_igemm_tiled, vw, VW, 1, 16, DEF, "vector width of the register tile's reads, in pixels and filters")        \
+    F(conv_igemm_tiled, split_k_min, INT, 0, 1 << 30, HOST,                                                            \
+      "split K: a layer with fewer tiles than split_k_waves work-groups per compute unit is computed as slices of "    \
+      "the filter volume C/groups*R*S of at least this many (then added in a fixed order, with the epilogue); 0: "     \
+      "never")                                                                                                         \
+    F(conv_igemm_tiled, split_k_waves, INT, 1, 64, HOST, "split K: work-groups wanted per compute unit")
 
 #define KILN_FIELDS_conv_direct(F)                                                                                     \
     F(conv_direct, wg, INT, 1, 1024, HOST, "work-group size")                                                          \
