@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
     libclblast-dev libcmocka-dev libcjson-dev libopenblas-dev libdnnl-dev
-    cmake gcc make pkg-config cppcheck clang-format clang libclang-rt-dev
+    cmake gcc make pkg-config cppcheck clang-format clang libclang-rt-dev oclgrind
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then

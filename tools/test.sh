@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and checks everything:
 #   1. the test suite with warnings as errors (build/ci);
-#   2. the test suite under AddressSanitizer and UBSan (build/asan);
+#   2. the GPU kernels under Oclgrind's race and bounds checks
+#      (tools/oclgrind.sh), then the test suite under AddressSanitizer and
+#      UBSan (build/asan);
 #   3. the tests that run kiln from several threads under ThreadSanitizer
 #      (build/tsan);
 #   4. each libFuzzer harness (tests/fuzz/, build/fuzz): its corpus replayed,
@@ -93,6 +95,12 @@ tools/install-deps.sh
 section "build and test (build/ci)"
 build build/ci -DKILN_WERROR=ON
 suite build/ci
+
+section "work-group kernels under Oclgrind (build/ci)"
+# The GPU kernels with the GPU profiles' parameters on Oclgrind's simulated
+# device, which reports data races between work-items (a missing barrier)
+# and accesses out of bounds: what the POCL CPU device cannot show.
+check "GPU kernels: no data race, no access out of bounds" tools/oclgrind.sh build/ci
 
 section "build and test with sanitizers (build/asan)"
 build build/asan -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON

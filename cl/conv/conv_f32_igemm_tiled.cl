@@ -185,6 +185,13 @@ void igemm_epilogue(const float acc, const size_t at, const int k, const float a
 
 #define IGEMM_SHAPE_PASS N, C, H, W, K, R, S, P, Q, stride_h, stride_w, pad_top, pad_left, dil_h, dil_w, groups
 
+/* One program holds the main kernel, or (KILN_CONV_SPLIT=1) the split-K
+   kernels, so that its local memory is its one kernel's. */
+#ifndef KILN_CONV_SPLIT
+#define KILN_CONV_SPLIT 0
+#endif
+
+#if !KILN_CONV_SPLIT
 /* clang-format off */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_THREADS, 1, 1)
 void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
@@ -216,7 +223,7 @@ void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta,
         }
     }
 }
-
+#else
 /*
  * Split K, for layers with fewer tiles than the device has compute units to
  * fill: work-group (tm, tn, z) computes slice s = z % splits of group
@@ -281,3 +288,4 @@ KILN_KERNEL void conv_f32_igemm_split_reduce(IGEMM_SHAPE_ARGS, const int splits,
         sum += part[s * plane];
     igemm_epilogue(sum, igemm_out_at(pix, k, K, P * Q), k, alpha, beta, slope, bias, z, y);
 }
+#endif

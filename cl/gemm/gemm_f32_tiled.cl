@@ -231,6 +231,15 @@ void gemm_tile(float acc[LTILE_MWI][LTILE_NWI], KILN_GLOBAL const KILN_STORAGE *
                   bls, tx, ty, 1);
 }
 
+/* One program holds the main kernel, or (KILN_GEMM_SPLIT=1) the split-K
+   kernels: each program's local memory is then its one kernel's (a
+   simulator that counts a program's local arrays together, as Oclgrind
+   does, sees the same). */
+#ifndef KILN_GEMM_SPLIT
+#define KILN_GEMM_SPLIT 0
+#endif
+
+#if !KILN_GEMM_SPLIT
 /* The signature keeps one line per operand. */
 /* clang-format off */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(LTILE_NDIMC, LTILE_MDIMC, 1)
@@ -260,8 +269,9 @@ void GEMM_KERNEL(const int M, const int N, const int K, const float alpha, const
     gemm_store(acc, C, ldc, mrem, nrem, alpha, beta, tx, ty,
                !edge && ldc % LTILE_VWN == 0 && (off_c + batch * stride_c) % LTILE_VWN == 0);
 }
+#endif
 
-#if GEMM_SPLIT_KERNELS
+#if GEMM_SPLIT_KERNELS && KILN_GEMM_SPLIT
 /*
  * Split K (for problems with fewer tiles than the device has compute units
  * to fill, and a long K): work-group z of the launch's third dimension

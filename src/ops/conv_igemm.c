@@ -129,11 +129,14 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     plan->local[MAIN][0] = threads;
     plan->local[MAIN][1] = plan->local[MAIN][2] = 1;
     plan->tiled = 1;
-    st = kiln_plan_kernel(&plan->base, MAIN, TILED_SOURCE, &options, "conv_f32_igemm_tiled");
     const size_t kk = s->cg * d->r * d->s, tiles = g[0] / threads * g[1] * g[2];
     plan->splits = kiln_split_k(tiles, kk, (size_t)kwg, t->split_k_min, t->split_k_waves,
                                 plan->base.ctx->desc.compute_units, &plan->ks);
-    if (st == KILN_SUCCESS && plan->splits > 1) {
+    if (plan->splits < 2)
+        st = kiln_plan_kernel(&plan->base, MAIN, TILED_SOURCE, &options, "conv_f32_igemm_tiled");
+    else {
+        /* The split program holds the slice and reduction kernels. */
+        kiln_options_add(&options, "-DKILN_CONV_SPLIT=1");
         st = kiln_plan_kernel(&plan->base, SPLIT, TILED_SOURCE, &options, "conv_f32_igemm_tiled_split");
         if (st == KILN_SUCCESS)
             st = kiln_plan_kernel(&plan->base, REDUCE, TILED_SOURCE, &options, "conv_f32_igemm_split_reduce");

@@ -24,13 +24,19 @@
 
 /* Launch geometry from the tile edges along M and N and the work-group
    shape; the kernel's options from its parameter group. dims[0] is the
-   global size, dims[1] the local. */
+   global size, dims[1] the local. Without `kernel` (split K) the geometry
+   and the options in *options only. */
 static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, const char *kernel,
-                           enum kiln_group_id group, const void *values, long tm, long tn, long dm, long dn)
+                           enum kiln_group_id group, const void *values, long tm, long tn, long dm, long dn,
+                           struct kiln_options *kept)
 {
     struct kiln_options options = {0};
     kiln_gemm_options(plan, &options);
     kiln_profile_defines(&options, group, values);
+    if (kept) {
+        *kept = options;
+        options = (struct kiln_options){0};
+    }
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", kernel);
     snprintf(plan->base.params, sizeof plan->base.params, "tile %ldx%ld, work-group %ldx%ld", tm, tn, dm, dn);
     const struct kiln_gemm_problem *p = &plan->p;
@@ -40,7 +46,7 @@ static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, cons
     plan->dims[1][0] = (size_t)dn;
     plan->dims[1][1] = (size_t)dm;
     plan->dims[1][2] = 1;
-    kiln_status st = kiln_plan_kernel(&plan->base, 0, source, &options, kernel);
+    kiln_status st = kept ? KILN_SUCCESS : kiln_plan_kernel(&plan->base, 0, source, &options, kernel);
     kiln_options_free(&options);
     return st;
 }
@@ -65,10 +71,13 @@ static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_tiled, &t);
     if (st != KILN_SUCCESS)
         return st;
-    st = prepare(plan, TILED_SOURCE, "gemm_f32_tiled", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc, t->ndimc);
     const size_t tiles = split_k(plan, t);
-    if (st != KILN_SUCCESS || plan->aux[0] < 2)
-        return st;
+    if (plan->aux[0] < 2)
+        return prepare(plan, TILED_SOURCE, "gemm_f32_tiled", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc,
+                       t->ndimc, NULL);
+    struct kiln_options options = {0};
+    prepare(plan, TILED_SOURCE, "gemm_f32_tiled_split", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc, t->ndimc,
+            &options);
     const struct kiln_gemm_problem *p = &plan->p;
     const size_t s = plan->aux[0], ks = plan->aux[1];
     size_t len = strlen(plan->base.params);
@@ -78,10 +87,8 @@ static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
              tiles, tiles == 1 ? "" : "s", plan->base.ctx->desc.compute_units);
     plan->dims[0][2] = p->batch * s;
     plan->dims[2][0] = p->n, plan->dims[2][1] = p->m, plan->dims[2][2] = p->batch;
-    /* The same program (its options) holds the slice and reduction kernels. */
-    struct kiln_options options = {0};
-    kiln_gemm_options(plan, &options);
-    kiln_profile_defines(&options, KILN_GROUP_gemm_tiled, t);
+    /* The split program holds the slice and reduction kernels. */
+    kiln_options_add(&options, "-DKILN_GEMM_SPLIT=1");
     st = kiln_plan_kernel(&plan->base, SPLIT, TILED_SOURCE, &options, "gemm_f32_tiled_split");
     if (st == KILN_SUCCESS)
         st = kiln_plan_kernel(&plan->base, REDUCE, TILED_SOURCE, &options, "gemm_f32_split_reduce");
@@ -142,7 +149,7 @@ static kiln_status direct_prepare(struct kiln_gemm_plan *plan)
     if (st != KILN_SUCCESS)
         return st;
     return prepare(plan, "gemm/gemm_f32_direct", "gemm_f32_direct", KILN_GROUP_gemm_direct, d, d->wg, d->wg, d->mdimc,
-                   d->ndimc);
+                   d->ndimc, NULL);
 }
 
 void kiln_gemm_inplace_args(struct kiln_args *a, const struct kiln_gemm_problem *p, const struct kiln_gemm_args *x)

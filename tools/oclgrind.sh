@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The work-group kernels under Oclgrind, an OpenCL device simulator that
+# checks every access of every work-item: data races in local and global
+# memory (a barrier missing between work-items that share a tile, which the
+# POCL CPU device, running a work-group's items one after another, never
+# shows) and accesses out of bounds. Runs small kiln-bench problems with the
+# GPU profiles forced (KILN_PROFILE), so the GPU kernels and their
+# parameters are the ones simulated: fused attention's flash kernel, the
+# tiled GEMM with and without split K and its small-M class, the direct GEMM,
+# and the tiled implicit-GEMM convolution with and without split K (the
+# simulator has one compute unit: a problem of one tile and a long K
+# splits).
+# Fails on any report, on a result kiln-bench finds wrong, or on an error.
+# Usage: tools/oclgrind.sh [BUILD_DIR] (default build/ci).
+set -uo pipefail
+cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
+bench=${1:-build/ci}/bench/kiln-bench
+if ! command -v oclgrind >/dev/null 2>&1; then
+    echo "oclgrind.sh: oclgrind is not installed (tools/install-deps.sh installs it)" >&2
+    exit 1
+fi
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+export KILN_CACHE_DIR=$cache
+
+cases=(
+    "attention --heads 2 --kv-heads 1 --seq-q 70 --seq-kv 45 --head-dim 24 --causal"
+    "attention --heads 2 --seq-q 33 --seq-kv 50 --head-dim 64 --dtype f16 --layout bhsd"
+    "attention --heads 4 --kv-heads 1 --seq-q 1 --seq-kv 40 --head-dim 128"
+    "gemm --m 70 --n 37 --k 19 --algo tiled"
+    "gemm --m 130 --n 70 --k 40 --trans-b --algo tiled"
+    "gemm --m 16 --n 100 --k 1000 --algo tiled"
+    "gemm --m 40 --n 33 --k 1000 --trans-a --trans-b --algo tiled"
+    "gemm --m 37 --n 20 --k 33 --trans-a --algo direct"
+    "conv --n 1 --c 12 --h 9 --w 11 --k 13 --r 3 --s 3 --pad 1 --bias --relu --algo implicit-gemm"
+    "conv --n 1 --c 64 --h 7 --w 7 --k 20 --r 3 --s 3 --pad 1 --layout nhwc --bias --residual --algo implicit-gemm"
+)
+status=0
+for profile in generic-gpu nvidia-hopper; do
+    for c in "${cases[@]}"; do
+        # shellcheck disable=SC2086
+        out=$(KILN_PROFILE=$profile oclgrind --data-races "$bench" $c --reps 1 --warmup 0 --compare none 2>&1)
+        rc=$?
+        plan=$(grep -m1 -E '^kiln plan:|^  implicit-gemm ' <<<"$out" | sed -E 's/^(kiln plan: |  implicit-gemm +)//')
+        # Oclgrind's reports (races, invalid accesses, fatal errors), kiln-bench's
+        # warnings (a wrong result) and failures; not the device's name.
+        if ((rc != 0)) || grep -qE 'data race|Invalid (read|write)|OCLGRIND|Oclgrind - |warning|failed|error' <<<"$out"; then
+            echo "FAIL: $profile: $c"
+            echo "$out" | head -40
+            status=1
+        else
+            echo "ok: $profile: $c: $plan"
+        fi
+    done
+done
+exit $status
