@@ -1,0 +1,98 @@
+/*
+ * The CUDA driver API and NVRTC, loaded at run time.
+ *
+ * kiln includes no CUDA header and links no CUDA library: a program linked
+ * with libcuda cannot even start where no driver is installed, and the
+ * toolkit's stub library only answers CUDA_ERROR_STUB_LIBRARY. The few types,
+ * constants and entry points kiln uses are declared here, with the values of
+ * the CUDA 11 to 13 headers, and resolved with dlopen/dlsym:
+ *  - the driver, libcuda.so.1, from the loader path or $KILN_CUDA_LIB_DIR;
+ *  - NVRTC, libnvrtc.so.13 (then .12, .11.2, unversioned), from
+ *    $KILN_CUDA_LIB_DIR, the loader path, or a toolkit's lib64 or
+ *    targets/x86_64-linux/lib under /usr/local/cuda*.
+ * Any failure to load or initialise the driver (no library, the stub, no
+ * device) means zero CUDA devices, with the reason kept for reports; NVRTC
+ * works without a driver, compiling CUDA C to a CUBIN for a given sm_XY.
+ *
+ * This is the foundation of the CUDA backend (docs/cuda.md): it lists
+ * devices and compiles, and is not yet a struct kiln_backend.
+ */
+#ifndef KILN_CUDA_API_H
+#define KILN_CUDA_API_H
+
+#include <stddef.h>
+
+#include "kiln/kiln.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct _nvrtcProgram *nvrtcProgram;
+typedef int nvrtcResult;
+
+enum {
+    KILN_CUDA_SUCCESS = 0,
+    KILN_CUDA_ERROR_NO_DEVICE = 100,
+    KILN_CUDA_ERROR_STUB_LIBRARY = 34,
+    KILN_NVRTC_SUCCESS = 0,
+};
+
+/* cuDeviceGetAttribute's attributes kiln reads (CUdevice_attribute). */
+enum {
+    KILN_CU_ATTR_MAX_THREADS_PER_BLOCK = 1,
+    KILN_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    KILN_CU_ATTR_CLOCK_RATE = 13,
+    KILN_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
+    KILN_CU_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
+    KILN_CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
+};
+
+/* What was loaded. A member NULL where its library is missing. */
+struct kiln_cuda_api {
+    void *cuda_lib, *nvrtc_lib;
+    CUresult (*cuInit)(unsigned flags);
+    CUresult (*cuDriverGetVersion)(int *version);
+    CUresult (*cuDeviceGetCount)(int *count);
+    CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
+    CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
+    CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
+    CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice device);
+    CUresult (*cuGetErrorName)(CUresult error, const char **name);
+
+    nvrtcResult (*nvrtcVersion)(int *major, int *minor);
+    nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *prog, const char *source, const char *name, int headers,
+                                      const char *const *header_sources, const char *const *header_names);
+    nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram prog, int count, const char *const *options);
+    nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram prog, size_t *size);
+    nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram prog, char *log);
+    nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram prog, size_t *size);
+    nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram prog, char *cubin);
+    nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *prog);
+    const char *(*nvrtcGetErrorString)(nvrtcResult result);
+
+    int devices;        /* CUDA devices the driver reports; 0 on any failure */
+    int driver_version; /* cuDriverGetVersion, 0 without a driver */
+    int nvrtc_major, nvrtc_minor;
+    char driver[512]; /* the driver library loaded, or why there is none */
+    char nvrtc[512];  /* the NVRTC library loaded (its path), or why there is none */
+};
+
+/* Load the driver and NVRTC, and count the driver's devices, into *api
+   (every member set; never fails: what is missing says why). */
+void kiln_cuda_load(struct kiln_cuda_api *api);
+
+/* Forget what kiln_cuda_load loaded (the libraries stay loaded until the
+   process exits, as the CUDA libraries expect). */
+void kiln_cuda_unload(struct kiln_cuda_api *api);
+
+/* Compile CUDA C `source` (named `name` in messages) with NVRTC for sm_<sm>
+   (75 for sm_75) into a CUBIN, *cubin malloc'd for the caller. Returns
+   KILN_ERROR_UNSUPPORTED without NVRTC, KILN_ERROR_BUILD with NVRTC's log
+   in the detail. */
+kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *source, const char *name, int sm,
+                              const char *options, void **cubin, size_t *size);
+
+/* The sm_XY a CUBIN (an ELF image for NVIDIA GPUs) was compiled for, e.g.
+   90, or -1 if `image` is no CUBIN. */
+int kiln_cuda_cubin_arch(const void *image, size_t size);
+
+#endif /* KILN_CUDA_API_H */
