@@ -5,7 +5,8 @@
 # POCL CPU device, running a work-group's items one after another, never
 # shows) and accesses out of bounds. Runs small kiln-bench problems with the
 # GPU profiles forced (KILN_PROFILE), so the GPU kernels and their
-# parameters are the ones simulated: fused attention's flash kernel, the
+# parameters are the ones simulated: fused attention's flash kernel
+# (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
 # tiled GEMM with and without split K and its small-M class, the direct GEMM,
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
@@ -36,7 +37,7 @@ cases=(
     "conv --n 1 --c 64 --h 7 --w 7 --k 20 --r 3 --s 3 --pad 1 --layout nhwc --bias --residual --algo implicit-gemm"
 )
 status=0
-for profile in generic-gpu nvidia-hopper; do
+for profile in generic-gpu nvidia-hopper amd-rdna3; do
     for c in "${cases[@]}"; do
         # shellcheck disable=SC2086
         out=$(KILN_PROFILE=$profile oclgrind --data-races "$bench" $c --reps 1 --warmup 0 --compare none 2>&1)
