@@ -6,13 +6,25 @@
  * ELF header names that architecture; a compile error comes back as
  * KILN_ERROR_BUILD with NVRTC's log. Parts that need a toolkit are skipped,
  * saying so, where there is none.
+ *
+ * The tensor-core GEMM (cu/gemm/gemm_f16_mma.cu): a plain-C model of its
+ * tiling, fragments loaded and stored through cu/gemm/mma_layout.h as the
+ * kernel does, multiplied by an emulated mma.m16n8k16 that reads and writes
+ * registers as the PTX ISA lays them out, must give the exact product (a
+ * swapped register in mma_layout.h fails it); and the kernel compiles for
+ * sm_80, sm_86, sm_89 and sm_90 with HMMA instructions, no local memory
+ * (no spills) and registers and shared memory within the limits, as
+ * cuobjdump reads them (installed from PyPI; skipped without it).
  */
 #include <glob.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../cu/gemm/mma_layout.h"
 #include "cuda/cuda_api.h"
 #include "test_util.h"
 
@@ -133,6 +145,242 @@ static void test_cubin_arch_rejects_other_files(void **state)
     assert_int_equal(kiln_cuda_cubin_arch(host_elf, 10), -1);
 }
 
+/* ---- the tensor-core GEMM ------------------------------------------------ */
+
+/* The PTX ISA's fragments of mma.m16n8k16 with .f16 A and B and .f32 C and
+   D (groupID = lane >> 2, threadID_in_group = lane % 4), written from its
+   tables independently of mma_layout.h: register j of A holds elements 2j
+   (low half) and 2j + 1. */
+static void isa_a(int lane, int e, int *row, int *col)
+{
+    const int g = lane >> 2, t = lane % 4;
+    static const int row_plus[8] = {0, 0, 8, 8, 0, 0, 8, 8}, col_plus[8] = {0, 1, 0, 1, 8, 9, 8, 9};
+    *row = g + row_plus[e], *col = t * 2 + col_plus[e];
+}
+static void isa_b(int lane, int e, int *row, int *col)
+{
+    const int g = lane >> 2, t = lane % 4;
+    static const int row_plus[4] = {0, 1, 8, 9};
+    *row = t * 2 + row_plus[e], *col = g;
+}
+static void isa_c(int lane, int e, int *row, int *col)
+{
+    const int g = lane >> 2, t = lane % 4;
+    *row = g + (e < 2 ? 0 : 8), *col = t * 2 + (e & 1);
+}
+
+/* One mma of a warp: a[lane][8], b[lane][4] and d[lane][4] as the lanes'
+   registers hold them; d += A B with A, B and D laid out by the ISA. */
+static void emulated_mma(const float a[32][8], const float b[32][4], float d[32][4])
+{
+    float am[16][16], bm[16][8], dm[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        int r, c;
+        for (int e = 0; e < 8; e++)
+            isa_a(lane, e, &r, &c), am[r][c] = a[lane][e];
+        for (int e = 0; e < 4; e++)
+            isa_b(lane, e, &r, &c), bm[r][c] = b[lane][e];
+        for (int e = 0; e < 4; e++)
+            isa_c(lane, e, &r, &c), dm[r][c] = d[lane][e];
+    }
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++)
+            for (int k = 0; k < 16; k++)
+                dm[i][j] += am[i][k] * bm[k][j];
+    for (int lane = 0; lane < 32; lane++)
+        for (int e = 0; e < 4; e++) {
+            int r, c;
+            isa_c(lane, e, &r, &c);
+            d[lane][e] = dm[r][c];
+        }
+}
+
+/* gemm_f16_mma's tiling at its default parameters, in C: blocks of 64 x 64
+   by 32 of K, 2 x 2 warps of 32 x 32, fragments through mma_layout.h. */
+enum { MB = 64, NB = 64, KB = 32, WARPS_M = 2, WARPS_N = 2, WM = MB / WARPS_M, WN = NB / WARPS_N };
+
+static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C)
+{
+    static float as[MB][KB], bs[KB][NB], acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
+    for (int m0 = 0; m0 < M; m0 += MB)
+        for (int n0 = 0; n0 < N; n0 += NB) {
+            memset(acc, 0, sizeof acc);
+            for (int k0 = 0; k0 < K; k0 += KB) {
+                for (int r = 0; r < MB; r++)
+                    for (int c = 0; c < KB; c++)
+                        as[r][c] = m0 + r < M && k0 + c < K ? A[(m0 + r) * K + k0 + c] : 0.0f;
+                for (int r = 0; r < KB; r++)
+                    for (int c = 0; c < NB; c++)
+                        bs[r][c] = k0 + r < K && n0 + c < N ? B[(k0 + r) * N + n0 + c] : 0.0f;
+                for (int w = 0; w < WARPS_M * WARPS_N; w++) {
+                    const int wr = kiln_mma_warp_row(w, WARPS_N, WM), wc = kiln_mma_warp_col(w, WARPS_N, WN);
+                    for (int kk = 0; kk < KB; kk += 16)
+                        for (int mi = 0; mi < WM / 16; mi++)
+                            for (int ni = 0; ni < WN / 8; ni++) {
+                                float a[32][8], b[32][4];
+                                for (int lane = 0; lane < 32; lane++) {
+                                    for (int e = 0; e < 8; e++)
+                                        a[lane][e] =
+                                            as[wr + mi * 16 + kiln_mma_a_row(lane, e)][kk + kiln_mma_a_col(lane, e)];
+                                    for (int e = 0; e < 4; e++)
+                                        b[lane][e] =
+                                            bs[kk + kiln_mma_b_row(lane, e)][wc + ni * 8 + kiln_mma_b_col(lane, e)];
+                                }
+                                emulated_mma((const float(*)[8])a, (const float(*)[4])b, acc[w][mi][ni]);
+                            }
+                }
+            }
+            for (int w = 0; w < WARPS_M * WARPS_N; w++)
+                for (int mi = 0; mi < WM / 16; mi++)
+                    for (int ni = 0; ni < WN / 8; ni++)
+                        for (int lane = 0; lane < 32; lane++)
+                            for (int e = 0; e < 4; e++) {
+                                const int r =
+                                    m0 + kiln_mma_warp_row(w, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
+                                const int c = n0 + kiln_mma_warp_col(w, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
+                                if (r < M && c < N)
+                                    C[r * N + c] = acc[w][mi][ni][lane][e];
+                            }
+        }
+}
+
+static void test_mma_tiling_model(void **state)
+{
+    (void)state;
+    /* Edges in every dimension, several blocks and K steps; small integers,
+       so every sum is exact. */
+    enum { M = 70, N = 75, K = 50 };
+    static float A[M * K], B[K * N], C[M * N];
+    uint64_t seed = kt_group_seed;
+    kt_fill_uniform(A, M * K, -3.0f, 4.0f, &seed);
+    kt_fill_uniform(B, K * N, -3.0f, 4.0f, &seed);
+    for (int i = 0; i < M * K; i++)
+        A[i] = floorf(A[i]);
+    for (int i = 0; i < K * N; i++)
+        B[i] = floorf(B[i]);
+    for (int i = 0; i < M * N; i++)
+        C[i] = NAN;
+    model_gemm(M, N, K, A, B, C);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double ref = 0;
+            for (int k = 0; k < K; k++)
+                ref += (double)A[i * K + k] * B[k * N + j];
+            if (C[i * N + j] != ref)
+                fail_msg("model C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the PTX ISA", i, j,
+                         C[i * N + j], ref);
+        }
+}
+
+/* The path of cuobjdump: $KILN_CUOBJDUMP, the PATH, or the one PyPI's
+   nvidia-cuda-cuobjdump installs; "" if none. */
+static void find_cuobjdump(char *path, size_t size)
+{
+    path[0] = '\0';
+    const char *env = getenv("KILN_CUOBJDUMP");
+    const char *cmd = env && env[0] ? NULL
+                                    : "command -v cuobjdump 2>/dev/null || python3 -c \"import glob, os, nvidia; "
+                                      "print(next(iter(sorted(glob.glob(os.path.join(list(nvidia.__path__)[0], "
+                                      "'cu*', 'bin', 'cuobjdump')))), ''))\" 2>/dev/null";
+    if (!cmd) {
+        snprintf(path, size, "%s", env);
+        return;
+    }
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    if (!fgets(path, (int)size, p))
+        path[0] = '\0';
+    pclose(p);
+    path[strcspn(path, "\n")] = '\0';
+}
+
+/* Run `tool args file` and return its output (malloc'd), or NULL. */
+static char *run_tool(const char *tool, const char *args, const char *file)
+{
+    char cmd[1536];
+    snprintf(cmd, sizeof cmd, "'%s' %s '%s' 2>&1", tool, args, file);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return NULL;
+    size_t cap = 1 << 20, n = 0;
+    char *out = malloc(cap);
+    if (out)
+        n = fread(out, 1, cap - 1, p);
+    pclose(p);
+    if (out)
+        out[n] = '\0';
+    return out;
+}
+
+static void test_mma_kernel_sass(void **state)
+{
+    (void)state;
+    struct kiln_cuda_api api;
+    kiln_cuda_load(&api);
+    if (!api.nvrtc_lib) {
+        printf("# skipped: %s\n", api.nvrtc);
+        kiln_cuda_unload(&api);
+        skip();
+    }
+    char root[1024], file[1200], include[1200];
+    snprintf(root, sizeof root, "%s", __FILE__);
+    *strrchr(root, '/') = '\0';
+    snprintf(file, sizeof file, "%s/../cu/gemm/gemm_f16_mma.cu", root);
+    snprintf(include, sizeof include, "--include-path=%s/../cu", root);
+    FILE *f = fopen(file, "rb");
+    assert_non_null(f);
+    static char source[1 << 16];
+    const size_t n = fread(source, 1, sizeof source - 1, f);
+    fclose(f);
+    source[n] = '\0';
+    char tool[1024];
+    find_cuobjdump(tool, sizeof tool);
+    if (!tool[0])
+        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
+    char *dir = kt_temp_dir();
+    static const int archs[] = {80, 86, 89, 90};
+    for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
+        void *cubin = NULL;
+        size_t size = 0;
+        const double t0 = now_ms();
+        kt_assert_status(kiln_cuda_compile(&api, source, "gemm_f16_mma.cu", archs[i], include, &cubin, &size),
+                         KILN_SUCCESS);
+        const double ms = now_ms() - t0;
+        assert_int_equal(kiln_cuda_cubin_arch(cubin, size), archs[i]);
+        if (!tool[0]) {
+            printf("# gemm_f16_mma sm_%d: %zu bytes in %.0f ms\n", archs[i], size, ms);
+            free(cubin);
+            continue;
+        }
+        char path[1300];
+        snprintf(path, sizeof path, "%s/gemm_f16_mma_sm%d.cubin", dir, archs[i]);
+        FILE *o = fopen(path, "wb");
+        assert_non_null(o);
+        assert_int_equal(fwrite(cubin, 1, size, o), size);
+        fclose(o);
+        free(cubin);
+        char *sass = run_tool(tool, "-sass", path), *usage = run_tool(tool, "-res-usage", path);
+        assert_true(sass && usage);
+        int hmma = 0;
+        for (const char *s = sass; (s = strstr(s, "HMMA")) != NULL; s += 4)
+            hmma++;
+        int reg = -1, stack = -1, shared = -1, local = -1;
+        const char *u = strstr(usage, "REG:");
+        if (u)
+            sscanf(u, "REG:%d STACK:%d SHARED:%d LOCAL:%d", &reg, &stack, &shared, &local);
+        printf("# gemm_f16_mma sm_%d: %.0f ms, %d HMMA, %d registers, %d bytes shared, %d local, %d stack\n", archs[i],
+               ms, hmma, reg, shared, local, stack);
+        if (hmma == 0 || reg < 0 || reg > 255 || local != 0 || stack != 0 || shared > 48 * 1024)
+            fail_msg("gemm_f16_mma on sm_%d: %d HMMA, %d registers, %d local and %d stack bytes (spills), %d shared",
+                     archs[i], hmma, reg, local, stack, shared);
+        free(sass), free(usage);
+    }
+    kt_remove_tree(dir);
+    free(dir);
+    kiln_cuda_unload(&api);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -140,5 +388,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_stub_library_no_devices));
     kt_add(&tests, cmocka_unit_test(test_nvrtc_compiles_each_arch));
     kt_add(&tests, cmocka_unit_test(test_cubin_arch_rejects_other_files));
+    kt_add(&tests, cmocka_unit_test(test_mma_tiling_model));
+    kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
     return kt_run("cuda", &tests);
 }

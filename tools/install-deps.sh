@@ -9,6 +9,18 @@ packages=(
     cmake gcc make pkg-config cppcheck clang-format clang libclang-rt-dev oclgrind
 )
 
+# cuobjdump, which tests/test_cuda.c reads the CUDA kernels' SASS with, from
+# PyPI (Debian's toolkit lacks it). Best effort: without it (or without pip)
+# the test compiles the kernels and skips the SASS checks, saying so.
+if ! command -v cuobjdump >/dev/null 2>&1 &&
+    ! python3 -c "import glob, os, nvidia, sys; sys.exit(not glob.glob(os.path.join(list(nvidia.__path__)[0], 'cu*', 'bin', 'cuobjdump')))" 2>/dev/null &&
+    python3 -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: installing cuobjdump from PyPI (nvidia-cuda-cuobjdump)"
+    python3 -m pip install --quiet --user nvidia-cuda-cuobjdump 2>/dev/null ||
+        python3 -m pip install --quiet nvidia-cuda-cuobjdump ||
+        echo "install-deps: could not install nvidia-cuda-cuobjdump; the SASS checks will be skipped" >&2
+fi
+
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-deps: not a Debian-based system; install the equivalents of these yourself:" >&2
     echo "install-deps:   ${packages[*]}" >&2
