@@ -59,6 +59,17 @@ static char *stub_dir(void)
     return NULL;
 }
 
+/* Load the CUDA libraries; skip the test, saying why, without NVRTC. */
+static void load_nvrtc_or_skip(struct kiln_cuda_api *api)
+{
+    kiln_cuda_load(api);
+    if (!api->nvrtc_lib) {
+        printf("# skipped: %s\n", api->nvrtc);
+        kiln_cuda_unload(api);
+        skip();
+    }
+}
+
 static void test_without_a_driver_no_devices(void **state)
 {
     (void)state;
@@ -105,12 +116,7 @@ static void test_nvrtc_compiles_each_arch(void **state)
 {
     (void)state;
     struct kiln_cuda_api api;
-    kiln_cuda_load(&api);
-    if (!api.nvrtc_lib) {
-        printf("# skipped: %s\n", api.nvrtc);
-        kiln_cuda_unload(&api);
-        skip();
-    }
+    load_nvrtc_or_skip(&api);
     static const int archs[] = {75, 80, 86, 89, 90};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         void *cubin = NULL;
@@ -317,12 +323,7 @@ static void test_mma_kernel_sass(void **state)
 {
     (void)state;
     struct kiln_cuda_api api;
-    kiln_cuda_load(&api);
-    if (!api.nvrtc_lib) {
-        printf("# skipped: %s\n", api.nvrtc);
-        kiln_cuda_unload(&api);
-        skip();
-    }
+    load_nvrtc_or_skip(&api);
     char root[1024], file[1200], include[1200];
     snprintf(root, sizeof root, "%s", __FILE__);
     *strrchr(root, '/') = '\0';
