@@ -7,7 +7,8 @@
 # GPU profiles forced (KILN_PROFILE), so the GPU kernels and their
 # parameters are the ones simulated: fused attention's flash kernel
 # (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
-# tiled GEMM with and without split K and its small-M class, the direct GEMM,
+# tiled GEMM with and without split K and its small-M class, the direct and
+# small-M GEMMs,
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
 # splits).
@@ -33,6 +34,8 @@ cases=(
     "gemm --m 16 --n 100 --k 1000 --algo tiled"
     "gemm --m 40 --n 33 --k 1000 --trans-a --trans-b --algo tiled"
     "gemm --m 37 --n 20 --k 33 --trans-a --algo direct"
+    "gemm --m 1 --n 300 --k 70 --algo smallm"
+    "gemm --m 3 --n 130 --k 41 --trans-b --algo smallm"
     "conv --n 1 --c 12 --h 9 --w 11 --k 13 --r 3 --s 3 --pad 1 --bias --relu --algo implicit-gemm"
     "conv --n 1 --c 64 --h 7 --w 7 --k 20 --r 3 --s 3 --pad 1 --layout nhwc --bias --residual --algo implicit-gemm"
 )

@@ -37,11 +37,13 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
     kiln_options_add(&options, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
     const char *kernel = p->trans_b ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy";
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", kernel);
-    snprintf(plan->base.params, sizeof plan->base.params, "MB=%zu NB=%zu VW=%ld", mb, nb, vw);
-    plan->dims[0][0] = kiln_div_up(p->n, p->trans_b ? nb : nb * (size_t)vw);
+    snprintf(plan->base.params, sizeof plan->base.params, "MB=%zu NB=%zu VW=%ld WG=%d", mb, nb, vw, sm->wg);
+    /* Work-groups of wg work-items (1 on CPUs); those past N return. */
+    const size_t wg = (size_t)sm->wg;
+    plan->dims[0][0] = kiln_div_up(kiln_div_up(p->n, p->trans_b ? nb : nb * (size_t)vw), wg) * wg;
     plan->dims[0][1] = 1;
     plan->dims[0][2] = p->batch;
-    plan->dims[1][0] = plan->dims[1][1] = plan->dims[1][2] = 1;
+    plan->dims[1][0] = wg, plan->dims[1][1] = plan->dims[1][2] = 1;
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, kernel);
     kiln_options_free(&options);
     return st;

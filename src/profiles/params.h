@@ -111,7 +111,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_smallm, mr, INT, 1, 64, HOST, "rows of C a work-item accumulates at once")                                  \
     F(gemm_smallm, nc, INT, 1, 256, HOST,                                                                              \
       "columns of C per work-item (B not transposed: rounded up to a multiple of vw)")                                 \
-    F(gemm_smallm, vw, VW, 1, 16, DEF, "vector width in floats, along K (B transposed) or N")
+    F(gemm_smallm, vw, VW, 1, 16, DEF, "vector width in floats, along K (B transposed) or N")                          \
+    F(gemm_smallm, wg, INT, 1, 1024, HOST,                                                                             \
+      "work-items per work-group (1 on CPUs: a work-group is one thread's task; a GPU runs a work-group of 1 on one "  \
+      "lane of a warp)")
 
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \

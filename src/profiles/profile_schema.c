@@ -184,10 +184,11 @@ static int check_gemm_direct(const void *values, const struct kiln_device_desc *
 static int check_gemm_smallm(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_gemm_smallm *p = values;
-    (void)dev;
     /* With B transposed each of the mr x nc accumulators is a vector. */
-    return bounded(why, size, "gemm.smallm", "mr*nc*vw", (long)p->mr * p->nc * p->vw, "accumulators per work-item",
-                   KILN_MAX_TILE_VALUES);
+    if (bounded(why, size, "gemm.smallm", "mr*nc*vw", (long)p->mr * p->nc * p->vw, "accumulators per work-item",
+                KILN_MAX_TILE_VALUES))
+        return -1;
+    return fits("gemm.smallm", dev, "wg", p->wg, 0, why, size);
 }
 
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
