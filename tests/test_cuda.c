@@ -11,8 +11,9 @@
  * tiling, fragments loaded and stored through cu/gemm/mma_layout.h as the
  * kernel does, multiplied by an emulated mma.m16n8k16 that reads and writes
  * registers as the PTX ISA lays them out, must give the exact product (a
- * swapped register in mma_layout.h fails it); and the kernel compiles for
- * sm_80, sm_86, sm_89 and sm_90 with HMMA instructions, no local memory
+ * swapped register in mma_layout.h fails it), also as the two m16n8k8 of
+ * Turing; and the kernel compiles for sm_75, sm_80, sm_86, sm_89 and sm_90
+ * with HMMA instructions, no local memory
  * (no spills) and registers and shared memory within the limits, as
  * cuobjdump reads them (installed from PyPI; skipped without it).
  */
@@ -201,11 +202,58 @@ static void emulated_mma(const float a[32][8], const float b[32][4], float d[32]
         }
 }
 
+/* The same for mma.m16n8k8 (Turing): A 16 x 8 in two registers (elements
+   0-1 row g, 2-3 row g + 8, columns 2t, 2t + 1), B 8 x 8 in one (rows 2t,
+   2t + 1, column g), C as above. */
+static void emulated_mma_k8(const float a[32][4], const float b[32][2], float d[32][4])
+{
+    float am[16][8], bm[8][8], dm[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane >> 2, t = lane % 4;
+        for (int e = 0; e < 4; e++)
+            am[g + (e < 2 ? 0 : 8)][t * 2 + (e & 1)] = a[lane][e];
+        for (int e = 0; e < 2; e++)
+            bm[t * 2 + e][g] = b[lane][e];
+        for (int e = 0; e < 4; e++) {
+            int r, c;
+            isa_c(lane, e, &r, &c);
+            dm[r][c] = d[lane][e];
+        }
+    }
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++)
+            for (int k = 0; k < 8; k++)
+                dm[i][j] += am[i][k] * bm[k][j];
+    for (int lane = 0; lane < 32; lane++)
+        for (int e = 0; e < 4; e++) {
+            int r, c;
+            isa_c(lane, e, &r, &c);
+            d[lane][e] = dm[r][c];
+        }
+}
+
+/* The kernel's mma_16816 on sm_75: two m16n8k8, on A's registers 0-1
+   (elements 0-3) and B's register 0 (elements 0-1), then A's 2-3 and B's
+   1. */
+static void emulated_mma_turing(const float a[32][8], const float b[32][4], float d[32][4])
+{
+    for (int half = 0; half < 2; half++) {
+        float ah[32][4], bh[32][2];
+        for (int lane = 0; lane < 32; lane++) {
+            for (int e = 0; e < 4; e++)
+                ah[lane][e] = a[lane][4 * half + e];
+            for (int e = 0; e < 2; e++)
+                bh[lane][e] = b[lane][2 * half + e];
+        }
+        emulated_mma_k8((const float(*)[4])ah, (const float(*)[2])bh, d);
+    }
+}
+
 /* gemm_f16_mma's tiling at its default parameters, in C: blocks of 64 x 64
    by 32 of K, 2 x 2 warps of 32 x 32, fragments through mma_layout.h. */
 enum { MB = 64, NB = 64, KB = 32, WARPS_M = 2, WARPS_N = 2, WM = MB / WARPS_M, WN = NB / WARPS_N };
 
-static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C)
+static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int turing)
 {
     static float as[MB][KB], bs[KB][NB], acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
     for (int m0 = 0; m0 < M; m0 += MB)
@@ -232,7 +280,10 @@ static void model_gemm(int M, int N, int K, const float *A, const float *B, floa
                                         b[lane][e] =
                                             bs[kk + kiln_mma_b_row(lane, e)][wc + ni * 8 + kiln_mma_b_col(lane, e)];
                                 }
-                                emulated_mma((const float(*)[8])a, (const float(*)[4])b, acc[w][mi][ni]);
+                                if (turing)
+                                    emulated_mma_turing((const float(*)[8])a, (const float(*)[4])b, acc[w][mi][ni]);
+                                else
+                                    emulated_mma((const float(*)[8])a, (const float(*)[4])b, acc[w][mi][ni]);
                             }
                 }
             }
@@ -264,18 +315,20 @@ static void test_mma_tiling_model(void **state)
         A[i] = floorf(A[i]);
     for (int i = 0; i < K * N; i++)
         B[i] = floorf(B[i]);
-    for (int i = 0; i < M * N; i++)
-        C[i] = NAN;
-    model_gemm(M, N, K, A, B, C);
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            double ref = 0;
-            for (int k = 0; k < K; k++)
-                ref += (double)A[i * K + k] * B[k * N + j];
-            if (C[i * N + j] != ref)
-                fail_msg("model C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the PTX ISA", i, j,
-                         C[i * N + j], ref);
-        }
+    for (int turing = 0; turing < 2; turing++) {
+        for (int i = 0; i < M * N; i++)
+            C[i] = NAN;
+        model_gemm(M, N, K, A, B, C, turing);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double ref = 0;
+                for (int k = 0; k < K; k++)
+                    ref += (double)A[i * K + k] * B[k * N + j];
+                if (C[i * N + j] != ref)
+                    fail_msg("model (%s) C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the PTX ISA",
+                             turing ? "sm_75, two m16n8k8" : "m16n8k16", i, j, C[i * N + j], ref);
+            }
+    }
 }
 
 /* The path of cuobjdump: $KILN_CUOBJDUMP, the PATH, or the one PyPI's
@@ -340,7 +393,7 @@ static void test_mma_kernel_sass(void **state)
     if (!tool[0])
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     char *dir = kt_temp_dir();
-    static const int archs[] = {80, 86, 89, 90};
+    static const int archs[] = {75, 80, 86, 89, 90};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         void *cubin = NULL;
         size_t size = 0;
