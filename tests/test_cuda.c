@@ -393,22 +393,29 @@ static void test_mma_kernel_sass(void **state)
     if (!tool[0])
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     char *dir = kt_temp_dir();
-    static const int archs[] = {75, 80, 86, 89, 90};
-    for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
+    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) from sm_80. */
+    static const struct {
+        int arch, bf16;
+    } builds[] = {{75, 0}, {80, 0}, {86, 0}, {89, 0}, {90, 0}, {80, 1}, {90, 1}};
+    for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
+        const int arch = builds[i].arch;
+        const char *type = builds[i].bf16 ? "bf16" : "f16";
+        char options[1300];
+        snprintf(options, sizeof options, "%s%s", include, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
         void *cubin = NULL;
         size_t size = 0;
         const double t0 = now_ms();
-        kt_assert_status(kiln_cuda_compile(&api, source, "gemm_f16_mma.cu", archs[i], include, &cubin, &size),
+        kt_assert_status(kiln_cuda_compile(&api, source, "gemm_f16_mma.cu", arch, options, &cubin, &size),
                          KILN_SUCCESS);
         const double ms = now_ms() - t0;
-        assert_int_equal(kiln_cuda_cubin_arch(cubin, size), archs[i]);
+        assert_int_equal(kiln_cuda_cubin_arch(cubin, size), arch);
         if (!tool[0]) {
-            printf("# gemm_f16_mma sm_%d: %zu bytes in %.0f ms\n", archs[i], size, ms);
+            printf("# gemm_f16_mma %s sm_%d: %zu bytes in %.0f ms\n", type, arch, size, ms);
             free(cubin);
             continue;
         }
         char path[1300];
-        snprintf(path, sizeof path, "%s/gemm_f16_mma_sm%d.cubin", dir, archs[i]);
+        snprintf(path, sizeof path, "%s/gemm_%s_mma_sm%d.cubin", dir, type, arch);
         FILE *o = fopen(path, "wb");
         assert_non_null(o);
         assert_int_equal(fwrite(cubin, 1, size, o), size);
@@ -423,11 +430,14 @@ static void test_mma_kernel_sass(void **state)
         const char *u = strstr(usage, "REG:");
         if (u)
             sscanf(u, "REG:%d STACK:%d SHARED:%d LOCAL:%d", &reg, &stack, &shared, &local);
-        printf("# gemm_f16_mma sm_%d: %.0f ms, %d HMMA, %d registers, %d bytes shared, %d local, %d stack\n", archs[i],
-               ms, hmma, reg, shared, local, stack);
-        if (hmma == 0 || reg < 0 || reg > 255 || local != 0 || stack != 0 || shared > 48 * 1024)
-            fail_msg("gemm_f16_mma on sm_%d: %d HMMA, %d registers, %d local and %d stack bytes (spills), %d shared",
-                     archs[i], hmma, reg, local, stack, shared);
+        /* bf16 multiplies show as HMMA with a .BF16 suffix. */
+        const int typed = builds[i].bf16 ? strstr(sass, "BF16") != NULL : strstr(sass, "BF16") == NULL;
+        printf("# gemm_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d registers, %d bytes shared, %d local, %d stack\n", type,
+               arch, ms, hmma, reg, shared, local, stack);
+        if (hmma == 0 || !typed || reg < 0 || reg > 255 || local != 0 || stack != 0 || shared > 48 * 1024)
+            fail_msg("gemm_f16_mma %s on sm_%d: %d HMMA (%s), %d registers, %d local and %d stack bytes (spills), %d "
+                     "shared",
+                     type, arch, hmma, typed ? "of its type" : "not of its type", reg, local, stack, shared);
         free(sass), free(usage);
     }
     kt_remove_tree(dir);

@@ -1,7 +1,8 @@
 /*
- * gemm_f16_mma: C = A B on tensor cores, fp16 storage and multiplies, fp32
- * accumulation and output (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
- * from sm_80, two m16n8k8 on sm_75).
+ * gemm_f16_mma: C = A B on tensor cores, fp16 storage and multiplies (bf16
+ * with KILN_MMA_BF16=1, sm_80 on), fp32 accumulation and output
+ * (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 from sm_80, two
+ * m16n8k8 on sm_75).
  *
  * Row-major A (M x K, lda), B (K x N, ldb) and C (M x N, ldc); any M, N, K
  * >= 1 (edges zero-filled on load, masked on store). A block of
@@ -54,6 +55,17 @@
 #error "gemm_f16_mma: BK a multiple of 16, warp tiles of whole 16 x 8 mma tiles"
 #endif
 
+/* The multiplies' type: fp16, or bf16 with KILN_MMA_BF16=1 (sm_80 and
+   newer; the same fragment layout). */
+#if KILN_MMA_BF16
+#if __CUDA_ARCH__ < 800
+#error "gemm_f16_mma: bf16 needs sm_80 or newer"
+#endif
+#define MMA_TYPE "bf16"
+#else
+#define MMA_TYPE "f16"
+#endif
+
 /* d += a b for one 16 x 8 x 16 tile. Turing (sm_75) has no m16n8k16 for
    f16: there it is two m16n8k8, the first on A's registers 0-1 and B's
    register 0 (k 0-7), the second on A's 2-3 and B's 1 (k 8-15): the
@@ -62,7 +74,7 @@
 __device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2])
 {
 #if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

@@ -160,10 +160,15 @@ kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *sourc
     nvrtcResult r = api->nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
     if (r != KILN_NVRTC_SUCCESS)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "CUDA: nvrtcCreateProgram of %s failed (%d)", name, r);
-    char arch[32];
+    /* The architecture, then `options` split at spaces. */
+    char arch[32], opts[1024];
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
-    const char *argv[3] = {arch, options, NULL};
-    r = api->nvrtcCompileProgram(prog, options && options[0] ? 2 : 1, argv);
+    snprintf(opts, sizeof opts, "%s", options ? options : "");
+    const char *argv[17] = {arch};
+    int argc = 1;
+    for (char *save = NULL, *tok = strtok_r(opts, " ", &save); tok && argc < 17; tok = strtok_r(NULL, " ", &save))
+        argv[argc++] = tok;
+    r = api->nvrtcCompileProgram(prog, argc, argv);
     kiln_status st = KILN_SUCCESS;
     if (r != KILN_NVRTC_SUCCESS) {
         size_t log_size = 0;

@@ -85,7 +85,8 @@ void kiln_cuda_load(struct kiln_cuda_api *api);
 void kiln_cuda_unload(struct kiln_cuda_api *api);
 
 /* Compile CUDA C `source` (named `name` in messages) with NVRTC for sm_<sm>
-   (75 for sm_75) into a CUBIN, *cubin malloc'd for the caller. Returns
+   (75 for sm_75) and `options` (NVRTC's, separated by spaces, at most 16;
+   may be NULL) into a CUBIN, *cubin malloc'd for the caller. Returns
    KILN_ERROR_UNSUPPORTED without NVRTC, KILN_ERROR_BUILD with NVRTC's log
    in the detail. */
 kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *source, const char *name, int sm,
