@@ -176,23 +176,20 @@ static void isa_c(int lane, int e, int *row, int *col)
     *row = g + (e < 2 ? 0 : 8), *col = t * 2 + (e & 1);
 }
 
-/* One mma of a warp: a[lane][8], b[lane][4] and d[lane][4] as the lanes'
-   registers hold them; d += A B with A, B and D laid out by the ISA. */
-static void emulated_mma(const float a[32][8], const float b[32][4], float d[32][4])
+/* D += A B over the first kdim columns of A (rows of B), D in the lanes'
+   registers as the ISA lays out C and D. */
+static void accumulate(const float am[16][16], const float bm[16][8], int kdim, float d[32][4])
 {
-    float am[16][16], bm[16][8], dm[16][8];
-    for (int lane = 0; lane < 32; lane++) {
-        int r, c;
-        for (int e = 0; e < 8; e++)
-            isa_a(lane, e, &r, &c), am[r][c] = a[lane][e];
-        for (int e = 0; e < 4; e++)
-            isa_b(lane, e, &r, &c), bm[r][c] = b[lane][e];
-        for (int e = 0; e < 4; e++)
-            isa_c(lane, e, &r, &c), dm[r][c] = d[lane][e];
-    }
+    float dm[16][8];
+    for (int lane = 0; lane < 32; lane++)
+        for (int e = 0; e < 4; e++) {
+            int r, c;
+            isa_c(lane, e, &r, &c);
+            dm[r][c] = d[lane][e];
+        }
     for (int i = 0; i < 16; i++)
         for (int j = 0; j < 8; j++)
-            for (int k = 0; k < 16; k++)
+            for (int k = 0; k < kdim; k++)
                 dm[i][j] += am[i][k] * bm[k][j];
     for (int lane = 0; lane < 32; lane++)
         for (int e = 0; e < 4; e++) {
@@ -202,34 +199,35 @@ static void emulated_mma(const float a[32][8], const float b[32][4], float d[32]
         }
 }
 
+/* One mma of a warp: a[lane][8], b[lane][4] and d[lane][4] as the lanes'
+   registers hold them; d += A B with A, B and D laid out by the ISA. */
+static void emulated_mma(const float a[32][8], const float b[32][4], float d[32][4])
+{
+    float am[16][16], bm[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        int r, c;
+        for (int e = 0; e < 8; e++)
+            isa_a(lane, e, &r, &c), am[r][c] = a[lane][e];
+        for (int e = 0; e < 4; e++)
+            isa_b(lane, e, &r, &c), bm[r][c] = b[lane][e];
+    }
+    accumulate((const float(*)[16])am, (const float(*)[8])bm, 16, d);
+}
+
 /* The same for mma.m16n8k8 (Turing): A 16 x 8 in two registers (elements
    0-1 row g, 2-3 row g + 8, columns 2t, 2t + 1), B 8 x 8 in one (rows 2t,
    2t + 1, column g), C as above. */
 static void emulated_mma_k8(const float a[32][4], const float b[32][2], float d[32][4])
 {
-    float am[16][8], bm[8][8], dm[16][8];
+    float am[16][16], bm[16][8];
     for (int lane = 0; lane < 32; lane++) {
         const int g = lane >> 2, t = lane % 4;
         for (int e = 0; e < 4; e++)
             am[g + (e < 2 ? 0 : 8)][t * 2 + (e & 1)] = a[lane][e];
         for (int e = 0; e < 2; e++)
             bm[t * 2 + e][g] = b[lane][e];
-        for (int e = 0; e < 4; e++) {
-            int r, c;
-            isa_c(lane, e, &r, &c);
-            dm[r][c] = d[lane][e];
-        }
     }
-    for (int i = 0; i < 16; i++)
-        for (int j = 0; j < 8; j++)
-            for (int k = 0; k < 8; k++)
-                dm[i][j] += am[i][k] * bm[k][j];
-    for (int lane = 0; lane < 32; lane++)
-        for (int e = 0; e < 4; e++) {
-            int r, c;
-            isa_c(lane, e, &r, &c);
-            d[lane][e] = dm[r][c];
-        }
+    accumulate((const float(*)[16])am, (const float(*)[8])bm, 8, d);
 }
 
 /* The kernel's mma_16816 on sm_75: two m16n8k8, on A's registers 0-1

@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,30 @@ static void *open_first(const char *const *files, const char *const *dirs, char 
     return NULL;
 }
 
-#define RESOLVE(api, lib, name, symbol) *(void **)&(api)->name = dlsym(lib, symbol)
+/* An entry point of a library: where its pointer goes in struct
+   kiln_cuda_api, and whether kiln cannot do without it. */
+struct symbol {
+    size_t at;
+    const char *name;
+    int required;
+};
+#define SYMBOL(member, name, required)                                                                                 \
+    {                                                                                                                  \
+        offsetof(struct kiln_cuda_api, member), name, required                                                         \
+    }
+
+/* Resolve `count` symbols of `lib` into *api; 0 if a required one is
+   missing. */
+static int resolve(void *lib, struct kiln_cuda_api *api, const struct symbol *symbols, size_t count)
+{
+    int found = 1;
+    for (size_t i = 0; i < count; i++) {
+        void *f = dlsym(lib, symbols[i].name);
+        memcpy((char *)api + symbols[i].at, &f, sizeof f);
+        found &= f != NULL || !symbols[i].required;
+    }
+    return found;
+}
 
 static void load_driver(struct kiln_cuda_api *api)
 {
@@ -64,16 +88,17 @@ static void load_driver(struct kiln_cuda_api *api)
         snprintf(api->driver, sizeof api->driver, "no CUDA driver (libcuda.so.1 not found)");
         return;
     }
-    RESOLVE(api, api->cuda_lib, cuInit, "cuInit");
-    RESOLVE(api, api->cuda_lib, cuDriverGetVersion, "cuDriverGetVersion");
-    RESOLVE(api, api->cuda_lib, cuDeviceGetCount, "cuDeviceGetCount");
-    RESOLVE(api, api->cuda_lib, cuDeviceGet, "cuDeviceGet");
-    RESOLVE(api, api->cuda_lib, cuDeviceGetName, "cuDeviceGetName");
-    RESOLVE(api, api->cuda_lib, cuDeviceGetAttribute, "cuDeviceGetAttribute");
-    RESOLVE(api, api->cuda_lib, cuDeviceTotalMem, "cuDeviceTotalMem_v2");
-    RESOLVE(api, api->cuda_lib, cuGetErrorName, "cuGetErrorName");
-    if (!api->cuInit || !api->cuDeviceGetCount || !api->cuDeviceGet || !api->cuDeviceGetName ||
-        !api->cuDeviceGetAttribute || !api->cuDeviceTotalMem) {
+    static const struct symbol symbols[] = {
+        SYMBOL(cuInit, "cuInit", 1),
+        SYMBOL(cuDriverGetVersion, "cuDriverGetVersion", 0),
+        SYMBOL(cuDeviceGetCount, "cuDeviceGetCount", 1),
+        SYMBOL(cuDeviceGet, "cuDeviceGet", 1),
+        SYMBOL(cuDeviceGetName, "cuDeviceGetName", 1),
+        SYMBOL(cuDeviceGetAttribute, "cuDeviceGetAttribute", 1),
+        SYMBOL(cuDeviceTotalMem, "cuDeviceTotalMem_v2", 1),
+        SYMBOL(cuGetErrorName, "cuGetErrorName", 0),
+    };
+    if (!resolve(api->cuda_lib, api, symbols, sizeof symbols / sizeof *symbols)) {
         snprintf(api->driver, sizeof api->driver, "%.400s lacks the driver API kiln needs", path);
         return;
     }
@@ -109,17 +134,17 @@ static void load_nvrtc(struct kiln_cuda_api *api)
         snprintf(api->nvrtc, sizeof api->nvrtc, "no NVRTC (libnvrtc.so.13, .12 or .11.2 not found)");
         return;
     }
-    RESOLVE(api, api->nvrtc_lib, nvrtcVersion, "nvrtcVersion");
-    RESOLVE(api, api->nvrtc_lib, nvrtcCreateProgram, "nvrtcCreateProgram");
-    RESOLVE(api, api->nvrtc_lib, nvrtcCompileProgram, "nvrtcCompileProgram");
-    RESOLVE(api, api->nvrtc_lib, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
-    RESOLVE(api, api->nvrtc_lib, nvrtcGetProgramLog, "nvrtcGetProgramLog");
-    RESOLVE(api, api->nvrtc_lib, nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
-    RESOLVE(api, api->nvrtc_lib, nvrtcGetCUBIN, "nvrtcGetCUBIN");
-    RESOLVE(api, api->nvrtc_lib, nvrtcDestroyProgram, "nvrtcDestroyProgram");
-    RESOLVE(api, api->nvrtc_lib, nvrtcGetErrorString, "nvrtcGetErrorString");
-    if (!api->nvrtcVersion || !api->nvrtcCreateProgram || !api->nvrtcCompileProgram || !api->nvrtcGetProgramLogSize ||
-        !api->nvrtcGetProgramLog || !api->nvrtcGetCUBINSize || !api->nvrtcGetCUBIN || !api->nvrtcDestroyProgram) {
+    static const struct symbol symbols[] = {
+        SYMBOL(nvrtcVersion, "nvrtcVersion", 1),
+        SYMBOL(nvrtcCreateProgram, "nvrtcCreateProgram", 1),
+        SYMBOL(nvrtcCompileProgram, "nvrtcCompileProgram", 1),
+        SYMBOL(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", 1),
+        SYMBOL(nvrtcGetProgramLog, "nvrtcGetProgramLog", 1),
+        SYMBOL(nvrtcGetCUBINSize, "nvrtcGetCUBINSize", 1),
+        SYMBOL(nvrtcGetCUBIN, "nvrtcGetCUBIN", 1),
+        SYMBOL(nvrtcDestroyProgram, "nvrtcDestroyProgram", 1),
+    };
+    if (!resolve(api->nvrtc_lib, api, symbols, sizeof symbols / sizeof *symbols)) {
         snprintf(api->nvrtc, sizeof api->nvrtc, "%.400s lacks the NVRTC functions kiln needs (CUBIN output: 11.1 on)",
                  path);
         dlclose(api->nvrtc_lib);

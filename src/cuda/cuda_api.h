@@ -14,7 +14,7 @@
  * device) means zero CUDA devices, with the reason kept for reports; NVRTC
  * works without a driver, compiling CUDA C to a CUBIN for a given sm_XY.
  *
- * This is the foundation of the CUDA backend (docs/cuda.md): it lists
+ * This is the foundation of the CUDA backend (docs/cuda.md): it counts
  * devices and compiles, and is not yet a struct kiln_backend.
  */
 #ifndef KILN_CUDA_API_H
@@ -46,7 +46,9 @@ enum {
     KILN_CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
 };
 
-/* What was loaded. A member NULL where its library is missing. */
+/* What was loaded. A member NULL where its library is missing (and
+   cuDriverGetVersion, cuGetErrorName where the driver lacks them). The
+   device queries are for the backend to come. */
 struct kiln_cuda_api {
     void *cuda_lib, *nvrtc_lib;
     CUresult (*cuInit)(unsigned flags);
@@ -67,7 +69,6 @@ struct kiln_cuda_api {
     nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram prog, size_t *size);
     nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram prog, char *cubin);
     nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *prog);
-    const char *(*nvrtcGetErrorString)(nvrtcResult result);
 
     int devices;        /* CUDA devices the driver reports; 0 on any failure */
     int driver_version; /* cuDriverGetVersion, 0 without a driver */

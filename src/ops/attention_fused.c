@@ -37,6 +37,17 @@ struct fused_params {
     int exact;   /* head_dim compiled in */
 };
 
+/* The bound of a kernel's arrays for head dimension d: d itself where it is
+   compiled in (*exact: 64 and 128), else the next power of two from 16. */
+static size_t head_dim_bound(size_t d, int *exact)
+{
+    *exact = d == 64 || d == 128;
+    size_t dmax = 16;
+    while (dmax < d)
+        dmax *= 2;
+    return dmax;
+}
+
 static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_params *p)
 {
     const struct kiln_param_attention_fused *a;
@@ -51,9 +62,7 @@ static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_p
     const long rows = (long)(plan->s.group * d->seq_q);
     if (rows < p->bq)
         p->bq = (rows + p->vw - 1) / p->vw * p->vw;
-    p->exact = d->head_dim == 64 || d->head_dim == 128;
-    for (p->dmax = 16; p->dmax < d->head_dim; p->dmax *= 2)
-        ;
+    p->dmax = head_dim_bound(d->head_dim, &p->exact);
     /* Row blocks per work-item: the profile's for head dimensions up to 64,
        fewer above so that their private state stays the same size; no more
        than the rows hold, and fewer while that leaves under four work-items
@@ -119,10 +128,8 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
     kiln_status st = kiln_attention_params(plan, KILN_GROUP_attention_flash, &f);
     if (st != KILN_SUCCESS)
         return st;
-    const int exact = d->head_dim == 64 || d->head_dim == 128;
-    size_t dmax = 16;
-    while (dmax < d->head_dim)
-        dmax *= 2;
+    int exact;
+    const size_t dmax = head_dim_bound(d->head_dim, &exact);
     long bm, bn, wg;
     *fits = flash_blocks(plan, f, dmax, &bm, &bn, &wg, why, why_size);
     if (!*fits)

@@ -146,12 +146,7 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
         plan->global[SPLIT][2] = d->groups * plan->splits;
         memcpy(plan->local[SPLIT], plan->local[MAIN], sizeof plan->local[MAIN]);
         plan->global[REDUCE][0] = pixels, plan->global[REDUCE][1] = d->k, plan->global[REDUCE][2] = 1;
-        size_t len = strlen(plan->base.params);
-        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", split K %zu x %zu", plan->splits,
-                 plan->ks);
-        len = strlen(plan->base.reason);
-        snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; split K: %zu tile%s for %u compute units",
-                 tiles, tiles == 1 ? "" : "s", plan->base.ctx->desc.compute_units);
+        kiln_split_k_describe(&plan->base, plan->splits, plan->ks, tiles);
     }
     kiln_options_free(&options);
     return st;

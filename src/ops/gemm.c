@@ -166,6 +166,15 @@ kiln_status kiln_gemm_desc_dims(const kiln_gemm_desc *desc, struct kiln_dims *di
     return st;
 }
 
+void kiln_split_k_describe(struct kiln_plan *base, size_t splits, size_t ks, size_t tiles)
+{
+    size_t len = strlen(base->params);
+    snprintf(base->params + len, sizeof base->params - len, ", split K %zu x %zu", splits, ks);
+    len = strlen(base->reason);
+    snprintf(base->reason + len, sizeof base->reason - len, "; split K: %zu tile%s for %u compute units", tiles,
+             tiles == 1 ? "" : "s", base->ctx->desc.compute_units);
+}
+
 kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id group, void *values)
 {
     const struct kiln_dims dims = problem_dims(&plan->p);

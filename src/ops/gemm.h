@@ -110,6 +110,10 @@ static inline size_t kiln_split_k(size_t tiles, size_t k, size_t kstep, long min
     return kiln_div_up(k, *ks);
 }
 
+/* Say a split in a plan's parameters ("split K S x KS") and reason (its
+   tiles and the device's compute units). */
+void kiln_split_k_describe(struct kiln_plan *base, size_t splits, size_t ks, size_t tiles);
+
 /* The CPU register tile (cl/common/register_tile.h) of gemm.cpu parameters
    for a product of m rows by n columns (filters by pixels in implicit GEMM),
    appending its compiler options KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW. */

@@ -17,15 +17,14 @@
  */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
 
 /* Launch geometry from the tile edges along M and N and the work-group
    shape; the kernel's options from its parameter group. dims[0] is the
-   global size, dims[1] the local. Without `kernel` (split K) the geometry
-   and the options in *options only. */
+   global size, dims[1] the local. With `kept` (split K) the kernel is not
+   built: its options go to *kept for the split program. */
 static kiln_status prepare(struct kiln_gemm_plan *plan, const char *source, const char *kernel,
                            enum kiln_group_id group, const void *values, long tm, long tn, long dm, long dn,
                            struct kiln_options *kept)
@@ -79,12 +78,8 @@ static kiln_status tiled_prepare(struct kiln_gemm_plan *plan)
     prepare(plan, TILED_SOURCE, "gemm_f32_tiled_split", KILN_GROUP_gemm_tiled, t, t->mwg, t->nwg, t->mdimc, t->ndimc,
             &options);
     const struct kiln_gemm_problem *p = &plan->p;
-    const size_t s = plan->aux[0], ks = plan->aux[1];
-    size_t len = strlen(plan->base.params);
-    snprintf(plan->base.params + len, sizeof plan->base.params - len, ", split K %zu x %zu", s, ks);
-    len = strlen(plan->base.reason);
-    snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; split K: %zu tile%s for %u compute units",
-             tiles, tiles == 1 ? "" : "s", plan->base.ctx->desc.compute_units);
+    const size_t s = plan->aux[0];
+    kiln_split_k_describe(&plan->base, s, plan->aux[1], tiles);
     plan->dims[0][2] = p->batch * s;
     plan->dims[2][0] = p->n, plan->dims[2][1] = p->m, plan->dims[2][2] = p->batch;
     /* The split program holds the slice and reduction kernels. */
