@@ -111,7 +111,7 @@ static size_t or_one(size_t v) { return v ? v : 1; }
    src/ops/conv_igemm.c. */
 static int takes_tiled_igemm(const kiln_context *ctx)
 {
-    return kiln_profile_params(ctx->profile)->select.conv_igemm_route == KILN_IGEMM_TILED;
+    return kiln_profile_params(ctx->profile)->select.conv_igemm_route == KILN_IGEMM_TILED || !ctx->vector_kernels;
 }
 
 /* Plan `d` on ctx, run it on fresh inputs and check it; `label` names the
@@ -125,6 +125,8 @@ static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *wa
         printf("# %s: %s\n", label, kiln_last_error_detail());
         return 0;
     }
+    if (kt_unsupported_here(ctx, st))
+        return 0;
     if (st != KILN_SUCCESS)
         fail_msg("%s: plan_create: %s: %s", label, kiln_status_string(st), kiln_last_error_detail());
     kiln_conv2d_plan_info info;

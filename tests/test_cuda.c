@@ -16,6 +16,12 @@
  * with HMMA instructions, no local memory
  * (no spills) and registers and shared memory within the limits, as
  * cuobjdump reads them (installed from PyPI; skipped without it).
+ *
+ * The CUDA backend compiles kiln's shared OpenCL C kernels through
+ * cl/common/portability.h: on the test device, with an NVIDIA profile forced
+ * and KILN_CUDA_ROUTES=1 (the operators choose as they do on the CUDA
+ * backend), a set of operator plans builds its programs, and each program,
+ * with its options, must compile with NVRTC for every architecture.
  */
 #include <glob.h>
 #include <math.h>
@@ -26,7 +32,11 @@
 #include <time.h>
 
 #include "../cu/gemm/mma_layout.h"
+#include "core/context.h"
 #include "cuda/cuda_api.h"
+#include "jit/program_cache.h"
+#include "kiln/kiln_attention.h"
+#include "kiln/kiln_nn.h"
 #include "test_util.h"
 
 static const char kernel[] = "extern \"C\" __global__ void scale(float *x, float a, int n)\n"
@@ -443,6 +453,117 @@ static void test_mma_kernel_sass(void **state)
     kiln_cuda_unload(&api);
 }
 
+struct nvrtc_sweep {
+    const struct kiln_cuda_api *api;
+    int programs, failures;
+    double ms;
+};
+
+static void compile_for_each_arch(void *user, const char *label, const char *source, size_t length, const char *options)
+{
+    struct nvrtc_sweep *w = user;
+    static const int archs[] = {75, 80, 86, 89, 90};
+    char *text = strndup(source, length), *opts = malloc(strlen(options) + 32);
+    assert_true(text && opts);
+    sprintf(opts, "-default-device %s", options);
+    w->programs++;
+    for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
+        void *cubin = NULL;
+        size_t size = 0;
+        const double t0 = now_ms();
+        if (kiln_cuda_compile(w->api, text, label, archs[i], opts, &cubin, &size) != KILN_SUCCESS) {
+            printf("# %s for sm_%d with \"%s\": %.2000s\n", label, archs[i], options, kiln_last_error_detail());
+            w->failures++;
+        } else if (kiln_cuda_cubin_arch(cubin, size) != archs[i]) {
+            w->failures++;
+        }
+        w->ms += now_ms() - t0;
+        free(cubin);
+    }
+    free(text);
+    free(opts);
+}
+
+/* Plans whose programs cover every shared kernel: GEMM families, split K and
+   fp16 storage; flash attention with every switch; tiled implicit GEMM with
+   its epilogue, both layouts and split K; softmax, activation and fill. */
+static void build_shared_programs(kiln_context *ctx)
+{
+    static const size_t gemms[][5] = {
+        /* m, n, k, trans_b, fp16 */
+        {1, 300, 70, 0, 0}, {130, 70, 40, 1, 0}, {64, 64, 20000, 0, 1}, {512, 512, 256, 0, 1}, {16, 1000, 64, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof gemms / sizeof *gemms; i++) {
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, gemms[i][3] ? KILN_TRANS : KILN_NO_TRANS, gemms[i][0],
+                            gemms[i][1], gemms[i][2]);
+        d.dtype = gemms[i][4] ? KILN_F16 : KILN_F32;
+        kiln_gemm_plan *plan = NULL;
+        kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_gemm_plan_destroy(plan);
+    }
+    for (int variant = 0; variant < 3; variant++) {
+        kiln_attention_desc d;
+        kiln_attention_desc_init(&d, variant ? KILN_BHSD : KILN_BSHD, 1, 4, variant == 2 ? 1 : 70, 90,
+                                 variant == 1 ? 128 : 64);
+        d.kv_heads = variant == 2 ? 1 : 2;
+        d.dtype = variant == 0 ? KILN_F16 : KILN_F32;
+        d.causal = variant != 1;
+        d.mask = variant == 0 ? KILN_ATTENTION_MASK_BHQK : KILN_ATTENTION_MASK_NONE;
+        d.key_lengths = d.lse = variant == 0;
+        kiln_attention_plan *plan = NULL;
+        kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_attention_plan_destroy(plan);
+        d.algo = KILN_ATTENTION_NAIVE;
+        kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_attention_plan_destroy(plan);
+    }
+    for (int variant = 0; variant < 2; variant++) {
+        kiln_conv2d_desc d;
+        kiln_conv2d_desc_init(&d, variant ? KILN_NCHW : KILN_NHWC, 1, 64, variant ? 7 : 20, variant ? 7 : 20, 32, 3, 3);
+        d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+        d.has_bias = 1;
+        d.activation = KILN_ACT_RELU;
+        d.beta = variant ? 0.0f : 1.0f;
+        d.dtype = variant ? KILN_F32 : KILN_F16;
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_conv2d_plan_destroy(plan);
+    }
+    kiln_buffer *x = NULL, *y = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, 4096 * sizeof(float), &x), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(ctx, 4096 * sizeof(float), &y), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_fill_f32(x, 0, 4096, 0.5f), KILN_SUCCESS);
+    kt_assert_status(kiln_softmax(ctx, 4, 1000, 1, x, y, NULL), KILN_SUCCESS);
+    kt_assert_status(kiln_activation_forward(ctx, KILN_ACT_GELU, 0.0f, 4096, x, y, NULL), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kiln_buffer_destroy(x);
+    kiln_buffer_destroy(y);
+}
+
+static void test_shared_kernels_compile_with_nvrtc(void **state)
+{
+    (void)state;
+    struct kiln_cuda_api api;
+    load_nvrtc_or_skip(&api);
+    static const char *const profiles[] = {"nvidia-hopper", "nvidia-turing"};
+    setenv("KILN_CUDA_ROUTES", "1", 1);
+    for (size_t i = 0; i < sizeof profiles / sizeof *profiles; i++) {
+        kiln_context *ctx = kt_profile_context(profiles[i]);
+        assert_false(ctx->vector_kernels);
+        build_shared_programs(ctx);
+        struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
+        kiln_program_cache_each(ctx, compile_for_each_arch, &sweep);
+        printf("# %s: %d programs, each compiled by NVRTC for sm_75, 80, 86, 89 and 90 in %.1f s, %d failed\n",
+               profiles[i], sweep.programs, sweep.ms / 1e3, sweep.failures);
+        assert_true(sweep.programs >= 8);
+        assert_int_equal(sweep.failures, 0);
+        kiln_context_destroy(ctx);
+    }
+    unsetenv("KILN_CUDA_ROUTES");
+    kiln_cuda_unload(&api);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -452,5 +573,6 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_cubin_arch_rejects_other_files));
     kt_add(&tests, cmocka_unit_test(test_mma_tiling_model));
     kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
+    kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));
     return kt_run("cuda", &tests);
 }

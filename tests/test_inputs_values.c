@@ -190,8 +190,54 @@ static void test_device_env_values(void **state)
     expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("xxx...\": no device matches", NULL));
     setenv("KILN_DEVICE", "", 1); /* empty is unset: the best device */
     expect_create(NULL, KILN_SUCCESS, NULL);
+    /* A backend, alone or with an index among its devices. */
+    setenv("KILN_DEVICE", "opencl", 1);
+    expect_create(NULL, KILN_SUCCESS, NULL);
+    setenv("KILN_DEVICE", "OpenCL:0", 1);
+    expect_create(NULL, KILN_SUCCESS, NULL);
+    setenv("KILN_DEVICE", "opencl:4294967296", 1);
+    expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("KILN_DEVICE \"opencl:4294967296\"", "no device matches"));
+    static const char *const malformed[] = {"cuda:", "cuda:x", "opencl:-1", "opencl:1x",
+                                            "cuda:99999999999999999999999"};
+    for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++) {
+        setenv("KILN_DEVICE", malformed[i], 1);
+        expect_create(NULL, KILN_ERROR_INVALID_ARGUMENT, causes2("comes a device index", NULL));
+    }
+    kiln_backend_info cuda;
+    kt_assert_status(kiln_backend_get_info(1, &cuda), KILN_SUCCESS);
+    assert_string_equal(cuda.name, "cuda");
+    setenv("KILN_DEVICE", "cuda", 1);
+    if (cuda.devices == 0) /* why there is none, in the detail */
+        expect_create(NULL, KILN_ERROR_NOT_FOUND, causes2("no device matches (cuda: driver", NULL));
+    else
+        expect_create(NULL, KILN_SUCCESS, NULL);
     restore_env();
     free(long_value);
+}
+
+static void test_backend_info(void **state)
+{
+    (void)state;
+    kiln_backend_info info, before;
+    memset(&info, 0x3c, sizeof info);
+    before = info;
+    kt_assert_status(kiln_backend_get_info(0, NULL), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_backend_get_info(2, &info), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_backend_get_info(SIZE_MAX, &info), KILN_ERROR_NOT_FOUND);
+    assert_memory_equal(&info, &before, sizeof info); /* a refusal writes nothing */
+    size_t total = 0, count = 0;
+    for (size_t i = 0; i < 2; i++) {
+        kt_assert_status(kiln_backend_get_info(i, &info), KILN_SUCCESS);
+        assert_string_equal(info.name, i ? "cuda" : "opencl");
+        printf("# %s: %zu devices; %s\n", info.name, info.devices, info.status);
+        total += info.devices;
+    }
+    kt_assert_status(kiln_device_count(&count), KILN_SUCCESS);
+    assert_int_equal(total, count);
+    /* The CUDA backend says what it loaded or why it has no device. */
+    kt_assert_status(kiln_backend_get_info(1, &info), KILN_SUCCESS);
+    assert_non_null(strstr(info.status, "driver"));
+    assert_non_null(strstr(info.status, "NVRTC"));
 }
 
 static void test_device_option_values(void **state)
@@ -605,6 +651,7 @@ int main(void)
     kt_add(&tests, WATCHED(test_log_not_a_level));
     kt_add(&tests, WATCHED(test_log_levels));
     kt_add(&tests, WATCHED(test_device_env_values));
+    kt_add(&tests, WATCHED(test_backend_info));
     kt_add(&tests, WATCHED(test_device_option_values));
     kt_add(&tests, WATCHED(test_profile_env_values));
     kt_add(&tests, WATCHED(test_profile_option_values));

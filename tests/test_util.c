@@ -254,9 +254,22 @@ kiln_context *kt_overlay_context(const char *fmt, ...)
     return context_with(NULL, overlay);
 }
 
+int kt_unsupported_here(const kiln_context *ctx, kiln_status status)
+{
+    if (status != KILN_ERROR_UNSUPPORTED || ctx->vector_kernels)
+        return 0;
+    printf("# not on the %s backend's kernels: %s\n", ctx->backend->name, kiln_last_error_detail());
+    return 1;
+}
+
 void kt_wait_and_release(kiln_event *ev)
 {
     assert_true(ev != NULL && ev != KT_POISON_EVENT);
+    if (strcmp(ev->backend->name, "opencl") != 0) {
+        kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
+        kiln_event_destroy(ev);
+        return;
+    }
     cl_event cl = kiln_event_get_cl(ev);
     assert_non_null(cl);
     kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);

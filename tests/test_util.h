@@ -65,6 +65,17 @@ int kt_watchdog_disarm(void **state);
 #define kt_assert_status(status, expected) kt_assert_status_((status), (expected), __FILE__, __LINE__)
 void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, int line);
 
+/* Whether `status` is the UNSUPPORTED a context answers for an algorithm
+   whose kernels its backend cannot compile (the CUDA backend, or
+   KILN_CUDA_ROUTES=1: no OpenCL vector syntax); the detail is printed as a
+   comment. kt_skip_unsupported_here skips the test then. */
+int kt_unsupported_here(const kiln_context *ctx, kiln_status status);
+#define kt_skip_unsupported_here(ctx, status)                                                                          \
+    do {                                                                                                               \
+        if (kt_unsupported_here((ctx), (status)))                                                                      \
+            skip();                                                                                                    \
+    } while (0)
+
 /* Bytes of one element of a storage type. */
 size_t kt_elem_size(kiln_dtype t);
 /* fp32 -> fp16 bits, rounding to nearest even; NaN and overflow kept. */
@@ -100,8 +111,9 @@ kiln_context *kt_overlay_context(const char *fmt, ...) __attribute__((format(pri
    that must not touch them. */
 #define KT_POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)
 
-/* ev is a real event (not NULL, not the poison) whose OpenCL event is
-   complete once kiln_event_wait returns; destroys it. */
+/* ev is a real event (not NULL, not the poison), complete once
+   kiln_event_wait returns (an OpenCL event's status is read too); destroys
+   it. */
 void kt_wait_and_release(kiln_event *ev);
 
 /*

@@ -23,6 +23,7 @@ static const char *type_name(kiln_device_type t)
 static void print_device(const kiln_device_info *d, int is_default)
 {
     printf("  [%zu] %s%s\n", d->index, d->name, is_default ? "  (default)" : "");
+    printf("      backend    %s\n", d->backend);
     printf("      platform   %s\n", d->platform);
     printf("      vendor     %s\n", d->vendor);
     printf("      type       %s, %u compute units @ %u MHz\n", type_name(d->type), d->compute_units, d->clock_mhz);
@@ -106,6 +107,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    printf("backends:\n");
+    kiln_backend_info be;
+    for (size_t i = 0; kiln_backend_get_info(i, &be) != KILN_ERROR_NOT_FOUND; i++)
+        printf("  %-7s %zu device%s%s%s\n", be.name, be.devices, be.devices == 1 ? "" : "s", be.status[0] ? ": " : "",
+               be.status);
     printf("devices: %zu\n", count);
     int failed = 0;
     for (size_t i = 0; i < count; i++) {

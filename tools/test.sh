@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and checks everything:
-#   1. the test suite with warnings as errors (build/ci);
+#   1. the test suite with warnings as errors (build/ci), and its operator
+#      tests again choosing kernels as the CUDA backend does;
 #   2. the GPU kernels under Oclgrind's race and bounds checks
 #      (tools/oclgrind.sh), then the test suite under AddressSanitizer and
 #      UBSan (build/asan);
@@ -95,6 +96,13 @@ tools/install-deps.sh
 section "build and test (build/ci)"
 build build/ci -DKILN_WERROR=ON
 suite build/ci
+
+section "the CUDA backend's kernel choices on the OpenCL device (build/ci)"
+# KILN_CUDA_ROUTES=1 makes the operators choose as on the CUDA backend (the
+# kernels shared through cl/common/portability.h, nothing in OpenCL's vector
+# syntax): those choices run and are checked here, and test_cuda compiles
+# their programs with NVRTC.
+suite build/ci KILN_CUDA_ROUTES=1 -- -R '^test_(attention|buffer|gemm|gemm_conformance|nn_ops|conv_conformance)$'
 
 section "work-group kernels under Oclgrind (build/ci)"
 # The GPU kernels with the GPU profiles' parameters on Oclgrind's simulated

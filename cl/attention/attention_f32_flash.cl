@@ -88,8 +88,8 @@ void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
                          const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
                          const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2)
 {
-    KILN_LOCAL float q_l[BM * QLD], kv_l[BN * QLD], s_l[BM * SLD];
-    KILN_LOCAL float m_l[BM], l_l[BM], c_l[BM]; /* per row: maximum, sum, factor of this block */
+    KILN_SHARED float q_l[BM * QLD], kv_l[BN * QLD], s_l[BM * SLD];
+    KILN_SHARED float m_l[BM], l_l[BM], c_l[BM]; /* per row: maximum, sum, factor of this block */
     const int rows = nq * group, blocks = (rows + BM - 1) / BM, tid = KILN_LOCAL_ID(0);
     int block = KILN_GROUP_ID(0);
 #if KILN_ATTN_CAUSAL

@@ -52,12 +52,19 @@
 #define LTILE_COL(ni, in) (((ni) / LTILE_VWN * LTILE_NDIMC + (in)) * LTILE_VWN + (ni) % LTILE_VWN)
 
 /* Copy n consecutive floats between float arrays (local, private). */
+#if KILN_VECTOR_SYNTAX
 #define LTILE_COPY1(src, dst) ((dst)[0] = (src)[0])
 #define LTILE_COPY2(src, dst) vstore2(vload2(0, src), 0, dst)
 #define LTILE_COPY4(src, dst) vstore4(vload4(0, src), 0, dst)
 #define LTILE_COPY8(src, dst) vstore8(vload8(0, src), 0, dst)
 #define LTILE_COPY16(src, dst) vstore16(vload16(0, src), 0, dst)
 #define LTILE_COPY(n, src, dst) CAT(LTILE_COPY, n)(src, dst)
+#else
+#define LTILE_COPY(n, src, dst)                                                                                        \
+    do {                                                                                                               \
+        _Pragma("unroll") for (int c_ = 0; c_ < (n); c_++)(dst)[c_] = (src)[c_];                                       \
+    } while (0)
+#endif
 
 inline void ltile_zero(float acc[LTILE_MWI][LTILE_NWI])
 {

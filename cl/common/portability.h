@@ -1,28 +1,87 @@
 /*
- * The OpenCL built-ins kernels use, under kiln names, so that a second
- * backend can compile the kernels that need nothing more (in the manner of
- * CLBlast's opencl_to_cuda.h): address-space and kernel qualifiers,
- * work-item ids and sizes in dimension d (0, 1 or 2), the work-group size a
- * kernel requires, and the barrier that publishes local memory to the
- * work-group.
+ * The OpenCL built-ins kernels use, under kiln names, so that the CUDA
+ * backend compiles the kernels that need nothing more with NVRTC (in the
+ * manner of CLBlast's opencl_to_cuda.h): address-space and kernel
+ * qualifiers, work-item ids and sizes in dimension d (0, 1 or 2), the
+ * work-group size a kernel requires, the barrier that publishes local memory
+ * to the work-group, and fp16 storage conversions.
  *
- * Only these are mapped. Kernels that lean on OpenCL's vector syntax (floatN
- * literals, swizzles, vloadN / vstoreN, vload_half: common/vector.h,
- * common/window.h and the kernels using them) keep it; such a kernel gets
- * its own version for another API rather than a layer of macros.
+ *   KILN_LOCAL       a pointer into local memory (a parameter, a variable)
+ *   KILN_SHARED      the declaration of a local-memory array or struct in a
+ *                    kernel's body (CUDA tells the two apart: __shared__
+ *                    qualifies declarations only)
+ *   KILN_VECTOR_SYNTAX
+ *                    1 where OpenCL's vector types and vloadN / vstoreN
+ *                    exist; a kernel shared with CUDA keeps such code under
+ *                    #if KILN_VECTOR_SYNTAX with a scalar alternative
  *
- * A CUDA (NVRTC) branch would go here, under #ifdef __CUDACC_RTC__, ahead of
- * the OpenCL one: extern "C" __global__ for the kernel qualifier, nothing for
- * global, __shared__ for local, __constant__, blockIdx / blockDim /
- * threadIdx / gridDim for the ids and sizes, __launch_bounds__ for the
- * work-group size and __syncthreads() for the barrier.
+ * Kernels that lean on OpenCL's vector syntax throughout (floatN literals,
+ * swizzles: common/vector.h, common/window.h and the kernels using them)
+ * keep it; the CUDA backend does not choose them (docs/cuda.md).
+ *
+ * The CUDA branch is compiled by NVRTC with -default-device, so helper
+ * functions need no __device__; fp16 storage is the raw 16 bits (half is an
+ * unsigned short there), converted by the PTX cvt instructions.
  */
 #ifndef KILN_CL_PORTABILITY_H
 #define KILN_CL_PORTABILITY_H
 
+#ifdef __CUDACC_RTC__
+
+#define KILN_CUDA 1
+#define KILN_VECTOR_SYNTAX 0
+#define KILN_KERNEL extern "C" __global__
+#define KILN_GLOBAL
+#define KILN_LOCAL
+#define KILN_SHARED __shared__
+#define KILN_CONSTANT const
+#define KILN_WORK_GROUP_SIZE(x, y, z) __launch_bounds__((x) * (y) * (z))
+
+#define KILN_DIM_(v, d) ((d) == 0 ? (v).x : (d) == 1 ? (v).y : (v).z)
+#define KILN_GLOBAL_ID(d) ((size_t)KILN_DIM_(blockIdx, d) * KILN_DIM_(blockDim, d) + KILN_DIM_(threadIdx, d))
+#define KILN_LOCAL_ID(d) ((size_t)KILN_DIM_(threadIdx, d))
+#define KILN_GROUP_ID(d) ((size_t)KILN_DIM_(blockIdx, d))
+#define KILN_GLOBAL_SIZE(d) ((size_t)KILN_DIM_(gridDim, d) * KILN_DIM_(blockDim, d))
+#define KILN_LOCAL_SIZE(d) ((size_t)KILN_DIM_(blockDim, d))
+#define KILN_NUM_GROUPS(d) ((size_t)KILN_DIM_(gridDim, d))
+
+#define KILN_BARRIER_LOCAL() __syncthreads()
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;
+typedef unsigned short half;
+
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#define M_LOG2E_F 1.442695040888963f
+#define M_LN2_F 0.693147180559945f
+
+inline float vload_half(size_t i, const half *p)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(p[i]));
+    return f;
+}
+inline void vstore_half(float f, size_t i, half *p)
+{
+    half h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    p[i] = h;
+}
+inline float clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
+inline int clamp(int x, int lo, int hi) { return min(max(x, lo), hi); }
+inline float mad(float a, float b, float c) { return fmaf(a, b, c); }
+
+#else
+
+#define KILN_VECTOR_SYNTAX 1
 #define KILN_KERNEL __kernel
 #define KILN_GLOBAL __global
 #define KILN_LOCAL __local
+#define KILN_SHARED __local
 #define KILN_CONSTANT __constant
 #define KILN_WORK_GROUP_SIZE(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
 
@@ -36,5 +95,7 @@
 /* Every work-item of the work-group waits here; local memory written before
    it is visible to all after it. */
 #define KILN_BARRIER_LOCAL() barrier(CLK_LOCAL_MEM_FENCE)
+
+#endif
 
 #endif

@@ -315,7 +315,7 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
 #else
     const int pixels = tiles / KBLOCKS, groups = (pixels + KILN_DIRECT_WG - 1) / KILN_DIRECT_WG;
     const int k0 = KILN_GROUP_ID(0) / groups * VW;
-    KILN_LOCAL float wl[CC][FR * FS][VW];
+    KILN_SHARED float wl[CC][FR * FS][VW];
     for (int c0 = 0; c0 < CG; c0 += CC) {
         /* wl[c][tap][l] = w[k0 + l][tap][c0 + c] (KRSC), zero past CG. */
         if (c0 > 0)

@@ -199,7 +199,7 @@ void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta,
                           KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 /* clang-format on */
 {
-    KILN_LOCAL igemm_local L;
+    KILN_SHARED igemm_local L;
     const int lid = KILN_LOCAL_ID(0), im = IGEMM_IM(lid), in = IGEMM_IN(lid), g = KILN_GROUP_ID(2);
     const int kg = K / groups, PQ = P * Q, KK = C / groups * R * S;
     const int pix0 = KILN_GROUP_ID(0) * LTILE_MWG, f0 = KILN_GROUP_ID(1) * LTILE_NWG;
@@ -243,7 +243,7 @@ void conv_f32_igemm_tiled_split(IGEMM_SHAPE_ARGS, const int KS, const int splits
                                 KILN_GLOBAL float *part)
 /* clang-format on */
 {
-    KILN_LOCAL igemm_local L;
+    KILN_SHARED igemm_local L;
     const int lid = KILN_LOCAL_ID(0), im = IGEMM_IM(lid), in = IGEMM_IN(lid);
     const int z = KILN_GROUP_ID(2), g = z / splits, s = z % splits;
     const int kg = K / groups, NPQ = N * P * Q, KK = C / groups * R * S;

@@ -90,7 +90,7 @@
 #endif
 
 /* VWN-wide loads and stores of C at addresses aligned to the vector. */
-#if LTILE_VWN > 1
+#if LTILE_VWN > 1 && KILN_VECTOR_SYNTAX
 typedef CAT(float, LTILE_VWN) gemm_floatn;
 #if KILN_F16
 #define GEMM_CLOAD(p) CAT(vloada_half, LTILE_VWN)(0, p)
@@ -189,7 +189,7 @@ void gemm_store(float acc[LTILE_MWI][LTILE_NWI], KILN_GLOBAL KILN_STORAGE *C, co
 #pragma unroll
         for (int nv = 0; nv < LTILE_NWI / LTILE_VWN; nv++) {
             const int j = (nv * LTILE_NDIMC + tx) * LTILE_VWN;
-#if LTILE_VWN > 1
+#if LTILE_VWN > 1 && KILN_VECTOR_SYNTAX
             if (vec) {
                 gemm_floatn r = alpha * CAT(vload, LTILE_VWN)(0, &acc[mi][nv * LTILE_VWN]);
                 if (beta != 0.0f)
@@ -250,8 +250,8 @@ void GEMM_KERNEL(const int M, const int N, const int K, const float alpha, const
 /* clang-format on */
 {
     /* Local tiles of one element when not staged, so every path passes them. */
-    KILN_LOCAL float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
-    KILN_LOCAL float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
+    KILN_SHARED float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
+    KILN_SHARED float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
     const int tx = KILN_LOCAL_ID(0), ty = KILN_LOCAL_ID(1);
     const int m0 = KILN_GROUP_ID(1) * LTILE_MWG, n0 = KILN_GROUP_ID(0) * LTILE_NWG;
     const int mrem = M - m0, nrem = N - n0;
@@ -293,8 +293,8 @@ void gemm_f32_tiled_split(const int M, const int N, const int K, const int KS, c
                           KILN_GLOBAL float *W)
 /* clang-format on */
 {
-    KILN_LOCAL float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
-    KILN_LOCAL float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
+    KILN_SHARED float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
+    KILN_SHARED float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
     const int tx = KILN_LOCAL_ID(0), ty = KILN_LOCAL_ID(1);
     const int m0 = KILN_GROUP_ID(1) * LTILE_MWG, n0 = KILN_GROUP_ID(0) * LTILE_NWG;
     const int mrem = M - m0, nrem = N - n0;
@@ -319,7 +319,7 @@ void gemm_f32_tiled_split(const int M, const int N, const int K, const int KS, c
 #pragma unroll
         for (int nv = 0; nv < LTILE_NWI / LTILE_VWN; nv++) {
             const int j = (nv * LTILE_NDIMC + tx) * LTILE_VWN;
-#if LTILE_VWN > 1
+#if LTILE_VWN > 1 && KILN_VECTOR_SYNTAX
             if (!edge && N % LTILE_VWN == 0) {
                 CAT(vstore, LTILE_VWN)(CAT(vload, LTILE_VWN)(0, &acc[mi][nv * LTILE_VWN]), 0, row + j);
                 continue;

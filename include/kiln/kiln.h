@@ -91,7 +91,7 @@ typedef enum kiln_device_type {
 /** Everything kiln knows about a device, including the profile it matched. */
 typedef struct kiln_device_info {
     size_t index;             /**< position in kiln's device enumeration */
-    char backend[16];         /**< "opencl" */
+    char backend[16];         /**< "opencl" or "cuda" */
     char platform[128];       /**< platform name */
     char name[128];           /**< device name */
     char vendor[128];         /**< vendor name */
@@ -125,6 +125,17 @@ typedef struct kiln_device_info {
     char peak_source[32];          /**< "measured" when the profile is one kiln-tune wrote
                                         with the peaks it measured, else "profile" */
 } kiln_device_info;
+
+/** A backend compiled into kiln: its name, how many devices it lists, and
+    what it runs on or why it has no device. */
+typedef struct kiln_backend_info {
+    char name[16];     /**< "opencl", "cuda" (what KILN_DEVICE=name:N selects by) */
+    size_t devices;    /**< devices it lists (kiln's indices follow backend order) */
+    char status[1024]; /**< the libraries it loaded, or why it has no device */
+} kiln_backend_info;
+
+/** Describe backend `index` (0, 1, ...); KILN_ERROR_NOT_FOUND past the last. */
+KILN_API kiln_status kiln_backend_get_info(size_t index, kiln_backend_info *info);
 
 /** Number of devices kiln can use, over all platforms. */
 KILN_API kiln_status kiln_device_count(size_t *count);

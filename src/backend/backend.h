@@ -67,6 +67,14 @@ struct kiln_backend {
        $KILN_KERNEL_DIR, when set, replaces the embedded tree. */
     const struct kiln_embedded_file *kernel_sources;
     const char *kernel_extension;
+    /* 1: the backend compiles kernels written in OpenCL's vector syntax
+       (KILN_VECTOR_SYNTAX, cl/common/portability.h); 0: only the kernels
+       shared through the portability header, and the operators choose
+       those (kiln_context_vector_kernels). */
+    int vector_kernels;
+
+    /* optional: what the backend loaded, or why it lists no device. */
+    void (*status)(char *text, size_t size);
 
     /* Devices, in a stable order. With descs == NULL only *count is set. */
     kiln_status (*list_devices)(struct kiln_device_desc *descs, size_t capacity, size_t *count);

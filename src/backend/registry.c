@@ -7,10 +7,13 @@
 
 #include "backend/backend.h"
 
-extern const struct kiln_backend kiln_opencl_backend;
+extern const struct kiln_backend kiln_opencl_backend, kiln_cuda_backend;
 
+/* OpenCL first: where a GPU is listed by both, the first of equal rank is the
+   default (docs/cuda.md#choosing-the-device). */
 const struct kiln_backend *const kiln_backends[] = {
     &kiln_opencl_backend,
+    &kiln_cuda_backend,
     NULL,
 };
 

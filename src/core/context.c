@@ -171,6 +171,23 @@ kiln_status kiln_device_count(size_t *count)
     return KILN_SUCCESS;
 }
 
+kiln_status kiln_backend_get_info(size_t index, kiln_backend_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(info);
+    size_t n = 0;
+    while (n < index && kiln_backends[n])
+        n++;
+    const struct kiln_backend *be = kiln_backends[n];
+    if (!be)
+        return kiln_error(KILN_ERROR_NOT_FOUND, "backend index %zu: kiln has %zu backends", index, n);
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "%s", be->name);
+    if (be->status)
+        be->status(info->status, sizeof info->status);
+    return be->list_devices(NULL, 0, &info->devices);
+}
+
 kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
 {
     kiln_error_clear();
@@ -214,6 +231,29 @@ static int contains_nocase(const char *haystack, const char *needle)
         if (strncasecmp(haystack, needle, n) == 0)
             return 1;
     return 0;
+}
+
+/* A selector's backend prefix: "cuda" or "opencl", alone or before ":N"
+   (N: the index among that backend's devices, in *index; else SIZE_MAX).
+   NULL if sel names no backend. */
+static const struct kiln_backend *selector_backend(const char *sel, size_t *index, int *bad_index)
+{
+    *index = SIZE_MAX;
+    *bad_index = 0;
+    for (const struct kiln_backend *const *be = kiln_backends; *be; be++) {
+        size_t n = strlen((*be)->name);
+        if (strncasecmp(sel, (*be)->name, n) != 0 || (sel[n] != '\0' && sel[n] != ':'))
+            continue;
+        if (sel[n] == ':') {
+            char *end;
+            errno = 0;
+            unsigned long long i = strtoull(sel + n + 1, &end, 10);
+            *bad_index = !isdigit((unsigned char)sel[n + 1]) || *end != '\0' || errno == ERANGE;
+            *index = *bad_index ? SIZE_MAX : (size_t)i;
+        }
+        return *be;
+    }
+    return NULL;
 }
 
 static int selector_accepts(const char *sel, const struct kiln_device_desc *d)
@@ -277,9 +317,16 @@ static kiln_status select_device(const struct device *devices, size_t count, con
         *index = (size_t)i;
         return KILN_SUCCESS;
     }
+    size_t in_backend;
+    int bad_index;
+    const struct kiln_backend *backend = sel ? selector_backend(sel, &in_backend, &bad_index) : NULL;
+    if (backend && bad_index)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s \"%.64s%s\": after \"%s:\" comes a device index", origin,
+                          sel, more, backend->name);
     double best = -1.0;
     for (size_t i = 0; i < count; i++) {
-        if (sel && !selector_accepts(sel, &devices[i].desc))
+        if (backend ? devices[i].backend != backend || (in_backend != SIZE_MAX && devices[i].index != in_backend)
+                    : sel && !selector_accepts(sel, &devices[i].desc))
             continue;
         double r = device_rank(&devices[i].desc, set);
         if (r > best) {
@@ -292,6 +339,15 @@ static kiln_status select_device(const struct device *devices, size_t count, con
             kiln_error(KILN_ERROR_NOT_FOUND, "%s \"%.64s%s\": no device matches", origin, sel, more);
         else
             kiln_error(KILN_ERROR_NOT_FOUND, "no device to select");
+        if (backend && backend->status) {
+            char status[1024];
+            backend->status(status, sizeof status);
+            kiln_error_append(" (");
+            kiln_error_append(backend->name);
+            kiln_error_append(": ");
+            kiln_error_append(status);
+            kiln_error_append(")");
+        }
         list_for_detail(devices, count);
         return KILN_ERROR_NOT_FOUND;
     }
@@ -364,6 +420,7 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     }
     if (st != KILN_SUCCESS)
         return st;
+    ctx->vector_kernels = ctx->backend->vector_kernels && !kiln_env_flag("KILN_CUDA_ROUTES");
     char why[512];
     if (kiln_profile_fits(ctx->profile, &ctx->desc, why) != 0) {
         if (ctx->overlay)

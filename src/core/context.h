@@ -23,6 +23,10 @@ struct kiln_context {
     struct kiln_program_cache cache;
     int cache_ready;        /* cache initialised (its lock exists) */
     struct kiln_memo *memo; /* choices made by timing (conv find); under cache.lock */
+    /* The operators may choose kernels written in OpenCL's vector syntax:
+       the backend's vector_kernels, unless KILN_CUDA_ROUTES=1 asks an
+       OpenCL device to choose as the CUDA backend does (for tests). */
+    int vector_kernels;
 };
 
 /* A remembered choice: key -> value strings, newest first. */

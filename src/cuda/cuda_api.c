@@ -97,10 +97,37 @@ static void load_driver(struct kiln_cuda_api *api)
         SYMBOL(cuDeviceGetAttribute, "cuDeviceGetAttribute", 1),
         SYMBOL(cuDeviceTotalMem, "cuDeviceTotalMem_v2", 1),
         SYMBOL(cuGetErrorName, "cuGetErrorName", 0),
+        SYMBOL(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", 1),
+        SYMBOL(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", 1),
+        SYMBOL(cuCtxPushCurrent, "cuCtxPushCurrent_v2", 1),
+        SYMBOL(cuCtxPopCurrent, "cuCtxPopCurrent_v2", 1),
+        SYMBOL(cuStreamCreate, "cuStreamCreate", 1),
+        SYMBOL(cuStreamDestroy, "cuStreamDestroy_v2", 1),
+        SYMBOL(cuStreamSynchronize, "cuStreamSynchronize", 1),
+        SYMBOL(cuMemAlloc, "cuMemAlloc_v2", 1),
+        SYMBOL(cuMemFree, "cuMemFree_v2", 1),
+        SYMBOL(cuMemGetAddressRange, "cuMemGetAddressRange_v2", 1),
+        SYMBOL(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", 1),
+        SYMBOL(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", 1),
+        SYMBOL(cuModuleLoadData, "cuModuleLoadData", 1),
+        SYMBOL(cuModuleUnload, "cuModuleUnload", 1),
+        SYMBOL(cuModuleGetFunction, "cuModuleGetFunction", 1),
+        SYMBOL(cuFuncSetAttribute, "cuFuncSetAttribute", 1),
+        SYMBOL(cuLaunchKernel, "cuLaunchKernel", 1),
+        SYMBOL(cuEventCreate, "cuEventCreate", 1),
+        SYMBOL(cuEventRecord, "cuEventRecord", 1),
+        SYMBOL(cuEventSynchronize, "cuEventSynchronize", 1),
+        SYMBOL(cuEventElapsedTime, "cuEventElapsedTime_v2", 0),
+        SYMBOL(cuEventDestroy, "cuEventDestroy_v2", 1),
     };
     if (!resolve(api->cuda_lib, api, symbols, sizeof symbols / sizeof *symbols)) {
         snprintf(api->driver, sizeof api->driver, "%.400s lacks the driver API kiln needs", path);
         return;
+    }
+    /* cuEventElapsedTime_v2 is CUDA 12.8's name; before it, the plain one. */
+    if (!api->cuEventElapsedTime) {
+        void *f = dlsym(api->cuda_lib, "cuEventElapsedTime");
+        memcpy(&api->cuEventElapsedTime, &f, sizeof f);
     }
     CUresult r = api->cuInit(0);
     const char *what = NULL;
@@ -126,8 +153,15 @@ static void load_driver(struct kiln_cuda_api *api)
 static void load_nvrtc(struct kiln_cuda_api *api)
 {
     static const char *const files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so", NULL};
-    static const char *const dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
-                                       "/usr/local/cuda-*/lib64", "/usr/local/cuda-*/targets/x86_64-linux/lib", NULL};
+    /* A toolkit's, then a Python package's (nvidia-cuda-nvrtc: nvidia/cuda_nvrtc/lib, or nvidia/cu13/lib). */
+    static const char *const dirs[] = {"/usr/local/cuda/lib64",
+                                       "/usr/local/cuda/targets/x86_64-linux/lib",
+                                       "/usr/local/cuda-*/lib64",
+                                       "/usr/local/cuda-*/targets/x86_64-linux/lib",
+                                       "/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
+                                       "/usr/lib/python3/dist-packages/nvidia/*/lib",
+                                       "/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
+                                       NULL};
     char path[512];
     api->nvrtc_lib = open_first(files, dirs, path, sizeof path);
     if (!api->nvrtc_lib) {
@@ -186,14 +220,22 @@ kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *sourc
     if (r != KILN_NVRTC_SUCCESS)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "CUDA: nvrtcCreateProgram of %s failed (%d)", name, r);
     /* The architecture, then `options` split at spaces. */
-    char arch[32], opts[1024];
+    char arch[32];
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
-    snprintf(opts, sizeof opts, "%s", options ? options : "");
-    const char *argv[17] = {arch};
-    int argc = 1;
-    for (char *save = NULL, *tok = strtok_r(opts, " ", &save); tok && argc < 17; tok = strtok_r(NULL, " ", &save))
+    char *opts = strdup(options ? options : "");
+    const char **argv = opts ? malloc((strlen(opts) / 2 + 2) * sizeof *argv) : NULL;
+    if (!argv) {
+        free(opts);
+        api->nvrtcDestroyProgram(&prog);
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "CUDA: the options of %s", name);
+    }
+    int argc = 0;
+    argv[argc++] = arch;
+    for (char *save = NULL, *tok = strtok_r(opts, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
         argv[argc++] = tok;
     r = api->nvrtcCompileProgram(prog, argc, argv);
+    free(argv);
+    free(opts);
     kiln_status st = KILN_SUCCESS;
     if (r != KILN_NVRTC_SUCCESS) {
         size_t log_size = 0;

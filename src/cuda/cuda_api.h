@@ -14,8 +14,8 @@
  * device) means zero CUDA devices, with the reason kept for reports; NVRTC
  * works without a driver, compiling CUDA C to a CUBIN for a given sm_XY.
  *
- * This is the foundation of the CUDA backend (docs/cuda.md): it counts
- * devices and compiles, and is not yet a struct kiln_backend.
+ * The CUDA backend (cuda_backend.c, docs/cuda.md) runs on what is loaded
+ * here.
  */
 #ifndef KILN_CUDA_API_H
 #define KILN_CUDA_API_H
@@ -26,6 +26,12 @@
 
 typedef int CUresult;
 typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef unsigned long long CUdeviceptr;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef int nvrtcResult;
 
@@ -44,11 +50,17 @@ enum {
     KILN_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
     KILN_CU_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
     KILN_CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76,
+    KILN_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+};
+
+enum {
+    KILN_CU_STREAM_NON_BLOCKING = 1,
+    KILN_CU_EVENT_DEFAULT = 0,
+    KILN_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 };
 
 /* What was loaded. A member NULL where its library is missing (and
-   cuDriverGetVersion, cuGetErrorName where the driver lacks them). The
-   device queries are for the backend to come. */
+   cuDriverGetVersion, cuGetErrorName where the driver lacks them). */
 struct kiln_cuda_api {
     void *cuda_lib, *nvrtc_lib;
     CUresult (*cuInit)(unsigned flags);
@@ -59,6 +71,31 @@ struct kiln_cuda_api {
     CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
     CUresult (*cuDeviceTotalMem)(size_t *bytes, CUdevice device);
     CUresult (*cuGetErrorName)(CUresult error, const char **name);
+    /* What the backend runs with (cuda_backend.c); without any of them the
+       driver counts as having no device. */
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *ctx, CUdevice device);
+    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);
+    CUresult (*cuCtxPushCurrent)(CUcontext ctx);
+    CUresult (*cuCtxPopCurrent)(CUcontext *ctx);
+    CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
+    CUresult (*cuStreamDestroy)(CUstream stream);
+    CUresult (*cuStreamSynchronize)(CUstream stream);
+    CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);
+    CUresult (*cuMemFree)(CUdeviceptr ptr);
+    CUresult (*cuMemGetAddressRange)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream stream);
+    CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
+    CUresult (*cuModuleLoadData)(CUmodule *module, const void *image);
+    CUresult (*cuModuleUnload)(CUmodule module);
+    CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module, const char *name);
+    CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
+    CUresult (*cuLaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared_bytes, CUstream stream, void **params, void **extra);
+    CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
+    CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+    CUresult (*cuEventSynchronize)(CUevent event);
+    CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+    CUresult (*cuEventDestroy)(CUevent event);
 
     nvrtcResult (*nvrtcVersion)(int *major, int *minor);
     nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *prog, const char *source, const char *name, int headers,
@@ -81,12 +118,15 @@ struct kiln_cuda_api {
    (every member set; never fails: what is missing says why). */
 void kiln_cuda_load(struct kiln_cuda_api *api);
 
+/* The process's API, loaded on first use (by the CUDA backend). */
+const struct kiln_cuda_api *kiln_cuda_api_get(void);
+
 /* Forget what kiln_cuda_load loaded (the libraries stay loaded until the
    process exits, as the CUDA libraries expect). */
 void kiln_cuda_unload(struct kiln_cuda_api *api);
 
 /* Compile CUDA C `source` (named `name` in messages) with NVRTC for sm_<sm>
-   (75 for sm_75) and `options` (NVRTC's, separated by spaces, at most 16;
+   (75 for sm_75) and `options` (NVRTC's, separated by spaces;
    may be NULL) into a CUBIN, *cubin malloc'd for the caller. Returns
    KILN_ERROR_UNSUPPORTED without NVRTC, KILN_ERROR_BUILD with NVRTC's log
    in the detail. */

@@ -81,6 +81,17 @@ void kiln_program_cache_release(struct kiln_program_cache *cache, const struct k
 }
 
 /* The disk key names everything a binary depends on. */
+void kiln_program_cache_each(kiln_context *ctx,
+                             void (*fn)(void *user, const char *label, const char *source, size_t length,
+                                        const char *options),
+                             void *user)
+{
+    pthread_mutex_lock(&ctx->cache.lock);
+    for (const struct kiln_program *p = ctx->cache.programs; p; p = p->next)
+        fn(user, p->label, p->source, p->length, p->options);
+    pthread_mutex_unlock(&ctx->cache.lock);
+}
+
 static char *disk_key(const kiln_context *ctx, const char *source, size_t length, const char *options)
 {
     const struct kiln_device_desc *d = &ctx->desc;

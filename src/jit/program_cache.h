@@ -38,6 +38,14 @@ struct kiln_program_cache {
     atomic_uint_least64_t disk_failures; /* failed stores; needs no lock */
 };
 
+/* Call fn on each program the context's cache holds (its label, source
+   text and build options), newest first, under the cache's lock: fn must
+   not call into the context. */
+void kiln_program_cache_each(kiln_context *ctx,
+                             void (*fn)(void *user, const char *label, const char *source, size_t length,
+                                        const char *options),
+                             void *user);
+
 /* Set up the cache; `dir` NULL or "" keeps programs in memory only, for
    `reason` (copied, may be NULL). */
 kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char *dir, const char *reason);

@@ -478,6 +478,7 @@ const struct kiln_backend kiln_opencl_backend = {
     .no_device_hint = "is an OpenCL ICD such as POCL installed?",
     .kernel_sources = kiln_embedded_cl_kernels,
     .kernel_extension = ".cl",
+    .vector_kernels = 1,
     .list_devices = cl_list_devices,
     .open = cl_open,
     .wrap = cl_wrap,

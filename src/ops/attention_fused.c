@@ -160,12 +160,20 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
 
 static kiln_status fused_prepare(struct kiln_attention_plan *plan)
 {
-    if (kiln_profile_params(plan->base.ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH) {
+    const kiln_context *ctx = plan->base.ctx;
+    if (kiln_profile_params(ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH ||
+        !ctx->vector_kernels) {
         char why[160];
         int fits = 0;
         kiln_status st = flash_prepare(plan, &fits, why, sizeof why);
         if (st != KILN_SUCCESS || fits)
             return st;
+        /* The per-work-item kernel is written in OpenCL's vector syntax. */
+        if (!ctx->vector_kernels)
+            return kiln_error(KILN_ERROR_UNSUPPORTED,
+                              "attention: the flash kernel's blocks do not fit (%s), and the %s backend has no other "
+                              "fused kernel (the naive algorithm runs there)",
+                              why, ctx->backend->name);
         size_t len = strlen(plan->base.reason);
         snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; flash blocks: %s", why);
     }

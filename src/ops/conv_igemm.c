@@ -155,7 +155,7 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
 static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 {
     const int route = kiln_profile_params(plan->base.ctx->profile)->select.conv_igemm_route;
-    return route == KILN_IGEMM_CPU ? cpu_prepare(plan) : tiled_prepare(plan);
+    return route == KILN_IGEMM_CPU && plan->base.ctx->vector_kernels ? cpu_prepare(plan) : tiled_prepare(plan);
 }
 
 /* The kernels' shape arguments (IGEMM_SHAPE_ARGS of conv/igemm_shape.h). */

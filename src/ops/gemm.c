@@ -128,7 +128,7 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
     const struct kiln_param_select *sel = &kiln_profile_params(ctx->profile)->select;
     const long smallm_max = sel->gemm_smallm_max, direct_max = sel->gemm_direct_max;
     double volume = (double)p->m * (double)p->n * (double)p->k;
-    if (p->m <= (size_t)smallm_max) {
+    if (p->m <= (size_t)smallm_max && ctx->vector_kernels) {
         snprintf(reason, size, "%s = %zu <= smallm_max %ld", p->swapped ? "n" : "m", p->m, smallm_max);
         return &kiln_gemm_smallm;
     }
@@ -137,12 +137,20 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
         return &kiln_gemm_direct;
     }
     static const char *const routes[] = {KILN_GEMM_ROUTES};
-    if (sel->gemm_route == KILN_ROUTE_CLBLAST && !why_not(&kiln_gemm_clblast, p)) {
+    const int opencl = strcmp(ctx->backend->name, "opencl") == 0;
+    if (sel->gemm_route == KILN_ROUTE_CLBLAST && opencl && !why_not(&kiln_gemm_clblast, p)) {
         snprintf(reason, size, "profile route clblast");
         return &kiln_gemm_clblast;
     }
+    if (!ctx->vector_kernels && sel->gemm_route != KILN_ROUTE_TILED) {
+        snprintf(reason, size, "profile route %s, tiled on the %s backend", routes[sel->gemm_route],
+                 ctx->backend->name);
+        return &kiln_gemm_tiled;
+    }
     snprintf(reason, size, "profile route %s%s", routes[sel->gemm_route],
-             sel->gemm_route == KILN_ROUTE_CLBLAST ? " (kiln built without CLBlast: tiled)" : "");
+             sel->gemm_route == KILN_ROUTE_CLBLAST
+                 ? (opencl ? " (kiln built without CLBlast: tiled)" : " (CLBlast is OpenCL's: tiled)")
+                 : "");
     return sel->gemm_route == KILN_ROUTE_CPU ? &kiln_gemm_cpu : &kiln_gemm_tiled;
 }
 
@@ -224,6 +232,11 @@ static kiln_status plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, co
     const char *why = why_not(algorithm, &p);
     if (why)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: %s", why);
+    if (!ctx->vector_kernels && (algorithm == &kiln_gemm_cpu || algorithm == &kiln_gemm_smallm))
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "gemm: the %s family's kernels use OpenCL vector syntax, which the %s backend does not "
+                          "compile (tiled and direct run there)",
+                          algorithm->name, ctx->backend->name);
 
     kiln_gemm_plan *plan = kiln_plan_new(ctx, sizeof *plan, algorithm->name, algorithm->algo, reason);
     if (!plan)

@@ -85,6 +85,10 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
         return st;
     if (x->handle == y->handle)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: y must not be x's buffer", __func__);
+    if (!ctx->vector_kernels)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "%s: the pooling kernels use OpenCL vector syntax, which the %s backend does not compile",
+                          __func__, ctx->backend->name);
 
     if (d->layout == KILN_NCHW && d->h * d->w > INT_MAX)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "%s: planes of %zu x %zu values (2^31 or more)", __func__, d->h,
