@@ -257,42 +257,85 @@ static void emulated_mma_turing(const float a[32][8], const float b[32][4], floa
     }
 }
 
-/* gemm_f16_mma's tiling at its default parameters, in C: blocks of 64 x 64
-   by 32 of K, 2 x 2 warps of 32 x 32, fragments through mma_layout.h. */
-enum { MB = 64, NB = 64, KB = 32, WARPS_M = 2, WARPS_N = 2, WM = MB / WARPS_M, WN = NB / WARPS_N };
-
-static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int turing)
+/* ldmatrix.m8n8.x4 (.trans with `trans`) as the PTX ISA describes it:
+   lanes 8j to 8j + 7 give the shared-memory rows of 8 x 8 matrix j (here
+   an offset into `shared`); without .trans lane l receives row l / 4,
+   columns 2 (l % 4) and 2 (l % 4) + 1 of matrix j in register j, with
+   .trans the same of the transposed matrix. Register j is out[l][2j] (low
+   half) and out[l][2j + 1]. */
+static void emulated_ldmatrix(const float *shared, const int row_at[32], int trans, float out[32][8])
 {
-    static float as[MB][KB], bs[KB][NB], acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
+    for (int l = 0; l < 32; l++)
+        for (int j = 0; j < 4; j++)
+            for (int h = 0; h < 2; h++) {
+                const int r = trans ? 2 * (l % 4) + h : l / 4, c = trans ? l / 4 : 2 * (l % 4) + h;
+                out[l][2 * j + h] = shared[row_at[8 * j + r] + c];
+            }
+}
+
+/* gemm_f16_mma's tiling at its default parameters, in C: blocks of 128 x 128
+   by 32 of K, 2 x 4 warps of 64 x 32, tiles stored as the operands are
+   (transposed or not) with rows padded by 8, fragments by ldmatrix at
+   mma_layout.h's addresses, C stored through its element mapping. */
+enum { MB = 128, NB = 128, KB = 32, WARPS_M = 2, WARPS_N = 4, WM = MB / WARPS_M, WN = NB / WARPS_N };
+
+static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb, int turing)
+{
+    /* The stored tiles: A MB x KB (KB x MB transposed), B KB x NB (NB x KB). */
+    const int ald = (ta ? MB : KB) + 8, bld = (tb ? KB : NB) + 8;
+    static float as[MB * (MB + 8)], bs[NB * (NB + 8)], acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
     for (int m0 = 0; m0 < M; m0 += MB)
         for (int n0 = 0; n0 < N; n0 += NB) {
             memset(acc, 0, sizeof acc);
             for (int k0 = 0; k0 < K; k0 += KB) {
-                for (int r = 0; r < MB; r++)
-                    for (int c = 0; c < KB; c++)
-                        as[r][c] = m0 + r < M && k0 + c < K ? A[(m0 + r) * K + k0 + c] : 0.0f;
-                for (int r = 0; r < KB; r++)
-                    for (int c = 0; c < NB; c++)
-                        bs[r][c] = k0 + r < K && n0 + c < N ? B[(k0 + r) * N + n0 + c] : 0.0f;
+                for (int i = 0; i < MB; i++)
+                    for (int k = 0; k < KB; k++) {
+                        const float v = m0 + i < M && k0 + k < K
+                                            ? (ta ? A[(k0 + k) * M + m0 + i] : A[(m0 + i) * K + k0 + k])
+                                            : 0.0f;
+                        as[ta ? k * ald + i : i * ald + k] = v;
+                    }
+                for (int k = 0; k < KB; k++)
+                    for (int j = 0; j < NB; j++) {
+                        const float v = k0 + k < K && n0 + j < N
+                                            ? (tb ? B[(n0 + j) * K + k0 + k] : B[(k0 + k) * N + n0 + j])
+                                            : 0.0f;
+                        bs[tb ? j * bld + k : k * bld + j] = v;
+                    }
                 for (int w = 0; w < WARPS_M * WARPS_N; w++) {
                     const int wr = kiln_mma_warp_row(w, WARPS_N, WM), wc = kiln_mma_warp_col(w, WARPS_N, WN);
-                    for (int kk = 0; kk < KB; kk += 16)
+                    for (int kk = 0; kk < KB; kk += 16) {
+                        float a[WM / 16][32][8], b[WN / 8][32][4];
+                        int at[32];
+                        for (int mi = 0; mi < WM / 16; mi++) {
+                            for (int l = 0; l < 32; l++)
+                                at[l] = ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + wr + mi * 16 +
+                                                 kiln_mma_ldsm_across_col(l)
+                                           : (wr + mi * 16 + kiln_mma_ldsm_down_row(l)) * ald + kk +
+                                                 kiln_mma_ldsm_down_col(l);
+                            emulated_ldmatrix(as, at, ta, a[mi]);
+                        }
+                        for (int ni = 0; ni < WN / 8; ni += 2) {
+                            float r[32][8];
+                            for (int l = 0; l < 32; l++)
+                                at[l] = tb ? (wc + ni * 8 + kiln_mma_ldsm_across_row(l)) * bld + kk +
+                                                 kiln_mma_ldsm_across_col(l)
+                                           : (kk + kiln_mma_ldsm_down_row(l)) * bld + wc + ni * 8 +
+                                                 kiln_mma_ldsm_down_col(l);
+                            emulated_ldmatrix(bs, at, !tb, r);
+                            for (int l = 0; l < 32; l++)
+                                for (int e = 0; e < 4; e++)
+                                    b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 + e];
+                        }
                         for (int mi = 0; mi < WM / 16; mi++)
                             for (int ni = 0; ni < WN / 8; ni++) {
-                                float a[32][8], b[32][4];
-                                for (int lane = 0; lane < 32; lane++) {
-                                    for (int e = 0; e < 8; e++)
-                                        a[lane][e] =
-                                            as[wr + mi * 16 + kiln_mma_a_row(lane, e)][kk + kiln_mma_a_col(lane, e)];
-                                    for (int e = 0; e < 4; e++)
-                                        b[lane][e] =
-                                            bs[kk + kiln_mma_b_row(lane, e)][wc + ni * 8 + kiln_mma_b_col(lane, e)];
-                                }
                                 if (turing)
-                                    emulated_mma_turing((const float(*)[8])a, (const float(*)[4])b, acc[w][mi][ni]);
+                                    emulated_mma_turing((const float(*)[8])a[mi], (const float(*)[4])b[ni],
+                                                        acc[w][mi][ni]);
                                 else
-                                    emulated_mma((const float(*)[8])a, (const float(*)[4])b, acc[w][mi][ni]);
+                                    emulated_mma((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
                             }
+                    }
                 }
             }
             for (int w = 0; w < WARPS_M * WARPS_N; w++)
@@ -313,8 +356,9 @@ static void test_mma_tiling_model(void **state)
 {
     (void)state;
     /* Edges in every dimension, several blocks and K steps; small integers,
-       so every sum is exact. */
-    enum { M = 70, N = 75, K = 50 };
+       so every sum is exact. Operands stored M x K or K x M (A), K x N or
+       N x K (B). */
+    enum { M = 150, N = 140, K = 50 };
     static float A[M * K], B[K * N], C[M * N];
     uint64_t seed = kt_group_seed;
     kt_fill_uniform(A, M * K, -3.0f, 4.0f, &seed);
@@ -323,18 +367,21 @@ static void test_mma_tiling_model(void **state)
         A[i] = floorf(A[i]);
     for (int i = 0; i < K * N; i++)
         B[i] = floorf(B[i]);
-    for (int turing = 0; turing < 2; turing++) {
+    for (int variant = 0; variant < 5; variant++) {
+        const int ta = variant & 1, tb = variant >> 1 & 1, turing = variant == 4;
         for (int i = 0; i < M * N; i++)
             C[i] = NAN;
-        model_gemm(M, N, K, A, B, C, turing);
+        model_gemm(M, N, K, A, B, C, ta, tb, turing);
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 double ref = 0;
                 for (int k = 0; k < K; k++)
-                    ref += (double)A[i * K + k] * B[k * N + j];
+                    ref += (double)(ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
                 if (C[i * N + j] != ref)
-                    fail_msg("model (%s) C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the PTX ISA",
-                             turing ? "sm_75, two m16n8k8" : "m16n8k16", i, j, C[i * N + j], ref);
+                    fail_msg("model (%s, A%s, B%s) C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the "
+                             "PTX ISA",
+                             turing ? "sm_75, two m16n8k8" : "m16n8k16", ta ? "^T" : "", tb ? "^T" : "", i, j,
+                             C[i * N + j], ref);
             }
     }
 }
@@ -401,15 +448,20 @@ static void test_mma_kernel_sass(void **state)
     if (!tool[0])
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     char *dir = kt_temp_dir();
-    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) from sm_80. */
+    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) from sm_80; transposed operands;
+       plain loads where rows are not 16-byte aligned (async 0). */
     static const struct {
-        int arch, bf16;
-    } builds[] = {{75, 0}, {80, 0}, {86, 0}, {89, 0}, {90, 0}, {80, 1}, {90, 1}};
+        int arch, bf16, ta, tb, async;
+    } builds[] = {{75, 0, 0, 0, 1}, {80, 0, 0, 0, 1}, {86, 0, 0, 0, 1}, {89, 0, 0, 0, 1}, {90, 0, 0, 0, 1},
+                  {80, 1, 0, 0, 1}, {90, 1, 0, 0, 1}, {90, 0, 1, 1, 1}, {90, 0, 0, 1, 0}, {80, 0, 1, 0, 0}};
     for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
         const int arch = builds[i].arch;
-        const char *type = builds[i].bf16 ? "bf16" : "f16";
-        char options[1300];
-        snprintf(options, sizeof options, "%s%s", include, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
+        char type[32];
+        snprintf(type, sizeof type, "%s%s%s%s", builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "",
+                 builds[i].tb ? " B^T" : "", builds[i].async ? "" : " loads");
+        char options[1400];
+        snprintf(options, sizeof options, "%s -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d%s", include,
+                 builds[i].ta, builds[i].tb, builds[i].async, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
         void *cubin = NULL;
         size_t size = 0;
         const double t0 = now_ms();
@@ -423,7 +475,7 @@ static void test_mma_kernel_sass(void **state)
             continue;
         }
         char path[1300];
-        snprintf(path, sizeof path, "%s/gemm_%s_mma_sm%d.cubin", dir, type, arch);
+        snprintf(path, sizeof path, "%s/gemm_mma_%zu_sm%d.cubin", dir, i, arch);
         FILE *o = fopen(path, "wb");
         assert_non_null(o);
         assert_int_equal(fwrite(cubin, 1, size, o), size);
@@ -431,17 +483,26 @@ static void test_mma_kernel_sass(void **state)
         free(cubin);
         char *sass = run_tool(tool, "-sass", path), *usage = run_tool(tool, "-res-usage", path);
         assert_true(sass && usage);
-        int hmma = 0;
+        int hmma = 0, ldsm = 0, ldgsts = 0;
         for (const char *s = sass; (s = strstr(s, "HMMA")) != NULL; s += 4)
             hmma++;
+        for (const char *s = sass; (s = strstr(s, "LDSM")) != NULL; s += 4)
+            ldsm++;
+        for (const char *s = sass; (s = strstr(s, "LDGSTS")) != NULL; s += 6)
+            ldgsts++;
         int reg = -1, stack = -1, shared = -1, local = -1;
         const char *u = strstr(usage, "REG:");
         if (u)
             sscanf(u, "REG:%d STACK:%d SHARED:%d LOCAL:%d", &reg, &stack, &shared, &local);
         /* bf16 multiplies show as HMMA with a .BF16 suffix. */
         const int typed = builds[i].bf16 ? strstr(sass, "BF16") != NULL : strstr(sass, "BF16") == NULL;
-        printf("# gemm_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d registers, %d bytes shared, %d local, %d stack\n", type,
-               arch, ms, hmma, reg, shared, local, stack);
+        printf("# gemm_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d bytes static shared, "
+               "%d local, %d stack\n",
+               type, arch, ms, hmma, ldsm, ldgsts, reg, shared, local, stack);
+        /* Fragments by ldmatrix; asynchronous copies from sm_80 where asked. */
+        const int copies_ok = (builds[i].async && arch >= 80) == (ldgsts > 0);
+        if (ldsm == 0 || !copies_ok)
+            fail_msg("gemm_f16_mma %s on sm_%d: %d LDSM, %d LDGSTS", type, arch, ldsm, ldgsts);
         if (hmma == 0 || !typed || reg < 0 || reg > 255 || local != 0 || stack != 0 || shared > 48 * 1024)
             fail_msg("gemm_f16_mma %s on sm_%d: %d HMMA (%s), %d registers, %d local and %d stack bytes (spills), %d "
                      "shared",
@@ -561,6 +622,17 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
         kiln_context_destroy(ctx);
     }
     unsetenv("KILN_CUDA_ROUTES");
+    /* The CUDA backend's own sources: gemm_f16_mma.cu from the embedded cu/
+       tree, its include resolved there. */
+    extern const struct kiln_backend kiln_cuda_backend;
+    char *text = NULL;
+    size_t length = 0;
+    kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "gemm/gemm_f16_mma.cu", &text, &length), KILN_SUCCESS);
+    assert_non_null(strstr(text, "kiln_mma_ldsm_down_row"));
+    struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
+    compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, "-DKILN_TRANS_A=1 -DKILN_MMA_ASYNC=1");
+    assert_int_equal(sweep.failures, 0);
+    free(text);
     kiln_cuda_unload(&api);
 }
 

@@ -21,7 +21,7 @@
 
 static const char *algo_name(kiln_gemm_algo algo)
 {
-    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm"};
+    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm", "mma"};
     return (unsigned)algo < sizeof names / sizeof *names ? names[algo] : "?";
 }
 
@@ -32,7 +32,7 @@ static void assert_plan_describes(const kiln_gemm_plan *plan, kiln_gemm_algo alg
     memset(&info, 0, sizeof info);
     kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
     if (algo == KILN_GEMM_AUTO)
-        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_SMALLM);
+        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_MMA);
     else
         assert_int_equal(info.algo, algo);
     assert_string_equal(info.family, algo_name(info.algo));
@@ -224,6 +224,15 @@ static const struct row rows[] = {
     {SHAPE("small-m-f16", RM, TR, TR, 3, 37, 41), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
     {SHAPE("small-m-f16", CM, NO, NO, 33, 2, 31), .dtype = KILN_F16, .batch = 2, .gap = {1, SHARED, 2}},
     {SHAPE("small-m-f16", RM, NO, NO, 4, 37, 19), .dtype = KILN_F16, .all_scalars = 1},
+    /* The tensor-core family's blocks (128 x 128 by 32 of K) and copies:
+       rows 16-byte aligned (leading dimensions multiples of 8) with K not a
+       multiple of 8, so a copy stops inside a row; both operands
+       transposed; batches; many K steps through the pipeline; scalars. */
+    {SHAPE("mma", RM, NO, NO, 130, 140, 50), .dtype = KILN_F16, .pad = {6, 4, 0}},
+    {SHAPE("mma", RM, TR, TR, 200, 72, 64), .dtype = KILN_F16, .off = {8, 16, 3}},
+    {SHAPE("mma", RM, TR, NO, 129, 257, 40), .dtype = KILN_F16, .batch = 3, .gap = {8, SHARED, 5}},
+    {SHAPE("mma", RM, NO, TR, 128, 128, 2048), .dtype = KILN_F16},
+    {SHAPE("mma", CM, NO, NO, 64, 300, 40), .dtype = KILN_F16, .all_scalars = 1},
 };
 
 static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
@@ -289,6 +298,10 @@ static void test_row(void **state)
     kiln_gemm_plan *plan = NULL;
     kiln_status st = kiln_gemm_plan_create(kt_ctx, &d, &plan);
     kt_skip_unsupported_here(kt_ctx, st);
+    if (rt->algo == KILN_GEMM_MMA && st == KILN_ERROR_UNSUPPORTED && !kt_ctx->backend->native_sources) {
+        printf("# %s\n", kiln_last_error_detail());
+        skip();
+    }
     kt_assert_status(st, KILN_SUCCESS);
     assert_plan_describes(plan, rt->algo);
     assert_small_m_choice(plan, &d);
@@ -571,7 +584,7 @@ static const struct bad_desc {
     {"trans_a = 2", RM, NO, NO, F_TA, 2, F_NONE, 0},
     {"trans_b = 7", RM, NO, NO, F_TB, 7, F_NONE, 0},
     {"dtype = 2", RM, NO, NO, F_DTYPE, 2, F_NONE, 0},
-    {"algo = 6", RM, NO, NO, F_ALGO, 6, F_NONE, 0},
+    {"algo = 7", RM, NO, NO, F_ALGO, 7, F_NONE, 0},
 };
 
 static void set_field(kiln_gemm_desc *d, enum field f, size_t v)
@@ -879,14 +892,14 @@ static void test_overflowing_sizes(void **state)
 /* ------------------------------------------------------------------------ */
 
 #define ROWS (sizeof rows / sizeof *rows)
-#define ALGOS 5
+#define ALGOS 6
 #define BAD_DESCS (sizeof bad_descs / sizeof *bad_descs)
 #define BAD_EXECS (sizeof bad_execs / sizeof *bad_execs)
 
 int main(void)
 {
-    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO, KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT,
-                                                KILN_GEMM_SMALLM};
+    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO,   KILN_GEMM_CPU,    KILN_GEMM_TILED,
+                                                KILN_GEMM_DIRECT, KILN_GEMM_SMALLM, KILN_GEMM_MMA};
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_desc_init_is_tight));
     kt_add(&tests, cmocka_unit_test(test_clblast_runs_or_is_unsupported));
@@ -899,6 +912,8 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
+            if (algos[a] == KILN_GEMM_MMA && rows[i].dtype != KILN_F16)
+                continue; /* the family takes fp16 storage only */
             const struct row_test rt = {&rows[i], algos[a]};
             char name[160];
             row_name(name, sizeof name, &rows[i], algos[a]);

@@ -1,34 +1,46 @@
 /*
- * gemm_f16_mma: C = A B on tensor cores, fp16 storage and multiplies (bf16
- * with KILN_MMA_BF16=1, sm_80 on), fp32 accumulation and output
- * (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 from sm_80, two
- * m16n8k8 on sm_75).
+ * gemm_f16_mma: batched C = alpha A B + beta C on tensor cores, fp16
+ * storage of A, B and C (bf16 multiplies with KILN_MMA_BF16=1, sm_80 on),
+ * fp32 accumulation (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32;
+ * two m16n8k8 on sm_75). The products of fp16 values are exact in fp32, so
+ * this computes as precisely as the fp32-arithmetic GEMM on fp16 storage
+ * does, up to the order of the additions.
  *
- * Row-major A (M x K, lda), B (K x N, ldb) and C (M x N, ldc); any M, N, K
- * >= 1 (edges zero-filled on load, masked on store). A block of
- * WARPS_M x WARPS_N warps computes BM x BN of C in steps of BK along K: the
- * block stages the BM x BK slice of A and the BK x BN slice of B in shared
- * memory (rows padded by 8 halves), then each warp multiplies its
- * WM x WN part (WM = BM / WARPS_M, WN = BN / WARPS_N) as (WM / 16) x
- * (WN / 8) mma tiles per 16 of K, its fragments read from shared memory
- * through gemm/mma_layout.h (the layout the host model checks against the
- * PTX ISA). Halves are moved as 16-bit patterns, two to a register, the
- * lower-indexed element in the low half, as the ISA packs .f16x2.
+ * ABI: the in-place GEMM's (cl/gemm/gemm_f32_tiled.cl), in row-major terms:
+ *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j)
+ *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
+ *   opB(k,j) = KILN_TRANS_B ? B[j*ldb + k] : B[k*ldb + j]
+ * every index offset by off_x + b * stride_x for batch item b = blockIdx.z;
+ * any M, N, K >= 1; beta == 0: C is not read; alpha == 0: A and B are not.
  *
- * Launch: block (WARPS_M * WARPS_N * 32), grid (ceil(N / BN), ceil(M / BM)).
- * Parameters (-D): KILN_MMA_BM, KILN_MMA_BN, KILN_MMA_BK (a multiple of 16),
- * KILN_MMA_WARPS_M, KILN_MMA_WARPS_N.
+ * A block of WARPS_M x WARPS_N warps computes BM x BN of C in steps of BK
+ * along K. Each step's tiles of A and B are copied to shared memory as
+ * stored (A's M x BK rows, or BK x M for A transposed; B likewise), rows
+ * padded by 8 halves so ldmatrix reads them without bank conflicts, through
+ * a ring of STAGES buffers: with KILN_MMA_ASYNC (sm_80 on) by 16-byte
+ * cp.async copies that zero-fill past the edges, issued STAGES - 1 steps
+ * ahead, else by plain loads. Each warp multiplies its WM x WN part as
+ * (WM / 16) x (WN / 8) mma tiles per 16 of K, its fragments read by
+ * ldmatrix (.trans where the stored layout is the other way round) at the
+ * addresses of gemm/mma_layout.h, which the host model checks.
  *
- * A first kernel of the CUDA backend: single-buffered, no cp.async pipeline
- * or ldmatrix yet, not measured on a GPU.
+ * Parameters (-D): KILN_MMA_BM, BN, BK (multiples of 16, 32 for BK),
+ * KILN_MMA_WARPS_M, WARPS_N (WM a multiple of 16, WN of 16), KILN_MMA_STAGES
+ * (2 to 5), KILN_TRANS_A, KILN_TRANS_B, and KILN_MMA_ASYNC: 1 when every
+ * operand row starts 16-byte aligned (base offsets, batch strides and
+ * leading dimensions multiples of 8; the host checks).
+ *
+ * Launch: block (WARPS_M * WARPS_N * 32), grid (ceil(N / BN), ceil(M / BM),
+ * batch), dynamic shared memory STAGES * (A and B tile) bytes
+ * (KILN_MMA_SHARED_BYTES, the host's formula).
  */
 #include "gemm/mma_layout.h"
 
 #ifndef KILN_MMA_BM
-#define KILN_MMA_BM 64
+#define KILN_MMA_BM 128
 #endif
 #ifndef KILN_MMA_BN
-#define KILN_MMA_BN 64
+#define KILN_MMA_BN 128
 #endif
 #ifndef KILN_MMA_BK
 #define KILN_MMA_BK 32
@@ -37,22 +49,44 @@
 #define KILN_MMA_WARPS_M 2
 #endif
 #ifndef KILN_MMA_WARPS_N
-#define KILN_MMA_WARPS_N 2
+#define KILN_MMA_WARPS_N 4
+#endif
+#ifndef KILN_MMA_STAGES
+#define KILN_MMA_STAGES 3
+#endif
+#ifndef KILN_TRANS_A
+#define KILN_TRANS_A 0
+#endif
+#ifndef KILN_TRANS_B
+#define KILN_TRANS_B 0
+#endif
+#ifndef KILN_MMA_ASYNC
+#define KILN_MMA_ASYNC 1
 #endif
 #define BM KILN_MMA_BM
 #define BN KILN_MMA_BN
 #define BK KILN_MMA_BK
+#define STAGES KILN_MMA_STAGES
 #define WARPS_N KILN_MMA_WARPS_N
 #define THREADS (KILN_MMA_WARPS_M * KILN_MMA_WARPS_N * 32)
 #define WM (BM / KILN_MMA_WARPS_M)
 #define WN (BN / KILN_MMA_WARPS_N)
 #define MI (WM / 16)
 #define NI (WN / 8)
-#define ALD (BK + 8)
-#define BLD (BN + 8)
 
-#if BK % 16 || WM % 16 || WN % 8
-#error "gemm_f16_mma: BK a multiple of 16, warp tiles of whole 16 x 8 mma tiles"
+/* The stored tiles: A as BM rows of BK (or BK rows of BM, transposed), B as
+   BK rows of BN (or BN rows of BK), each row padded by 8 halves. */
+#define A_ROWS (KILN_TRANS_A ? BK : BM)
+#define A_COLS (KILN_TRANS_A ? BM : BK)
+#define B_ROWS (KILN_TRANS_B ? BN : BK)
+#define B_COLS (KILN_TRANS_B ? BK : BN)
+#define A_LD (A_COLS + 8)
+#define B_LD (B_COLS + 8)
+#define A_TILE (A_ROWS * A_LD)
+#define B_TILE (B_ROWS * B_LD)
+
+#if BK % 32 || BM % 16 || BN % 16 || WM % 16 || WN % 16 || STAGES < 2 || STAGES > 5
+#error "gemm_f16_mma: parameters break the constraints listed in device_profiles/README.md"
 #endif
 
 /* The multiplies' type: fp16, or bf16 with KILN_MMA_BF16=1 (sm_80 and
@@ -64,6 +98,12 @@
 #define MMA_TYPE "bf16"
 #else
 #define MMA_TYPE "f16"
+#endif
+
+/* Asynchronous copies need sm_80. */
+#if __CUDA_ARCH__ < 800
+#undef KILN_MMA_ASYNC
+#define KILN_MMA_ASYNC 0
 #endif
 
 /* d += a b for one 16 x 8 x 16 tile. Turing (sm_75) has no m16n8k16 for
@@ -90,14 +130,98 @@ __device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
-    gemm_f16_mma(const int M, const int N, const int K, const unsigned short *__restrict__ A, const int lda,
-                 const unsigned short *__restrict__ B, const int ldb, float *__restrict__ C, const int ldc)
+__device__ __forceinline__ unsigned shared_address(const void *p)
 {
-    __shared__ unsigned short As[BM * ALD], Bs[BK * BLD];
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* Four 8 x 8 matrices of 16-bit values, rows from the lanes' addresses. */
+__device__ __forceinline__ void ldsm_x4(unsigned r[4], const unsigned short *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void ldsm_x4_trans(unsigned r[4], const unsigned short *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared_address(p)));
+}
+
+/* Copy a ROWS x COLS tile of a stored matrix (rows from row0, columns from
+   col0, ld apart; rows >= rows_end and columns >= cols_end read as 0) into
+   shared memory rows LD apart. */
+template <int ROWS, int COLS, int LD>
+__device__ __forceinline__ void stage(unsigned short *dst, const unsigned short *src, const int ld, const int row0,
+                                      const int col0, const int rows_end, const int cols_end, const int tid)
+{
+    constexpr int CHUNKS = ROWS * (COLS / 8);
+#pragma unroll
+    for (int e = tid; e < CHUNKS; e += THREADS) {
+        const int r = e / (COLS / 8), c = e % (COLS / 8) * 8;
+        const int row = row0 + r, col = col0 + c;
+        unsigned short *d = dst + r * LD + c;
+#if KILN_MMA_ASYNC
+        const int valid = row < rows_end ? min(max(cols_end - col, 0), 8) : 0;
+        const unsigned short *s = valid ? src + (size_t)row * ld + col : src;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(d)), "l"(s),
+                     "r"(valid * 2));
+#else
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            d[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (unsigned short)0;
+#endif
+    }
+}
+
+__device__ __forceinline__ void commit()
+{
+#if KILN_MMA_ASYNC
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+
+__device__ __forceinline__ void wait_stage()
+{
+#if KILN_MMA_ASYNC
+    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2));
+#endif
+    __syncthreads();
+}
+
+__device__ __forceinline__ float from_half(unsigned short h)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ unsigned short to_half(float f)
+{
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+/* The signature keeps one line per operand. */
+/* clang-format off */
+extern "C" __global__ void __launch_bounds__(THREADS)
+gemm_f16_mma(const int M, const int N, const int K, const float alpha, const float beta,
+             const unsigned short *__restrict__ A, const unsigned long off_a, const int lda, const unsigned long stride_a,
+             const unsigned short *__restrict__ B, const unsigned long off_b, const int ldb, const unsigned long stride_b,
+             unsigned short *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
+/* clang-format on */
+{
+    extern __shared__ __align__(16) unsigned short shared[];
+    unsigned short *as = shared, *bs = shared + STAGES * A_TILE;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const unsigned long batch = blockIdx.z;
+    A += off_a + batch * stride_a;
+    B += off_b + batch * stride_b;
+    C += off_c + batch * stride_c;
     const int wr = kiln_mma_warp_row(warp, WARPS_N, WM), wc = kiln_mma_warp_col(warp, WARPS_N, WN);
+
     float acc[MI][NI][4];
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
@@ -107,44 +231,65 @@ extern "C" __global__ void __launch_bounds__(THREADS)
             for (int i = 0; i < 4; i++)
                 acc[mi][ni][i] = 0.0f;
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
-        for (int e = tid; e < BM * BK; e += THREADS) {
-            const int r = e / BK, c = e % BK;
-            As[r * ALD + c] = m0 + r < M && k0 + c < K ? A[(size_t)(m0 + r) * lda + k0 + c] : 0;
-        }
-        for (int e = tid; e < BK * BN; e += THREADS) {
-            const int r = e / BN, c = e % BN;
-            Bs[r * BLD + c] = k0 + r < K && n0 + c < N ? B[(size_t)(k0 + r) * ldb + n0 + c] : 0;
-        }
-        __syncthreads();
+    /* Step s's tiles into buffer s % STAGES; alpha == 0 reads neither A nor B. */
+    const int steps = alpha != 0.0f ? (K + BK - 1) / BK : 0;
+    auto load = [&](int s) {
+        const int k0 = s * BK, buf = s % STAGES;
+#if KILN_TRANS_A
+        stage<BK, BM, A_LD>(as + buf * A_TILE, A, lda, k0, m0, K, M, tid);
+#else
+        stage<BM, BK, A_LD>(as + buf * A_TILE, A, lda, m0, k0, M, K, tid);
+#endif
+#if KILN_TRANS_B
+        stage<BN, BK, B_LD>(bs + buf * B_TILE, B, ldb, n0, k0, N, K, tid);
+#else
+        stage<BK, BN, B_LD>(bs + buf * B_TILE, B, ldb, k0, n0, K, N, tid);
+#endif
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < steps)
+            load(s);
+        commit();
+    }
+
+    for (int s = 0; s < steps; s++) {
+        wait_stage(); /* step s has landed; every warp is done with step s - 1 */
+        if (s + STAGES - 1 < steps)
+            load(s + STAGES - 1); /* into step s - 1's buffer */
+        commit();
+        const unsigned short *at = as + s % STAGES * A_TILE, *bt = bs + s % STAGES * B_TILE;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
             unsigned a[MI][4], b[NI][2];
 #pragma unroll
-            for (int mi = 0; mi < MI; mi++)
+            for (int mi = 0; mi < MI; mi++) {
+#if KILN_TRANS_A
+                ldsm_x4_trans(a[mi], at + (kk + kiln_mma_ldsm_across_row(lane)) * A_LD + wr + mi * 16 +
+                                         kiln_mma_ldsm_across_col(lane));
+#else
+                ldsm_x4(a[mi], at + (wr + mi * 16 + kiln_mma_ldsm_down_row(lane)) * A_LD + kk +
+                                   kiln_mma_ldsm_down_col(lane));
+#endif
+            }
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const unsigned short *row = As + (wr + mi * 16) * ALD + kk;
-                    const unsigned lo = row[kiln_mma_a_row(lane, 2 * j) * ALD + kiln_mma_a_col(lane, 2 * j)];
-                    const unsigned hi = row[kiln_mma_a_row(lane, 2 * j + 1) * ALD + kiln_mma_a_col(lane, 2 * j + 1)];
-                    a[mi][j] = lo | hi << 16;
-                }
-#pragma unroll
-            for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const unsigned short *col = Bs + kk * BLD + wc + ni * 8;
-                    const unsigned lo = col[kiln_mma_b_row(lane, 2 * j) * BLD + kiln_mma_b_col(lane, 2 * j)];
-                    const unsigned hi = col[kiln_mma_b_row(lane, 2 * j + 1) * BLD + kiln_mma_b_col(lane, 2 * j + 1)];
-                    b[ni][j] = lo | hi << 16;
-                }
+            for (int ni = 0; ni < NI; ni += 2) {
+                unsigned r[4];
+#if KILN_TRANS_B
+                ldsm_x4(r, bt + (wc + ni * 8 + kiln_mma_ldsm_across_row(lane)) * B_LD + kk +
+                               kiln_mma_ldsm_across_col(lane));
+#else
+                ldsm_x4_trans(r, bt + (kk + kiln_mma_ldsm_down_row(lane)) * B_LD + wc + ni * 8 +
+                                     kiln_mma_ldsm_down_col(lane));
+#endif
+                b[ni][0] = r[0], b[ni][1] = r[1], b[ni + 1][0] = r[2], b[ni + 1][1] = r[3];
+            }
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
                 for (int ni = 0; ni < NI; ni++)
                     mma_16816(acc[mi][ni], a[mi], b[ni]);
         }
-        __syncthreads();
     }
 
 #pragma unroll
@@ -155,7 +300,12 @@ extern "C" __global__ void __launch_bounds__(THREADS)
             for (int i = 0; i < 4; i++) {
                 const int r = m0 + wr + mi * 16 + kiln_mma_c_row(lane, i);
                 const int c = n0 + wc + ni * 8 + kiln_mma_c_col(lane, i);
-                if (r < M && c < N)
-                    C[(size_t)r * ldc + c] = acc[mi][ni][i];
+                if (r < M && c < N) {
+                    unsigned short *p = C + (size_t)r * ldc + c;
+                    float v = alpha * acc[mi][ni][i];
+                    if (beta != 0.0f)
+                        v += beta * from_half(*p);
+                    *p = to_half(v);
+                }
             }
 }

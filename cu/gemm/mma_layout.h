@@ -1,12 +1,13 @@
 /*
  * The warp-level tiling of kiln's tensor-core GEMM on
- * mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: which element of a
- * 16 x 16 A tile, a 16 x 8 B tile and a 16 x 8 C tile lane `lane` (0..31)
- * holds in its register element i (A: 8 halves, B: 4 halves, C: 4 floats).
- * The kernel (gemm_f16_mma.cu) loads and stores its fragments through these
- * functions only, and the host model in tests/test_cuda_mma.c runs them
- * against an emulated mma that reads registers as the PTX ISA lays them out,
- * so a mapping that disagrees with the ISA fails there without a GPU.
+ * mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (gemm_f16_mma.cu):
+ * where each lane's ldmatrix row address points in a 16 x 16 block of
+ * shared memory, which element of a 16 x 8 C tile a lane holds in its
+ * register element i, and where a block's warps sit. The kernel uses these
+ * functions only, and the host model in tests/test_cuda.c runs them against
+ * an emulated ldmatrix and an emulated mma that read and write registers as
+ * the PTX ISA lays them out, so a mapping that disagrees with the ISA fails
+ * there without a GPU.
  *
  * Plain C and CUDA C alike: functions of ints, nothing else.
  */
@@ -19,18 +20,24 @@
 #define KILN_MMA_FN static inline
 #endif
 
-/* A (16 x 16, row-major): elements 0-1 row g, 2-3 row g + 8, 4-5 row g,
-   6-7 row g + 8; columns 2t, 2t + 1, plus 8 for elements 4-7 (g = lane / 4,
-   t = lane % 4). */
-KILN_MMA_FN int kiln_mma_a_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
-KILN_MMA_FN int kiln_mma_a_col(int lane, int i) { return (lane & 3) * 2 + (i & 1) + 8 * (i >> 2); }
+/* ldmatrix .x4 over a 16 x 16 block stored row by row: lanes 8j to 8j + 7
+   give the rows of 8 x 8 matrix j. "Down first" takes the matrices in the
+   order (rows 0-7, columns 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15):
+   - A stored M x K (k along a row), without .trans: registers 0-3 are A's
+     fragment (rows g and g + 8 by columns 2t and 2t + 8);
+   - B stored K x N (n along a row), with .trans: registers 0-1 are the B
+     fragment of the block's columns 0-7, registers 2-3 of columns 8-15.
+   "Across first" takes (0-7, 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15):
+   - A stored K x M (m along a row), with .trans: A's fragment;
+   - B stored N x K (k along a row), without .trans: registers 0-1 are the
+     B fragment of the block's rows 0-7 (columns of C), 2-3 of rows 8-15. */
+KILN_MMA_FN int kiln_mma_ldsm_down_row(int lane) { return (lane & 7) + 8 * ((lane >> 3) & 1); }
+KILN_MMA_FN int kiln_mma_ldsm_down_col(int lane) { return 8 * (lane >> 4); }
+KILN_MMA_FN int kiln_mma_ldsm_across_row(int lane) { return (lane & 7) + 8 * (lane >> 4); }
+KILN_MMA_FN int kiln_mma_ldsm_across_col(int lane) { return 8 * ((lane >> 3) & 1); }
 
-/* B (16 x 8, "col": k down, n across): rows (k) 2t, 2t + 1, plus 8 for
-   elements 2-3; column (n) g. */
-KILN_MMA_FN int kiln_mma_b_row(int lane, int i) { return (lane & 3) * 2 + (i & 1) + 8 * (i >> 1); }
-KILN_MMA_FN int kiln_mma_b_col(int lane, int i) { return (lane >> 2) + 0 * i; }
-
-/* C and D (16 x 8): elements 0-1 row g, 2-3 row g + 8; columns 2t, 2t + 1. */
+/* C and D (16 x 8): elements 0-1 row g, 2-3 row g + 8; columns 2t, 2t + 1
+   (g = lane / 4, t = lane % 4). */
 KILN_MMA_FN int kiln_mma_c_row(int lane, int i) { return (lane >> 2) + 8 * (i >> 1); }
 KILN_MMA_FN int kiln_mma_c_col(int lane, int i) { return (lane & 3) * 2 + (i & 1); }
 

@@ -345,8 +345,11 @@ typedef enum kiln_gemm_algo {
     KILN_GEMM_TILED = 2,   /**< local-memory tiles, register blocking (GPUs) */
     KILN_GEMM_DIRECT = 3,  /**< no packing or padding: small problems */
     KILN_GEMM_CLBLAST = 4, /**< CLBlast's SGEMM, where kiln was built with it */
-    KILN_GEMM_SMALLM = 5   /**< operands read in place, a few rows of C per
+    KILN_GEMM_SMALLM = 5,  /**< operands read in place, a few rows of C per
                                 work-item: matrix-vector-like products (CPUs) */
+    KILN_GEMM_MMA = 6      /**< tensor cores (mma.sync), fp16 storage: the CUDA
+                                backend on compute capability 7.5 and newer;
+                                fp16 products are exact in its fp32 sums */
 } kiln_gemm_algo;
 
 /**

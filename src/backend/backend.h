@@ -72,6 +72,10 @@ struct kiln_backend {
        shared through the portability header, and the operators choose
        those (kiln_context_vector_kernels). */
     int vector_kernels;
+    /* optional: kernels written for this API alone (the CUDA backend's cu/
+       tree, always the embedded copy), named with their extension
+       ("gemm/gemm_f16_mma.cu"); includes inside them resolve there too. */
+    const struct kiln_embedded_file *native_sources;
 
     /* optional: what the backend loaded, or why it lists no device. */
     void (*status)(char *text, size_t size);

@@ -558,6 +558,7 @@ const struct kiln_backend kiln_cuda_backend = {
     .kernel_sources = kiln_embedded_cl_kernels,
     .kernel_extension = ".cl",
     .vector_kernels = 0,
+    .native_sources = kiln_embedded_cu_kernels,
     .status = cuda_status,
     .list_devices = cuda_list_devices,
     .open = cuda_open,

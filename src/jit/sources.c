@@ -66,6 +66,33 @@ static kiln_status read_from_dir(const char *dir, const char *name, const char *
     return KILN_SUCCESS;
 }
 
+/* A native source: a name of the backend's native tree (docs/extending.md). */
+static int native_name(const struct kiln_backend *backend, const char *name)
+{
+    if (!backend->native_sources)
+        return 0;
+    for (const struct kiln_embedded_file *f = backend->native_sources; f->name; f++)
+        if (strcmp(f->name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static kiln_status source_get(const struct kiln_backend *backend, const char *name, int native, const char **text,
+                              size_t *length, char **owned)
+{
+    *owned = NULL;
+    if (native) {
+        for (const struct kiln_embedded_file *f = backend->native_sources; f->name; f++)
+            if (strcmp(f->name, name) == 0) {
+                *text = f->data;
+                *length = f->size;
+                return KILN_SUCCESS;
+            }
+        return kiln_error(KILN_ERROR_NOT_FOUND, "no %s kernel source named %s", backend->name, name);
+    }
+    return kiln_source_get(backend, name, text, length, owned);
+}
+
 kiln_status kiln_source_get(const struct kiln_backend *backend, const char *name, const char **text, size_t *length,
                             char **owned)
 {
@@ -86,6 +113,8 @@ uint64_t kiln_source_hash(const struct kiln_backend *backend, uint64_t seed)
 {
     uint64_t h = seed;
     for (const struct kiln_embedded_file *f = backend->kernel_sources; f->name; f++)
+        h = kiln_hash64(f->data, f->size, h);
+    for (const struct kiln_embedded_file *f = backend->native_sources; f && f->name; f++)
         h = kiln_hash64(f->data, f->size, h);
     const char *dir = getenv("KILN_KERNEL_DIR");
     if (dir)
@@ -115,14 +144,14 @@ static int append(struct text *t, const char *s, size_t n)
     return 1;
 }
 
-static kiln_status expand(const struct kiln_backend *backend, const char *name, struct text *out, int depth)
+static kiln_status expand(const struct kiln_backend *backend, const char *name, int native, struct text *out, int depth)
 {
     if (depth > KILN_INCLUDE_DEPTH)
         return kiln_error(KILN_ERROR_BUILD, "kernel source %s: includes nest deeper than %d", name, KILN_INCLUDE_DEPTH);
     const char *text = "";
     size_t length = 0;
     char *owned = NULL;
-    kiln_status st = kiln_source_get(backend, name, &text, &length, &owned);
+    kiln_status st = source_get(backend, name, native, &text, &length, &owned);
     for (const char *line = text, *end = text + length; st == KILN_SUCCESS && line < end;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line));
         const char *next = eol ? eol + 1 : end;
@@ -138,7 +167,7 @@ static kiln_status expand(const struct kiln_backend *backend, const char *name, 
             else
                 snprintf(included, sizeof included, "%.*s", (int)name_len, line + sizeof directive - 1);
             if (st == KILN_SUCCESS)
-                st = expand(backend, included, out, depth + 1);
+                st = expand(backend, included, native, out, depth + 1);
             if (st == KILN_SUCCESS && !append(out, "\n", 1))
                 st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
         } else if (!append(out, line, (size_t)(next - line))) {
@@ -153,10 +182,11 @@ static kiln_status expand(const struct kiln_backend *backend, const char *name, 
 kiln_status kiln_source_expand(const struct kiln_backend *backend, const char *name, char **text, size_t *length)
 {
     char file[256];
-    if (snprintf(file, sizeof file, "%s%s", name, backend->kernel_extension) >= (int)sizeof file)
+    const int native = native_name(backend, name);
+    if (snprintf(file, sizeof file, "%s%s", name, native ? "" : backend->kernel_extension) >= (int)sizeof file)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kernel source name \"%s\" is too long", name);
     struct text out = {0};
-    kiln_status st = expand(backend, file, &out, 0);
+    kiln_status st = expand(backend, file, native, &out, 0);
     if (st == KILN_SUCCESS && !out.data && !append(&out, "", 0))
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
     if (st != KILN_SUCCESS) {

@@ -54,7 +54,7 @@ static size_t footprint(size_t rows, size_t cols, size_t ld, size_t stride, size
 static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *p)
 {
     if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
-        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_SMALLM)
+        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_MMA)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: layout, transpose, dtype or algo is not a valid value");
     if (d->m == 0 || d->n == 0 || d->k == 0 || d->batch == 0)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
@@ -101,9 +101,9 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
 
 /* The families, each defined in a file of its own (gemm_<name>.c). */
 extern const struct kiln_gemm_algorithm kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
-    kiln_gemm_smallm;
-static const struct kiln_gemm_algorithm *const algorithms[] = {&kiln_gemm_cpu, &kiln_gemm_tiled, &kiln_gemm_direct,
-                                                               &kiln_gemm_clblast, &kiln_gemm_smallm};
+    kiln_gemm_smallm, kiln_gemm_mma;
+static const struct kiln_gemm_algorithm *const algorithms[] = {&kiln_gemm_cpu,     &kiln_gemm_tiled,  &kiln_gemm_direct,
+                                                               &kiln_gemm_clblast, &kiln_gemm_smallm, &kiln_gemm_mma};
 
 static const struct kiln_gemm_algorithm *algorithm_of(kiln_gemm_algo algo)
 {
@@ -135,6 +135,11 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
     if (volume <= (double)direct_max) {
         snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
         return &kiln_gemm_direct;
+    }
+    const struct kiln_device_desc *dev = &ctx->desc;
+    if (!why_not(&kiln_gemm_mma, p) && ctx->backend->native_sources && dev->cc_major * 10 + dev->cc_minor >= 75) {
+        snprintf(reason, size, "fp16 storage on tensor cores (%s)", dev->arch);
+        return &kiln_gemm_mma;
     }
     static const char *const routes[] = {KILN_GEMM_ROUTES};
     const int opencl = strcmp(ctx->backend->name, "opencl") == 0;

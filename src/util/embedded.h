@@ -13,6 +13,7 @@ struct kiln_embedded_file {
 
 /* Each table ends with an entry whose name is NULL (not counted). */
 extern const struct kiln_embedded_file kiln_embedded_cl_kernels[];
+extern const struct kiln_embedded_file kiln_embedded_cu_kernels[];
 extern const struct kiln_embedded_file kiln_embedded_profiles[];
 extern const size_t kiln_embedded_profiles_count;
 
