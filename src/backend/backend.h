@@ -40,6 +40,9 @@ struct kiln_device_desc {
     unsigned long long global_mem_bytes;
     unsigned long long local_mem_bytes;
     unsigned long long max_alloc_bytes;
+    /* Shared memory a kernel may take dynamically when its backend opens it
+       to more than local_mem_bytes (CUDA's opt-in maximum); 0 if none. */
+    unsigned long long shared_optin_bytes;
     size_t max_work_group_size;
     int fp16, fp64;
     char arch[64]; /* filled by kiln_device_derive_arch() */

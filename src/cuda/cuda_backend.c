@@ -127,6 +127,7 @@ static kiln_status describe_ordinal(int ordinal, struct kiln_device_desc *d, CUd
         d->global_mem_bytes = total;
     /* Static shared memory per block: what a kernel's local arrays may use. */
     d->local_mem_bytes = (unsigned long long)attribute(dev, KILN_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK);
+    d->shared_optin_bytes = (unsigned long long)attribute(dev, KILN_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     d->max_alloc_bytes = d->global_mem_bytes;
     d->max_work_group_size = (size_t)attribute(dev, KILN_CU_ATTR_MAX_THREADS_PER_BLOCK);
     d->fp16 = d->fp64 = 1;

@@ -12,17 +12,16 @@
  * (leading dimensions, batch strides and offsets multiples of 8 halves) are
  * copied with cp.async; others with plain loads, a second kernel built only
  * when the leading dimensions and strides allow the first (the offsets are
- * known at execution). The tiles are fixed here until they become a profile
- * group: 128 x 128 by 32 of K, 2 x 4 warps, 3 stages.
+ * known at execution). Its blocks, warps and pipeline depth are the
+ * profile's gemm.mma group.
  */
 #include <stdio.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
+#include "profiles/profile.h"
 
 #define MMA_SOURCE "gemm/gemm_f16_mma.cu"
-enum { MMA_BM = 128, MMA_BN = 128, MMA_BK = 32, MMA_WARPS_M = 2, MMA_WARPS_N = 4, MMA_STAGES = 3 };
-enum { MMA_THREADS = MMA_WARPS_M * MMA_WARPS_N * 32 };
 enum { ASYNC = 0, LOADS = 1 }; /* kernel slots */
 
 static const char *mma_unsupported(const struct kiln_gemm_problem *p)
@@ -34,15 +33,6 @@ static const char *mma_unsupported(const struct kiln_gemm_problem *p)
     return NULL;
 }
 
-/* Shared memory of one launch: STAGES buffers of the A and B tiles, rows
-   padded by 8 halves (the kernel's A_TILE and B_TILE). */
-static size_t shared_bytes(const struct kiln_gemm_problem *p)
-{
-    const size_t a = p->trans_a ? (size_t)MMA_BK * (MMA_BM + 8) : (size_t)MMA_BM * (MMA_BK + 8);
-    const size_t b = p->trans_b ? (size_t)MMA_BN * (MMA_BK + 8) : (size_t)MMA_BK * (MMA_BN + 8);
-    return (size_t)MMA_STAGES * (a + b) * 2;
-}
-
 static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
@@ -52,17 +42,24 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
                           "gemm: the tensor-core family needs the CUDA backend on compute capability 7.5 or newer (%s "
                           "backend, %s)",
                           ctx->backend->name, d->arch[0] ? d->arch : "no compute capability");
+    const struct kiln_param_gemm_mma *t;
+    kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_mma, &t);
+    if (st != KILN_SUCCESS)
+        return st;
     const struct kiln_gemm_problem *p = &plan->p;
+    const long threads = (long)t->warps_m * t->warps_n * 32;
+    const long shared = kiln_gemm_mma_shared_bytes(t, p->trans_a, p->trans_b);
+    if (d->shared_optin_bytes && (unsigned long long)shared > d->shared_optin_bytes)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "gemm: gemm.mma's blocks take %ld bytes of shared memory, the device %llu", shared,
+                          d->shared_optin_bytes);
     struct kiln_options options = {0};
-    kiln_options_add(&options,
-                     "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BM=%d -DKILN_MMA_BN=%d -DKILN_MMA_BK=%d "
-                     "-DKILN_MMA_WARPS_M=%d -DKILN_MMA_WARPS_N=%d -DKILN_MMA_STAGES=%d",
-                     p->trans_a, p->trans_b, MMA_BM, MMA_BN, MMA_BK, MMA_WARPS_M, MMA_WARPS_N, MMA_STAGES);
+    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d", p->trans_a, p->trans_b);
+    kiln_profile_defines(&options, KILN_GROUP_gemm_mma, t);
     /* Rows 16-byte aligned whatever the offsets: then the cp.async kernel,
        for offsets that keep them so. */
     const int rows_aligned = p->lda % 8 == 0 && p->ldb % 8 == 0 && (p->batch == 1 || p->stride_a % 8 == 0) &&
                              (p->batch == 1 || p->stride_b % 8 == 0);
-    kiln_status st = KILN_SUCCESS;
     for (int slot = rows_aligned ? ASYNC : LOADS; slot <= LOADS && st == KILN_SUCCESS; slot++) {
         struct kiln_options o = {0};
         kiln_options_add(&o, "%s -DKILN_MMA_ASYNC=%d", kiln_options_text(&options), slot == ASYNC);
@@ -72,16 +69,16 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    plan->dims[0][0] = kiln_div_up(p->n, MMA_BN) * MMA_THREADS;
-    plan->dims[0][1] = kiln_div_up(p->m, MMA_BM);
+    plan->dims[0][0] = kiln_div_up(p->n, (size_t)t->bn) * (size_t)threads;
+    plan->dims[0][1] = kiln_div_up(p->m, (size_t)t->bm);
     plan->dims[0][2] = p->batch;
-    plan->dims[1][0] = MMA_THREADS;
+    plan->dims[1][0] = (size_t)threads;
     plan->dims[1][1] = plan->dims[1][2] = 1;
-    plan->aux[0] = shared_bytes(p);
+    plan->aux[0] = (size_t)shared;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f16_mma");
     snprintf(plan->base.params, sizeof plan->base.params,
-             "tile %dx%dx%d, %dx%d warps, %d stages, %zu bytes of shared memory%s", MMA_BM, MMA_BN, MMA_BK, MMA_WARPS_M,
-             MMA_WARPS_N, MMA_STAGES, plan->aux[0], rows_aligned ? "" : ", plain loads (rows unaligned)");
+             "tile %dx%dx%d, %dx%d warps, %d stages, %ld bytes of shared memory%s", t->bm, t->bn, t->bk, t->warps_m,
+             t->warps_n, t->stages, shared, rows_aligned ? "" : ", plain loads (rows unaligned)");
     return KILN_SUCCESS;
 }
 

@@ -116,6 +116,14 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "work-items per work-group (1 on CPUs: a work-group is one thread's task; a GPU runs a work-group of 1 on one "  \
       "lane of a warp)")
 
+#define KILN_FIELDS_gemm_mma(F)                                                                                        \
+    F(gemm_mma, bm, INT, 16, 256, DEF, "block tile in M (rows of C)")                                                  \
+    F(gemm_mma, bn, INT, 16, 256, DEF, "block tile in N (columns of C)")                                               \
+    F(gemm_mma, bk, INT, 32, 128, DEF, "K step: columns of A and rows of B staged per buffer")                         \
+    F(gemm_mma, warps_m, INT, 1, 8, DEF, "warps of a block along M")                                                   \
+    F(gemm_mma, warps_n, INT, 1, 8, DEF, "warps of a block along N")                                                   \
+    F(gemm_mma, stages, INT, 2, 5, DEF, "shared-memory buffers of the copy pipeline (copies run stages-1 steps ahead)")
+
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
     F(conv_igemm_tiled, nwg, INT, 1, 1024, DEF, "work-group tile in filters (of one group)")                           \
@@ -224,7 +232,9 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(attention_fused, "attention.fused", "KILN_ATTENTION_", KILN_DIMS_ATTENTION, check_attention,                     \
       "fused attention (cl/attention/attention_f32_fused.cl)")                                                         \
     G(attention_flash, "attention.flash", "KILN_FLASH_", KILN_DIMS_ATTENTION, check_flash,                             \
-      "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")
+      "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")                                          \
+    G(gemm_mma, "gemm.mma", "KILN_MMA_", KILN_DIMS_GEMM, check_gemm_mma,                                               \
+      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 storage")
 
 /* Shape dimensions a parameter set's class may bound. */
 #define KILN_DIMENSIONS(D)                                                                                             \

@@ -117,6 +117,11 @@ void kiln_profile_defines(struct kiln_options *o, enum kiln_group_id group, cons
    first failure in `why` (KILN_PROFILE_WHY_SIZE bytes). */
 int kiln_profile_fits(const struct kiln_profile *p, const struct kiln_device_desc *dev, char *why);
 
+/* Bytes of shared memory a block of the tensor-core GEMM (gemm.mma) takes
+   for operands stored as trans_a and trans_b say: stages buffers of the A
+   and B tiles, rows padded by 8 halves. */
+long kiln_gemm_mma_shared_bytes(const struct kiln_param_gemm_mma *p, int trans_a, int trans_b);
+
 /* A child of `parent` holding the parameters of `overlay`, a JSON object
    with the optional keys "device", "select" and "kernels" of a profile file
    (no name, parent or match). INVALID_PROFILE with the reason in the detail

@@ -1,4 +1,5 @@
 /* The schema of params.h made into tables, and each group's constraints. */
+#include "profiles/profile.h"
 #include "profiles/schema.h"
 
 #include <limits.h>
@@ -189,6 +190,34 @@ static int check_gemm_smallm(const void *values, const struct kiln_device_desc *
                 KILN_MAX_TILE_VALUES))
         return -1;
     return fits("gemm.smallm", dev, "wg", p->wg, 0, why, size);
+}
+
+long kiln_gemm_mma_shared_bytes(const struct kiln_param_gemm_mma *p, int trans_a, int trans_b)
+{
+    const long a = trans_a ? (long)p->bk * (p->bm + 8) : (long)p->bm * (p->bk + 8);
+    const long b = trans_b ? (long)p->bn * (p->bk + 8) : (long)p->bk * (p->bn + 8);
+    return 2L * p->stages * (a + b);
+}
+
+static int check_gemm_mma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_gemm_mma *p = values;
+    MULTIPLE("gemm.mma", p->bm, p->warps_m * 16);
+    MULTIPLE("gemm.mma", p->bn, p->warps_n * 16);
+    MULTIPLE("gemm.mma", p->bk, 32);
+    /* A lane's accumulators: (bm/warps_m) x (bn/warps_n) over 32 lanes. */
+    if (bounded(why, size, "gemm.mma", "(bm/warps_m)*(bn/warps_n)/32",
+                (long)p->bm / p->warps_m * p->bn / p->warps_n / 32, "accumulators per lane", 128))
+        return -1;
+    long bytes = 0;
+    for (int t = 0; t < 4; t++) {
+        long b = kiln_gemm_mma_shared_bytes(p, t & 1, t >> 1);
+        bytes = b > bytes ? b : bytes;
+    }
+    if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
+        return fail(why, size, "gemm.mma: %ld bytes of shared memory, more than the device's %llu", bytes,
+                    dev->shared_optin_bytes);
+    return fits("gemm.mma", dev, "warps_m*warps_n*32", (long)p->warps_m * p->warps_n * 32, 0, why, size);
 }
 
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
