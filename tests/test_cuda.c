@@ -22,6 +22,13 @@
  * and KILN_CUDA_ROUTES=1 (the operators choose as they do on the CUDA
  * backend), a set of operator plans builds its programs, and each program,
  * with its options, must compile with NVRTC for every architecture.
+ *
+ * kiln_cuda.h: on a context of another backend its entry points answer
+ * UNSUPPORTED, and without a CUDA device wrapping one answers NOT_FOUND with
+ * the reason. Where a CUDA device is present: a context on it and on a
+ * stream of the caller's, a caller's allocation wrapped, the CUBIN disk
+ * cache round-tripped and a cached CUBIN of another arch rejected and
+ * rebuilt.
  */
 #include <glob.h>
 #include <math.h>
@@ -34,8 +41,10 @@
 #include "../cu/gemm/mma_layout.h"
 #include "core/context.h"
 #include "cuda/cuda_api.h"
+#include "jit/disk_cache.h"
 #include "jit/program_cache.h"
 #include "kiln/kiln_attention.h"
+#include "kiln/kiln_cuda.h"
 #include "kiln/kiln_nn.h"
 #include "test_util.h"
 
@@ -636,6 +645,185 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
     kiln_cuda_unload(&api);
 }
 
+static void test_interop_elsewhere(void **state)
+{
+    (void)state;
+    CUdevice device = 7;
+    CUstream stream = (CUstream)(uintptr_t)1;
+    kt_assert_status(kiln_context_get_cuda(NULL, &device, &stream), KILN_ERROR_INVALID_ARGUMENT);
+    kiln_buffer *buf = NULL;
+    kt_assert_status(kiln_buffer_create(kt_ctx, 64, &buf), KILN_SUCCESS);
+    if (strcmp(kt_ctx->backend->name, "cuda") != 0) {
+        kt_assert_status(kiln_context_get_cuda(kt_ctx, &device, &stream), KILN_ERROR_UNSUPPORTED);
+        assert_int_equal(device, 7); /* a refusal writes nothing */
+        kiln_buffer *wrapped = NULL;
+        kt_assert_status(kiln_buffer_wrap_cuda(kt_ctx, 4096, &wrapped), KILN_ERROR_UNSUPPORTED);
+        assert_null(wrapped);
+        assert_int_equal(kiln_buffer_get_cuda(buf), 0);
+    }
+    assert_int_equal(kiln_buffer_get_cuda(NULL), 0);
+    kiln_buffer_destroy(buf);
+    kiln_backend_info cuda;
+    kt_assert_status(kiln_backend_get_info(1, &cuda), KILN_SUCCESS);
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_wrap_cuda(-1, NULL, NULL, &ctx), KILN_ERROR_NOT_FOUND);
+    kt_assert_status(kiln_context_wrap_cuda((CUdevice)cuda.devices, NULL, NULL, &ctx), KILN_ERROR_NOT_FOUND);
+    assert_non_null(strstr(kiln_last_error_detail(), "driver"));
+    assert_null(ctx);
+    kt_assert_status(kiln_context_wrap_cuda(0, NULL, NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
+}
+
+/* The CUDA backend's device 0, or skip. */
+static const struct kiln_cuda_api *device_or_skip(void)
+{
+    const struct kiln_cuda_api *api = kiln_cuda_api_get();
+    if (api->devices < 1 || !api->nvrtc_lib) {
+        printf("# skipped: no CUDA device (driver: %s; NVRTC: %s)\n", api->driver, api->nvrtc);
+        skip();
+    }
+    return api;
+}
+
+/* x[i] = i through kiln's fill on ctx, read back through `buf`. */
+static void fill_and_check(kiln_context *ctx, kiln_buffer *write_to, kiln_buffer *read_from, size_t count)
+{
+    kt_assert_status(kiln_buffer_fill_f32(write_to, 0, count, 0.25f), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    float *got = malloc(count * sizeof *got);
+    assert_non_null(got);
+    kt_assert_status(kiln_buffer_read(read_from, 0, count * sizeof *got, got), KILN_SUCCESS);
+    for (size_t i = 0; i < count; i++)
+        if (got[i] != 0.25f)
+            fail_msg("element %zu is %g after the fill, not 0.25", i, got[i]);
+    free(got);
+}
+
+static void test_interop_on_a_cuda_device(void **state)
+{
+    (void)state;
+    const struct kiln_cuda_api *api = device_or_skip();
+    /* kiln's own stream. */
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_wrap_cuda(0, NULL, NULL, &ctx), KILN_SUCCESS);
+    CUdevice device = -1;
+    CUstream own = NULL;
+    kt_assert_status(kiln_context_get_cuda(ctx, &device, &own), KILN_SUCCESS);
+    assert_int_equal(device, 0);
+    assert_non_null(own);
+    kiln_device_info info;
+    kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
+    assert_string_equal(info.backend, "cuda");
+    printf("# %s, %s, profile %s\n", info.name, info.arch, info.profile);
+
+    /* A caller's allocation: kiln's own buffer's pointer, wrapped. */
+    kiln_buffer *owned = NULL, *wrapped = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, 1000 * sizeof(float), &owned), KILN_SUCCESS);
+    const CUdeviceptr ptr = kiln_buffer_get_cuda(owned);
+    assert_true(ptr != 0);
+    kt_assert_status(kiln_buffer_wrap_cuda(ctx, ptr + 16, &wrapped), KILN_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(kiln_last_error_detail(), "inside the allocation"));
+    kt_assert_status(kiln_buffer_wrap_cuda(ctx, 0, &wrapped), KILN_ERROR_INVALID_ARGUMENT);
+    kt_assert_status(kiln_buffer_wrap_cuda(ctx, ptr, &wrapped), KILN_SUCCESS);
+    assert_true(kiln_buffer_size(wrapped) >= 1000 * sizeof(float));
+    assert_int_equal(kiln_buffer_get_cuda(wrapped), ptr);
+    fill_and_check(ctx, wrapped, owned, 1000);
+    kiln_buffer_destroy(wrapped); /* frees nothing: the allocation is owned's */
+    fill_and_check(ctx, owned, owned, 1000);
+    kiln_buffer_destroy(owned);
+    kiln_context_destroy(ctx);
+
+    /* A caller's stream in the primary context: kiln queues on it and never
+       destroys it. */
+    CUcontext primary = NULL;
+    CUdevice dev0 = 0;
+    assert_int_equal(api->cuDeviceGet(&dev0, 0), 0);
+    assert_int_equal(api->cuDevicePrimaryCtxRetain(&primary, dev0), 0);
+    assert_int_equal(api->cuCtxPushCurrent(primary), 0);
+    CUstream stream = NULL;
+    assert_int_equal(api->cuStreamCreate(&stream, KILN_CU_STREAM_NON_BLOCKING), 0);
+    kt_assert_status(kiln_context_wrap_cuda(0, stream, NULL, &ctx), KILN_SUCCESS);
+    CUstream got = NULL;
+    kt_assert_status(kiln_context_get_cuda(ctx, NULL, &got), KILN_SUCCESS);
+    assert_ptr_equal(got, stream);
+    kt_assert_status(kiln_buffer_create(ctx, 5000 * sizeof(float), &owned), KILN_SUCCESS);
+    fill_and_check(ctx, owned, owned, 5000);
+    kiln_buffer_destroy(owned);
+    kiln_context_destroy(ctx);
+    assert_int_equal(api->cuStreamSynchronize(stream), 0); /* still the caller's */
+    assert_int_equal(api->cuStreamDestroy(stream), 0);
+    CUcontext popped;
+    api->cuCtxPopCurrent(&popped);
+    api->cuDevicePrimaryCtxRelease(dev0);
+}
+
+/* One entry file in `dir`: its key (malloc'd) from the entry header. */
+static char *only_entry_key(const char *dir)
+{
+    char pattern[1100];
+    snprintf(pattern, sizeof pattern, "%s/*.kbin", dir);
+    glob_t g;
+    assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    size_t size = 0;
+    unsigned char *entry = kt_read_bytes(g.gl_pathv[0], &size);
+    globfree(&g);
+    assert_true(entry && size > 32);
+    const size_t key_len = (size_t)entry[12] | (size_t)entry[13] << 8 | (size_t)entry[14] << 16;
+    char *key = strndup((const char *)entry + 32, key_len);
+    free(entry);
+    return key;
+}
+
+static void cache_counts(kiln_context *ctx, uint64_t *hits, uint64_t *builds, uint64_t *discarded)
+{
+    kiln_cache_info c;
+    kt_assert_status(kiln_context_get_cache_info(ctx, &c), KILN_SUCCESS);
+    *hits = c.disk_hits, *builds = c.builds, *discarded = c.discarded;
+}
+
+static void test_cubin_cache_round_trip(void **state)
+{
+    (void)state;
+    const struct kiln_cuda_api *api = device_or_skip();
+    char *dir = kt_temp_dir();
+    kiln_context_options o;
+    kiln_context_options_init(&o);
+    o.cache_dir = dir;
+    uint64_t hits, builds, discarded;
+    for (int round = 0; round < 3; round++) {
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_wrap_cuda(0, NULL, &o, &ctx), KILN_SUCCESS);
+        kiln_buffer *b = NULL;
+        kt_assert_status(kiln_buffer_create(ctx, 300 * sizeof(float), &b), KILN_SUCCESS);
+        fill_and_check(ctx, b, b, 300);
+        cache_counts(ctx, &hits, &builds, &discarded);
+        printf("# round %d: %llu disk hits, %llu builds, %llu discarded\n", round, (unsigned long long)hits,
+               (unsigned long long)builds, (unsigned long long)discarded);
+        const int sm = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
+        kiln_buffer_destroy(b);
+        kiln_context_destroy(ctx);
+        if (round == 0) { /* built and stored */
+            assert_true(builds == 1 && hits == 0 && discarded == 0);
+        } else if (round == 1) { /* loaded */
+            assert_true(builds == 0 && hits == 1 && discarded == 0);
+            /* The entry's CUBIN replaced by one for another arch, under
+               the same key and with a valid checksum. */
+            char *key = only_entry_key(dir);
+            void *cubin = NULL;
+            size_t size = 0;
+            kt_assert_status(kiln_cuda_compile(api, kernel, "scale.cu", sm == 75 ? 80 : 75, NULL, &cubin, &size),
+                             KILN_SUCCESS);
+            kt_assert_status(kiln_disk_cache_store(dir, key, cubin, size), KILN_SUCCESS);
+            free(cubin);
+            free(key);
+        } else { /* rejected, discarded, built again */
+            assert_true(builds == 1 && hits == 0 && discarded == 1);
+        }
+    }
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -646,5 +834,8 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_mma_tiling_model));
     kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));
+    kt_add(&tests, cmocka_unit_test(test_interop_elsewhere));
+    kt_add(&tests, cmocka_unit_test(test_interop_on_a_cuda_device));
+    kt_add(&tests, cmocka_unit_test(test_cubin_cache_round_trip));
     return kt_run("cuda", &tests);
 }

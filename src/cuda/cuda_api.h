@@ -23,15 +23,13 @@
 #include <stddef.h>
 
 #include "kiln/kiln.h"
+#include "kiln/kiln_cuda.h" /* CUdevice, CUstream, CUdeviceptr */
 
 typedef int CUresult;
-typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
-typedef unsigned long long CUdeviceptr;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef int nvrtcResult;
 

@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "core/diag.h"
 #include "cuda/cuda_api.h"
+#include "cuda/cuda_backend.h"
 #include "util/embedded.h"
 
 #define KILN_CUDA_ERROR_OUT_OF_MEMORY 2
@@ -32,7 +33,8 @@ struct cuda_device {
     CUdevice device;
     CUcontext ctx;
     CUstream stream;
-    int sm; /* 90 for sm_90 */
+    int own_stream; /* kiln created the stream (else it is the caller's) */
+    int sm;         /* 90 for sm_90 */
 };
 
 struct cuda_buffer {
@@ -162,7 +164,8 @@ static kiln_status cuda_list_devices(struct kiln_device_desc *descs, size_t capa
     return KILN_SUCCESS;
 }
 
-static kiln_status cuda_open(size_t index, void **dev)
+/* Device `index` in its primary context, on `stream` (NULL: a new one). */
+static kiln_status open_on(size_t index, CUstream stream, void **dev)
 {
     const struct kiln_cuda_api *a = kiln_cuda_api_get();
     if (!a->nvrtc_lib || index >= (size_t)a->devices)
@@ -178,9 +181,12 @@ static kiln_status cuda_open(size_t index, void **dev)
     CUresult r = KILN_CUDA_SUCCESS;
     if (st == KILN_SUCCESS && (r = api.cuDevicePrimaryCtxRetain(&d->ctx, d->device)) != KILN_CUDA_SUCCESS)
         st = fail(r, "cuDevicePrimaryCtxRetain");
-    if (st == KILN_SUCCESS && (st = push(d)) == KILN_SUCCESS) {
+    if (st == KILN_SUCCESS && stream) {
+        d->stream = stream;
+    } else if (st == KILN_SUCCESS && (st = push(d)) == KILN_SUCCESS) {
         if ((r = api.cuStreamCreate(&d->stream, KILN_CU_STREAM_NON_BLOCKING)) != KILN_CUDA_SUCCESS)
             st = fail(r, "cuStreamCreate");
+        d->own_stream = 1;
         pop();
         if (st != KILN_SUCCESS)
             api.cuDevicePrimaryCtxRelease(d->device);
@@ -193,6 +199,26 @@ static kiln_status cuda_open(size_t index, void **dev)
     return KILN_SUCCESS;
 }
 
+static kiln_status cuda_open(size_t index, void **dev) { return open_on(index, NULL, dev); }
+
+static kiln_status cuda_wrap(const void *native, void **dev)
+{
+    const struct kiln_cuda_native *n = native;
+    return open_on((size_t)n->device, n->stream, dev);
+}
+
+kiln_status kiln_cuda_device_native(const void *dev, CUdevice *device, CUstream *stream)
+{
+    const struct cuda_device *d = dev;
+    if (device)
+        *device = d->ordinal;
+    if (stream)
+        *stream = d->stream;
+    return KILN_SUCCESS;
+}
+
+CUdeviceptr kiln_cuda_buffer_pointer(const void *buf) { return ((const struct cuda_buffer *)buf)->ptr; }
+
 static void cuda_close(void *dev)
 {
     struct cuda_device *d = dev;
@@ -200,7 +226,8 @@ static void cuda_close(void *dev)
         return;
     if (push(d) == KILN_SUCCESS) {
         api.cuStreamSynchronize(d->stream);
-        api.cuStreamDestroy(d->stream);
+        if (d->own_stream)
+            api.cuStreamDestroy(d->stream);
         pop();
     }
     api.cuDevicePrimaryCtxRelease(d->device);
@@ -563,6 +590,7 @@ const struct kiln_backend kiln_cuda_backend = {
     .status = cuda_status,
     .list_devices = cuda_list_devices,
     .open = cuda_open,
+    .wrap = cuda_wrap,
     .close = cuda_close,
     .describe = cuda_describe,
     .finish = cuda_finish,
