@@ -59,6 +59,7 @@ static kiln_conv2d_plan *plan_or_skip(kiln_context *c, const kiln_conv2d_desc *d
         printf("# skipped: %s\n", kiln_last_error_detail());
         skip();
     }
+    kt_skip_unsupported_here(c, st);
     kt_assert_status(st, KILN_SUCCESS);
     assert_non_null(plan);
     return plan;

@@ -568,9 +568,11 @@ static void test_cache_temp_file_taken(void **state)
 /* Cached binaries that do not fit their key                                */
 /* ------------------------------------------------------------------------ */
 
-static const char axpb_source[] = "__kernel void axpb(__global float *y, __global const float *x, const float a)\n"
-                                  "{ const size_t i = get_global_id(0); y[i] = a * x[i] + 1.0f; }\n";
-static const char other_source[] = "__kernel void other(__global float *y) { y[get_global_id(0)] = 0.0f; }\n";
+static const char axpb_source[] =
+    KT_PORTABLE_KERNEL "__kernel void axpb(__global float *y, __global const float *x, const float a)\n"
+                       "{ const size_t i = get_global_id(0); y[i] = a * x[i] + 1.0f; }\n";
+static const char other_source[] =
+    KT_PORTABLE_KERNEL "__kernel void other(__global float *y) { y[get_global_id(0)] = 0.0f; }\n";
 
 static kiln_context *open_cached(const char *dir)
 {

@@ -18,6 +18,13 @@ static void native_open(struct native *n, cl_command_queue_properties props)
 {
     kiln_context *chosen = NULL;
     kt_assert_status(kiln_context_create(NULL, &chosen), KILN_SUCCESS);
+    kiln_device_info info;
+    kt_assert_status(kiln_context_get_device_info(chosen, &info), KILN_SUCCESS);
+    if (strcmp(info.backend, "opencl") != 0) {
+        printf("# skipped: OpenCL interoperation, on a %s device\n", info.backend);
+        kiln_context_destroy(chosen);
+        skip();
+    }
     kt_assert_status(kiln_context_get_cl(chosen, NULL, &n->device, NULL), KILN_SUCCESS);
     kiln_context_destroy(chosen);
     cl_int err;

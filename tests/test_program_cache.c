@@ -12,11 +12,12 @@
 #include "jit/program_cache.h"
 #include "test_util.h"
 
-static const char axpb_source[] = "__kernel void axpb(__global float *y, __global const float *x, const float a)\n"
-                                  "{\n"
-                                  "    const size_t i = get_global_id(0);\n"
-                                  "    y[i] = a * x[i] + (float)i + OFFSET;\n"
-                                  "}\n";
+static const char axpb_source[] =
+    KT_PORTABLE_KERNEL "__kernel void axpb(__global float *y, __global const float *x, const float a)\n"
+                       "{\n"
+                       "    const size_t i = get_global_id(0);\n"
+                       "    y[i] = a * x[i] + (float)i + OFFSET;\n"
+                       "}\n";
 
 enum { N = 333 };
 

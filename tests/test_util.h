@@ -76,6 +76,15 @@ int kt_unsupported_here(const kiln_context *ctx, kiln_status status);
             skip();                                                                                                    \
     } while (0)
 
+/* Put before a test's own OpenCL C kernel text so that NVRTC (the CUDA
+   backend) compiles it too: the qualifiers and the one id such kernels use. */
+#define KT_PORTABLE_KERNEL                                                                                             \
+    "#ifdef __CUDACC_RTC__\n"                                                                                          \
+    "#define __kernel extern \"C\" __global__\n"                                                                       \
+    "#define __global\n"                                                                                               \
+    "#define get_global_id(d) ((size_t)blockIdx.x * blockDim.x + threadIdx.x)\n"                                       \
+    "#endif\n"
+
 /* Bytes of one element of a storage type. */
 size_t kt_elem_size(kiln_dtype t);
 /* fp32 -> fp16 bits, rounding to nearest even; NaN and overflow kept. */

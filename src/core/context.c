@@ -214,14 +214,19 @@ kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
 }
 
 /* Preference for "best device": GPUs, then accelerators, then CPUs; within a
-   kind, the highest profile peak. */
-static double device_rank(const struct kiln_device_desc *d, const struct kiln_profile_set *set)
+   kind, a backend that runs every operator (vector_kernels: the OpenCL one)
+   before one that does not yet (the CUDA backend, chosen by name), so one
+   GPU listed by both is chosen through the same backend whatever its
+   profiles say; then the highest profile peak. */
+static double device_rank(const struct device *d, const struct kiln_profile_set *set)
 {
     char reason[256];
-    const struct kiln_profile *p = kiln_profile_match(set, d, reason, sizeof reason);
-    double peak = p ? kiln_profile_peak_gflops(p, d) : 0.0;
-    int kind = d->type == KILN_DEVICE_GPU ? 3 : d->type == KILN_DEVICE_ACCELERATOR ? 2 : d->type == KILN_DEVICE_CPU;
-    return kind * 1e9 + peak;
+    const struct kiln_profile *p = kiln_profile_match(set, &d->desc, reason, sizeof reason);
+    double peak = p ? kiln_profile_peak_gflops(p, &d->desc) : 0.0;
+    int kind = d->desc.type == KILN_DEVICE_GPU           ? 3
+               : d->desc.type == KILN_DEVICE_ACCELERATOR ? 2
+                                                         : d->desc.type == KILN_DEVICE_CPU;
+    return kind * 1e12 + (d->backend->vector_kernels ? 1e11 : 0.0) + (peak < 1e11 ? peak : 1e11);
 }
 
 static int contains_nocase(const char *haystack, const char *needle)
@@ -328,7 +333,7 @@ static kiln_status select_device(const struct device *devices, size_t count, con
         if (backend ? devices[i].backend != backend || (in_backend != SIZE_MAX && devices[i].index != in_backend)
                     : sel && !selector_accepts(sel, &devices[i].desc))
             continue;
-        double r = device_rank(&devices[i].desc, set);
+        double r = device_rank(&devices[i], set);
         if (r > best) {
             best = r;
             *index = i;

@@ -215,8 +215,10 @@ static int check_gemm_mma(const void *values, const struct kiln_device_desc *dev
         bytes = b > bytes ? b : bytes;
     }
     if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
-        return fail(why, size, "gemm.mma: %ld bytes of shared memory, more than the device's %llu", bytes,
-                    dev->shared_optin_bytes);
+        return fail(why, size,
+                    "gemm.mma: 2*stages*(bm*(bk+8) + bk*(bn+8)) and the transposed layouts' = %ld bytes of shared "
+                    "memory, more than the device's %llu",
+                    bytes, dev->shared_optin_bytes);
     return fits("gemm.mma", dev, "warps_m*warps_n*32", (long)p->warps_m * p->warps_n * 32, 0, why, size);
 }
 

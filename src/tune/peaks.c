@@ -158,6 +158,11 @@ kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out)
 {
     if (!ctx || !out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_measure_peaks: NULL argument");
+    if (!ctx->vector_kernels)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "kiln_measure_peaks: the peak kernels (cl/util/peak.cl) use OpenCL vector syntax, which the "
+                          "%s backend does not compile",
+                          ctx->backend->name);
     struct kiln_peaks p;
     memset(&p, 0, sizeof p);
     kiln_status st = measure_fma(ctx, &p);
