@@ -254,6 +254,8 @@ kiln_context *kt_overlay_context(const char *fmt, ...)
     return context_with(NULL, overlay);
 }
 
+int kt_vector_kernels(const kiln_context *ctx) { return ctx->vector_kernels; }
+
 int kt_unsupported_here(const kiln_context *ctx, kiln_status status)
 {
     if (status != KILN_ERROR_UNSUPPORTED || ctx->vector_kernels)

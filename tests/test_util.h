@@ -70,6 +70,10 @@ void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, 
    KILN_CUDA_ROUTES=1: no OpenCL vector syntax); the detail is printed as a
    comment. kt_skip_unsupported_here skips the test then. */
 int kt_unsupported_here(const kiln_context *ctx, kiln_status status);
+/* Whether ctx's operators may choose kernels in OpenCL's vector syntax (the
+   CPU GEMM, direct and Winograd convolutions, pooling...): not on the CUDA
+   backend or under KILN_CUDA_ROUTES=1. */
+int kt_vector_kernels(const kiln_context *ctx);
 #define kt_skip_unsupported_here(ctx, status)                                                                          \
     do {                                                                                                               \
         if (kt_unsupported_here((ctx), (status)))                                                                      \
