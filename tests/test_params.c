@@ -384,9 +384,13 @@ static void test_plans_name_their_set(void **state)
     struct kiln_dims dims;
     kt_assert_status(kiln_attention_desc_dims(&ad, &dims), KILN_SUCCESS);
     const char *set = NULL;
-    kiln_profile_choose(kt_ctx->profile, KILN_GROUP_attention_fused, &dims, &kt_ctx->desc, &set);
+    /* The flash kernel's group where the route or the backend takes it. */
+    const int flash = kiln_profile_params(kt_ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH ||
+                      !kt_vector_kernels(kt_ctx);
+    const enum kiln_group_id group = flash ? KILN_GROUP_attention_flash : KILN_GROUP_attention_fused;
+    kiln_profile_choose(kt_ctx->profile, group, &dims, &kt_ctx->desc, &set);
     char want[96];
-    snprintf(want, sizeof want, "attention.fused:%s", set);
+    snprintf(want, sizeof want, "%s:%s", kiln_param_groups[group].name, set);
     assert_string_equal(ai.param_set, want);
     kiln_attention_plan_destroy(ap);
 

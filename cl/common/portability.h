@@ -74,6 +74,15 @@ inline void vstore_half(float f, size_t i, half *p)
 inline float clamp(float x, float lo, float hi) { return fminf(fmaxf(x, lo), hi); }
 inline int clamp(int x, int lo, int hi) { return min(max(x, lo), hi); }
 inline float mad(float a, float b, float c) { return fmaf(a, b, c); }
+#define convert_float(x) ((float)(x))
+#define convert_int(x) ((int)(x))
+#define as_float(x) __int_as_float(x)
+#define as_int(x) __float_as_int(x)
+#define as_uint(x) ((uint)__float_as_int(x))
+#define native_exp(x) __expf(x)
+#define native_exp2(x) exp2f(x)
+#define native_recip(x) (1.0f / (x))
+#define native_divide(x, y) __fdividef((x), (y))
 
 #else
 

@@ -239,11 +239,16 @@ kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape 
     const char *why_not = algorithm->unsupported(s);
     if (why_not)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
-    if (!ctx->vector_kernels && algorithm != &kiln_conv_igemm)
+    if (!ctx->vector_kernels && algorithm != &kiln_conv_igemm && algorithm != &kiln_conv_direct)
         return kiln_error(KILN_ERROR_UNSUPPORTED,
                           "conv2d: %s's kernels use OpenCL vector syntax, which the %s backend does not compile "
-                          "(implicit-gemm runs there)",
+                          "(implicit-gemm and direct run there)",
                           algorithm->name, ctx->backend->name);
+    if (!ctx->vector_kernels && s->d.fused_maxpool)
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d: the fused max pool takes pairs of columns as vectors, which the %s backend does not "
+                          "compile",
+                          ctx->backend->name);
     kiln_conv2d_plan *plan = kiln_plan_new(ctx, sizeof *plan, algorithm->name, algorithm->algo, reason);
     if (!plan)
         return KILN_ERROR_OUT_OF_MEMORY;
@@ -366,9 +371,12 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
     } else {
         int find = desc->find || kiln_env_flag("KILN_FIND");
         algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
-        if (!ctx->vector_kernels && algorithm != &kiln_conv_igemm && usable(&kiln_conv_igemm, &s)) {
-            algorithm = &kiln_conv_igemm;
-            snprintf(reason, sizeof reason, "implicit GEMM: the %s backend's one algorithm", ctx->backend->name);
+        /* The CUDA backend's algorithms: implicit GEMM where it applies, else
+           direct (which takes every shape and epilogue). */
+        if (!ctx->vector_kernels && algorithm != &kiln_conv_igemm && algorithm != &kiln_conv_direct) {
+            algorithm = usable(&kiln_conv_igemm, &s) ? &kiln_conv_igemm : &kiln_conv_direct;
+            snprintf(reason, sizeof reason, "%s: of the %s backend's two algorithms, the one that applies",
+                     algorithm->name, ctx->backend->name);
         }
         if (find && (st = find_algorithm(ctx, &s, &algorithm, reason, sizeof reason)) != KILN_SUCCESS)
             return st;

@@ -73,7 +73,9 @@ static kiln_status tiling_of(struct kiln_conv2d_plan *plan, struct tiling *t)
     kiln_status st = kiln_conv_params(plan, KILN_GROUP_conv_direct, &params);
     if (st != KILN_SUCCESS)
         return st;
-    const long vw = params->vw, wg = params->wg;
+    /* One lane where the backend takes no vector syntax (CUDA): the kernel is
+       then scalar C that portability.h maps. */
+    const long vw = plan->base.ctx->vector_kernels ? params->vw : 1, wg = params->wg;
     memset(t, 0, sizeof *t);
     t->nhwc = s->d.layout == KILN_NHWC;
     t->wg = (size_t)wg;

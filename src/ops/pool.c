@@ -85,17 +85,15 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
         return st;
     if (x->handle == y->handle)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s: y must not be x's buffer", __func__);
-    if (!ctx->vector_kernels)
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "%s: the pooling kernels use OpenCL vector syntax, which the %s backend does not compile",
-                          __func__, ctx->backend->name);
 
     if (d->layout == KILN_NCHW && d->h * d->w > INT_MAX)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "%s: planes of %zu x %zu values (2^31 or more)", __func__, d->h,
                           d->w);
 
     const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
-    const long wg = util->wg, vw = util->vw;
+    /* One lane where the backend takes no vector syntax (CUDA): the kernel
+       is then scalar C that portability.h maps. */
+    const long wg = util->wg, vw = ctx->vector_kernels ? util->vw : 1;
     /* The kernel, its vector width, rows and row tiles, and work-items. */
     const char *kernel;
     struct kiln_row_tiling rows = {.vw = 1, .th = 1, .tiles_p = 1};
