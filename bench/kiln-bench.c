@@ -1,5 +1,6 @@
 /* kiln-bench: benchmarks of kiln against its peers, measured in one run. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
@@ -20,7 +21,10 @@ static const struct {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kiln-bench <command> [options]   (kiln-bench <command> --help for its options)\n");
+    fprintf(out, "usage: kiln-bench [--device SELECTOR] <command> [options]   (kiln-bench <command> --help for its "
+                 "options)\n"
+                 "  --device   the device to measure, as KILN_DEVICE takes it (cpu, gpu, cuda, cuda:N, opencl:N, an\n"
+                 "             index or a name); it sets KILN_DEVICE for the run\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "Exit status: 0 success, 1 a failure (no device, a bad KILN_DEVICE or KILN_PROFILE, kiln or a\n"
@@ -32,6 +36,25 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    /* --device: KILN_DEVICE for this run (and the processes it starts),
+       set before anything reads the environment. */
+    if (strcmp(argv[1], "--device") == 0) {
+        if (argc < 3 || !argv[2][0]) {
+            fprintf(stderr,
+                    "kiln-bench: --device needs a value (cpu, gpu, cuda, cuda:N, opencl:N, an index, a name)\n");
+            return 2;
+        }
+        if (setenv("KILN_DEVICE", argv[2], 1) != 0) {
+            perror("kiln-bench: --device");
+            return 1;
+        }
+        argv[2] = argv[0];
+        argc -= 2, argv += 2;
+        if (argc < 2) {
+            usage(stderr);
+            return 2;
+        }
     }
     bench_peer_fair_openblas(argv);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
