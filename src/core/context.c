@@ -443,6 +443,25 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     return st;
 }
 
+kiln_status kiln_context_wrap_native(const struct kiln_backend *backend, size_t device_index, const void *native,
+                                     const kiln_context_options *options, kiln_context **out)
+{
+    kiln_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
+    ctx->backend = backend;
+    ctx->device_index = device_index;
+    kiln_status st = backend->wrap(native, &ctx->dev);
+    if (st == KILN_SUCCESS)
+        st = kiln_context_init(ctx, options);
+    if (st != KILN_SUCCESS) {
+        kiln_context_destroy(ctx);
+        return st;
+    }
+    *out = ctx;
+    return KILN_SUCCESS;
+}
+
 kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out)
 {
     kiln_error_clear();

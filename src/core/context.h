@@ -52,6 +52,12 @@ void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, co
    failure (the caller destroys the context). */
 kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *options);
 
+/* A context on native objects a caller owns: `backend`'s wrap adopts
+   `native`, the device being `device_index` in kiln's enumeration
+   (SIZE_MAX if unknown); then as kiln_context_init. */
+kiln_status kiln_context_wrap_native(const struct kiln_backend *backend, size_t device_index, const void *native,
+                                     const kiln_context_options *options, kiln_context **out);
+
 struct kiln_event {
     const struct kiln_backend *backend;
     void *handle; /* backend event handle */

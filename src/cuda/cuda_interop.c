@@ -18,21 +18,9 @@ kiln_status kiln_context_wrap_cuda(CUdevice device, CUstream stream, const kiln_
     if (device < 0 || device >= devices)
         return kiln_error(KILN_ERROR_NOT_FOUND, "CUDA device %d: kiln has %d CUDA devices (driver: %s; NVRTC: %s)",
                           device, devices, api->driver, api->nvrtc);
-    kiln_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
-    ctx->backend = &kiln_cuda_backend;
-    ctx->device_index = kiln_backend_device_index(&kiln_cuda_backend, (size_t)device);
     const struct kiln_cuda_native native = {device, stream};
-    kiln_status st = ctx->backend->wrap(&native, &ctx->dev);
-    if (st == KILN_SUCCESS)
-        st = kiln_context_init(ctx, options);
-    if (st != KILN_SUCCESS) {
-        kiln_context_destroy(ctx);
-        return st;
-    }
-    *out = ctx;
-    return KILN_SUCCESS;
+    return kiln_context_wrap_native(&kiln_cuda_backend, kiln_backend_device_index(&kiln_cuda_backend, (size_t)device),
+                                    &native, options, out);
 }
 
 kiln_status kiln_context_get_cuda(const kiln_context *ctx, CUdevice *device, CUstream *stream)

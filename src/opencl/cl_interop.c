@@ -65,21 +65,8 @@ kiln_status kiln_context_wrap_cl(cl_context context, cl_device_id device, cl_com
     kiln_status st = check_native(context, device, queue);
     if (st != KILN_SUCCESS)
         return st;
-    kiln_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
-    ctx->backend = &kiln_opencl_backend;
-    ctx->device_index = enumeration_index(device);
     const struct kiln_cl_native native = {context, device, queue};
-    st = ctx->backend->wrap(&native, &ctx->dev);
-    if (st == KILN_SUCCESS)
-        st = kiln_context_init(ctx, options);
-    if (st != KILN_SUCCESS) {
-        kiln_context_destroy(ctx);
-        return st;
-    }
-    *out = ctx;
-    return KILN_SUCCESS;
+    return kiln_context_wrap_native(&kiln_opencl_backend, enumeration_index(device), &native, options, out);
 }
 
 kiln_status kiln_context_get_cl(const kiln_context *ctx, cl_context *context, cl_device_id *device,

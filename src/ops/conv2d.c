@@ -233,13 +233,20 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)
     return 1;
 }
 
+/* Whether ctx's backend compiles the algorithm's kernels: all of them with
+   OpenCL's vector syntax, else (CUDA) implicit GEMM and direct. */
+static int compiled_here(const kiln_context *ctx, const struct kiln_conv_algorithm *a)
+{
+    return ctx->vector_kernels || a == &kiln_conv_igemm || a == &kiln_conv_direct;
+}
+
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
                                 const struct kiln_conv_algorithm *algorithm, const char *reason, kiln_conv2d_plan **out)
 {
     const char *why_not = algorithm->unsupported(s);
     if (why_not)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
-    if (!ctx->vector_kernels && algorithm != &kiln_conv_igemm && algorithm != &kiln_conv_direct)
+    if (!compiled_here(ctx, algorithm))
         return kiln_error(KILN_ERROR_UNSUPPORTED,
                           "conv2d: %s's kernels use OpenCL vector syntax, which the %s backend does not compile "
                           "(implicit-gemm and direct run there)",
@@ -289,7 +296,7 @@ struct find_state {
 static int find_applies(void *cookie, size_t i)
 {
     const struct find_state *f = cookie;
-    return !algorithms[i]->unsupported(f->s);
+    return !algorithms[i]->unsupported(f->s) && compiled_here(f->ctx, algorithms[i]);
 }
 
 static kiln_status find_run(void *cookie)
@@ -373,7 +380,7 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
         algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
         /* The CUDA backend's algorithms: implicit GEMM where it applies, else
            direct (which takes every shape and epilogue). */
-        if (!ctx->vector_kernels && algorithm != &kiln_conv_igemm && algorithm != &kiln_conv_direct) {
+        if (!compiled_here(ctx, algorithm)) {
             algorithm = usable(&kiln_conv_igemm, &s) ? &kiln_conv_igemm : &kiln_conv_direct;
             snprintf(reason, sizeof reason, "%s: of the %s backend's two algorithms, the one that applies",
                      algorithm->name, ctx->backend->name);

@@ -136,9 +136,8 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
         snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
         return &kiln_gemm_direct;
     }
-    const struct kiln_device_desc *dev = &ctx->desc;
-    if (!why_not(&kiln_gemm_mma, p) && ctx->backend->native_sources && dev->cc_major * 10 + dev->cc_minor >= 75) {
-        snprintf(reason, size, "fp16 storage on tensor cores (%s)", dev->arch);
+    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx)) {
+        snprintf(reason, size, "fp16 storage on tensor cores (%s)", ctx->desc.arch);
         return &kiln_gemm_mma;
     }
     static const char *const routes[] = {KILN_GEMM_ROUTES};

@@ -66,6 +66,10 @@ struct kiln_gemm_algorithm {
 kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc *desc,
                                         const struct kiln_gemm_epilogue *epi, kiln_gemm_plan **out);
 
+/* Whether the tensor-core family (gemm_mma.c) runs on ctx: a backend with
+   native CUDA sources on compute capability 7.5 or newer. */
+int kiln_gemm_mma_runs_on(const kiln_context *ctx);
+
 /* Queue a plan on operands the caller has already checked. */
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);
 

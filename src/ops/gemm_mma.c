@@ -10,12 +10,14 @@
  * It reads A, B and C in place with the in-place GEMM's arguments
  * (kiln_gemm_inplace_args). Operands whose rows all start 16-byte aligned
  * (leading dimensions, batch strides and offsets multiples of 8 halves) are
- * copied with cp.async; others with plain loads, a second kernel built only
- * when the leading dimensions and strides allow the first (the offsets are
- * known at execution). Its blocks, warps and pipeline depth are the
- * profile's gemm.mma group.
+ * copied with cp.async; others with plain loads, a second kernel built at
+ * the first execution whose offsets need it (or at planning, where the
+ * leading dimensions or strides already do). Its blocks, warps and pipeline
+ * depth are the profile's gemm.mma group.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
@@ -33,11 +35,26 @@ static const char *mma_unsupported(const struct kiln_gemm_problem *p)
     return NULL;
 }
 
+int kiln_gemm_mma_runs_on(const kiln_context *ctx)
+{
+    return ctx->backend->native_sources && ctx->desc.cc_major * 10 + ctx->desc.cc_minor >= 75;
+}
+
+/* Build the kernel of `slot` (ASYNC or LOADS) from the options kept in impl. */
+static kiln_status build(struct kiln_gemm_plan *plan, int slot)
+{
+    struct kiln_options o = {0};
+    kiln_options_add(&o, "%s -DKILN_MMA_ASYNC=%d", (const char *)plan->base.impl, slot == ASYNC);
+    kiln_status st = kiln_plan_kernel(&plan->base, slot, MMA_SOURCE, &o, "gemm_f16_mma");
+    kiln_options_free(&o);
+    return st;
+}
+
 static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
     const struct kiln_device_desc *d = &ctx->desc;
-    if (!ctx->backend->native_sources || d->cc_major * 10 + d->cc_minor < 75)
+    if (!kiln_gemm_mma_runs_on(ctx))
         return kiln_error(KILN_ERROR_UNSUPPORTED,
                           "gemm: the tensor-core family needs the CUDA backend on compute capability 7.5 or newer (%s "
                           "backend, %s)",
@@ -48,25 +65,21 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
         return st;
     const struct kiln_gemm_problem *p = &plan->p;
     const long threads = (long)t->warps_m * t->warps_n * 32;
+    /* The schema's check (run by kiln_gemm_params) has fitted the largest
+       layout's shared memory to the device. */
     const long shared = kiln_gemm_mma_shared_bytes(t, p->trans_a, p->trans_b);
-    if (d->shared_optin_bytes && (unsigned long long)shared > d->shared_optin_bytes)
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "gemm: gemm.mma's blocks take %ld bytes of shared memory, the device %llu", shared,
-                          d->shared_optin_bytes);
     struct kiln_options options = {0};
     kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d", p->trans_a, p->trans_b);
     kiln_profile_defines(&options, KILN_GROUP_gemm_mma, t);
-    /* Rows 16-byte aligned whatever the offsets: then the cp.async kernel,
-       for offsets that keep them so. */
+    plan->base.impl = strdup(kiln_options_text(&options));
+    kiln_options_free(&options);
+    if (!plan->base.impl)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "gemm: the tensor-core kernel's options");
+    /* Rows 16-byte aligned whatever the offsets: the cp.async kernel now,
+       the plain-loads one only if an execution's offsets need it. */
     const int rows_aligned = p->lda % 8 == 0 && p->ldb % 8 == 0 && (p->batch == 1 || p->stride_a % 8 == 0) &&
                              (p->batch == 1 || p->stride_b % 8 == 0);
-    for (int slot = rows_aligned ? ASYNC : LOADS; slot <= LOADS && st == KILN_SUCCESS; slot++) {
-        struct kiln_options o = {0};
-        kiln_options_add(&o, "%s -DKILN_MMA_ASYNC=%d", kiln_options_text(&options), slot == ASYNC);
-        st = kiln_plan_kernel(&plan->base, slot, MMA_SOURCE, &o, "gemm_f16_mma");
-        kiln_options_free(&o);
-    }
-    kiln_options_free(&options);
+    st = build(plan, rows_aligned ? ASYNC : LOADS);
     if (st != KILN_SUCCESS)
         return st;
     plan->dims[0][0] = kiln_div_up(p->n, (size_t)t->bn) * (size_t)threads;
@@ -87,9 +100,14 @@ static kiln_status mma_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     struct kiln_args a = {0};
     kiln_gemm_inplace_args(&a, &plan->p, x);
     const int aligned = plan->base.kernels[ASYNC] && x->off_a % 8 == 0 && x->off_b % 8 == 0;
+    kiln_status st = aligned || plan->base.kernels[LOADS] ? KILN_SUCCESS : build(plan, LOADS);
+    if (st != KILN_SUCCESS)
+        return st;
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[aligned ? ASYNC : LOADS], &a, 3, plan->dims[0],
                               plan->dims[1], plan->aux[0], event);
 }
 
+static void mma_release(struct kiln_gemm_plan *plan) { free(plan->base.impl); }
+
 const struct kiln_gemm_algorithm kiln_gemm_mma = {"mma",       KILN_GEMM_MMA, mma_unsupported,
-                                                  mma_prepare, mma_execute,   NULL};
+                                                  mma_prepare, mma_execute,   mma_release};
