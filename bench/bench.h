@@ -42,13 +42,18 @@ int bench_open_context(const char *command, kiln_context **ctx, kiln_device_info
 /* The next number of a splitmix64 sequence. */
 uint64_t bench_random_next(uint64_t *state);
 
-/* n values uniform in [-1, 1), rounded to the nearest fp16 value when dtype
-   is KILN_F16 (so that fp16 storage holds them exactly). */
+/* The storage types' names on the command line and in JSON ("f32", "f16",
+   "bf16"), and parsing one (non-zero for anything else). */
+const char *bench_dtype_name(kiln_dtype dtype);
+int bench_parse_dtype(const char *v, kiln_dtype *out);
+
+/* n values uniform in [-1, 1), rounded to the nearest value of a 16-bit
+   dtype (so that its storage holds them exactly). */
 void bench_fill_random(float *x, size_t n, kiln_dtype dtype, uint64_t *rng);
 
 /* A buffer for n elements of `dtype`, rounded up to whole floats so that
    bench_poison() can fill all of it; written from src unless NULL. `halves`
-   (n elements) stages fp16 storage; NULL for fp32. */
+   (n elements) stages 16-bit storage; NULL for fp32. */
 kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dtype dtype, uint16_t *halves,
                          kiln_buffer **out);
 
@@ -56,7 +61,7 @@ kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dty
 kiln_status bench_download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, uint16_t *halves, float *dst);
 
 /* NaN in every element, so an entry a kernel never writes shows as an error.
-   For fp16 storage the float filled in has the bytes of two half NaNs. */
+   For 16-bit storage the float filled in has the bytes of two 16-bit NaNs. */
 kiln_status bench_poison(kiln_buffer *buf, kiln_dtype dtype);
 
 /* ---- Results and their output (bench_common.c) ---- */

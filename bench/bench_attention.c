@@ -28,8 +28,8 @@ enum { SAMPLE_ROWS = 48 };
 
 /* Errors are relative to the largest |v| of the row's keys. fp32: the score
    error is (D + 4) * 2^-22 * |scale q.k|, about 1e-5 for these inputs; fp16
-   storage rounds O to 11 bits (4.9e-4). */
-static double error_limit(kiln_dtype dtype) { return dtype == KILN_F16 ? 2e-3 : 1e-4; }
+   storage rounds O to 11 bits (4.9e-4), bf16 to 8 (3.9e-3). */
+static double error_limit(kiln_dtype dtype) { return dtype == KILN_F16 ? 2e-3 : dtype == KILN_BF16 ? 1e-2 : 1e-4; }
 
 struct report {
     kiln_attention_desc desc;
@@ -70,8 +70,8 @@ static int prepare_operands(kiln_context *ctx, const kiln_attention_desc *d, str
     x->k = malloc(x->nkv * sizeof *x->k);
     x->v = malloc(x->nkv * sizeof *x->v);
     x->o = malloc(x->nq * sizeof *x->o);
-    x->halves = d->dtype == KILN_F16 ? malloc((x->nq > x->nkv ? x->nq : x->nkv) * sizeof *x->halves) : NULL;
-    if (!x->q || !x->k || !x->v || !x->o || (d->dtype == KILN_F16 && !x->halves)) {
+    x->halves = d->dtype != KILN_F32 ? malloc((x->nq > x->nkv ? x->nq : x->nkv) * sizeof *x->halves) : NULL;
+    if (!x->q || !x->k || !x->v || !x->o || (d->dtype != KILN_F32 && !x->halves)) {
         r->state = BENCH_FAILED;
         snprintf(r->error, sizeof r->error, "out of host memory");
         return 1;
@@ -291,7 +291,7 @@ static void print_json(FILE *out, const kiln_device_info *device, const struct r
             ",\"batch\":%zu,\"heads\":%zu,\"kv_heads\":%zu,\"seq_q\":%zu,\"seq_kv\":%zu,\"head_dim\":%zu,"
             "\"causal\":%s,\"layout\":\"%s\",\"dtype\":\"%s\"",
             d->batch, d->heads, d->kv_heads, d->seq_q, d->seq_kv, d->head_dim, d->causal ? "true" : "false",
-            d->layout == KILN_BSHD ? "bshd" : "bhsd", d->dtype == KILN_F16 ? "f16" : "f32");
+            d->layout == KILN_BSHD ? "bshd" : "bhsd", bench_dtype_name(d->dtype));
     bench_json_number(out, "flops", flops(d));
     fputs(",\"device\":", out);
     bench_json_string(out, device->name);
@@ -338,8 +338,8 @@ static void print_table(const kiln_device_info *device, const struct report *rep
     const kiln_attention_desc *d = &rep->desc;
     char name[128];
     shape(d, name, sizeof name);
-    printf("attention %s, %s storage, on %s (profile %s), %.3g GFLOP\n", name, d->dtype == KILN_F16 ? "f16" : "f32",
-           device->name, device->profile, flops(d) * 1e-9);
+    printf("attention %s, %s storage, on %s (profile %s), %.3g GFLOP\n", name, bench_dtype_name(d->dtype), device->name,
+           device->profile, flops(d) * 1e-9);
     if (rep->kiln.state == BENCH_MEASURED) {
         printf("kiln plan: %s / %s [%s], profile %s; %s\n", rep->plan.name, rep->plan.kernel, rep->plan.params,
                rep->plan.profile, rep->plan.reason);
@@ -351,7 +351,7 @@ static void print_table(const kiln_device_info *device, const struct report *rep
     for (int p = 0; p < PEER_COUNT; p++)
         bench_print_result_row(peer_names[p], &rep->peers[p], &rep->kiln);
     const double operands = (double)(2 * d->batch * d->seq_q * d->heads + 2 * d->batch * d->seq_kv * d->kv_heads) *
-                            (double)d->head_dim * (d->dtype == KILN_F16 ? 2 : 4);
+                            (double)d->head_dim * (d->dtype == KILN_F32 ? 4 : 2);
     printf("\nmemory beyond Q, K, V and O (%.1f MiB):\n", operands / (1 << 20));
     print_memory("kiln", &rep->kiln, "device");
     print_memory("naive", &rep->peers[PEER_NAIVE], "device");
@@ -373,7 +373,7 @@ static void check_errors(const struct report *rep)
 
 static const char attention_usage[] =
     "usage: kiln-bench attention --heads H --seq-q NQ --head-dim D [--batch B] [--kv-heads HK] [--seq-kv NK]\n"
-    "                            [--causal] [--layout bshd|bhsd] [--dtype f32|f16] [--algo auto|fused|naive]\n"
+    "                            [--causal] [--layout bshd|bhsd] [--dtype f32|f16|bf16] [--algo auto|fused|naive]\n"
     "                            [--reps R] [--warmup W] [--compare naive,openblas] [--json]\n"
     "softmax(Q K^T / sqrt(D)) V on random data; B defaults to 1, HK to H, NK to NQ. kiln and each peer:\n"
     "W warm-up calls (default 1), then R timed calls (default: as many as fit in about 1 s, at least 5),\n"
@@ -414,8 +414,8 @@ int bench_attention(int argc, char **argv)
             bad = bench_parse_size(v, &dim);
         else if (strcmp(a, "--layout") == 0 && (strcmp(v, "bshd") == 0 || strcmp(v, "bhsd") == 0))
             layout = strcmp(v, "bshd") == 0 ? KILN_BSHD : KILN_BHSD;
-        else if (strcmp(a, "--dtype") == 0 && (strcmp(v, "f32") == 0 || strcmp(v, "f16") == 0))
-            dtype = strcmp(v, "f16") == 0 ? KILN_F16 : KILN_F32;
+        else if (strcmp(a, "--dtype") == 0)
+            bad = bench_parse_dtype(v, &dtype);
         else if (strcmp(a, "--algo") == 0) {
             static const char *const algos[] = {"auto", "fused", "naive"};
             unsigned mask = 0;

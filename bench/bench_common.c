@@ -110,13 +110,45 @@ static float half_value(uint16_t h)
     return h & 0x8000u ? -v : v;
 }
 
-static size_t dtype_size(kiln_dtype dtype) { return dtype == KILN_F16 ? 2 : 4; }
+static size_t dtype_size(kiln_dtype dtype) { return dtype == KILN_F32 ? 4 : 2; }
+
+/* bf16: the high half of an fp32, rounded to nearest even (the inputs here
+   are finite). */
+static uint16_t bf16_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static float bf16_value(uint16_t h)
+{
+    const uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+const char *bench_dtype_name(kiln_dtype dtype)
+{
+    return dtype == KILN_F16 ? "f16" : dtype == KILN_BF16 ? "bf16" : "f32";
+}
+
+int bench_parse_dtype(const char *v, kiln_dtype *out)
+{
+    for (int t = KILN_F32; t <= KILN_BF16; t++)
+        if (strcmp(v, bench_dtype_name((kiln_dtype)t)) == 0) {
+            *out = (kiln_dtype)t;
+            return 0;
+        }
+    return 1;
+}
 
 void bench_fill_random(float *x, size_t n, kiln_dtype dtype, uint64_t *rng)
 {
     for (size_t i = 0; i < n; i++) {
         float v = (float)(bench_random_next(rng) >> 40) * 0x1p-23f - 1.0f; /* uniform in [-1, 1) */
-        x[i] = dtype == KILN_F16 ? round_to_half(v) : v;
+        x[i] = dtype == KILN_F16 ? round_to_half(v) : dtype == KILN_BF16 ? bf16_value(bf16_bits(v)) : v;
     }
 }
 
@@ -130,7 +162,7 @@ kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dty
     if (dtype == KILN_F32)
         return kiln_buffer_write(*out, 0, n * sizeof(float), src);
     for (size_t i = 0; i < n; i++)
-        halves[i] = half_bits(src[i]);
+        halves[i] = dtype == KILN_F16 ? half_bits(src[i]) : bf16_bits(src[i]);
     return kiln_buffer_write(*out, 0, n * sizeof(uint16_t), halves);
 }
 
@@ -140,7 +172,7 @@ kiln_status bench_download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, u
         return kiln_buffer_read(buf, 0, n * sizeof(float), dst);
     kiln_status st = kiln_buffer_read(buf, 0, n * sizeof(uint16_t), halves);
     for (size_t i = 0; st == KILN_SUCCESS && i < n; i++)
-        dst[i] = half_value(halves[i]);
+        dst[i] = dtype == KILN_F16 ? half_value(halves[i]) : bf16_value(halves[i]);
     return st;
 }
 
@@ -160,7 +192,7 @@ int bench_operand(kiln_context *ctx, size_t n, uint64_t *rng, float **host, kiln
 
 kiln_status bench_poison(kiln_buffer *buf, kiln_dtype dtype)
 {
-    uint32_t bits = dtype == KILN_F16 ? 0x7e007e00u : 0x7fc00000u;
+    uint32_t bits = dtype == KILN_F16 ? 0x7e007e00u : dtype == KILN_BF16 ? 0x7fc07fc0u : 0x7fc00000u;
     float v;
     memcpy(&v, &bits, sizeof v);
     return kiln_buffer_fill_f32(buf, 0, kiln_buffer_size(buf) / sizeof(float), v);

@@ -22,8 +22,8 @@ enum { ERROR_SAMPLES = 256 };
 
 /* Errors are relative to sum |a||b|. fp32: accumulation error grows like
    sqrt(K) * 2^-24, far below 1e-4 for any K here. f16 storage: rounding C
-   alone costs up to 2^-11 (4.9e-4). */
-static double error_limit(kiln_dtype dtype) { return dtype == KILN_F16 ? 1e-3 : 1e-4; }
+   alone costs up to 2^-11 (4.9e-4); bf16: 2^-8 (3.9e-3). */
+static double error_limit(kiln_dtype dtype) { return dtype == KILN_F16 ? 1e-3 : dtype == KILN_BF16 ? 8e-3 : 1e-4; }
 
 /* ---- operands ---- */
 
@@ -115,8 +115,8 @@ static int prepare_operands(kiln_context *ctx, const kiln_gemm_desc *d, int devi
     o->a = malloc(o->na * sizeof *o->a);
     o->b = malloc(o->nb * sizeof *o->b);
     o->c = malloc(o->nc * sizeof *o->c);
-    o->halves = d->dtype == KILN_F16 ? malloc(most * sizeof *o->halves) : NULL;
-    if (!o->a || !o->b || !o->c || (d->dtype == KILN_F16 && !o->halves)) {
+    o->halves = d->dtype != KILN_F32 ? malloc(most * sizeof *o->halves) : NULL;
+    if (!o->a || !o->b || !o->c || (d->dtype != KILN_F32 && !o->halves)) {
         r->state = BENCH_FAILED;
         snprintf(r->error, sizeof r->error, "out of host memory");
         return 1;
@@ -305,7 +305,7 @@ void bench_gemm_print_json(FILE *out, const kiln_device_info *device, const stru
     fprintf(out, ",\"m\":%zu,\"n\":%zu,\"k\":%zu,\"batch\":%zu,\"trans_a\":%s,\"trans_b\":%s,\"layout\":\"%s\"", d->m,
             d->n, d->k, d->batch, d->trans_a == KILN_TRANS ? "true" : "false",
             d->trans_b == KILN_TRANS ? "true" : "false", d->layout == KILN_COL_MAJOR ? "col" : "row");
-    fprintf(out, ",\"dtype\":\"%s\",\"device\":", d->dtype == KILN_F16 ? "f16" : "f32");
+    fprintf(out, ",\"dtype\":\"%s\",\"device\":", bench_dtype_name(d->dtype));
     bench_json_string(out, device->name);
     if (rep->kiln.state != BENCH_MEASURED) {
         fputs(",\"error\":", out);
@@ -348,7 +348,7 @@ static void print_table(const kiln_device_info *device, const struct bench_gemm_
     char shape[96];
     bench_gemm_shape(d, shape, sizeof shape);
     printf("gemm %s, %s-major, %s storage, on %s (profile %s)\n", shape, d->layout == KILN_COL_MAJOR ? "column" : "row",
-           d->dtype == KILN_F16 ? "f16" : "f32", device->name, device->profile);
+           bench_dtype_name(d->dtype), device->name, device->profile);
     if (rep->kiln.state == BENCH_MEASURED) {
         printf("kiln plan: %s / %s [%s], profile %s; %s\n", plan->family, plan->kernel, plan->params, plan->profile,
                plan->reason);
@@ -376,7 +376,7 @@ static int parse_algo(const char *s, kiln_gemm_algo *out)
 
 static const char gemm_usage[] =
     "usage: kiln-bench gemm --m M --n N --k K [--trans-a] [--trans-b] [--layout row|col] [--batch B]\n"
-    "                       [--algo auto|cpu|tiled|direct|clblast|smallm|mma] [--dtype f32|f16]\n"
+    "                       [--algo auto|cpu|tiled|direct|clblast|smallm|mma] [--dtype f32|f16|bf16]\n"
     "                       [--reps R] [--warmup W] [--compare clblast,openblas] [--json]\n"
     "C = A*B (alpha 1, beta 0) on random data, tight leading dimensions and batch strides.\n"
     "kiln and each peer: W warm-up calls (default 1), then R timed calls (default: as many as fit\n"
@@ -415,8 +415,8 @@ int bench_gemm(int argc, char **argv)
             bad = bench_parse_size(v, &batch);
         else if (strcmp(a, "--layout") == 0 && (strcmp(v, "row") == 0 || strcmp(v, "col") == 0))
             layout = v[0] == 'c' ? KILN_COL_MAJOR : KILN_ROW_MAJOR;
-        else if (strcmp(a, "--dtype") == 0 && (strcmp(v, "f32") == 0 || strcmp(v, "f16") == 0))
-            dtype = strcmp(v, "f16") == 0 ? KILN_F16 : KILN_F32;
+        else if (strcmp(a, "--dtype") == 0)
+            bad = bench_parse_dtype(v, &dtype);
         else if (strcmp(a, "--algo") == 0)
             bad = parse_algo(v, &algo);
         else if (strcmp(a, "--reps") == 0) {

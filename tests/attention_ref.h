@@ -137,14 +137,8 @@ static inline void ar_case_fill(struct ar_case *t, float logits, int wild_length
             kt_fill_uniform(v, t->count[w], -1.0f, 1.0f, seed);
             for (size_t i = 0; i < t->count[w]; i++) {
                 float x = w == AR_Q ? v[i] * logits : v[i];
-                if (d->dtype == KILN_F16) {
-                    uint16_t h = kt_to_half(x);
-                    v[i] = kt_from_half(h);
-                    memcpy(t->raw[w] + 2 * i, &h, 2);
-                } else {
-                    v[i] = x;
-                    memcpy(t->raw[w] + 4 * i, &x, 4);
-                }
+                v[i] = kt_round_to(d->dtype, x);
+                kt_store(t->raw[w], d->dtype, i, x);
             }
         }
         ar_upload(t, w);
@@ -217,14 +211,14 @@ static inline void ar_case_check(const struct ar_case *t, const char *label)
                 ar_reference_row(t, b, h, i, ref, bound, &lse, &lse_bound);
                 const size_t at = kiln_attention_at(d, d->seq_q, d->heads, b, h, i);
                 for (size_t x = 0; x < d->head_dim; x++) {
-                    double v = kt_stored(got[AR_O], t->elem[AR_O], at + x), err = fabs(v - ref[x]);
+                    double v = kt_stored(got[AR_O], d->dtype, at + x), err = fabs(v - ref[x]);
                     if (!(err <= bound[x]) && bad++ < 5)
                         print_error("%s: O(b%zu h%zu i%zu d%zu) = %.9g, reference %.9g, error %.3g > bound %.3g\n",
                                     label, b, h, i, x, v, ref[x], err, bound[x]);
                 }
                 if (!d->lse)
                     continue;
-                double v = kt_stored(got[AR_LSE], 4, rows);
+                double v = kt_stored(got[AR_LSE], KILN_F32, rows);
                 int ok = isinf(lse) ? v == lse : fabs(v - lse) <= lse_bound;
                 if (!ok && bad++ < 5)
                     print_error("%s: lse(b%zu h%zu i%zu) = %.9g, reference %.9g, bound %.3g\n", label, b, h, i, v, lse,

@@ -125,9 +125,14 @@ struct cr_case {
     kiln_buffer *buf[CR_OPERANDS];
 };
 
+static inline kiln_dtype cr_operand_dtype(const struct cr_case *t, int which)
+{
+    return which == CR_BIAS ? KILN_F32 : t->desc.dtype; /* bias stays fp32 */
+}
+
 static inline size_t cr_operand_elem_size(const struct cr_case *t, int which)
 {
-    return which == CR_BIAS ? 4 : kt_elem_size(t->desc.dtype); /* bias stays fp32 */
+    return kt_elem_size(cr_operand_dtype(t, which));
 }
 
 /* Allocate exact-size buffers for `desc`: bias only if has_bias, z only if
@@ -162,19 +167,13 @@ static inline void cr_case_free(struct cr_case *t)
 
 static inline void cr_encode(const struct cr_case *t, int which, const float *v, unsigned char *raw)
 {
-    if (cr_operand_elem_size(t, which) == 2) {
-        for (size_t i = 0; i < t->len[which]; i++) {
-            uint16_t h = kt_to_half(v[i]);
-            memcpy(raw + 2 * i, &h, 2);
-        }
-    } else {
-        memcpy(raw, v, t->len[which] * sizeof(float));
-    }
+    for (size_t i = 0; i < t->len[which]; i++)
+        kt_store(raw, cr_operand_dtype(t, which), i, v[i]);
 }
 
 static inline float cr_decode(const struct cr_case *t, int which, const unsigned char *raw, size_t i)
 {
-    return kt_stored(raw, cr_operand_elem_size(t, which), i);
+    return kt_stored(raw, cr_operand_dtype(t, which), i);
 }
 
 static inline void cr_upload(struct cr_case *t, int which)
@@ -204,9 +203,8 @@ static inline void cr_case_fill(struct cr_case *t, uint64_t *seed)
                 v[j] = NAN;
         } else {
             kt_fill_uniform(v, t->len[i], i == CR_W ? -a : -1.0f, i == CR_W ? a : 1.0f, seed);
-            if (cr_operand_elem_size(t, i) == 2)
-                for (size_t j = 0; j < t->len[i]; j++)
-                    v[j] = kt_from_half(kt_to_half(v[j]));
+            for (size_t j = 0; j < t->len[i]; j++)
+                v[j] = kt_round_to(cr_operand_dtype(t, i), v[j]);
         }
         cr_upload(t, i);
     }
@@ -217,9 +215,8 @@ static inline void cr_case_fill(struct cr_case *t, uint64_t *seed)
 static inline void cr_case_refresh_x(struct cr_case *t, uint64_t *seed)
 {
     kt_fill_uniform(t->val[CR_X], t->len[CR_X], -1.0f, 1.0f, seed);
-    if (cr_operand_elem_size(t, CR_X) == 2)
-        for (size_t j = 0; j < t->len[CR_X]; j++)
-            t->val[CR_X][j] = kt_from_half(kt_to_half(t->val[CR_X][j]));
+    for (size_t j = 0; j < t->len[CR_X]; j++)
+        t->val[CR_X][j] = kt_round_to(t->desc.dtype, t->val[CR_X][j]);
     for (size_t j = 0; j < t->len[CR_Y]; j++)
         t->val[CR_Y][j] = NAN;
     cr_upload(t, CR_X);

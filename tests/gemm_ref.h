@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ref/gemm_operand.h"
+#include "ref/storage.h"
 #include "test_util.h"
 
 /* The operands, as src/ref/gemm_operand.h numbers them. */
@@ -42,17 +43,15 @@ static inline size_t gr_tight_stride(const struct kiln_gemm_operand *op)
  *   beta * c0, which round relative to values no larger than this sum.
  * - beta * c0 rounds once and its share of the final add once: 2u = 2^-23.
  * - FLT_MIN: a kernel may flush denormal intermediates to zero.
- * - fp16 storage: the inputs are rounded to fp16 before the reference sees
- *   them, so only the output's rounding to fp16 is added, half an ulp of 11
- *   significant bits (2^-11 relative), or half the smallest subnormal (2^-25).
+ * - 16-bit storage: the inputs are rounded to it before the reference sees
+ *   them, so only the output's rounding is added (kiln_ref_storage_bound:
+ *   2^-11 relative for fp16, 2^-8 for bf16).
  */
 static inline double gr_bound(size_t k, double alpha, double abs_sum, double beta, double c0, kiln_dtype dtype,
                               double ref)
 {
     double b = (double)k * 0x1p-22 * fabs(alpha) * abs_sum + (beta != 0.0 ? fabs(beta * c0) * 0x1p-23 : 0.0) + FLT_MIN;
-    if (dtype == KILN_F16)
-        b += (fabs(ref) + b) * 0x1p-11 + 0x1p-25;
-    return b;
+    return b + kiln_ref_storage_bound(dtype, ref, b);
 }
 
 /* Host values and device buffers of one case. */
@@ -104,13 +103,8 @@ static inline void gr_case_free(struct gr_case *t)
 static inline void gr_upload(struct gr_case *t, int w)
 {
     const size_t n = t->len[w];
-    if (t->desc.dtype == KILN_F16) {
-        uint16_t *h = (uint16_t *)(void *)t->raw[w];
-        for (size_t i = 0; i < n; i++)
-            h[i] = kt_to_half(t->val[w][i]);
-    } else {
-        memcpy(t->raw[w], t->val[w], n * sizeof(float));
-    }
+    for (size_t i = 0; i < n; i++)
+        kt_store(t->raw[w], t->desc.dtype, i, t->val[w][i]);
     kt_assert_status(kiln_buffer_write(t->buf[w], 0, n * kt_elem_size(t->desc.dtype), t->raw[w]), KILN_SUCCESS);
 }
 
@@ -135,7 +129,7 @@ static inline void gr_case_fill(struct gr_case *t, int nan_c, uint64_t *seed)
             for (size_t r = 0; r < op.rows; r++) {
                 kt_fill_uniform(line, op.cols, -1.0f, 1.0f, seed);
                 for (size_t c = 0; c < op.cols; c++) {
-                    float x = d->dtype == KILN_F16 ? kt_from_half(kt_to_half(line[c])) : line[c];
+                    float x = kt_round_to(d->dtype, line[c]);
                     v[t->off[w] + bi * op.stride + kiln_gemm_operand_at(&op, r, c)] = x;
                 }
             }
@@ -153,7 +147,7 @@ static inline kiln_status gr_case_execute(struct gr_case *t, kiln_gemm_plan *pla
 
 static inline float gr_stored(const struct gr_case *t, const unsigned char *raw, size_t i)
 {
-    return kt_stored(raw, kt_elem_size(t->desc.dtype), i);
+    return kt_stored(raw, t->desc.dtype, i);
 }
 
 /* Read A, B and C back after C = alpha * op(A) op(B) + beta * C ran on the

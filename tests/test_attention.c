@@ -24,6 +24,7 @@
 #define BSHD KILN_BSHD
 #define BHSD KILN_BHSD
 #define F16 KILN_F16
+#define BF16 KILN_BF16
 #define M_QK KILN_ATTENTION_MASK_QK
 #define M_BQK KILN_ATTENTION_MASK_BQK
 #define M_BHQK KILN_ATTENTION_MASK_BHQK
@@ -86,6 +87,10 @@ static const struct ar_row rows[] = {
     {AR_SHAPE("f16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = F16, .causal = 1, .lse = 1},
     {AR_SHAPE("f16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = F16, .key_lengths = 1},
     {AR_SHAPE("f16 hard", BSHD, 1, 2, 2, 64, 64, 64), .dtype = F16, .logits = HARD, .lse = 1},
+    {AR_SHAPE("bf16", BSHD, 1, 2, 2, 100, 100, 64), .dtype = BF16},
+    {AR_SHAPE("bf16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = BF16, .causal = 1, .lse = 1},
+    {AR_SHAPE("bf16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = BF16, .key_lengths = 1},
+    {AR_SHAPE("bf16 mask", BHSD, 1, 2, 2, 17, 40, 32), .dtype = BF16, .mask = M_BQK},
 };
 
 /* The plan for `d` chose `algo` (FUSED for AUTO) and says what it runs: the
@@ -158,13 +163,14 @@ static void test_row(void **state)
 static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo, int flash)
 {
     static const char *const masks[] = {"", " mask=qk", " mask=bqk", " mask=bhqk"};
-    snprintf(buf, size, "%s %s: b%zu h%zu/%zu q%zu kv%zu d%zu %s%s%s%s%s%s%s",
+    snprintf(buf, size, "%s %s: b%zu h%zu/%zu q%zu kv%zu d%zu %s%s%s%s%s%s%s%s",
              algo == KILN_ATTENTION_NAIVE ? "naive"
              : flash                      ? "flash"
                                           : "fused",
              r->what, r->batch, r->heads, r->kv_heads, r->seq_q, r->seq_kv, r->dim, r->layout == BSHD ? "bshd" : "bhsd",
              r->causal ? " causal" : "", masks[r->mask], r->key_lengths ? " key-lengths" : "", r->lse ? " lse" : "",
-             r->dtype == F16 ? " f16" : "", r->logits > 0.0f ? " hard" : "");
+             r->dtype != KILN_F32 ? " " : "", r->dtype != KILN_F32 ? kt_dtype_name(r->dtype) : "",
+             r->logits > 0.0f ? " hard" : "");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -219,9 +225,9 @@ static void test_event_completes_the_work(void **state)
     (void)state;
     static const struct ar_row r = {AR_SHAPE("event", BHSD, 2, 2, 1, 65, 70, 64), .causal = 1, .lse = 1};
     for (int algo = KILN_ATTENTION_FUSED; algo <= KILN_ATTENTION_NAIVE; algo++)
-        for (int f16 = 0; f16 <= 1; f16++) {
+        for (int dtype = KILN_F32; dtype <= KILN_BF16; dtype++) {
             kiln_attention_desc d = ar_desc_of(&r, (kiln_attention_algo)algo);
-            d.dtype = f16 ? KILN_F16 : KILN_F32;
+            d.dtype = (kiln_dtype)dtype;
             kiln_attention_plan *plan = NULL;
             kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
             struct ar_case t;
@@ -358,7 +364,7 @@ static void test_hidden_keys_with_non_finite_values(void **state)
     (void)state;
     static const struct ar_row r = {AR_SHAPE("hidden", BHSD, 2, 2, 1, 12, 24, 32), .causal = 1, .key_lengths = 1,
                                     .lse = 1};
-    for (int dtype = KILN_F32; dtype <= KILN_F16; dtype++) {
+    for (int dtype = KILN_F32; dtype <= KILN_BF16; dtype++) {
         kiln_attention_desc d = ar_desc_of(&r, KILN_ATTENTION_FUSED);
         d.dtype = (kiln_dtype)dtype;
         kiln_attention_plan *plan = NULL;
@@ -376,17 +382,14 @@ static void test_hidden_keys_with_non_finite_values(void **state)
                         const size_t i = kiln_attention_at(&d, d.seq_kv, d.kv_heads, b, 0, j) + x;
                         const float g = garbage[(j + x) % 2];
                         t.val[w][i] = g;
-                        if (dtype == KILN_F16) {
-                            const uint16_t h = kt_to_half(g);
-                            memcpy(t.raw[w] + 2 * i, &h, 2);
-                        } else {
-                            memcpy(t.raw[w] + 4 * i, &g, 4);
-                        }
+                        kt_store(t.raw[w], d.dtype, i, g);
                     }
             ar_upload(&t, w);
         }
         kt_assert_status(ar_case_execute(&t, plan, NULL), KILN_SUCCESS);
-        ar_case_check(&t, dtype == KILN_F16 ? "fp16, hidden keys" : "fp32, hidden keys");
+        char label[32];
+        snprintf(label, sizeof label, "%s, hidden keys", kt_dtype_name(d.dtype));
+        ar_case_check(&t, label);
         ar_case_free(&t);
         kiln_attention_plan_destroy(plan);
     }
@@ -408,7 +411,8 @@ enum field {
     F_LAYOUT,
     F_DTYPE,
     F_MASK,
-    F_ALGO
+    F_ALGO,
+    F_MATH
 };
 
 /* A descriptor plan_create (and the one-shot call) rejects: the base problem
@@ -434,7 +438,8 @@ static const struct bad_desc {
     {"scale = NaN", F_SCALE, NAN, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
     {"scale = inf", F_SCALE, INFINITY, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
     {"layout = 2", F_LAYOUT, 2, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
-    {"dtype = 2", F_DTYPE, 2, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"dtype = 3", F_DTYPE, 3, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
+    {"math = 2", F_MATH, 2, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
     {"mask = 4", F_MASK, 4, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
     {"algo = 3", F_ALGO, 3, F_NONE, 0, KILN_ERROR_INVALID_ARGUMENT},
     {"seq_q = 2^31", F_SEQ_Q, 2147483648.0, F_NONE, 0, KILN_ERROR_UNSUPPORTED},
@@ -477,6 +482,9 @@ static void set_field(kiln_attention_desc *d, enum field f, double v)
         break;
     case F_MASK:
         d->mask = (kiln_attention_mask)v;
+        break;
+    case F_MATH:
+        d->math = (kiln_math)v;
         break;
     case F_ALGO:
         d->algo = (kiln_attention_algo)v;

@@ -199,7 +199,7 @@ static void test_profile(void **state)
             const struct igemm_row *row = &igemm_rows[i];
             const kiln_conv2d_desc d = igemm_desc(row);
             snprintf(label, sizeof label, "profile %s, implicit GEMM, %s %s %s", name, row->what,
-                     row->layout == KILN_NHWC ? "NHWC" : "NCHW", row->dtype == KILN_F16 ? "f16" : "f32");
+                     row->layout == KILN_NHWC ? "NHWC" : "NCHW", kt_dtype_name(row->dtype));
             assert_true(run_case(ctx, &d, row->split ? "split K" : NULL, label));
             ran++;
         }

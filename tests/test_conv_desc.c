@@ -166,7 +166,7 @@ static void test_unsupported(void **state)
 /* clang-format off */
 enum field {
     F_NONE, F_N, F_C, F_H, F_W, F_K, F_R, F_S, F_SH, F_SW, F_PT, F_PB, F_PL, F_PR, F_DH, F_DW, F_GROUPS,
-    F_LAYOUT, F_DTYPE, F_ACT, F_ALGO, F_POOL
+    F_LAYOUT, F_DTYPE, F_ACT, F_ALGO, F_POOL, F_MATH
 };
 /* clang-format on */
 
@@ -204,7 +204,8 @@ static const struct bad_desc {
     {"pad_top 5 = dilated extent 5", F_PT, 5, F_DH, 2},
     {"pad_right 7 = dilated extent 7", F_PR, 7, F_DW, 3},
     {"layout = 2", F_LAYOUT, 2, F_NONE, 0},
-    {"dtype = 2", F_DTYPE, 2, F_NONE, 0},
+    {"dtype = 3", F_DTYPE, 3, F_NONE, 0},
+    {"math = 2", F_MATH, 2, F_NONE, 0},
     {"activation = 7", F_ACT, 7, F_NONE, 0},
     {"algo = 7", F_ALGO, 7, F_NONE, 0},
     {"pool with p = 1 (h 1 + pads 2, r 3)", F_POOL, 1, F_H, 1},
@@ -237,6 +238,7 @@ static void set_field(kiln_conv2d_desc *d, enum field f, size_t v)
     case F_ACT: d->activation = (kiln_activation)v; break;
     case F_ALGO: d->algo = (kiln_conv_algo)v; break;
     case F_POOL: d->fused_maxpool = (int)v; break;
+    case F_MATH: d->math = (kiln_math)v; break;
     }
     /* clang-format on */
 }

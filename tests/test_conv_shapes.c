@@ -133,6 +133,11 @@ static const struct cc_row rows[] = {
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_F16, D},
     {CONV("3x3 depthwise 7x7 one row tile", NCHW, 1, 128, 7, 7, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128,
      .dtype = KILN_F16, D},
+    /* bf16 storage, fp32 arithmetic. */
+    {CONV("3x3 pad1", NHWC, 1, 16, 10, 10, 16, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_BF16},
+    {CONV("1x1", NHWC, 2, 16, 7, 9, 24, 1, 1), .dtype = KILN_BF16},
+    {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_BF16},
+    {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_BF16, D},
 };
 
 static void row_name(char *buf, size_t size, const struct cc_row *r, kiln_conv_algo algo)
@@ -141,7 +146,7 @@ static void row_name(char *buf, size_t size, const struct cc_row *r, kiln_conv_a
     snprintf(buf, size, "%s %s %s n%zu c%zu %zux%zu k%zu %zux%zu s%zu,%zu p%zu,%zu,%zu,%zu d%zu,%zu g%zu %s",
              cc_algo_name(algo), r->what, r->layout == NHWC ? "nhwc" : "nchw", d.n, d.c, d.h, d.w, d.k, d.r, d.s,
              d.stride_h, d.stride_w, d.pad_top, d.pad_bottom, d.pad_left, d.pad_right, d.dilation_h, d.dilation_w,
-             d.groups, d.dtype == KILN_F16 ? "f16" : "f32");
+             d.groups, kt_dtype_name(d.dtype));
 }
 
 struct row_test {

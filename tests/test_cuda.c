@@ -555,30 +555,32 @@ static void compile_for_each_arch(void *user, const char *label, const char *sou
 }
 
 /* Plans whose programs cover every shared kernel: GEMM families, split K and
-   fp16 storage; flash attention with every switch; tiled implicit GEMM with
+   16-bit storage; flash attention with every switch; tiled implicit GEMM with
    its epilogue, both layouts and split K; direct convolution and pooling
    with one vector lane; softmax, activation and fill. */
 static void build_shared_programs(kiln_context *ctx)
 {
     static const size_t gemms[][5] = {
-        /* m, n, k, trans_b, fp16 */
-        {1, 300, 70, 0, 0}, {130, 70, 40, 1, 0}, {64, 64, 20000, 0, 1}, {512, 512, 256, 0, 1}, {16, 1000, 64, 1, 0},
+        /* m, n, k, trans_b, dtype */
+        {1, 300, 70, 0, KILN_F32},     {130, 70, 40, 1, KILN_F32},  {64, 64, 20000, 0, KILN_F16},
+        {512, 512, 256, 0, KILN_F16},  {16, 1000, 64, 1, KILN_F32}, {200, 300, 64, 1, KILN_BF16},
+        {64, 64, 20000, 0, KILN_BF16},
     };
     for (size_t i = 0; i < sizeof gemms / sizeof *gemms; i++) {
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, gemms[i][3] ? KILN_TRANS : KILN_NO_TRANS, gemms[i][0],
                             gemms[i][1], gemms[i][2]);
-        d.dtype = gemms[i][4] ? KILN_F16 : KILN_F32;
+        d.dtype = (kiln_dtype)gemms[i][4];
         kiln_gemm_plan *plan = NULL;
         kt_assert_status(kiln_gemm_plan_create(ctx, &d, &plan), KILN_SUCCESS);
         kiln_gemm_plan_destroy(plan);
     }
-    for (int variant = 0; variant < 3; variant++) {
+    for (int variant = 0; variant < 4; variant++) {
         kiln_attention_desc d;
         kiln_attention_desc_init(&d, variant ? KILN_BHSD : KILN_BSHD, 1, 4, variant == 2 ? 1 : 70, 90,
                                  variant == 1 ? 128 : 64);
         d.kv_heads = variant == 2 ? 1 : 2;
-        d.dtype = variant == 0 ? KILN_F16 : KILN_F32;
+        d.dtype = variant == 0 ? KILN_F16 : variant == 3 ? KILN_BF16 : KILN_F32;
         d.causal = variant != 1;
         d.mask = variant == 0 ? KILN_ATTENTION_MASK_BHQK : KILN_ATTENTION_MASK_NONE;
         d.key_lengths = d.lse = variant == 0;
@@ -589,14 +591,15 @@ static void build_shared_programs(kiln_context *ctx)
         kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
         kiln_attention_plan_destroy(plan);
     }
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 3; variant++) {
         kiln_conv2d_desc d;
-        kiln_conv2d_desc_init(&d, variant ? KILN_NCHW : KILN_NHWC, 1, 64, variant ? 7 : 20, variant ? 7 : 20, 32, 3, 3);
+        kiln_conv2d_desc_init(&d, variant == 1 ? KILN_NCHW : KILN_NHWC, 1, 64, variant == 1 ? 7 : 20,
+                              variant == 1 ? 7 : 20, 32, 3, 3);
         d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
         d.has_bias = 1;
         d.activation = KILN_ACT_RELU;
-        d.beta = variant ? 0.0f : 1.0f;
-        d.dtype = variant ? KILN_F32 : KILN_F16;
+        d.beta = variant == 1 ? 0.0f : 1.0f;
+        d.dtype = variant == 1 ? KILN_F32 : variant == 2 ? KILN_BF16 : KILN_F16;
         kiln_conv2d_plan *plan = NULL;
         kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
         kiln_conv2d_plan_destroy(plan);

@@ -160,6 +160,12 @@ static const struct row rows[] = {
     {SHAPE("f16", CM, TR, NO, 37, 70, 19), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
     {SHAPE("f16", RM, TR, TR, 23, 17, 29), .dtype = KILN_F16, .batch = 3, .gap = {3, SHARED, 1}, .off = {1, 0, 1}},
     {SHAPE("f16", RM, NO, NO, 37, 70, 19), .dtype = KILN_F16, .all_scalars = 1},
+    {SHAPE("bf16", RM, NO, NO, 1, 1, 1), .dtype = KILN_BF16},
+    {SHAPE("bf16", RM, NO, NO, 64, 64, 64), .dtype = KILN_BF16},
+    {SHAPE("bf16", RM, NO, TR, 65, 63, 33), .dtype = KILN_BF16},
+    {SHAPE("bf16", CM, TR, NO, 37, 70, 19), .dtype = KILN_BF16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
+    {SHAPE("bf16", RM, TR, TR, 23, 17, 29), .dtype = KILN_BF16, .batch = 3, .gap = {3, SHARED, 1}, .off = {1, 0, 1}},
+    {SHAPE("bf16", RM, NO, NO, 37, 70, 19), .dtype = KILN_BF16, .all_scalars = 1},
     /* Split K (tiled family): one tile, K long enough for several slices of
        gemm.tiled.split_k_min (64 here, generic-cpu's), K not a multiple of
        the slices; every transpose and layout, C of one row or column,
@@ -179,6 +185,7 @@ static const struct row rows[] = {
     {SHAPE("split-k-ld+offsets", RM, NO, TR, 17, 19, 600), .pad = {3, 5, 7}, .off = {1, 3, 5}},
     {SHAPE("split-k-f16", RM, NO, NO, 17, 19, 600), .dtype = KILN_F16},
     {SHAPE("split-k-f16", RM, TR, NO, 17, 19, 601), .dtype = KILN_F16, .all_scalars = 1},
+    {SHAPE("split-k-bf16", RM, NO, TR, 17, 19, 600), .dtype = KILN_BF16, .all_scalars = 1},
     /* Few rows of C (in row-major terms: n for column-major). The classifier
        of a network at batch 1 (weights transposed or not), K and N prime,
        K below, at and above a vector, M around the row block and around
@@ -224,6 +231,8 @@ static const struct row rows[] = {
     {SHAPE("small-m-f16", RM, TR, TR, 3, 37, 41), .dtype = KILN_F16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
     {SHAPE("small-m-f16", CM, NO, NO, 33, 2, 31), .dtype = KILN_F16, .batch = 2, .gap = {1, SHARED, 2}},
     {SHAPE("small-m-f16", RM, NO, NO, 4, 37, 19), .dtype = KILN_F16, .all_scalars = 1},
+    {SHAPE("small-m-bf16", RM, NO, TR, 1, 1000, 1024), .dtype = KILN_BF16},
+    {SHAPE("small-m-bf16", RM, TR, NO, 3, 37, 41), .dtype = KILN_BF16, .off = {1, 3, 5}, .pad = {3, 1, 2}},
     /* The tensor-core family's blocks (128 x 128 by 32 of K) and copies:
        rows 16-byte aligned (leading dimensions multiples of 8) with K not a
        multiple of 8, so a copy stops inside a row; both operands
@@ -233,6 +242,8 @@ static const struct row rows[] = {
     {SHAPE("mma", RM, TR, NO, 129, 257, 40), .dtype = KILN_F16, .batch = 3, .gap = {8, SHARED, 5}},
     {SHAPE("mma", RM, NO, TR, 128, 128, 2048), .dtype = KILN_F16},
     {SHAPE("mma", CM, NO, NO, 64, 300, 40), .dtype = KILN_F16, .all_scalars = 1},
+    {SHAPE("mma", RM, NO, NO, 130, 140, 50), .dtype = KILN_BF16, .pad = {6, 4, 0}},
+    {SHAPE("mma", RM, TR, NO, 129, 257, 40), .dtype = KILN_BF16, .batch = 3, .gap = {8, SHARED, 5}, .all_scalars = 1},
 };
 
 static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
@@ -298,7 +309,9 @@ static void test_row(void **state)
     kiln_gemm_plan *plan = NULL;
     kiln_status st = kiln_gemm_plan_create(kt_ctx, &d, &plan);
     kt_skip_unsupported_here(kt_ctx, st);
-    if (rt->algo == KILN_GEMM_MMA && st == KILN_ERROR_UNSUPPORTED && !kt_ctx->backend->native_sources) {
+    /* The tensor cores: CUDA only, bf16 from compute capability 8.0. */
+    if (rt->algo == KILN_GEMM_MMA && st == KILN_ERROR_UNSUPPORTED &&
+        (!kt_ctx->backend->native_sources || (rt->row->dtype == KILN_BF16 && kt_ctx->desc.cc_major < 8))) {
         printf("# %s\n", kiln_last_error_detail());
         skip();
     }
@@ -310,9 +323,9 @@ static void test_row(void **state)
 
 static void row_name(char *buf, size_t size, const struct row *r, kiln_gemm_algo algo)
 {
-    int n = snprintf(buf, size, "%s %s %zux%zux%zu %s-%c%c%s", algo_name(algo), r->what, r->m, r->n, r->k,
+    int n = snprintf(buf, size, "%s %s %zux%zux%zu %s-%c%c%s%s", algo_name(algo), r->what, r->m, r->n, r->k,
                      r->layout == RM ? "row" : "col", r->ta == TR ? 'T' : 'N', r->tb == TR ? 'T' : 'N',
-                     r->dtype == KILN_F16 ? " f16" : "");
+                     r->dtype != KILN_F32 ? " " : "", r->dtype != KILN_F32 ? kt_dtype_name(r->dtype) : "");
     if (r->pad[0] || r->pad[1] || r->pad[2])
         n += snprintf(buf + n, size - (size_t)n, " ld+%zu,%zu,%zu", r->pad[0], r->pad[1], r->pad[2]);
     if (r->off[0] || r->off[1] || r->off[2])
@@ -549,7 +562,23 @@ static void test_a_and_b_share_a_buffer(void **state)
 /* Bad inputs: a specific status, a detail, nothing written                 */
 /* ------------------------------------------------------------------------ */
 
-enum field { F_NONE, F_M, F_N, F_K, F_BATCH, F_LDA, F_LDB, F_LDC, F_STRIDE_C, F_LAYOUT, F_TA, F_TB, F_DTYPE, F_ALGO };
+enum field {
+    F_NONE,
+    F_M,
+    F_N,
+    F_K,
+    F_BATCH,
+    F_LDA,
+    F_LDB,
+    F_LDC,
+    F_STRIDE_C,
+    F_LAYOUT,
+    F_TA,
+    F_TB,
+    F_DTYPE,
+    F_ALGO,
+    F_MATH
+};
 
 /* A descriptor rejected by plan_create (and by kiln_gemm): the base problem
    8x6x4 (m, n, k distinct so a check of the wrong dimension shows) with up to
@@ -583,7 +612,8 @@ static const struct bad_desc {
     {"layout = 2", RM, NO, NO, F_LAYOUT, 2, F_NONE, 0},
     {"trans_a = 2", RM, NO, NO, F_TA, 2, F_NONE, 0},
     {"trans_b = 7", RM, NO, NO, F_TB, 7, F_NONE, 0},
-    {"dtype = 2", RM, NO, NO, F_DTYPE, 2, F_NONE, 0},
+    {"dtype = 3", RM, NO, NO, F_DTYPE, 3, F_NONE, 0},
+    {"math = 2", RM, NO, NO, F_MATH, 2, F_NONE, 0},
     {"algo = 7", RM, NO, NO, F_ALGO, 7, F_NONE, 0},
 };
 
@@ -630,6 +660,9 @@ static void set_field(kiln_gemm_desc *d, enum field f, size_t v)
         break;
     case F_ALGO:
         d->algo = (kiln_gemm_algo)v;
+        break;
+    case F_MATH:
+        d->math = (kiln_math)v;
         break;
     }
 }
@@ -912,8 +945,8 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
-            if (algos[a] == KILN_GEMM_MMA && rows[i].dtype != KILN_F16)
-                continue; /* the family takes fp16 storage only */
+            if (algos[a] == KILN_GEMM_MMA && rows[i].dtype == KILN_F32)
+                continue; /* the family takes 16-bit storage only */
             const struct row_test rt = {&rows[i], algos[a]};
             char name[160];
             row_name(name, sizeof name, &rows[i], algos[a]);

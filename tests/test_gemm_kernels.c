@@ -65,6 +65,8 @@ static const struct shape {
     {0, 127, 0, 257, 0, 31, 0, 1, 0, 1.0f, 0.0f, KILN_F16, "primes"},
     {1, 0, 1, 0, 2, 0, 0, 1, 0, 0.5f, 2.0f, KILN_F16, "one whole tile, beta != 0"},
     {1, 5, 1, 7, 0, 37, 5, 1, 0, 1.5f, 0.5f, KILN_F16, "ld and offsets +5, beta != 0"},
+    {0, 127, 0, 257, 0, 31, 0, 1, 0, 1.0f, 0.0f, KILN_BF16, "primes"},
+    {1, 5, 1, 7, 0, 37, 5, 1, 0, 1.5f, 0.5f, KILN_BF16, "ld and offsets +5, beta != 0"},
 };
 
 static long param(const kiln_context *ctx, const struct family *f, const char *key)
@@ -103,8 +105,8 @@ static void launch(kiln_context *ctx, const struct family *f, struct gr_case *t,
     const kiln_gemm_desc *d = &t->desc;
     struct kiln_options options = {0};
     kiln_profile_defines(&options, f->group, kiln_profile_choose(ctx->profile, f->group, NULL, NULL, NULL));
-    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d", d->trans_a == KILN_TRANS,
-                     d->trans_b == KILN_TRANS, d->dtype == KILN_F16);
+    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_BF16=%d",
+                     d->trans_a == KILN_TRANS, d->trans_b == KILN_TRANS, d->dtype == KILN_F16, d->dtype == KILN_BF16);
     struct kiln_kernel *kernel = NULL;
     kt_assert_status(kiln_kernel_get(ctx, f->source, kiln_options_text(&options), f->kernel, &kernel), KILN_SUCCESS);
     kiln_options_free(&options);
@@ -146,7 +148,7 @@ static void test_profile(void **state)
             for (int trans = 0; trans < (s->dtype == KILN_F32 ? 4 : 1); trans++) {
                 const int ta = trans >> 1, tb = trans & 1;
                 snprintf(current, sizeof current, "%s %zux%zux%zu %c%c %s batch %zu (%s)", f->name, m, n, k,
-                         ta ? 'T' : 'N', tb ? 'T' : 'N', s->dtype == KILN_F16 ? "f16" : "f32", s->batch, s->what);
+                         ta ? 'T' : 'N', tb ? 'T' : 'N', kt_dtype_name(s->dtype), s->batch, s->what);
                 const kiln_gemm_desc d = describe(s, m, n, k, ta, tb);
                 struct gr_case t;
                 gr_case_init(&t, ctx, &d, s->pad, s->pad, s->pad, 0);

@@ -122,7 +122,7 @@ void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, 
     }
 }
 
-size_t kt_elem_size(kiln_dtype t) { return t == KILN_F16 ? 2 : 4; }
+size_t kt_elem_size(kiln_dtype t) { return t == KILN_F32 ? 4 : 2; }
 
 /* fp32 -> fp16, round to nearest even, NaN and overflow kept. */
 uint16_t kt_to_half(float f)
@@ -163,12 +163,46 @@ float kt_from_half(uint16_t h)
     return f;
 }
 
-float kt_stored(const unsigned char *raw, size_t elem_size, size_t i)
+uint16_t kt_to_bf16(float f)
 {
-    if (elem_size == 2) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float kt_from_bf16(uint16_t h)
+{
+    const uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+float kt_round_to(kiln_dtype t, float f)
+{
+    return t == KILN_F16 ? kt_from_half(kt_to_half(f)) : t == KILN_BF16 ? kt_from_bf16(kt_to_bf16(f)) : f;
+}
+
+void kt_store(unsigned char *raw, kiln_dtype t, size_t i, float f)
+{
+    if (t == KILN_F32) {
+        memcpy(raw + 4 * i, &f, sizeof f);
+        return;
+    }
+    const uint16_t h = t == KILN_F16 ? kt_to_half(f) : kt_to_bf16(f);
+    memcpy(raw + 2 * i, &h, sizeof h);
+}
+
+const char *kt_dtype_name(kiln_dtype t) { return t == KILN_F16 ? "f16" : t == KILN_BF16 ? "bf16" : "f32"; }
+
+float kt_stored(const unsigned char *raw, kiln_dtype t, size_t i)
+{
+    if (t != KILN_F32) {
         uint16_t h;
         memcpy(&h, raw + 2 * i, sizeof h);
-        return kt_from_half(h);
+        return t == KILN_F16 ? kt_from_half(h) : kt_from_bf16(h);
     }
     float f;
     memcpy(&f, raw + 4 * i, sizeof f);

@@ -94,9 +94,16 @@ size_t kt_elem_size(kiln_dtype t);
 /* fp32 -> fp16 bits, rounding to nearest even; NaN and overflow kept. */
 uint16_t kt_to_half(float f);
 float kt_from_half(uint16_t h);
-/* Element i of raw bytes holding elements of elem_size bytes: fp16 (2) or
-   fp32 (4), as a float. */
-float kt_stored(const unsigned char *raw, size_t elem_size, size_t i);
+/* fp32 -> bf16 bits, rounding to nearest even; NaN kept (quiet). */
+uint16_t kt_to_bf16(float f);
+float kt_from_bf16(uint16_t h);
+/* f as type t stores it: rounded to fp16 or bf16, unchanged for fp32. */
+float kt_round_to(kiln_dtype t, float f);
+/* Element i of raw bytes holding elements of type t: write f, read back. */
+void kt_store(unsigned char *raw, kiln_dtype t, size_t i, float f);
+float kt_stored(const unsigned char *raw, kiln_dtype t, size_t i);
+/* The storage types' names: "f32", "f16", "bf16". */
+const char *kt_dtype_name(kiln_dtype t);
 
 /* A buffer of `bytes` on ctx, all 0xff: NaN as fp32 and as fp16. */
 kiln_buffer *kt_poisoned_buffer(kiln_context *ctx, size_t bytes);

@@ -85,6 +85,7 @@ static const struct row {
     {1, 8, 34, 34, 8, {1, 1, 1, 1}, 0, 1.0f, 0.0f, KILN_ACT_NONE, 0, KILN_F16, "fp16, wide rows"},
     {1, 8, 34, 34, 8, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_NONE, 1, KILN_F16, "fp16, wide rows: z, bias, pool"},
     {2, 16, 11, 13, 24, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_RELU, 1, KILN_F16, "fp16, residual, bias, ReLU, pool"},
+    {1, 8, 34, 34, 8, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_NONE, 1, KILN_BF16, "bf16, wide rows: z, bias, pool"},
     /* clang-format on */
 };
 enum { ROWS = sizeof rows / sizeof *rows, VARIANTS = 2, LAYOUTS = 2 };

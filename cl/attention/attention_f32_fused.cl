@@ -1,6 +1,7 @@
 /*
  * Fused attention, flash style: O = softmax(scale * Q K^T + mask) V without
- * the score matrix. fp32 arithmetic; KILN_F16 stores Q, K, V and O as fp16
+ * the score matrix. fp32 arithmetic; KILN_F16 (KILN_BF16) stores Q, K, V and
+ * O as fp16 (bf16)
  * (each block of K and V rows is converted to fp32 in private memory once,
  * where vector conversions do it, rather than at every broadcast).
  *
@@ -46,7 +47,7 @@
  *    the chunk: V rows are vector loads, P broadcasts, and the accumulators
  *    stay in registers for the whole chunk, as in a GEMM micro-kernel. The
  *    chunk's values are copied once per work-item to a private fp32 tile
- *    (zero past head_dim; with KILN_F16 the keys too), shared by its blocks.
+ *    (zero past head_dim; with 16-bit storage the keys too), shared by its blocks.
  *
  * On CPUs the work-group is one work-item (wg = 1) and the vectors are the
  * SIMD registers: with VW = 16, BQ = 32, BK = 8 the scores are 16 of the 32
@@ -62,7 +63,7 @@
  * (the bound of the run-time head_dim), and the switches KILN_ATTN_CAUSAL,
  * KILN_ATTN_MASK (additive fp32 mask), KILN_ATTN_KEY_LENGTHS (per-batch int32
  * key lengths), KILN_ATTN_LSE (write the per-row natural log-sum-exp),
- * KILN_F16.
+ * KILN_F16, KILN_BF16.
  */
 #define BQ KILN_ATTENTION_BLOCK_Q
 #define BK KILN_ATTENTION_BLOCK_KV
@@ -222,7 +223,7 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
     VEC st[CK * QV];
     /* The tiles of P V cover head-dimension values [0, dpad). */
     const int dpad = min(DMAX, (HEAD_DIM + PD * VW - 1) / (PD * VW) * (PD * VW));
-#if KILN_F16 || !defined(KILN_ATTN_D)
+#if KILN_STORAGE_16 || !defined(KILN_ATTN_D)
     /* The chunk's keys and values in fp32 in rows of DMAX, taken once for
        all blocks (values zero from head_dim to dpad, keys zero past the
        chunk's last visible one up to a whole step). Otherwise P V reads the
@@ -276,13 +277,13 @@ void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
 #pragma unroll
                 for (int j = 0; j < BK; j++)
                     kp[j] = kv0 + (ulong)min(j0 + j, x->kend - 1) * kv_ss;
-#if KILN_F16 && PR == 0
-                /* fp16 K and V rows of the block, converted once (not per use). */
+#if KILN_STORAGE_16 && PR == 0
+                /* 16-bit K and V rows of the block, converted once (not per use). */
                 float kf[BK * DMAX], vf[BK * DMAX];
                 for (int j = 0; j < BK; j++)
                     for (int d = 0; d < HEAD_DIM; d++) {
-                        kf[j * DMAX + d] = vload_half(kp[j] + d, K);
-                        vf[j * DMAX + d] = vload_half(kp[j] + d, V);
+                        kf[j * DMAX + d] = KILN_LOAD(K, kp[j] + d);
+                        vf[j * DMAX + d] = KILN_LOAD(V, kp[j] + d);
                     }
 #define KEY(j, d) kf[(j) * DMAX + (d)]
 #define VALUE(j, d) vf[(j) * DMAX + (d)]

@@ -17,6 +17,7 @@
  */
 
 #include "common/portability.h"
+#include "common/storage.h"
 
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask, KILN_GLOBAL const int *key_lengths,
@@ -60,20 +61,20 @@ void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask,
 #endif
 }
 
-#if KILN_F16
+#if KILN_STORAGE_16
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
-void attention_widen(KILN_GLOBAL const half *src, KILN_GLOBAL float *dst, const ulong count)
+void attention_widen(KILN_GLOBAL const KILN_STORAGE *src, KILN_GLOBAL float *dst, const ulong count)
 {
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
-        dst[i] = vload_half(i, src);
+        dst[i] = KILN_LOAD(src, i);
 }
 
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
-void attention_narrow(KILN_GLOBAL const float *src, KILN_GLOBAL half *dst, const ulong count)
+void attention_narrow(KILN_GLOBAL const float *src, KILN_GLOBAL KILN_STORAGE *dst, const ulong count)
 {
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
-        vstore_half(src[i], i, dst);
+        KILN_STORE(src[i], dst, i);
 }
 #endif

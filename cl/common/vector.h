@@ -40,6 +40,9 @@
 #if KILN_F16
 #define VLOAD_S(i, p) CAT(vload_half, VW)((i), (p))
 #define VSTORE_S(v, i, p) CAT(vstore_half, VW)((v), (i), (p))
+#elif KILN_BF16
+#define VLOAD_S(i, p) KILN_VLOADN(VW, (p) + (size_t)(i) * VW)
+#define VSTORE_S(v, i, p) KILN_VSTOREN((v), VW, (p) + (size_t)(i) * VW)
 #else
 #define VLOAD_S(i, p) VLOAD((i), (p))
 #define VSTORE_S(v, i, p) VSTORE((v), (i), (p))

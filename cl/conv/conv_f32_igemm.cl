@@ -19,7 +19,7 @@
  *   so that every core has work); the local buffer holds KK * NR floats.
  *
  * Defines: KILN_TILE_MR/NR/VW (the GEMM register tile), KILN_NHWC,
- * KILN_F16, and the epilogue switches of common/epilogue.h.
+ * KILN_F16, KILN_BF16, and the epilogue switches of common/epilogue.h.
  */
 #include "common/epilogue.h"
 #include "common/portability.h"

@@ -39,7 +39,7 @@
  * applied before the only store of y; no fused pool.
  *
  * Defines: KILN_CONV_IGEMM_MWG, _NWG, _KWG, _MDIMC, _NDIMC, _VW (the
- * profile's conv.igemm_*), KILN_NHWC, KILN_F16 and the epilogue switches.
+ * profile's conv.igemm_*), KILN_NHWC, KILN_F16, KILN_BF16 and the epilogue switches.
  * The host (src/ops/conv_igemm.c) checks MWG % (MDIMC * VW) == 0 and
  * NWG % (NDIMC * VW) == 0, and the work-group size and the local memory
  * declared here against the device. The weights are read in place, so

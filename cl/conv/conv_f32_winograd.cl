@@ -41,7 +41,7 @@
  * element of U as one correctly rounded division by den_i * den_j.
  *
  * Defines: KILN_WINO_M, KILN_WINO_VW (vector width; NCHW needs m <= VW <= 8),
- * KILN_NHWC, KILN_F16 and the epilogue switches KILN_ACT, KILN_HAS_BIAS,
+ * KILN_NHWC, KILN_F16, KILN_BF16 and the epilogue switches KILN_ACT, KILN_HAS_BIAS,
  * KILN_HAS_Z, KILN_POOL. Every kernel runs one work-item per work-group on
  * CPUs.
  */
@@ -200,6 +200,8 @@ LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
 #define VSTORE2 CAT(vstore, VW2)
 #if KILN_F16
 #define VSTORE2_S(v, i, p) CAT(vstore_half, VW2)((v), (i), (p))
+#elif KILN_BF16
+#define VSTORE2_S(v, i, p) KILN_VSTOREN((v), VW2, (p) + (size_t)(i) * VW2)
 #else
 #define VSTORE2_S(v, i, p) VSTORE2((v), (i), (p))
 #endif

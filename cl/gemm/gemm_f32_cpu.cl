@@ -24,7 +24,7 @@
  *
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
- * KILN_F16 for fp16 storage of A, B and C.
+ * KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
  * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds

@@ -10,11 +10,11 @@
  * where every index is offset by off_x + b * stride_x (a stride of 0 shares
  * the operand between batch items). Any M, N, K >= 1, no padding of the
  * operands; with beta == 0, C is written but never read, and with alpha == 0,
- * A and B are not read. Storage is fp32, or fp16 with KILN_F16=1; arithmetic
- * is fp32.
+ * A and B are not read. Storage is
+ * fp32, fp16 (KILN_F16=1) or bf16 (KILN_BF16=1); arithmetic is fp32.
  *
  * Compile options: the gemm.direct group (KILN_GEMM_DIRECT_*) plus KILN_TRANS_A,
- * KILN_TRANS_B and KILN_F16, each 0 or 1.
+ * KILN_TRANS_B, KILN_F16 and KILN_BF16, each 0 or 1.
  *
  * Launch: local  = (NDIMC, MDIMC, 1)
  *         global = (ceil(N / WG) * NDIMC, ceil(M / WG) * MDIMC, batch)

@@ -12,10 +12,10 @@
  * where every index is offset by off_x + b * stride_x (a stride of 0 shares
  * the operand between batch items). Any M, N, K >= 1, any ld and offset (no
  * alignment assumed); with beta == 0, C is written but never read. Storage is
- * fp32, or fp16 with KILN_F16=1; arithmetic is fp32.
+ * fp32, fp16 (KILN_F16=1) or bf16 (KILN_BF16=1); arithmetic is fp32.
  *
  * Compile options: the gemm.smallm group's options (VW below is
- * KILN_GEMM_SMALLM_VW), KILN_TRANS_A, KILN_TRANS_B and KILN_F16, plus the
+ * KILN_GEMM_SMALLM_VW), KILN_TRANS_A, KILN_TRANS_B, KILN_F16 and KILN_BF16, plus the
  * work-item's register block from the plan: KILN_SMALLM_MB rows of C by
  * KILN_SMALLM_NB accumulator vectors per row.
  *

@@ -12,11 +12,11 @@
  * where every index is offset by off_x + b * stride_x (a stride of 0 shares
  * the operand between batch items). Any M, N, K >= 1, no padding of the
  * operands; with beta == 0, C is written but never read, and with alpha == 0,
- * A and B are not read. Storage is fp32, or fp16 with KILN_F16=1; arithmetic
- * is fp32.
+ * A and B are not read. Storage is
+ * fp32, fp16 (KILN_F16=1) or bf16 (KILN_BF16=1); arithmetic is fp32.
  *
  * Compile options: the gemm.tiled group's (KILN_GEMM_*) plus KILN_TRANS_A,
- * KILN_TRANS_B and KILN_F16, each 0 or 1.
+ * KILN_TRANS_B, KILN_F16 and KILN_BF16, each 0 or 1.
  *
  * Launch: local  = (NDIMC, MDIMC, 1)
  *         global = (ceil(N / NWG) * NDIMC, ceil(M / MWG) * MDIMC, batch)
@@ -95,6 +95,9 @@ typedef CAT(float, LTILE_VWN) gemm_floatn;
 #if KILN_F16
 #define GEMM_CLOAD(p) CAT(vloada_half, LTILE_VWN)(0, p)
 #define GEMM_CSTORE(v, p) CAT(vstorea_half, LTILE_VWN)(v, 0, p)
+#elif KILN_BF16
+#define GEMM_CLOAD(p) KILN_VLOADN(LTILE_VWN, p)
+#define GEMM_CSTORE(v, p) KILN_VSTOREN(v, LTILE_VWN, p)
 #else
 #define GEMM_CLOAD(p) (*(KILN_GLOBAL const gemm_floatn *)(p))
 #define GEMM_CSTORE(v, p) (*(KILN_GLOBAL gemm_floatn *)(p) = (v))

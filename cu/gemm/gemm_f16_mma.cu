@@ -190,16 +190,26 @@ __device__ __forceinline__ void wait_stage()
     __syncthreads();
 }
 
-__device__ __forceinline__ float from_half(unsigned short h)
+/* A stored value of C to fp32 and back (round to nearest even; NaN stays
+   NaN): fp16, or bf16 (the high half of an fp32) with KILN_MMA_BF16. */
+__device__ __forceinline__ float from_storage(unsigned short h)
 {
+#if KILN_MMA_BF16
+    return __int_as_float((int)((unsigned)h << 16));
+#else
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
     return f;
+#endif
 }
-__device__ __forceinline__ unsigned short to_half(float f)
+__device__ __forceinline__ unsigned short to_storage(float f)
 {
     unsigned short h;
+#if KILN_MMA_BF16
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+#else
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+#endif
     return h;
 }
 
@@ -304,8 +314,8 @@ gemm_f16_mma(const int M, const int N, const int K, const float alpha, const flo
                     unsigned short *p = C + (size_t)r * ldc + c;
                     float v = alpha * acc[mi][ni][i];
                     if (beta != 0.0f)
-                        v += beta * from_half(*p);
-                    *p = to_half(v);
+                        v += beta * from_storage(*p);
+                    *p = to_storage(v);
                 }
             }
 }

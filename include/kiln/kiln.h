@@ -328,8 +328,26 @@ KILN_API void kiln_event_destroy(kiln_event *event);
 typedef enum kiln_layout { KILN_ROW_MAJOR = 0, KILN_COL_MAJOR = 1 } kiln_layout;
 typedef enum kiln_transpose { KILN_NO_TRANS = 0, KILN_TRANS = 1 } kiln_transpose;
 
-/** Storage type of tensors. Arithmetic is always fp32. */
-typedef enum kiln_dtype { KILN_F32 = 0, KILN_F16 = 1 } kiln_dtype;
+/** Storage type of tensors. Sums are always fp32; the products of fp16 and
+    bf16 values are exact in fp32, whatever unit computes them. */
+typedef enum kiln_dtype {
+    KILN_F32 = 0,
+    KILN_F16 = 1, /**< IEEE binary16 */
+    KILN_BF16 = 2 /**< bfloat16: fp32's exponent, 8 significant bits; stored
+                       by rounding to nearest even, NaN kept NaN */
+} kiln_dtype;
+
+/**
+ * Arithmetic a caller allows for fp32 storage (fp16 and bf16 storage are
+ * unaffected: their products are exact in fp32 sums anyway).
+ * - KILN_MATH_FP32: exact fp32 multiplies, the default everywhere.
+ * - KILN_MATH_TF32: the operands of the multiplies may be rounded to TF32
+ *   (10 explicit significand bits, about 2^-11 relative) where a backend has
+ *   tensor cores for it; sums stay fp32. A permission, not a demand: kernels
+ *   without TF32 units (every OpenCL kernel) compute exactly as with FP32,
+ *   which is at least as precise.
+ */
+typedef enum kiln_math { KILN_MATH_FP32 = 0, KILN_MATH_TF32 = 1 } kiln_math;
 
 /**
  * Kernel family of a GEMM. AUTO lets the device profile choose: SMALLM when
@@ -347,9 +365,10 @@ typedef enum kiln_gemm_algo {
     KILN_GEMM_CLBLAST = 4, /**< CLBlast's SGEMM, where kiln was built with it */
     KILN_GEMM_SMALLM = 5,  /**< operands read in place, a few rows of C per
                                 work-item: matrix-vector-like products (CPUs) */
-    KILN_GEMM_MMA = 6      /**< tensor cores (mma.sync), fp16 storage: the CUDA
-                                backend on compute capability 7.5 and newer;
-                                fp16 products are exact in its fp32 sums */
+    KILN_GEMM_MMA = 6      /**< tensor cores (mma.sync), fp16 storage (7.5 and
+                                newer) or bf16 (8.0 and newer): the CUDA
+                                backend; the products are exact in its fp32
+                                sums */
 } kiln_gemm_algo;
 
 /**
@@ -368,10 +387,11 @@ typedef struct kiln_gemm_desc {
     size_t stride_a, stride_b, stride_c; /**< elements between batch items;
                                           0 repeats the operand (not for C) */
     kiln_gemm_algo algo;
+    kiln_math math; /**< what fp32 storage allows (kiln_math) */
 } kiln_gemm_desc;
 
 /** Describe one fp32 GEMM with tight leading dimensions and strides, batch 1,
-    algorithm AUTO. */
+    algorithm AUTO, exact fp32 arithmetic. */
 KILN_API void kiln_gemm_desc_init(kiln_gemm_desc *desc, kiln_layout layout, kiln_transpose trans_a,
                                   kiln_transpose trans_b, size_t m, size_t n, size_t k);
 

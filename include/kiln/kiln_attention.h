@@ -85,6 +85,7 @@ typedef struct kiln_attention_desc {
     int lse;                  /**< non-zero: write the fp32 log-sum-exp of each
                                    row, [batch][heads][seq_q] */
     kiln_attention_algo algo;
+    kiln_math math; /**< what fp32 storage allows (kiln_math) */
 } kiln_attention_desc;
 
 /** Multi-head attention (kv_heads = heads) of the given sizes: fp32, scale

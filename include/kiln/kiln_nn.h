@@ -72,11 +72,12 @@ typedef struct kiln_conv2d_desc {
     int find;             /**< non-zero (or KILN_FIND=1): with AUTO, time
                                every applicable algorithm once per shape
                                and remember the fastest, also on disk */
+    kiln_math math;       /**< what fp32 storage allows (kiln_math) */
 } kiln_conv2d_desc;
 
 /** A convolution of n x c x h x w by k filters of r x s: stride 1, no
     padding, dilation 1, one group, alpha 1, beta 0, no bias, no activation,
-    no pooling, fp32, algorithm AUTO. */
+    no pooling, fp32 with exact arithmetic, algorithm AUTO. */
 KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_tensor_layout layout, size_t n, size_t c, size_t h,
                                     size_t w, size_t k, size_t r, size_t s);
 

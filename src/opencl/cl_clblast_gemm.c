@@ -18,7 +18,7 @@
 
 static const char *clblast_unsupported(const struct kiln_gemm_problem *p)
 {
-    return p->f16 ? "the CLBlast route is fp32 only" : NULL;
+    return p->dtype != KILN_F32 ? "the CLBlast route is fp32 only" : NULL;
 }
 
 static kiln_status clblast_prepare(struct kiln_gemm_plan *plan)

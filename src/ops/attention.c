@@ -48,8 +48,10 @@ static kiln_status validate(const kiln_attention_desc *d, struct kiln_attention_
 {
     if ((unsigned)d->layout > KILN_BHSD)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "attention: layout = %d is not a valid value", (int)d->layout);
-    if ((unsigned)d->dtype > KILN_F16)
+    if ((unsigned)d->dtype > KILN_BF16)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "attention: dtype = %d is not a valid value", (int)d->dtype);
+    if ((unsigned)d->math > KILN_MATH_TF32)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "attention: math = %d is not a valid value", (int)d->math);
     if ((unsigned)d->mask > KILN_ATTENTION_MASK_BHQK)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "attention: mask = %d is not a valid value", (int)d->mask);
     if ((unsigned)d->algo > KILN_ATTENTION_NAIVE)
@@ -102,9 +104,9 @@ static kiln_status validate(const kiln_attention_desc *d, struct kiln_attention_
 void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o)
 {
     const kiln_attention_desc *d = &s->d;
-    kiln_options_add(
-        o, "-DKILN_F16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d -DKILN_ATTN_KEY_LENGTHS=%d -DKILN_ATTN_LSE=%d",
-        d->dtype == KILN_F16, d->causal != 0, d->mask != KILN_ATTENTION_MASK_NONE, d->key_lengths != 0, d->lse != 0);
+    kiln_options_storage(o, d->dtype);
+    kiln_options_add(o, "-DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d -DKILN_ATTN_KEY_LENGTHS=%d -DKILN_ATTN_LSE=%d",
+                     d->causal != 0, d->mask != KILN_ATTENTION_MASK_NONE, d->key_lengths != 0, d->lse != 0);
 }
 
 static struct kiln_dims desc_dims(const kiln_attention_desc *d)
@@ -200,7 +202,7 @@ kiln_status kiln_attention_plan_execute(kiln_attention_plan *plan, const kiln_bu
     if (st != KILN_SUCCESS)
         return st;
 
-    const size_t elem = d->dtype == KILN_F16 ? 2 : 4;
+    const size_t elem = kiln_dtype_size(d->dtype);
     const struct {
         const char *name;
         const kiln_buffer *buf;

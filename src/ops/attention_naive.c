@@ -65,7 +65,7 @@ static kiln_status naive_prepare(struct kiln_attention_plan *plan)
     if (st != KILN_SUCCESS)
         return st;
     const long wg = util->wg;
-    const int f16 = d->dtype == KILN_F16;
+    const int f16 = d->dtype != KILN_F32; /* 16-bit storage, widened */
     struct kiln_options options = {0};
     kiln_profile_defines(&options, KILN_GROUP_util, util);
     kiln_attention_switches(s, &options);
@@ -144,7 +144,7 @@ static kiln_status naive_execute(struct kiln_attention_plan *plan, const struct 
 {
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
-    const int f16 = d->dtype == KILN_F16;
+    const int f16 = d->dtype != KILN_F32; /* 16-bit storage, widened */
     void *S = plan->base.workspace[WS_S]->handle;
     void *q = x->q, *k = x->k, *v = x->v, *o = x->o;
     kiln_status st = KILN_SUCCESS;

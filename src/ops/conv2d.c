@@ -57,10 +57,10 @@ static size_t out_dim(const char *axis, size_t in, size_t f, size_t stride, size
 
 static kiln_status validate(const kiln_conv2d_desc *d, struct kiln_conv_shape *s)
 {
-    if ((unsigned)d->layout > KILN_NHWC || (unsigned)d->dtype > KILN_F16 || (unsigned)d->activation > KILN_ACT_GELU ||
-        (unsigned)d->algo > KILN_CONV_GEMM_1X1)
+    if ((unsigned)d->layout > KILN_NHWC || (unsigned)d->dtype > KILN_BF16 || (unsigned)d->activation > KILN_ACT_GELU ||
+        (unsigned)d->algo > KILN_CONV_GEMM_1X1 || (unsigned)d->math > KILN_MATH_TF32)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
-                          "conv2d: layout, dtype, activation or algo is not a valid value");
+                          "conv2d: layout, dtype, activation, algo or math is not a valid value");
     const size_t sizes[] = {d->n, d->c,        d->h,        d->w,          d->k,          d->r,
                             d->s, d->stride_h, d->stride_w, d->dilation_h, d->dilation_w, d->groups};
     static const char *const names[] = {"n", "c",        "h",        "w",          "k",          "r",
@@ -220,8 +220,9 @@ kiln_status kiln_conv_params(struct kiln_conv2d_plan *plan, enum kiln_group_id g
 void kiln_conv_options(const struct kiln_conv2d_plan *plan, struct kiln_options *o)
 {
     const kiln_conv2d_desc *d = &plan->s.d;
-    kiln_options_add(o, "-DKILN_ACT=%d -DKILN_HAS_BIAS=%d -DKILN_HAS_Z=%d -DKILN_POOL=%d -DKILN_F16=%d -DKILN_NHWC=%d",
-                     (int)d->activation, d->has_bias != 0, d->beta != 0.0f, d->fused_maxpool != 0, d->dtype == KILN_F16,
+    kiln_options_storage(o, d->dtype);
+    kiln_options_add(o, "-DKILN_ACT=%d -DKILN_HAS_BIAS=%d -DKILN_HAS_Z=%d -DKILN_POOL=%d -DKILN_NHWC=%d",
+                     (int)d->activation, d->has_bias != 0, d->beta != 0.0f, d->fused_maxpool != 0,
                      d->layout == KILN_NHWC);
 }
 
@@ -322,7 +323,7 @@ static kiln_status find_scratch(struct find_state *f)
 {
     const struct kiln_conv_shape *s = f->s;
     const kiln_conv2d_desc *d = &s->d;
-    size_t elem = d->dtype == KILN_F16 ? 2 : 4;
+    size_t elem = kiln_dtype_size(d->dtype);
     size_t counts[5] = {d->n * d->c * d->h * d->w, d->k * s->cg * d->r * d->s, d->has_bias ? d->k : 0,
                         d->beta != 0.0f ? d->n * d->k * s->p * s->q : 0, d->n * d->k * s->yh * s->yw};
     for (int i = 0; i < 5; i++) {
@@ -429,7 +430,7 @@ kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln_buffer *
         if (inputs[i]->handle == y->handle)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: y must not be the same buffer as an input");
     }
-    size_t elem = d->dtype == KILN_F16 ? 2 : 4;
+    size_t elem = kiln_dtype_size(d->dtype);
     kiln_status st = check_tensor("x", x, d->n * d->c * d->h * d->w, elem);
     if (st == KILN_SUCCESS)
         st = check_tensor("w", w, d->k * s->cg * d->r * d->s, elem);

@@ -136,11 +136,12 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
     /* The unfolding has no epilogue: only layout and storage select its
        program, so every epilogue shares one build. */
     struct kiln_options options = {0};
-    kiln_options_add(&options, "-DKILN_F16=%d -DKILN_NHWC=%d", d->dtype == KILN_F16, d->layout == KILN_NHWC);
+    kiln_options_storage(&options, d->dtype);
+    kiln_options_add(&options, "-DKILN_NHWC=%d", d->layout == KILN_NHWC);
     kiln_status st = kiln_plan_kernel(&plan->base, 0, "conv/conv_f32_im2col", &options, "conv_f32_im2col");
     kiln_options_free(&options);
     if (st == KILN_SUCCESS)
-        st = kiln_plan_workspace(&plan->base, 0, volume * pixels * (d->dtype == KILN_F16 ? 2 : 4));
+        st = kiln_plan_workspace(&plan->base, 0, volume * pixels * kiln_dtype_size(d->dtype));
     if (st != KILN_SUCCESS)
         return st;
     size_t g[3] = {s->p * s->q, volume, d->n};

@@ -54,8 +54,10 @@ static size_t footprint(size_t rows, size_t cols, size_t ld, size_t stride, size
 static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *p)
 {
     if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
-        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_F16 || (unsigned)d->algo > KILN_GEMM_MMA)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "gemm: layout, transpose, dtype or algo is not a valid value");
+        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_BF16 || (unsigned)d->algo > KILN_GEMM_MMA ||
+        (unsigned)d->math > KILN_MATH_TF32)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                          "gemm: layout, transpose, dtype, algo or math is not a valid value");
     if (d->m == 0 || d->n == 0 || d->k == 0 || d->batch == 0)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
                           "gemm: m, n, k and batch must be at least 1 (m=%zu n=%zu k=%zu batch=%zu)", d->m, d->n, d->k,
@@ -64,7 +66,7 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
         return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: dimensions and leading dimensions above %d", INT_MAX);
 
     memset(p, 0, sizeof *p);
-    p->f16 = d->dtype == KILN_F16;
+    p->dtype = d->dtype;
     p->k = d->k;
     p->batch = d->batch;
     p->ldc = d->ldc;
@@ -136,8 +138,9 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
         snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
         return &kiln_gemm_direct;
     }
-    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx)) {
-        snprintf(reason, size, "fp16 storage on tensor cores (%s)", ctx->desc.arch);
+    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype)) {
+        snprintf(reason, size, "%s storage on tensor cores (%s)", p->dtype == KILN_BF16 ? "bf16" : "fp16",
+                 ctx->desc.arch);
         return &kiln_gemm_mma;
     }
     static const char *const routes[] = {KILN_GEMM_ROUTES};
@@ -196,9 +199,9 @@ kiln_status kiln_gemm_params(struct kiln_gemm_plan *plan, enum kiln_group_id gro
 void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o)
 {
     const struct kiln_gemm_epilogue *e = &plan->p.epi;
-    kiln_options_add(
-        o, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_F16=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d",
-        plan->p.trans_a, plan->p.trans_b, plan->p.f16, e->bias, e->residual, (int)e->act);
+    kiln_options_storage(o, plan->p.dtype);
+    kiln_options_add(o, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_EPI_BIAS=%d -DKILN_EPI_Z=%d -DKILN_ACT=%d",
+                     plan->p.trans_a, plan->p.trans_b, e->bias, e->residual, (int)e->act);
 }
 
 /* The profile's mr x nr tile, or its narrow tile of narrow_mr rows by one
@@ -316,7 +319,7 @@ kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, const kiln
         args.off_a = offset_b, args.off_b = offset_a;
         ra = b, rb = a;
     }
-    size_t elem = p->f16 ? 2 : 4;
+    size_t elem = kiln_dtype_size(p->dtype);
     const char *name_a = p->swapped ? "B" : "A", *name_b = p->swapped ? "A" : "B";
     kiln_status st = check_operand(name_a, ra, args.off_a, p->trans_a ? p->k : p->m, p->trans_a ? p->m : p->k, p->lda,
                                    p->stride_a, p->batch, elem);

@@ -27,7 +27,8 @@ struct kiln_gemm_epilogue {
 
 /* The problem in row-major terms. */
 struct kiln_gemm_problem {
-    int trans_a, trans_b, f16;
+    int trans_a, trans_b;
+    kiln_dtype dtype;
     struct kiln_gemm_epilogue epi;
     size_t m, n, k, batch;
     size_t lda, ldb, ldc;
@@ -68,7 +69,7 @@ kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc 
 
 /* Whether the tensor-core family (gemm_mma.c) runs on ctx: a backend with
    native CUDA sources on compute capability 7.5 or newer. */
-int kiln_gemm_mma_runs_on(const kiln_context *ctx);
+int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype);
 
 /* Queue a plan on operands the caller has already checked. */
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);

@@ -1,11 +1,11 @@
 /*
- * The tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu): fp16 storage, fp16
- * multiplies with fp32 accumulation on mma.sync, for backends with native
- * CUDA sources (the CUDA backend) on devices of compute capability 7.5 and
- * newer. fp16 products are exact in fp32, so the family computes as
- * precisely as the fp32-arithmetic families on the same fp16 data, up to
- * the order of the additions; fp32 storage keeps exact fp32 arithmetic and
- * never comes here.
+ * The tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu): fp16 or bf16
+ * storage, multiplies of that type with fp32 accumulation on mma.sync, for
+ * backends with native CUDA sources (the CUDA backend) on devices of compute
+ * capability 7.5 and newer (8.0 for bf16). The products of fp16 and of bf16
+ * values are exact in fp32, so the family computes as precisely as the
+ * fp32-arithmetic families on the same data, up to the order of the
+ * additions; fp32 storage keeps fp32 arithmetic and never comes here.
  *
  * It reads A, B and C in place with the in-place GEMM's arguments
  * (kiln_gemm_inplace_args). Operands whose rows all start 16-byte aligned
@@ -28,16 +28,17 @@ enum { ASYNC = 0, LOADS = 1 }; /* kernel slots */
 
 static const char *mma_unsupported(const struct kiln_gemm_problem *p)
 {
-    if (!p->f16)
-        return "the tensor-core family takes fp16 storage (fp32 storage keeps exact fp32 arithmetic)";
+    if (p->dtype == KILN_F32)
+        return "the tensor-core family takes fp16 or bf16 storage (fp32 storage keeps fp32 arithmetic)";
     if (p->epi.bias || p->epi.residual || p->epi.act)
         return "the tensor-core family has no fused epilogue";
     return NULL;
 }
 
-int kiln_gemm_mma_runs_on(const kiln_context *ctx)
+int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype)
 {
-    return ctx->backend->native_sources && ctx->desc.cc_major * 10 + ctx->desc.cc_minor >= 75;
+    const int cc = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
+    return ctx->backend->native_sources && cc >= (dtype == KILN_BF16 ? 80 : 75);
 }
 
 /* Build the kernel of `slot` (ASYNC or LOADS) from the options kept in impl. */
@@ -54,11 +55,12 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
     const struct kiln_device_desc *d = &ctx->desc;
-    if (!kiln_gemm_mma_runs_on(ctx))
+    if (!kiln_gemm_mma_runs_on(ctx, plan->p.dtype))
         return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "gemm: the tensor-core family needs the CUDA backend on compute capability 7.5 or newer (%s "
+                          "gemm: the tensor-core family needs the CUDA backend on compute capability %s or newer (%s "
                           "backend, %s)",
-                          ctx->backend->name, d->arch[0] ? d->arch : "no compute capability");
+                          plan->p.dtype == KILN_BF16 ? "8.0 for bf16" : "7.5", ctx->backend->name,
+                          d->arch[0] ? d->arch : "no compute capability");
     const struct kiln_param_gemm_mma *t;
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_mma, &t);
     if (st != KILN_SUCCESS)
@@ -69,7 +71,8 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
        layout's shared memory to the device. */
     const long shared = kiln_gemm_mma_shared_bytes(t, p->trans_a, p->trans_b);
     struct kiln_options options = {0};
-    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d", p->trans_a, p->trans_b);
+    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d", p->trans_a, p->trans_b,
+                     p->dtype == KILN_BF16);
     kiln_profile_defines(&options, KILN_GROUP_gemm_mma, t);
     plan->base.impl = strdup(kiln_options_text(&options));
     kiln_options_free(&options);

@@ -52,6 +52,15 @@ struct kiln_plan {
     kiln_status (*execute)(plan_t * plan, const args_t *args, void **event);                                           \
     void (*release)(plan_t * plan)
 
+/* Bytes of one stored element of `t`. */
+static inline size_t kiln_dtype_size(kiln_dtype t) { return t == KILN_F32 ? 4 : 2; }
+
+/* A kernel's storage switches, KILN_F16 and KILN_BF16 (cl/common/storage.h). */
+static inline void kiln_options_storage(struct kiln_options *o, kiln_dtype t)
+{
+    kiln_options_add(o, "-DKILN_F16=%d -DKILN_BF16=%d", t == KILN_F16, t == KILN_BF16);
+}
+
 /* A zeroed plan of `size` bytes whose base names the context, algorithm and
    reason; NULL (with the error set) when out of memory. */
 void *kiln_plan_new(kiln_context *ctx, size_t size, const char *algorithm, int algo, const char *reason);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "kiln/kiln.h"
+#include "ref/storage.h"
 
 enum kiln_attention_operand_id {
     KILN_ATTENTION_OP_Q,
@@ -174,8 +175,7 @@ static inline void kiln_attention_reference_row(const kiln_attention_desc *d, co
     for (size_t x = 0; x < D; x++) {
         out[x] = sum > 0.0 ? out[x] / sum : 0.0;
         bound[x] = (2.0 * score_err + sum_err) * bound[x] + FLT_MIN;
-        if (d->dtype == KILN_F16)
-            bound[x] += (fabs(out[x]) + bound[x]) * 0x1p-11 + 0x1p-25;
+        bound[x] += kiln_ref_storage_bound(d->dtype, out[x], bound[x]);
     }
     row->lse = sum > 0.0 ? top + log(sum) : -INFINITY;
     row->lse_bound = sum > 0.0 ? score_err + sum_err + 0x1p-22 * fabs(row->lse) : 0.0;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "kiln/kiln.h"
+#include "ref/storage.h"
 
 /* ------------------------------------------------------------------------ */
 /* Shapes and indexing                                                      */
@@ -203,19 +204,16 @@ static inline double kiln_conv_act_bound(kiln_activation act, double v, double s
  * - beta * z, bias and their adds round once each relative to their own
  *   size and to v: 2^-23 (|beta z| + |bias| + |v|).
  * - FLT_MIN: a kernel may flush denormal intermediates to zero.
- * - then the activation (kiln_conv_act_bound), and with fp16 storage the
- *   output's rounding to fp16: half an ulp of 11 significant bits (2^-11
- *   relative) or half the smallest subnormal (2^-25). fp16 inputs are
- *   rounded before the reference sees them, so they add nothing here.
+ * - then the activation (kiln_conv_act_bound), and with 16-bit storage the
+ *   output's rounding (kiln_ref_storage_bound). 16-bit inputs are rounded
+ *   before the reference sees them, so they add nothing here.
  */
 static inline double kiln_conv_bound(const kiln_conv2d_desc *d, double tol, double abs_sum, double beta_z, double bias,
                                      double v, double ref)
 {
     double pre = tol * fabs((double)d->alpha) * abs_sum + (fabs(beta_z) + fabs(bias) + fabs(v)) * 0x1p-23 + FLT_MIN;
     double b = kiln_conv_act_bound(d->activation, v, d->leaky_slope, pre);
-    if (d->dtype == KILN_F16)
-        b += (fabs(ref) + b) * 0x1p-11 + 0x1p-25;
-    return b;
+    return b + kiln_ref_storage_bound(d->dtype, ref, b);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -30,10 +30,10 @@ static int wanted(const kiln_attention_desc *d, int w)
                             : 1;
 }
 
-/* Bytes of an element of operand w. */
-static size_t elem_of(const kiln_attention_desc *d, int w)
+/* The type of operand w's elements. */
+static kiln_dtype type_of(const kiln_attention_desc *d, int w)
 {
-    return w == AR_Q || w == AR_K || w == AR_V || w == AR_O ? (d->dtype == KILN_F16 ? 2 : 4) : 4;
+    return w == AR_Q || w == AR_K || w == AR_V || w == AR_O ? fz_storage(d->dtype) : KILN_F32;
 }
 
 /* A size: usually 1 to `small`, `zero` when the input has run out, rarely
@@ -85,7 +85,8 @@ static size_t head_dim_of(struct fz *f)
 static void fill(struct fz_pool *pool, int slot, const kiln_attention_desc *d, int w, size_t count, float logits,
                  int wild, uint64_t *seed)
 {
-    const size_t es = elem_of(d, w), have = pool->b[slot].bytes / es;
+    const kiln_dtype es = type_of(d, w);
+    const size_t have = pool->b[slot].bytes / kt_elem_size(es);
     for (size_t i = 0; i < count && i < have; i++) {
         float r[2];
         kt_fill_uniform(r, 2, 0.0f, 1.0f, seed);
@@ -129,7 +130,7 @@ static void check_result(struct fz_pool *pool, const kiln_attention_desc *d, con
     int values = fabsf(d->scale) <= 4.0f && fz_mul(count[AR_O], d->seq_kv) <= ((size_t)1 << 24);
     for (int w = AR_Q; w <= AR_MASK; w++)
         for (size_t i = 0; values && wanted(d, w) && i < count[w]; i++) {
-            const float v = fz_get_as(pool, slot[w], i, elem_of(d, w));
+            const float v = fz_get_as(pool, slot[w], i, type_of(d, w));
             values = w == AR_MASK ? !isnan(v) : isfinite(v);
         }
     unsigned char *got_o = fz_read(pool, slot[AR_O]), *got_lse = d->lse ? fz_read(pool, slot[AR_LSE]) : NULL;
@@ -149,7 +150,7 @@ static void check_result(struct fz_pool *pool, const kiln_attention_desc *d, con
             if (!t.val[w])
                 fz_fail("out of host memory");
             for (size_t i = 0; i < count[w]; i++)
-                t.val[w][i] = fz_get_as(pool, slot[w], i, elem_of(d, w));
+                t.val[w][i] = fz_get_as(pool, slot[w], i, type_of(d, w));
         }
         if (d->key_lengths) {
             t.key_lengths = malloc(d->batch * sizeof *t.key_lengths);
@@ -161,7 +162,6 @@ static void check_result(struct fz_pool *pool, const kiln_attention_desc *d, con
         double *ref = malloc(d->head_dim * sizeof *ref), *bound = malloc(d->head_dim * sizeof *bound);
         if (!ref || !bound)
             fz_fail("out of host memory");
-        const size_t es = elem_of(d, AR_O);
         size_t row = 0;
         for (size_t b = 0; b < d->batch; b++)
             for (size_t h = 0; h < d->heads; h++)
@@ -170,9 +170,9 @@ static void check_result(struct fz_pool *pool, const kiln_attention_desc *d, con
                     ar_reference_row(&t, b, h, i, ref, bound, &lse, &lse_bound);
                     const size_t at = kiln_attention_at(d, d->seq_q, d->heads, b, h, i);
                     for (size_t x = 0; x < d->head_dim; x++)
-                        fz_check_close(kt_stored(got_o, es, at + x), ref[x], bound[x], "O", at + x);
+                        fz_check_close(kt_stored(got_o, d->dtype, at + x), ref[x], bound[x], "O", at + x);
                     if (d->lse)
-                        fz_check_close(kt_stored(got_lse, 4, row), lse, lse_bound, "lse", row);
+                        fz_check_close(kt_stored(got_lse, KILN_F32, row), lse, lse_bound, "lse", row);
                 }
         for (int w = AR_Q; w <= AR_MASK; w++)
             free(t.val[w]);
@@ -192,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t batch = dim(&f, 3, 1), heads = dim(&f, 4, 2), seq_q = dim(&f, 12, 5), seq_kv = dim(&f, 16, 7);
     kiln_attention_desc_init(&d, layout, batch, heads, seq_q, seq_kv, head_dim_of(&f));
     d.kv_heads = kv_heads_of(&f, heads);
-    d.dtype = (kiln_dtype)fz_enum(&f, 2);
+    d.dtype = (kiln_dtype)fz_enum(&f, 3);
     if (fz_one_in(&f, 4))
         d.scale = fz_scalar(&f);
     d.causal = fz_flag(&f);
@@ -216,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int w = 0; w < AR_OPERANDS; w++) {
         slot[w] = -1;
         if (wanted(&d, w) || spare[w])
-            buf[w] = fz_operand(&f, &pool, count[w], elem_of(&d, w), &slot[w]);
+            buf[w] = fz_operand(&f, &pool, count[w], type_of(&d, w), &slot[w]);
     }
     for (int w = AR_Q; w <= AR_KEYLEN; w++)
         if (slot[w] >= 0)

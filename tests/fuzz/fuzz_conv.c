@@ -46,10 +46,10 @@ static size_t padding(struct fz *f, size_t r)
 }
 
 /* Fresh uniform values in [-a, a) at the operand's elements that its
-   buffer holds (elements of `es` bytes, whatever the buffer was made for). */
-static void fill(struct fz_pool *pool, int slot, size_t count, size_t es, float a, uint64_t *seed)
+   buffer holds (elements of type `es`, whatever the buffer was made for). */
+static void fill(struct fz_pool *pool, int slot, size_t count, kiln_dtype es, float a, uint64_t *seed)
 {
-    const size_t have = pool->b[slot].bytes / es;
+    const size_t have = pool->b[slot].bytes / kt_elem_size(es);
     for (size_t i = 0; i < count && i < have; i++) {
         float v;
         kt_fill_uniform(&v, 1, -a, a, seed);
@@ -58,7 +58,7 @@ static void fill(struct fz_pool *pool, int slot, size_t count, size_t es, float 
 }
 
 /* An operand's values as the device sees them, in a new array. */
-static float *values_of(const struct fz_pool *pool, int slot, size_t count, size_t es)
+static float *values_of(const struct fz_pool *pool, int slot, size_t count, kiln_dtype es)
 {
     float *v = malloc((count ? count : 1) * sizeof *v);
     if (!v)
@@ -84,7 +84,7 @@ static void check_result(struct fz_pool *pool, const kiln_conv2d_desc *d, const 
     const struct kiln_conv_dims m = kiln_conv_dims_of(d);
     size_t count[CR_OPERANDS];
     counts_of(d, &m, count);
-    const size_t es = d->dtype == KILN_F16 ? 2 : 4;
+    const kiln_dtype es = fz_storage(d->dtype);
     const int values = fabsf(d->alpha) <= 4.0f && fabsf(d->beta) <= 4.0f && fabsf(d->leaky_slope) <= 4.0f &&
                        fz_mul(fz_mul(count[CR_Y], m.k_eff), d->fused_maxpool ? 4 : 1) <= ((size_t)1 << 24);
     unsigned char *got = fz_read(pool, slot[CR_Y]);
@@ -92,14 +92,14 @@ static void check_result(struct fz_pool *pool, const kiln_conv2d_desc *d, const 
         fz_mark_out(pool, slot[CR_Y], i);
     if (values) {
         float *x = values_of(pool, slot[CR_X], count[CR_X], es), *w = values_of(pool, slot[CR_W], count[CR_W], es);
-        float *bias = d->has_bias ? values_of(pool, slot[CR_BIAS], count[CR_BIAS], 4) : NULL;
+        float *bias = d->has_bias ? values_of(pool, slot[CR_BIAS], count[CR_BIAS], KILN_F32) : NULL;
         float *z = d->beta != 0.0f ? values_of(pool, slot[CR_Z], count[CR_Z], es) : NULL;
         double *ref = malloc(count[CR_Y] * sizeof *ref), *bound = malloc(count[CR_Y] * sizeof *bound);
         if (!ref || !bound)
             fz_fail("out of host memory");
         cr_reference(d, x, w, bias, z, kiln_conv_algo_tol(algo, m.k_eff), ref, bound);
         for (size_t i = 0; i < count[CR_Y]; i++)
-            fz_check_close(kt_stored(got, es, i), ref[i], bound[i], "y", i);
+            fz_check_close(kt_stored(got, d->dtype, i), ref[i], bound[i], "y", i);
         free(x), free(w), free(bias), free(z), free(ref), free(bound);
     }
     free(got);
@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fz f = {data, size};
     kiln_conv2d_desc d;
     kiln_conv2d_desc_init(&d, (kiln_tensor_layout)fz_enum(&f, 2), 1, 1, 1, 1, 1, 1, 1);
-    d.dtype = (kiln_dtype)fz_enum(&f, 2);
+    d.dtype = (kiln_dtype)fz_enum(&f, 3);
     d.n = usually(&f, 1, 3);
     draw_groups(&f, &d);
     d.h = dim(&f, 12, 8), d.w = dim(&f, 12, 8);
@@ -199,21 +199,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct kiln_conv_dims m = kiln_conv_dims_of(&d);
     size_t count[CR_OPERANDS];
     counts_of(&d, &m, count);
-    const size_t es = d.dtype == KILN_F16 ? 2 : 4;
+    const kiln_dtype es = fz_storage(d.dtype);
     struct fz_pool pool = {0};
     int slot[CR_OPERANDS] = {-1, -1, -1, -1, -1};
     kiln_buffer *buf[CR_OPERANDS] = {0};
     for (int o = CR_X; o <= CR_Y; o++) {
         if ((o == CR_BIAS && !d.has_bias && !spare_bias) || (o == CR_Z && d.beta == 0.0f && !spare_z))
             continue;
-        buf[o] = fz_operand(&f, &pool, count[o], o == CR_BIAS ? 4 : es, &slot[o]);
+        buf[o] = fz_operand(&f, &pool, count[o], o == CR_BIAS ? KILN_F32 : es, &slot[o]);
     }
     /* Weights of about the spread that keeps an output near one input's
        (conv_ref.h's cr_case_fill). */
     const float wa = (float)sqrt(3.0 / (double)(m.k_eff ? m.k_eff : 1));
     for (int o = CR_X; o < CR_Y; o++)
         if (slot[o] >= 0)
-            fill(&pool, slot[o], count[o], o == CR_BIAS ? 4 : es, o == CR_W ? wa : 1.0f, &seed);
+            fill(&pool, slot[o], count[o], o == CR_BIAS ? KILN_F32 : es, o == CR_W ? wa : 1.0f, &seed);
     fz_upload(&pool);
 
     kiln_context *ctx = fz_context();

@@ -64,7 +64,6 @@ static void check_result(struct fz_pool *pool, const kiln_gemm_desc *d, const in
     const int values = fabsf(alpha) <= 4.0f && fabsf(beta) <= 4.0f &&
                        fz_mul(fz_mul(fz_mul(d->batch, d->m), d->n), d->k) <= ((size_t)1 << 24);
     unsigned char *got = fz_read(pool, slot[GR_C]);
-    const size_t es = pool->b[slot[GR_C]].elem_size;
     for (size_t bi = 0; bi < d->batch; bi++)
         for (size_t i = 0; i < d->m; i++)
             for (size_t j = 0; j < d->n; j++) {
@@ -82,8 +81,8 @@ static void check_result(struct fz_pool *pool, const kiln_gemm_desc *d, const in
                 }
                 double c0 = fz_get(pool, slot[GR_C], at);
                 double ref = (double)alpha * sum + (beta != 0.0f ? (double)beta * c0 : 0.0);
-                fz_check_close(kt_stored(got, es, at), ref, gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, ref),
-                               "C", at);
+                fz_check_close(kt_stored(got, d->dtype, at), ref,
+                               gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, ref), "C", at);
             }
     free(got);
     fz_check_unchanged(pool, "GEMM (outside C)");
@@ -99,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kiln_transpose ta = (kiln_transpose)fz_enum(&f, 2), tb = (kiln_transpose)fz_enum(&f, 2);
     size_t m = fz_size(&f, 20), n = fz_size(&f, 20), k = fz_size(&f, 24);
     kiln_gemm_desc_init(&d, layout, ta, tb, m, n, k);
-    d.dtype = (kiln_dtype)fz_enum(&f, 2);
+    d.dtype = (kiln_dtype)fz_enum(&f, 3);
     d.algo = (kiln_gemm_algo)fz_enum(&f, 6);
     d.lda = vary(&f, d.lda), d.ldb = vary(&f, d.ldb), d.ldc = vary(&f, d.ldc);
     if (fz_one_in(&f, 3)) {
@@ -117,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const unsigned mode = fz_byte(&f) % 3; /* plan, plan with an event, one-shot */
     uint64_t seed = fz_seed(&f);
 
-    const size_t es = d.dtype == KILN_F16 ? 2 : 4;
+    const kiln_dtype es = fz_storage(d.dtype);
     struct fz_pool pool = {0};
     int slot[3];
     kiln_buffer *buf[3];

@@ -45,8 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct fz_pool pool = {0};
     int sx, sy;
-    kiln_buffer *x = fz_operand(&f, &pool, nx, sizeof(float), &sx);
-    kiln_buffer *y = fz_operand(&f, &pool, ny, sizeof(float), &sy);
+    kiln_buffer *x = fz_operand(&f, &pool, nx, KILN_F32, &sx);
+    kiln_buffer *y = fz_operand(&f, &pool, ny, KILN_F32, &sy);
     if (sx >= 0)
         for (size_t i = 0; i < pool.b[sx].bytes / sizeof(float); i++) {
             float v;
@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nr_pool_reference(&d, yh, yw, xv, want, tol);
     unsigned char *got = fz_read(&pool, sy);
     for (size_t i = 0; i < ny; i++) {
-        fz_check_close(kt_stored(got, sizeof(float), i), want[i], tol[i], "pool output", i);
+        fz_check_close(kt_stored(got, KILN_F32, i), want[i], tol[i], "pool output", i);
         fz_mark_out(&pool, sy, i);
     }
     fz_check_unchanged(&pool, "kiln_pool2d (outside y)");

@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct fz_pool pool = {0};
     int sx, sy;
-    kiln_buffer *x = fz_operand(&f, &pool, n, sizeof(float), &sx);
-    kiln_buffer *y = fz_operand(&f, &pool, n, sizeof(float), &sy);
+    kiln_buffer *x = fz_operand(&f, &pool, n, KILN_F32, &sx);
+    kiln_buffer *y = fz_operand(&f, &pool, n, KILN_F32, &sy);
     if (sx >= 0)
         for (size_t i = 0; i < pool.b[sx].bytes / sizeof(float); i++) {
             float v;
@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nr_softmax_reference(outer, dim, inner, xv, want, tol);
     unsigned char *got = fz_read(&pool, sy);
     for (size_t i = 0; i < n; i++) {
-        fz_check_close(kt_stored(got, sizeof(float), i), want[i], tol[i], "softmax output", i);
+        fz_check_close(kt_stored(got, KILN_F32, i), want[i], tol[i], "softmax output", i);
         fz_mark_out(&pool, sy, i);
     }
     fz_check_unchanged(&pool, "kiln_softmax (outside y)");

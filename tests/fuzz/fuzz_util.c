@@ -227,7 +227,9 @@ static void *alloc_or_die(size_t bytes)
     return p;
 }
 
-kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, size_t elem_size, int *slot)
+kiln_dtype fz_storage(kiln_dtype dtype) { return dtype == KILN_F16 || dtype == KILN_BF16 ? dtype : KILN_F32; }
+
+kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, kiln_dtype type, int *slot)
 {
     *slot = -1;
     unsigned how = fz_byte(f);
@@ -241,6 +243,7 @@ kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, siz
         return foreign_buffer(pool);
     if (pool->count == FZ_MAX_BUFFERS)
         return NULL;
+    const size_t elem_size = kt_elem_size(type);
     size_t n = elements <= FZ_MAX_ELEMENTS ? elements : 1 + fz_byte(f) % 64;
     if (how >= 254 && n > 0)
         n--;
@@ -255,6 +258,7 @@ kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, siz
         return NULL;
     }
     b->bytes = bytes;
+    b->type = type;
     b->elem_size = elem_size;
     b->raw = alloc_or_die(bytes);
     memset(b->raw, 0xff, bytes);
@@ -265,28 +269,19 @@ kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, siz
     return b->buf;
 }
 
-float fz_get_as(const struct fz_pool *pool, int slot, size_t i, size_t elem_size)
+float fz_get_as(const struct fz_pool *pool, int slot, size_t i, kiln_dtype type)
 {
-    return kt_stored(pool->b[slot].raw, elem_size, i);
+    return kt_stored(pool->b[slot].raw, type, i);
 }
 
-void fz_set_as(struct fz_pool *pool, int slot, size_t i, size_t elem_size, float v)
+void fz_set_as(struct fz_pool *pool, int slot, size_t i, kiln_dtype type, float v)
 {
-    struct fz_buffer *b = &pool->b[slot];
-    if (elem_size == 2) {
-        uint16_t h = kt_to_half(v);
-        memcpy(b->raw + i * 2, &h, 2);
-    } else {
-        memcpy(b->raw + i * 4, &v, 4);
-    }
+    kt_store(pool->b[slot].raw, type, i, v);
 }
 
-float fz_get(const struct fz_pool *pool, int slot, size_t i)
-{
-    return fz_get_as(pool, slot, i, pool->b[slot].elem_size);
-}
+float fz_get(const struct fz_pool *pool, int slot, size_t i) { return fz_get_as(pool, slot, i, pool->b[slot].type); }
 
-void fz_set(struct fz_pool *pool, int slot, size_t i, float v) { fz_set_as(pool, slot, i, pool->b[slot].elem_size, v); }
+void fz_set(struct fz_pool *pool, int slot, size_t i, float v) { fz_set_as(pool, slot, i, pool->b[slot].type, v); }
 
 int32_t fz_get_i32(const struct fz_pool *pool, int slot, size_t i)
 {

@@ -76,6 +76,7 @@ struct fz_buffer {
     size_t bytes;
     unsigned char *raw;
     unsigned char *is_out;
+    kiln_dtype type; /* of its elements */
     size_t elem_size;
 };
 
@@ -86,24 +87,26 @@ struct fz_pool {
 };
 
 /*
- * One operand: usually a new buffer of `elements` elements of `elem_size`
- * bytes (plus a few spare bytes) when that is at most FZ_MAX_ELEMENTS,
+ * One operand: usually a new buffer of `elements` elements of type `type`
+ * (plus a few spare bytes) when that is at most FZ_MAX_ELEMENTS,
  * otherwise a small one; sometimes one element short, missing (NULL), the
  * buffer of an earlier operand, or one of another context. New buffers start
- * as bytes 0xff (NaN in fp32 and fp16). Returns the buffer, or NULL; *slot
+ * as bytes 0xff (NaN in every type). Returns the buffer, or NULL; *slot
  * receives its index in the pool, or -1 (NULL or foreign).
  */
-kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, size_t elem_size, int *slot);
+kiln_buffer *fz_operand(struct fz *f, struct fz_pool *pool, size_t elements, kiln_dtype type, int *slot);
+/* The storage type a descriptor's dtype field stands for: itself when
+   valid, fp32 for the invalid values a harness also tries. */
+kiln_dtype fz_storage(kiln_dtype dtype);
 /* Element i of slot's expected contents as a float, and setting it (stored
-   as fp16 when elem_size is 2, so what the reference reads is what the
-   device holds). */
+   in the slot's type, so what the reference reads is what the device
+   holds). */
 float fz_get(const struct fz_pool *pool, int slot, size_t i);
 void fz_set(struct fz_pool *pool, int slot, size_t i, float v);
-/* The same for an operand whose elements are `elem_size` bytes (2: fp16,
-   4: fp32) whatever the buffer was made for: operands of different types
-   may share a buffer. */
-float fz_get_as(const struct fz_pool *pool, int slot, size_t i, size_t elem_size);
-void fz_set_as(struct fz_pool *pool, int slot, size_t i, size_t elem_size, float v);
+/* The same for an operand whose elements are of type `type` whatever the
+   buffer was made for: operands of different types may share a buffer. */
+float fz_get_as(const struct fz_pool *pool, int slot, size_t i, kiln_dtype type);
+void fz_set_as(struct fz_pool *pool, int slot, size_t i, kiln_dtype type, float v);
 /* Element i of an int32 operand in slot, and setting it. */
 int32_t fz_get_i32(const struct fz_pool *pool, int slot, size_t i);
 void fz_set_i32(struct fz_pool *pool, int slot, size_t i, int32_t v);
