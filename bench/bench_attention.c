@@ -37,6 +37,8 @@ struct report {
     double compile_ms;             /* kiln_attention_plan_create(), not in the medians */
     unsigned long long builds;     /* programs compiled from source by the plan */
     struct bench_result kiln, peers[PEER_COUNT];
+    double device_gbps;    /* the device's measured bandwidth (0: unknown) */
+    char gbps_source[160]; /* "measured", "remembered", or why there is none */
 };
 
 /* Host values (exactly representable in the storage type), the device
@@ -280,6 +282,22 @@ static void shape(const kiln_attention_desc *d, char *buf, size_t size)
              d->head_dim, d->causal ? ",causal" : "", d->layout == KILN_BSHD ? "bshd" : "bhsd");
 }
 
+/* The bytes an attention must move at least: Q, K, V and O once each, the
+   mask, the key lengths and the log-sum-exps. */
+static double bytes_moved(const kiln_attention_desc *d)
+{
+    const double es = d->dtype == KILN_F32 ? 4.0 : 2.0, rows = (double)(d->batch * d->heads * d->seq_q);
+    double mask = 0.0;
+    if (d->mask == KILN_ATTENTION_MASK_QK)
+        mask = (double)(d->seq_q * d->seq_kv);
+    else if (d->mask == KILN_ATTENTION_MASK_BQK)
+        mask = (double)(d->batch * d->seq_q * d->seq_kv);
+    else if (d->mask == KILN_ATTENTION_MASK_BHQK)
+        mask = rows * (double)d->seq_kv;
+    return es * (2.0 * rows + 2.0 * (double)(d->batch * d->kv_heads * d->seq_kv)) * (double)d->head_dim + 4.0 * mask +
+           (d->key_lengths ? 4.0 * (double)d->batch : 0.0) + (d->lse ? 4.0 * rows : 0.0);
+}
+
 static void print_json(FILE *out, const kiln_device_info *device, const struct report *rep)
 {
     const kiln_attention_desc *d = &rep->desc;
@@ -308,6 +326,14 @@ static void print_json(FILE *out, const kiln_device_info *device, const struct r
         }
         bench_json_number(out, "median_ms", rep->kiln.median_ms);
         bench_json_number(out, "gflops", rep->kiln.gflops);
+        const double gbps = bytes_moved(d) / (rep->kiln.median_ms * 1e6);
+        bench_json_number(out, "bytes", bytes_moved(d));
+        bench_json_number(out, "gbps", gbps);
+        bench_json_number(out, "device_gbps", rep->device_gbps);
+        if (rep->device_gbps > 0.0)
+            bench_json_number(out, "bandwidth_fraction", gbps / rep->device_gbps);
+        fputs(",\"device_gbps_source\":", out);
+        bench_json_string(out, rep->gbps_source);
         bench_json_number(out, "max_rel_err", rep->kiln.max_rel_err);
         bench_json_number(out, "compile_ms", rep->compile_ms);
         fprintf(out, ",\"builds\":%llu,\"reps\":%d,\"workspace_bytes\":%zu", rep->builds, rep->kiln.reps,
@@ -350,6 +376,15 @@ static void print_table(const kiln_device_info *device, const struct report *rep
     bench_print_result_row("kiln", &rep->kiln, &rep->kiln);
     for (int p = 0; p < PEER_COUNT; p++)
         bench_print_result_row(peer_names[p], &rep->peers[p], &rep->kiln);
+    if (rep->kiln.state == BENCH_MEASURED) {
+        const double gbps = bytes_moved(d) / (rep->kiln.median_ms * 1e6);
+        printf("\nkiln moves at least %.1f MB: %.1f GB/s", bytes_moved(d) * 1e-6, gbps);
+        if (rep->device_gbps > 0.0)
+            printf(", %.2f of the device's %.1f GB/s (a copy, %s)\n", gbps / rep->device_gbps, rep->device_gbps,
+                   rep->gbps_source);
+        else
+            printf(" (the device's bandwidth: %s)\n", rep->gbps_source);
+    }
     const double operands = (double)(2 * d->batch * d->seq_q * d->heads + 2 * d->batch * d->seq_kv * d->kv_heads) *
                             (double)d->head_dim * (d->dtype == KILN_F32 ? 4 : 2);
     printf("\nmemory beyond Q, K, V and O (%.1f MiB):\n", operands / (1 << 20));
@@ -458,6 +493,7 @@ int bench_attention(int argc, char **argv)
         return 1;
     struct report report;
     int rc = run(ctx, &desc, &opt, &report);
+    report.device_gbps = bench_device_gbps(ctx, &device, report.gbps_source, sizeof report.gbps_source);
     kiln_context_destroy(ctx);
     if (json) {
         print_json(stdout, &device, &report);

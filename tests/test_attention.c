@@ -53,6 +53,13 @@ static const struct ar_row rows[] = {
     {AR_SHAPE("decode mqa", BSHD, 1, 8, 1, 1, 255, 128)},
     {AR_SHAPE("q < kv", BSHD, 1, 2, 2, 17, 100, 64)},
     {AR_SHAPE("q > kv", BHSD, 1, 2, 2, 100, 17, 64), .lse = 1},
+    /* Short query blocks (speculative decoding), lengths a split of keys
+       does not divide, keys shorter than one split. */
+    {AR_SHAPE("short q causal", BSHD, 1, 4, 2, 3, 200, 64), .causal = 1, .lse = 1},
+    {AR_SHAPE("short q mask", BHSD, 2, 2, 2, 4, 90, 32), .mask = M_BHQK, .causal = 1, .lse = 1},
+    {AR_SHAPE("decode key lengths", BSHD, 4, 4, 2, 1, 300, 64), .key_lengths = 1, .lse = 1},
+    {AR_SHAPE("decode short keys", BHSD, 1, 8, 8, 1, 9, 128), .lse = 1},
+    {AR_SHAPE("decode dim 80", BSHD, 1, 6, 2, 2, 150, 80), .causal = 1, .mask = M_QK, .lse = 1},
     /* Causal masking, aligned to the end of the keys. */
     {AR_SHAPE("causal", BSHD, 1, 2, 2, 100, 100, 64), .causal = 1, .lse = 1},
     {AR_SHAPE("causal q < kv", BHSD, 1, 2, 2, 33, 255, 64), .causal = 1, .lse = 1},
@@ -108,7 +115,10 @@ static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_at
     kiln_device_info dev;
     kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
     assert_string_equal(info.profile, dev.profile);
-    if (want == KILN_ATTENTION_FUSED)
+    /* The fused kernels hold no memory; the decoding kernel its splits'. */
+    if (want == KILN_ATTENTION_FUSED && strncmp(info.kernel, "attention_f32_decode", 20) == 0)
+        assert_true((info.workspace_bytes == 0) == (strstr(info.params, "splits=1 ") != NULL));
+    else if (want == KILN_ATTENTION_FUSED)
         assert_int_equal(info.workspace_bytes, 0);
     else
         assert_true(info.workspace_bytes >= d->batch * d->heads * d->seq_q * d->seq_kv * sizeof(float));
@@ -158,6 +168,41 @@ static void test_row(void **state)
     run_case_on(ctx, plan, &d, rt->row->logits, rt->row->what);
     kiln_attention_plan_destroy(plan);
     kiln_context_destroy(ctx);
+}
+
+/* The decoding kernel's splits of keys (KILN_ATTENTION_SPLIT_KV): short
+   splits, a length no key count here is a multiple of, and longer than
+   some rows' keys; key lengths and causal masking leave whole splits
+   hidden. Where the context does not run the decoding kernel (the flash
+   route, no vector kernels), the row is skipped. */
+static void test_split_kv(void **state)
+{
+    const struct ar_row *r = *state;
+    static const char *const lengths[] = {"16", "40", "1"};
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        setenv("KILN_ATTENTION_SPLIT_KV", lengths[i], 1);
+        kiln_attention_desc d = ar_desc_of(r, KILN_ATTENTION_AUTO);
+        kiln_attention_plan *plan = NULL;
+        kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        unsetenv("KILN_ATTENTION_SPLIT_KV");
+        kiln_attention_plan_info info;
+        kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+        if (strncmp(info.kernel, "attention_f32_decode", 20) != 0) {
+            kiln_attention_plan_destroy(plan);
+            printf("# %s: not the decoding kernel here (%s)\n", r->what, info.kernel);
+            skip();
+        }
+        const char *splits = strstr(info.params, "splits=");
+        assert_non_null(splits);
+        const long n = strtol(splits + 7, NULL, 10), keys = strtol(strstr(splits, " of ") + 4, NULL, 10);
+        const long asked = atol(lengths[i]) < (long)d.seq_kv ? atol(lengths[i]) : (long)d.seq_kv;
+        assert_true(keys >= asked && n == (long)((d.seq_kv + (size_t)keys - 1) / (size_t)keys));
+        assert_plan_describes(plan, &d);
+        char label[96];
+        snprintf(label, sizeof label, "%s, %ld splits of %ld keys", r->what, n, keys);
+        run_case(plan, &d, r->logits, label);
+        kiln_attention_plan_destroy(plan);
+    }
 }
 
 static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo, int flash)
@@ -672,6 +717,12 @@ int main(void)
             char name[192];
             row_name(name, sizeof name, &rows[i], algos[a], a == 2);
             kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", name);
+        }
+    for (size_t i = 0; i < ROWS; i++)
+        if (rows[i].heads / rows[i].kv_heads * rows[i].seq_q <= 8) {
+            char name[192];
+            row_name(name, sizeof name, &rows[i], KILN_ATTENTION_AUTO, 0);
+            kt_add_copy(&tests, test_split_kv, &rows[i], sizeof rows[i], "split kv %s", name + 6);
         }
     kt_add_items(&tests, "bad desc: ", test_bad_desc, bad_descs, BAD_DESCS, sizeof *bad_descs);
     kt_add_items(&tests, "bad execute: ", test_bad_exec, bad_execs, BAD_EXECS, sizeof *bad_execs);

@@ -19,7 +19,8 @@
 #define WATCHED(test) cmocka_unit_test_setup_teardown(test, kt_watchdog_arm, kt_watchdog_disarm)
 
 /* The variables this file sets, as the suite was started with them. */
-static const char *const saved_names[] = {"KILN_DEVICE", "KILN_PROFILE", "KILN_PROFILE_DIR", "KILN_FIND"};
+static const char *const saved_names[] = {"KILN_DEVICE", "KILN_PROFILE", "KILN_PROFILE_DIR", "KILN_FIND",
+                                          "KILN_ATTENTION_SPLIT_KV"};
 static char *saved_values[sizeof saved_names / sizeof *saved_names];
 
 static int save_env(void **state)
@@ -325,6 +326,47 @@ static void test_find_not_a_switch(void **state)
         free(text);
         kt_remove_tree(dir);
         free(dir);
+    }
+    restore_env();
+}
+
+/* ---- KILN_ATTENTION_SPLIT_KV ---- */
+
+static void test_split_kv_not_a_number(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"0", "-5", "12x", "2000000000", "many"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *dir = kt_temp_dir();
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_ATTENTION_SPLIT_KV", bad[i], 1);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+        kiln_attention_desc d;
+        kiln_attention_desc_init(&d, KILN_BSHD, 1, 4, 1, 300, 64);
+        d.kv_heads = 1;
+        kiln_attention_plan *plan = NULL;
+        kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_attention_plan_info info;
+        kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+        kiln_attention_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+        int warnings = kt_capture_end(&cap);
+        char *text = captured(&cap);
+        kt_remove_tree(dir);
+        free(dir);
+        if (strncmp(info.kernel, "attention_f32_decode", 20) != 0) { /* the variable is not read here */
+            free(text);
+            restore_env();
+            skip();
+        }
+        assert_null(strstr(info.params, "KILN_ATTENTION_SPLIT_KV")); /* the plan's own choice */
+        char want[128];
+        snprintf(want, sizeof want, "KILN_ATTENTION_SPLIT_KV=\"%s\" is not a number of keys", bad[i]);
+        if (warnings != 1 || !strstr(text, want))
+            fail_msg("KILN_ATTENTION_SPLIT_KV=\"%s\": %d warnings, wanted one saying \"%s\"", bad[i], warnings, want);
+        free(text);
     }
     restore_env();
 }
@@ -656,6 +698,7 @@ int main(void)
     kt_add(&tests, WATCHED(test_profile_env_values));
     kt_add(&tests, WATCHED(test_profile_option_values));
     kt_add(&tests, WATCHED(test_find_not_a_switch));
+    kt_add(&tests, WATCHED(test_split_kv_not_a_number));
     kt_add(&tests, WATCHED(test_cache_options_values));
     kt_add(&tests, WATCHED(test_overlay_text));
     kt_add(&tests, WATCHED(test_every_key_bad_values));

@@ -78,6 +78,7 @@
 #include "common/vector.h"
 
 #include "attention/head_dim.h"
+#include "attention/weights.h"
 
 /* Scores are in base 2 (Q is scaled by scale * log2(e)); the running
    maximum lags by up to SLACK, so weights reach 2^SLACK. */
@@ -88,44 +89,6 @@
 
 #if PR > 0
 #define DV (DMAX / VW) /* vectors in a row of O */
-#if VW == 1
-#define AS_VEC as_float
-#define AS_IVEC as_int
-#else
-#define AS_VEC CAT(as_float, VW)
-#define AS_IVEC CAT(as_int, VW)
-#endif
-/* 2^x for the weights (x <= SLACK): x = n + f with n the nearest integer
-   (rounded by adding 1.5 * 2^23, which leaves n in the low mantissa bits:
-   cheaper than rint where rint is a library routine), a degree-6
-   polynomial for 2^f on [-1/2, 1/2] (relative error under 1e-7 in float),
-   times 2^n built in the exponent bits. Below -127 (and for -inf) the
-   exponent field is 0, so the weight is 0; NaN stays NaN. */
-static inline VEC weight(VEC x)
-{
-    x = select(x, (VEC)(-127.0f), x < (VEC)(-127.0f));
-    const VEC t = x + (VEC)(0x1.8p23f), n = t - (VEC)(0x1.8p23f), f = x - n;
-    VEC p = (VEC)(1.535336196e-4f);
-    p = fma(p, f, (VEC)(1.339887502e-3f));
-    p = fma(p, f, (VEC)(9.618436918e-3f));
-    p = fma(p, f, (VEC)(5.550332367e-2f));
-    p = fma(p, f, (VEC)(2.402264774e-1f));
-    p = fma(p, f, (VEC)(6.931471825e-1f));
-    p = fma(p, f, (VEC)(1.0f));
-    return p * AS_VEC((AS_IVEC(t) + 127) << 23); /* the low 9 bits of t's integer hold n mod 512 */
-}
-#endif
-
-#if VW == 1
-#define IOTA 0
-#elif VW == 2
-#define IOTA ((IVEC)(0, 1))
-#elif VW == 4
-#define IOTA ((IVEC)(0, 1, 2, 3))
-#elif VW == 8
-#define IOTA ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7))
-#else
-#define IOTA ((IVEC)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 #endif
 
 /* What a work-item keeps for each of its blocks of BQ rows. */

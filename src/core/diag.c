@@ -106,6 +106,22 @@ int kiln_env_flag(const char *name)
     return 0;
 }
 
+long kiln_env_long(const char *name, long lo, long hi, const char *accepts)
+{
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return 0;
+    long v = 0;
+    const char *p = env;
+    for (; *p >= '0' && *p <= '9' && v <= hi; p++)
+        v = v * 10 + (*p - '0');
+    if (*p || v < lo || v > hi) {
+        kiln_env_warn(name, env, accepts, "the default");
+        return 0;
+    }
+    return v;
+}
+
 void kiln_log(enum kiln_log_level level, const char *fmt, ...)
 {
     if ((int)level > kiln_log_level())

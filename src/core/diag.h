@@ -42,4 +42,9 @@ void kiln_env_warn(const char *name, const char *value, const char *accepts, con
    else is 0 with a warning. */
 int kiln_env_flag(const char *name);
 
+/* An environment variable holding an integer from lo to hi (lo >= 1), or 0
+   when it is unset or empty; any other value costs one warning (saying it
+   is not `accepts`) and reads as 0, the caller's default. */
+long kiln_env_long(const char *name, long lo, long hi, const char *accepts);
+
 #endif /* KILN_DIAG_H */

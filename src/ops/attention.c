@@ -109,6 +109,32 @@ void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_o
                      d->causal != 0, d->mask != KILN_ATTENTION_MASK_NONE, d->key_lengths != 0, d->lse != 0);
 }
 
+void kiln_attention_kernel_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
+                                struct kiln_args *a)
+{
+    const struct kiln_attention_shape *s = &plan->s;
+    const kiln_attention_desc *d = &s->d;
+    kiln_args_buffer(a, x->q);
+    kiln_args_buffer(a, x->k);
+    kiln_args_buffer(a, x->v);
+    kiln_args_buffer_or(a, x->mask, x->o); /* O stands in for the operands not used (never read) */
+    kiln_args_buffer_or(a, x->key_lengths, x->o);
+    kiln_args_buffer(a, x->o);
+    kiln_args_buffer_or(a, x->lse, x->o);
+    kiln_args_int(a, (int32_t)d->seq_q);
+    kiln_args_int(a, (int32_t)d->seq_kv);
+    kiln_args_int(a, (int32_t)d->head_dim);
+    kiln_args_int(a, (int32_t)d->heads);
+    kiln_args_int(a, (int32_t)s->group);
+    for (int i = 0; i < 3; i++)
+        kiln_args_ulong(a, s->q_stride[i]);
+    for (int i = 0; i < 3; i++)
+        kiln_args_ulong(a, s->kv_stride[i]);
+    kiln_args_ulong(a, s->mask_stride[0]);
+    kiln_args_ulong(a, s->mask_stride[1]);
+    kiln_args_float(a, (float)(d->scale * M_LOG2E));
+}
+
 static struct kiln_dims desc_dims(const kiln_attention_desc *d)
 {
     struct kiln_dims dims = {{0}};

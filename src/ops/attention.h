@@ -46,9 +46,25 @@ struct kiln_attention_plan {
 
 extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attention_naive;
 
+/* The fused algorithm's decoding kernel (attention_decode.c): whether it
+   takes the plan's problem; its prepare, execute and release. The plan's
+   impl is non-NULL exactly when it runs. */
+int kiln_attention_decode_applies(const struct kiln_attention_plan *plan);
+kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
+kiln_status kiln_attention_decode_execute(struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
+                                          void **event);
+void kiln_attention_decode_release(struct kiln_attention_plan *plan);
+
 /* Append the shape's switches to compiler options: KILN_F16,
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */
 void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o);
+
+/* The fused kernels' arguments (attention_f32_fused.cl, attention_f32_flash.cl,
+   and the first ones of attention_f32_decode.cl): the operands, the sizes,
+   the strides and the scale in base 2. */
+struct kiln_args;
+void kiln_attention_kernel_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
+                                struct kiln_args *a);
 
 /* The extents of `desc` by which a parameter set is chosen (its class);
    the status of validating it. */

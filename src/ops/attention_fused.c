@@ -10,6 +10,10 @@
  * of pv_rows x pv_vecs vectors), adjusted here to the block and the head
  * dimension.
  *
+ * A (batch, kv head) of at most eight rows (decoding) takes the decoding
+ * kernel instead, split over the keys (attention_decode.c), where vector
+ * kernels run and the profile does not route attention to flash.
+ *
  * Where the profile's select.attention_route is "flash", the same algorithm
  * runs cl/attention/attention_f32_flash.cl instead (the same arguments): a
  * work-group per block of rows staging keys and values in local memory,
@@ -161,6 +165,8 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
 static kiln_status fused_prepare(struct kiln_attention_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
+    if (kiln_attention_decode_applies(plan))
+        return kiln_attention_decode_prepare(plan);
     if (kiln_profile_params(ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH ||
         !ctx->vector_kernels) {
         char why[160];
@@ -211,30 +217,12 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
 
 static kiln_status fused_execute(struct kiln_attention_plan *plan, const struct kiln_attention_args *x, void **event)
 {
-    const struct kiln_attention_shape *s = &plan->s;
-    const kiln_attention_desc *d = &s->d;
+    if (plan->base.impl) /* only the decoding kernel keeps state */
+        return kiln_attention_decode_execute(plan, x, event);
     struct kiln_args a = {0};
-    kiln_args_buffer(&a, x->q);
-    kiln_args_buffer(&a, x->k);
-    kiln_args_buffer(&a, x->v);
-    kiln_args_buffer_or(&a, x->mask, x->o); /* O stands in for the operands not used (never read) */
-    kiln_args_buffer_or(&a, x->key_lengths, x->o);
-    kiln_args_buffer(&a, x->o);
-    kiln_args_buffer_or(&a, x->lse, x->o);
-    kiln_args_int(&a, (int32_t)d->seq_q);
-    kiln_args_int(&a, (int32_t)d->seq_kv);
-    kiln_args_int(&a, (int32_t)d->head_dim);
-    kiln_args_int(&a, (int32_t)d->heads);
-    kiln_args_int(&a, (int32_t)s->group);
-    for (int i = 0; i < 3; i++)
-        kiln_args_ulong(&a, s->q_stride[i]);
-    for (int i = 0; i < 3; i++)
-        kiln_args_ulong(&a, s->kv_stride[i]);
-    kiln_args_ulong(&a, s->mask_stride[0]);
-    kiln_args_ulong(&a, s->mask_stride[1]);
-    kiln_args_float(&a, (float)(d->scale * M_LOG2E));
+    kiln_attention_kernel_args(plan, x, &a);
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[0], &a, 2, plan->global, plan->local, 0, event);
 }
 
-const struct kiln_attention_algorithm kiln_attention_fused = {"fused",       KILN_ATTENTION_FUSED, NULL,
-                                                              fused_prepare, fused_execute,        NULL};
+const struct kiln_attention_algorithm kiln_attention_fused = {
+    "fused", KILN_ATTENTION_FUSED, NULL, fused_prepare, fused_execute, kiln_attention_decode_release};

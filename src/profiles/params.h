@@ -124,6 +124,12 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_mma, warps_n, INT, 1, 8, DEF, "warps of a block along N")                                                   \
     F(gemm_mma, stages, INT, 2, 5, DEF, "shared-memory buffers of the copy pipeline (copies run stages-1 steps ahead)")
 
+#define KILN_FIELDS_attention_decode(F)                                                                                \
+    F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \
+      "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")        \
+    F(attention_decode, split_kv, INT, 1, 1 << 20, HOST,                                                               \
+      "fewest keys per split when a problem's keys are split to give each compute unit four work-items")
+
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
     F(conv_igemm_tiled, nwg, INT, 1, 1024, DEF, "work-group tile in filters (of one group)")                           \
@@ -234,7 +240,10 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(attention_flash, "attention.flash", "KILN_FLASH_", KILN_DIMS_ATTENTION, check_flash,                             \
       "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")                                          \
     G(gemm_mma, "gemm.mma", "KILN_MMA_", KILN_DIMS_GEMM, check_gemm_mma,                                               \
-      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 storage")
+      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage")    \
+    G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                \
+      "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
+      "8 rows")
 
 /* Shape dimensions a parameter set's class may bound. */
 #define KILN_DIMENSIONS(D)                                                                                             \

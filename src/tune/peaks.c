@@ -154,7 +154,7 @@ static kiln_status measure_copy(kiln_context *ctx, struct kiln_peaks *out)
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out)
+static kiln_status measure(kiln_context *ctx, int fma, struct kiln_peaks *out)
 {
     if (!ctx || !out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_measure_peaks: NULL argument");
@@ -165,10 +165,14 @@ kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out)
                           ctx->backend->name);
     struct kiln_peaks p;
     memset(&p, 0, sizeof p);
-    kiln_status st = measure_fma(ctx, &p);
+    kiln_status st = fma ? measure_fma(ctx, &p) : KILN_SUCCESS;
     if (st == KILN_SUCCESS)
         st = measure_copy(ctx, &p);
     if (st == KILN_SUCCESS)
         *out = p;
     return st;
 }
+
+kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out) { return measure(ctx, 1, out); }
+
+kiln_status kiln_measure_bandwidth(kiln_context *ctx, struct kiln_peaks *out) { return measure(ctx, 0, out); }

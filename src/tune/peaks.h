@@ -28,4 +28,7 @@ struct kiln_peaks {
    KILN_ERROR_DEVICE if a multiply-add kernel computed a wrong value. */
 kiln_status kiln_measure_peaks(kiln_context *ctx, struct kiln_peaks *out);
 
+/* The copy alone (gbps, copy_ms, copy_bytes; the rest 0). */
+kiln_status kiln_measure_bandwidth(kiln_context *ctx, struct kiln_peaks *out);
+
 #endif /* KILN_TUNE_PEAKS_H */

@@ -1,0 +1,238 @@
+/*
+ * Decoding attention, split over the keys (flash-decoding): the rows of one
+ * (batch, kv head) are few (its query heads times a short block of query
+ * positions, at most 8), so one work-item takes all of them and vectorises
+ * along the head dimension instead of along rows, and the keys of each
+ * (batch, kv head) are split among several work-items so that even one
+ * (batch, kv head) uses the whole device.
+ *
+ * Work-item (split, b * kv_heads + kv head) walks keys [split * split_len,
+ * (split + 1) * split_len) in steps of VW keys. Per row, the step's scores
+ * are VW vector accumulators along the head dimension (the keys' rows read
+ * from memory for the first row, from cache for the others), folded into
+ * one vector whose lanes are the VW keys (LANE_SUMS: VW - 1 pairwise lane
+ * sums, not VW horizontal sums). The softmax is online and vectorised over
+ * the step's keys: per row the running maximum m (rescaling the output by
+ * exp2(m_old - m_new) when it moves), the weights 2^(s - m) by a
+ * polynomial, and their running sum as a vector. Then O += P V runs per
+ * vector of the head dimension with the rows' accumulators in registers,
+ * each value vector loaded once for all rows. K and V are read from memory
+ * once, whatever the number of rows.
+ *
+ * With KILN_DECODE_SPLIT, each work-item writes its rows' partial output
+ * (normalised by its own sum, fp32) and partial natural log-sum-exp to the
+ * workspace, and attention_decode_combine merges the splits exactly:
+ * lse = log sum_s exp(lse_s), O = sum_s exp(lse_s - lse) O_s. A split whose
+ * keys a row does not see (causal, key lengths, all -inf masks) has lse_s
+ * = -inf and weight 0. Without it, the work-item writes O (and lse) itself.
+ *
+ * Rows are ordered as in the fused kernel: row r is query position r /
+ * group of query head kv_head * group + r % group. Visible keys, masks and
+ * key lengths follow the fused kernel (attention_f32_fused.cl): row r sees
+ * keys j < min(key limit, i_r + nk - nq + 1) with causal masking.
+ *
+ * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
+ * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
+ * (R: group * seq_q), KILN_DECODE_SPLIT (0 or 1), the
+ * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS,
+ * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16; attention_decode_combine also
+ * KILN_UTIL_WG (its work-group size).
+ */
+#define VW KILN_DECODE_VW
+#define D KILN_DECODE_D
+#define DV (D / VW)
+#define R KILN_DECODE_ROWS
+
+#include "common/portability.h"
+#include "common/vector.h"
+
+#include "attention/weights.h"
+
+/* Global size (splits, batch * kv_heads), one work-item per work-group.
+   The arguments up to scale_log2 are the fused kernel's: Q and O have
+   element strides q_sb, q_sh, q_ss per batch item, head and position, K and
+   V kv_sb, kv_sh, kv_ss; the mask row of (b, h, i) starts at b * m_sb +
+   h * m_sh + i * nk. part (fp32, [split][row][D]) and
+   part_lse ([split][row]) hold the splits' results, rows numbered as lse:
+   (b * heads + h) * nq + i. Unused buffers are never read or written. */
+KILN_KERNEL KILN_WORK_GROUP_SIZE(1, 1, 1)
+void attention_f32_decode(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KILN_STORAGE *K,
+                          KILN_GLOBAL const KILN_STORAGE *V, KILN_GLOBAL const float *mask,
+                          KILN_GLOBAL const int *key_lengths, KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse,
+                          const int nq, const int nk, const int head_dim, const int heads, const int group,
+                          const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
+                          const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2,
+                          KILN_GLOBAL float *part, KILN_GLOBAL float *part_lse, const int split_len)
+{
+    const int split = KILN_GLOBAL_ID(0), kv_heads = heads / group;
+    const int b = KILN_GLOBAL_ID(1) / kv_heads, hk = KILN_GLOBAL_ID(1) % kv_heads;
+    (void)mask, (void)key_lengths, (void)O, (void)lse, (void)part, (void)part_lse, (void)m_sb, (void)m_sh;
+    (void)head_dim; /* D */
+    int klimit = nk;
+#if KILN_ATTN_KEY_LENGTHS
+    klimit = clamp(key_lengths[b], 0, nk);
+#endif
+    const int k0 = split * split_len, k1 = min(klimit, k0 + split_len);
+
+    VEC q[R][DV], o[R][DV], lsum[R];
+    float m[R];
+    int lim[R], kend = k0;
+    ulong at[R];
+#if KILN_ATTN_MASK
+    ulong mrow[R];
+#endif
+    for (int r = 0; r < R; r++) {
+        const int i = r / group, h = hk * group + r % group;
+        at[r] = b * q_sb + h * q_sh + i * q_ss;
+#pragma unroll
+        for (int e = 0; e < DV; e++) {
+            q[r][e] = VLOADU_S(Q + at[r] + e * VW) * scale_log2;
+            o[r][e] = (VEC)(0.0f);
+        }
+        m[r] = -INFINITY, lsum[r] = (VEC)(0.0f);
+#if KILN_ATTN_CAUSAL
+        lim[r] = min(clamp(i + nk - nq + 1, 0, klimit), k1);
+#else
+        lim[r] = k1;
+#endif
+        kend = max(kend, lim[r]);
+#if KILN_ATTN_MASK
+        mrow[r] = b * m_sb + h * m_sh + (ulong)i * nk;
+#endif
+    }
+
+    const ulong kv0 = b * kv_sb + hk * kv_sh;
+    for (int j0 = k0; j0 < kend; j0 += VW) {
+        /* The step's keys, those past kend reading the last visible one
+           (and hidden below). */
+        KILN_GLOBAL const KILN_STORAGE *kr[VW], *vr[VW];
+#pragma unroll
+        for (int j = 0; j < VW; j++) {
+            const ulong at_j = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
+            kr[j] = K + at_j, vr[j] = V + at_j;
+        }
+        float p[R][VW]; /* the step's weights, lanes of keys */
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            VEC acc[VW];
+#pragma unroll
+            for (int j = 0; j < VW; j++)
+                acc[j] = (VEC)(0.0f);
+#pragma unroll
+            for (int e = 0; e < DV; e++) {
+                const VEC qe = q[r][e];
+#pragma unroll
+                for (int j = 0; j < VW; j++)
+                    acc[j] = fma(qe, VLOADU_S(kr[j] + e * VW), acc[j]);
+            }
+            VEC s = LANE_SUMS(acc);
+#if KILN_ATTN_MASK
+            float mk[VW];
+#pragma unroll
+            for (int j = 0; j < VW; j++)
+                mk[j] = mask[mrow[r] + min(j0 + j, nk - 1)];
+            s = fma(VLOAD(0, mk), (VEC)(M_LOG2E_F), s);
+#endif
+            s = select(s, (VEC)(-INFINITY), (IOTA + j0) >= (IVEC)(lim[r]));
+            /* The online softmax: a row that has seen only -inf keeps
+               m = -inf and takes its weights against 0. */
+            const float top = fmax(m[r], lane_max(s));
+            if (top > m[r]) {
+                const float corr = exp2(m[r] - top);
+                lsum[r] *= corr;
+#pragma unroll
+                for (int e = 0; e < DV; e++)
+                    o[r][e] *= corr;
+                m[r] = top;
+            }
+            const VEC w = weight(s - (VEC)(top == -INFINITY ? 0.0f : top));
+            lsum[r] += w;
+            VSTORE(w, 0, p[r]);
+        }
+        /* O += P V, per vector of the head dimension. */
+#pragma unroll
+        for (int e = 0; e < DV; e++) {
+            VEC a[R];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                a[r] = o[r][e];
+#pragma unroll
+            for (int j = 0; j < VW; j++) {
+                const VEC ve = VLOADU_S(vr[j] + e * VW);
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    a[r] = fma((VEC)(p[r][j]), ve, a[r]);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                o[r][e] = a[r];
+        }
+    }
+
+    for (int r = 0; r < R; r++) {
+        float lf[VW];
+        VSTORE(lsum[r], 0, lf);
+        float l = 0.0f;
+        for (int j = 0; j < VW; j++)
+            l += lf[j];
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const float row_lse = l > 0.0f ? (m[r] + log2(l)) * M_LN2_F : -INFINITY;
+        const int i = r / group, h = hk * group + r % group;
+        const ulong row = ((ulong)b * heads + h) * nq + i;
+#if KILN_DECODE_SPLIT
+        const ulong rows = (ulong)KILN_GLOBAL_SIZE(1) * group * nq;
+        KILN_GLOBAL float *out = part + ((ulong)split * rows + row) * D;
+#pragma unroll
+        for (int e = 0; e < DV; e++)
+            VSTORE(o[r][e] * inv, e, out);
+        part_lse[(ulong)split * rows + row] = row_lse;
+#else
+#pragma unroll
+        for (int e = 0; e < DV; e++)
+            VSTOREU_S(o[r][e] * inv, O + at[r] + e * VW);
+#if KILN_ATTN_LSE
+        lse[row] = row_lse;
+#endif
+#endif
+    }
+}
+
+#if KILN_DECODE_SPLIT
+/* One work-item per row (b, h, i) of `rows`: O and lse from the splits'
+   partial outputs and log-sum-exps. */
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void attention_decode_combine(KILN_GLOBAL const float *part, KILN_GLOBAL const float *part_lse,
+                              KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse, const int splits, const ulong rows,
+                              const int nq, const int heads, const ulong q_sb, const ulong q_sh, const ulong q_ss)
+{
+    const ulong row = KILN_GLOBAL_ID(0);
+    if (row >= rows)
+        return;
+    (void)lse;
+    const int i = (int)(row % (ulong)nq), h = (int)(row / (ulong)nq % (ulong)heads);
+    const ulong b = row / ((ulong)nq * heads), at = b * q_sb + h * q_sh + i * q_ss;
+    float top = -INFINITY;
+    for (int s = 0; s < splits; s++)
+        top = fmax(top, part_lse[(ulong)s * rows + row]);
+    float acc[D];
+    for (int d = 0; d < D; d++)
+        acc[d] = 0.0f;
+    float total = 0.0f;
+    if (top != -INFINITY)
+        for (int s = 0; s < splits; s++) {
+            const float w = exp(part_lse[(ulong)s * rows + row] - top);
+            if (w == 0.0f)
+                continue;
+            total += w;
+            KILN_GLOBAL const float *in = part + ((ulong)s * rows + row) * D;
+            for (int d = 0; d < D; d++)
+                acc[d] = fma(w, in[d], acc[d]);
+        }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    for (int d = 0; d < D; d++)
+        KILN_STORE(acc[d] * inv, O, at + d);
+#if KILN_ATTN_LSE
+    lse[row] = total > 0.0f ? top + log(total) : -INFINITY;
+#endif
+}
+#endif
