@@ -139,6 +139,25 @@ static void conv_desc(const struct layer *l, size_t n, kiln_tensor_layout layout
     d->constant_weights = 1; /* inference: as oneDNN's weights, reordered once outside the timing */
 }
 
+/* A pooling layer's descriptor. */
+static kiln_pool2d_desc pool_desc(const struct layer *l, size_t n, kiln_tensor_layout layout)
+{
+    return (kiln_pool2d_desc){.layout = layout,
+                              .n = n,
+                              .c = l->c,
+                              .h = l->hw,
+                              .w = l->hw,
+                              .window_h = l->rs,
+                              .window_w = l->rs,
+                              .stride_h = l->stride,
+                              .stride_w = l->stride,
+                              .pad_top = l->pad,
+                              .pad_bottom = l->pad,
+                              .pad_left = l->pad,
+                              .pad_right = l->pad,
+                              .mode = l->kind == MAXPOOL ? KILN_POOL_MAX : KILN_POOL_AVG};
+}
+
 static int run_conv(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
                     size_t n, kiln_tensor_layout layout, unsigned peers, int json, struct row *row)
 {
@@ -228,20 +247,7 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
     size_t nx = n * l->c, ny = n * (l->kind == FC ? l->k : l->c);
     if (l->kind == MAXPOOL || l->kind == AVGPOOL) {
         kiln_pool2d_desc *p = &o.pool;
-        *p = (kiln_pool2d_desc){.layout = layout,
-                                .n = n,
-                                .c = l->c,
-                                .h = l->hw,
-                                .w = l->hw,
-                                .window_h = l->rs,
-                                .window_w = l->rs,
-                                .stride_h = l->stride,
-                                .stride_w = l->stride,
-                                .pad_top = l->pad,
-                                .pad_bottom = l->pad,
-                                .pad_left = l->pad,
-                                .pad_right = l->pad,
-                                .mode = l->kind == MAXPOOL ? KILN_POOL_MAX : KILN_POOL_AVG};
+        *p = pool_desc(l, n, layout);
         size_t out = (l->hw + 2 * l->pad - l->rs) / l->stride + 1;
         nx *= l->hw * l->hw;
         ny *= out * out;
@@ -302,6 +308,129 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
     return row->kiln.state != BENCH_MEASURED;
 }
 
+/* ---- the whole network, one wait ---- */
+
+/* Every layer's plan and buffers, for passes that enqueue the network layer
+   after layer (each as often as it occurs) and wait once at the end: how an
+   application runs it (README, "Running a network"). The layers' buffers are
+   their own (the timing does not depend on which data flows), filled with
+   small finite values once. */
+struct network {
+    kiln_context *ctx;
+    const struct layer *layers;
+    size_t count, n;
+    kiln_tensor_layout layout;
+    struct net_layer {
+        kiln_conv2d_plan *conv;
+        kiln_gemm_plan *gemm;
+        kiln_pool2d_desc pool;
+        kiln_buffer *x, *w, *bias, *z, *y;
+    } * l;
+    kiln_status st;
+};
+
+static kiln_status net_buffer(kiln_context *ctx, size_t floats, kiln_buffer **out)
+{
+    kiln_status st = kiln_buffer_create(ctx, floats * sizeof(float), out);
+    return st == KILN_SUCCESS ? kiln_buffer_fill_f32(*out, 0, floats, 0.01f) : st;
+}
+
+static kiln_status net_prepare(struct network *net)
+{
+    for (size_t i = 0; i < net->count; i++) {
+        const struct layer *l = &net->layers[i];
+        struct net_layer *x = &net->l[i];
+        const size_t n = net->n;
+        size_t nx = n * l->c * l->hw * l->hw, ny = 0, nw = 0;
+        kiln_status st = KILN_SUCCESS;
+        if (l->kind == CONV) {
+            kiln_conv2d_desc d;
+            conv_desc(l, n, net->layout, &d);
+            size_t p, q, yh, yw;
+            st = kiln_conv2d_output_size(&d, &p, &q, &yh, &yw);
+            ny = n * l->k * yh * yw, nw = l->k * (l->c / l->groups) * l->rs * l->rs;
+            if (st == KILN_SUCCESS)
+                st = kiln_conv2d_plan_create(net->ctx, &d, &x->conv);
+            if (st == KILN_SUCCESS)
+                st = net_buffer(net->ctx, l->k, &x->bias);
+            if (st == KILN_SUCCESS && d.beta != 0.0f)
+                st = net_buffer(net->ctx, ny, &x->z);
+        } else if (l->kind == FC) {
+            kiln_gemm_desc g;
+            kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, n, l->k, l->c);
+            nx = n * l->c, ny = n * l->k, nw = l->k * l->c;
+            st = kiln_gemm_plan_create(net->ctx, &g, &x->gemm);
+        } else if (l->kind == SOFTMAX) {
+            nx = ny = n * l->c;
+        } else {
+            x->pool = pool_desc(l, n, net->layout);
+            size_t yh, yw;
+            st = kiln_pool2d_output_size(&x->pool, &yh, &yw);
+            ny = n * l->c * yh * yw;
+        }
+        if (st == KILN_SUCCESS)
+            st = net_buffer(net->ctx, nx, &x->x);
+        if (st == KILN_SUCCESS && nw)
+            st = net_buffer(net->ctx, nw, &x->w);
+        if (st == KILN_SUCCESS)
+            st = net_buffer(net->ctx, ny, &x->y);
+        if (st != KILN_SUCCESS)
+            return st;
+    }
+    return kiln_context_finish(net->ctx);
+}
+
+/* One pass: every layer as often as it occurs, no event, one wait. */
+static int net_pass(void *arg)
+{
+    struct network *net = arg;
+    kiln_status st = KILN_SUCCESS;
+    for (size_t i = 0; i < net->count && st == KILN_SUCCESS; i++) {
+        const struct layer *l = &net->layers[i];
+        const struct net_layer *x = &net->l[i];
+        for (unsigned r = 0; r < l->repeat && st == KILN_SUCCESS; r++) {
+            if (l->kind == CONV)
+                st = kiln_conv2d_plan_execute(x->conv, x->x, x->w, x->bias, x->z, x->y, NULL);
+            else if (l->kind == FC)
+                st = kiln_gemm_plan_execute(x->gemm, 1.0f, x->x, 0, x->w, 0, 0.0f, x->y, 0, NULL);
+            else if (l->kind == SOFTMAX)
+                st = kiln_softmax(net->ctx, net->n, l->c, 1, x->x, x->y, NULL);
+            else
+                st = kiln_pool2d(net->ctx, &x->pool, x->x, x->y, NULL);
+        }
+    }
+    if (st == KILN_SUCCESS)
+        st = kiln_context_finish(net->ctx);
+    net->st = st;
+    return st != KILN_SUCCESS;
+}
+
+/* The median whole-network time, or a failed result saying why. */
+static struct bench_result run_network(kiln_context *ctx, const struct layer *layers, size_t count, size_t n,
+                                       kiln_tensor_layout layout)
+{
+    struct bench_result r = {.state = BENCH_FAILED};
+    struct network net = {.ctx = ctx, .layers = layers, .count = count, .n = n, .layout = layout};
+    net.l = calloc(count, sizeof *net.l);
+    struct bench_timing t;
+    if (!net.l)
+        snprintf(r.error, sizeof r.error, "out of host memory");
+    else if ((net.st = net_prepare(&net)) != KILN_SUCCESS || bench_measure(net_pass, &net, 1, 0, 1000.0, &t) != 0)
+        snprintf(r.error, sizeof r.error, "%s: %s", kiln_status_string(net.st), kiln_last_error_detail());
+    else
+        r = (struct bench_result){.state = BENCH_MEASURED, .median_ms = t.median_ms, .reps = t.reps};
+    for (size_t i = 0; net.l && i < count; i++) {
+        struct net_layer *x = &net.l[i];
+        kiln_conv2d_plan_destroy(x->conv);
+        kiln_gemm_plan_destroy(x->gemm);
+        kiln_buffer *bufs[] = {x->x, x->w, x->bias, x->z, x->y};
+        for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++)
+            kiln_buffer_destroy(bufs[b]);
+    }
+    free(net.l);
+    return r;
+}
+
 /* ---- the table ---- */
 
 static void print_ms(const struct bench_result *r)
@@ -336,9 +465,11 @@ static const char models_usage[] =
     "                       [--json]\n"
     "The network's layers at 224x224, batch N (default 1), fp32, each with its inference epilogue: kiln\n"
     "(convolution algorithm AUTO) against oneDNN (default: compared when built). Each distinct layer is\n"
-    "timed once (median of 5-50 runs after a warm-up) and counted as often as the network runs it; the\n"
-    "totals are these weighted sums. kiln's plan creation is not in the times; nor are oneDNN's reorders\n"
-    "to its preferred layouts.\n";
+    "timed once (median of 5-50 runs after a warm-up, a wait after each run) and counted as often as the\n"
+    "network runs it; the totals are these weighted sums. Then the whole network: every layer enqueued in\n"
+    "turn, as often as it occurs, and one wait at the end (median of passes for about a second), beside\n"
+    "oneDNN's sum. kiln's plan creation is not in the times; nor are oneDNN's reorders to its preferred\n"
+    "layouts.\n";
 
 int bench_conv_models(int argc, char **argv)
 {
@@ -413,6 +544,7 @@ int bench_conv_models(int argc, char **argv)
         if (!json)
             print_row(l, &row);
     }
+    const struct bench_result whole = run_network(ctx, models[m].layers, models[m].count, n, layout);
     kiln_context_destroy(ctx);
     if (json) {
         printf("{\"op\":\"model\",\"model\":\"%s\",\"n\":%zu,\"layout\":\"%s\",\"device\":", models[m].name, n,
@@ -421,6 +553,13 @@ int bench_conv_models(int argc, char **argv)
         printf(",\"layers\":%zu", models[m].count);
         bench_json_number(stdout, "kiln_ms", kiln_total);
         printf(",\"kiln_missing\":%d", kiln_missing);
+        if (whole.state == BENCH_MEASURED) {
+            bench_json_number(stdout, "kiln_network_ms", whole.median_ms);
+            printf(",\"network_passes\":%d", whole.reps);
+        } else {
+            fputs(",\"network_error\":", stdout);
+            bench_json_string(stdout, whole.error);
+        }
         if (peers) {
             bench_json_number(stdout, "onednn_ms", onednn_total);
             printf(",\"onednn_missing\":%d", onednn_missing);
@@ -431,6 +570,15 @@ int bench_conv_models(int argc, char **argv)
         if (peers)
             printf(" %10.3f %7.2f", onednn_total, kiln_total > 0.0 ? onednn_total / kiln_total : 0.0);
         printf("\n");
+        if (whole.state == BENCH_MEASURED) {
+            printf("%-17s %-46s %3s %-14s %10.3f", "whole network", "(every layer enqueued, one wait)", "", "",
+                   whole.median_ms);
+            if (peers)
+                printf(" %10.3f %7.2f", onednn_total, onednn_total / whole.median_ms);
+            printf("\n");
+        } else {
+            printf("whole network: %s\n", whole.error);
+        }
         if (kiln_missing || (peers && onednn_missing))
             printf("(totals leave out unmeasured layers: kiln %d, onednn %d)\n", kiln_missing,
                    peers ? onednn_missing : 0);

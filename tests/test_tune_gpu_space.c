@@ -36,13 +36,13 @@ static const char *const profiles[] = {"nvidia-hopper", "amd-rdna3", "intel-gen9
 
 /* The groups of the GPU kernels: the tiled, direct and small-M GEMMs, the
    tiled implicit-GEMM convolution, fused attention (both routes: the flash
-   kernel, and the per-work-item kernel the GPU profiles may still name),
-   and the utility kernels (naive attention's softmax, pooling). gemm.cpu
+   kernel, and the per-work-item kernel the GPU profiles may still name,
+   with its decoding kernel), and the utility kernels (naive attention's softmax, pooling). gemm.cpu
    is the CPU GEMM's; the direct and Winograd convolutions are not covered
    here. */
 static const enum kiln_group_id groups[] = {
-    KILN_GROUP_gemm_tiled,      KILN_GROUP_gemm_direct,     KILN_GROUP_gemm_smallm, KILN_GROUP_conv_igemm_tiled,
-    KILN_GROUP_attention_fused, KILN_GROUP_attention_flash, KILN_GROUP_util};
+    KILN_GROUP_gemm_tiled,      KILN_GROUP_gemm_direct,     KILN_GROUP_gemm_smallm,      KILN_GROUP_conv_igemm_tiled,
+    KILN_GROUP_attention_fused, KILN_GROUP_attention_flash, KILN_GROUP_attention_decode, KILN_GROUP_util};
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
 struct item {
@@ -126,15 +126,18 @@ static void run_attention(kiln_context *ctx, kiln_attention_algo algo, enum kiln
                           uint64_t seed, const char *label)
 {
     kiln_attention_desc d[2];
-    /* Fewer query rows than a block (decoding), at a head dimension with a
-       kernel of its own. */
-    kiln_attention_desc_init(&d[0], KILN_BHSD, 3, 2, 5, 70, 64);
+    const int decoding = g == KILN_GROUP_attention_decode;
+    /* Few query rows (fewer than a block; for the decoding kernel, at most
+       its 8 per kv head), at a head dimension with a kernel of its own. */
+    kiln_attention_desc_init(&d[0], KILN_BHSD, 3, 2, decoding ? 5 : 9, 70, 64);
     d[0].mask = KILN_ATTENTION_MASK_BQK;
     d[0].key_lengths = 1;
     /* Enough query rows that a work-item keeps several blocks of them
-       (q_blocks) on a device of a few compute units; the candidates of odd
-       index (the first neighbour, the random one) take this one. */
-    kiln_attention_desc_init(&d[1], KILN_BSHD, 2, 4, 301, 37, 24);
+       (q_blocks) on a device of a few compute units, or for the decoding
+       kernel a group of 4 query heads at 2 positions and keys split several
+       ways; the candidates of odd index (the first neighbour, the random
+       one) take this one. */
+    kiln_attention_desc_init(&d[1], KILN_BSHD, 2, decoding ? 8 : 4, decoding ? 2 : 301, decoding ? 3001 : 37, 24);
     d[1].kv_heads = 2;
     d[1].causal = 1;
     d[1].lse = 1;
@@ -195,7 +198,8 @@ static void run_candidate(const struct kiln_space *s, const char *profile, const
     if (kiln_param_groups[s->group].dims)
         cJSON_AddArrayToObject(group, "classes");
     /* The route whose kernel takes the group. */
-    if (s->group == KILN_GROUP_attention_fused || s->group == KILN_GROUP_attention_flash)
+    if (s->group == KILN_GROUP_attention_fused || s->group == KILN_GROUP_attention_flash ||
+        s->group == KILN_GROUP_attention_decode)
         cJSON_AddStringToObject(cJSON_AddObjectToObject(root, "select"), "attention_route",
                                 s->group == KILN_GROUP_attention_flash ? "flash" : "cpu");
     char *overlay = cJSON_PrintUnformatted(root);
@@ -217,6 +221,7 @@ static void run_candidate(const struct kiln_space *s, const char *profile, const
         break;
     case KILN_GROUP_attention_fused:
     case KILN_GROUP_attention_flash:
+    case KILN_GROUP_attention_decode:
         run_attention(ctx, KILN_ATTENTION_FUSED, s->group, which, seed, label);
         break;
     case KILN_GROUP_util:

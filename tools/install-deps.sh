@@ -7,6 +7,7 @@ packages=(
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
     libclblast-dev libcmocka-dev libcjson-dev libopenblas-dev libdnnl-dev
     cmake gcc make pkg-config cppcheck clang-format clang libclang-rt-dev oclgrind
+    python3 python3-matplotlib
 )
 
 # cuobjdump, which tests/test_cuda.c reads the CUDA kernels' SASS with, from

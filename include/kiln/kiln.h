@@ -151,8 +151,10 @@ KILN_API kiln_status kiln_device_get_info(size_t index, kiln_device_info *info);
  * A device opened for use: queue, matched profile, program cache.
  * Thread-safe: every call that takes a context may be made from several
  * threads at once (kiln_context_destroy aside). Their work goes to the
- * context's one in-order queue in the order the calls reach it; kiln orders
- * nothing between threads. A kernel that several threads need at once is
+ * context's one in-order queue in the order the calls reach it, each seeing
+ * what earlier work wrote, so plans may be executed back to back with no
+ * wait between them (README, "Running a network"); kiln orders nothing
+ * between threads. A kernel that several threads need at once is
  * built once.
  */
 typedef struct kiln_context kiln_context;
@@ -294,7 +296,8 @@ KILN_API size_t kiln_buffer_size(const kiln_buffer *buf);
  */
 KILN_API kiln_status kiln_buffer_write(kiln_buffer *buf, size_t offset, size_t size, const void *src);
 
-/** Copy `size` bytes at byte `offset` into host memory; blocking.
+/** Copy `size` bytes at byte `offset` into host memory; blocking, after the
+    work queued on the context before it (README, "Running a network").
     @return KILN_ERROR_OUT_OF_BOUNDS if offset + size exceeds the buffer. */
 KILN_API kiln_status kiln_buffer_read(const kiln_buffer *buf, size_t offset, size_t size, void *dst);
 
@@ -310,8 +313,9 @@ KILN_API kiln_status kiln_buffer_fill_f32(kiln_buffer *buf, size_t first, size_t
 /* ------------------------------------------------------------------------ */
 
 /** Completion of queued work. Returned by asynchronous calls on request; it
-    may be waited on and destroyed from any thread, not only the one whose
-    call returned it. */
+    completes when its call's work, and all work queued on the context before
+    it, has. It may be waited on and destroyed from any thread, not only the
+    one whose call returned it. */
 typedef struct kiln_event kiln_event;
 
 /** Block until the work behind `event` has finished. INVALID_ARGUMENT for NULL. */

@@ -70,9 +70,10 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     const kiln_attention_desc *d = &s->d;
     const struct kiln_param_attention_decode *a;
     const struct kiln_param_util *util;
-    kiln_status st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a);
+    /* The decoding group last: the plan's param_set names it. */
+    kiln_status st = kiln_attention_params(plan, KILN_GROUP_util, &util);
     if (st == KILN_SUCCESS)
-        st = kiln_attention_params(plan, KILN_GROUP_util, &util);
+        st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a);
     if (st != KILN_SUCCESS)
         return st;
     /* The profile's vector width, halved until it divides the head

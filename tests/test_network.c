@@ -1,0 +1,228 @@
+/*
+ * A short network run the way an application runs one (README, "Running a
+ * network"): plans executed back to back on one context's queue, each
+ * layer reading the buffer the previous one wrote, no event and no wait
+ * between them, and one wait at the end (on the last call's event, or
+ * kiln_context_finish). The chain: a 3x3 stride-2 convolution with bias and
+ * ReLU, a depthwise 3x3 adding the first one's output as its residual, a
+ * pointwise 1x1, a global average pool, a classifier (GEMM) and a softmax.
+ *
+ * Each layer is checked against its double-precision reference computed
+ * from the layer's actual input (the previous layer's output read back),
+ * within the operator tests' bounds, and every output of the chain must be
+ * bitwise the output of the same plans run one at a time with a wait after
+ * each. Outputs start as NaN.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_ref.h"
+#include "nn_ref.h"
+#include "test_util.h"
+
+enum { BATCH = 2, C0 = 3, HW = 17, C1 = 8, HW1 = 9, C2 = 16, CLASSES = 10 };
+enum { X0, W1, B1, Y1, W2, B2, Y2, W3, B3, Y3, Y4, WFC, Y5, Y6, TENSORS };
+enum { CONV1, CONV2, CONV3, POOL, FC, SOFTMAX, LAYERS };
+
+static const size_t counts[TENSORS] = {[X0] = BATCH * C0 * HW * HW,   [W1] = C1 * C0 * 9,    [B1] = C1,
+                                       [Y1] = BATCH * C1 * HW1 * HW1, [W2] = C1 * 9,         [B2] = C1,
+                                       [Y2] = BATCH * C1 * HW1 * HW1, [W3] = C2 * C1,        [B3] = C2,
+                                       [Y3] = BATCH * C2 * HW1 * HW1, [Y4] = BATCH * C2,     [WFC] = CLASSES * C2,
+                                       [Y5] = BATCH * CLASSES,        [Y6] = BATCH * CLASSES};
+static const int outputs[LAYERS] = {Y1, Y2, Y3, Y4, Y5, Y6};
+
+struct network {
+    kiln_conv2d_desc conv[3];
+    kiln_conv2d_plan *plan[3];
+    kiln_pool2d_desc pool;
+    kiln_gemm_plan *fc;
+    kiln_buffer *buf[TENSORS];
+    float *host[TENSORS];
+};
+
+static void network_init(struct network *net, kiln_context *ctx)
+{
+    memset(net, 0, sizeof *net);
+    kiln_conv2d_desc *d = net->conv;
+    kiln_conv2d_desc_init(&d[0], KILN_NCHW, BATCH, C0, HW, HW, C1, 3, 3);
+    d[0].stride_h = d[0].stride_w = 2;
+    d[0].pad_top = d[0].pad_bottom = d[0].pad_left = d[0].pad_right = 1;
+    kiln_conv2d_desc_init(&d[1], KILN_NCHW, BATCH, C1, HW1, HW1, C1, 3, 3);
+    d[1].pad_top = d[1].pad_bottom = d[1].pad_left = d[1].pad_right = 1;
+    d[1].groups = C1;
+    d[1].beta = 1.0f; /* the residual: the first layer's output */
+    kiln_conv2d_desc_init(&d[2], KILN_NCHW, BATCH, C1, HW1, HW1, C2, 1, 1);
+    for (int i = 0; i < 3; i++) {
+        d[i].has_bias = 1;
+        d[i].activation = KILN_ACT_RELU;
+        kt_assert_status(kiln_conv2d_plan_create(ctx, &d[i], &net->plan[i]), KILN_SUCCESS);
+    }
+    net->pool = (kiln_pool2d_desc){.layout = KILN_NCHW,
+                                   .n = BATCH,
+                                   .c = C2,
+                                   .h = HW1,
+                                   .w = HW1,
+                                   .window_h = HW1,
+                                   .window_w = HW1,
+                                   .stride_h = 1,
+                                   .stride_w = 1,
+                                   .mode = KILN_POOL_AVG};
+    kiln_gemm_desc g;
+    kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, BATCH, CLASSES, C2);
+    kt_assert_status(kiln_gemm_plan_create(ctx, &g, &net->fc), KILN_SUCCESS);
+    uint64_t seed = 11;
+    for (int t = 0; t < TENSORS; t++) {
+        net->host[t] = malloc(counts[t] * sizeof(float));
+        assert_non_null(net->host[t]);
+        kt_fill_uniform(net->host[t], counts[t], -1.0f, 1.0f, &seed);
+        kt_assert_status(kiln_buffer_create(ctx, counts[t] * sizeof(float), &net->buf[t]), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_write(net->buf[t], 0, counts[t] * sizeof(float), net->host[t]), KILN_SUCCESS);
+    }
+}
+
+static void network_free(struct network *net)
+{
+    for (int i = 0; i < 3; i++)
+        kiln_conv2d_plan_destroy(net->plan[i]);
+    kiln_gemm_plan_destroy(net->fc);
+    for (int t = 0; t < TENSORS; t++) {
+        kiln_buffer_destroy(net->buf[t]);
+        free(net->host[t]);
+    }
+}
+
+/* Run the chain; with `wait_each`, wait after every layer; else return the
+   last call's event. Outputs are NaN before. */
+static kiln_event *network_run(struct network *net, kiln_context *ctx, int wait_each)
+{
+    for (int l = 0; l < LAYERS; l++)
+        kt_assert_status(kiln_buffer_fill_f32(net->buf[outputs[l]], 0, counts[outputs[l]], NAN), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    kiln_buffer **b = net->buf;
+    kiln_event *ev = NULL;
+    for (int l = 0; l < LAYERS; l++) {
+        kiln_status st;
+        if (l == CONV1)
+            st = kiln_conv2d_plan_execute(net->plan[0], b[X0], b[W1], b[B1], NULL, b[Y1], NULL);
+        else if (l == CONV2)
+            st = kiln_conv2d_plan_execute(net->plan[1], b[Y1], b[W2], b[B2], b[Y1], b[Y2], NULL);
+        else if (l == CONV3)
+            st = kiln_conv2d_plan_execute(net->plan[2], b[Y2], b[W3], b[B3], NULL, b[Y3], NULL);
+        else if (l == POOL)
+            st = kiln_pool2d(ctx, &net->pool, b[Y3], b[Y4], NULL);
+        else if (l == FC)
+            st = kiln_gemm_plan_execute(net->fc, 1.0f, b[Y4], 0, b[WFC], 0, 0.0f, b[Y5], 0, NULL);
+        else
+            st = kiln_softmax(ctx, BATCH, CLASSES, 1, b[Y5], b[Y6], wait_each ? NULL : &ev);
+        kt_assert_status(st, KILN_SUCCESS);
+        if (wait_each)
+            kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    }
+    return ev;
+}
+
+static float *read_back(const struct network *net, int t)
+{
+    float *v = malloc(counts[t] * sizeof *v);
+    assert_non_null(v);
+    kt_assert_status(kiln_buffer_read(net->buf[t], 0, counts[t] * sizeof *v, v), KILN_SUCCESS);
+    return v;
+}
+
+static void check_close(const char *what, const float *got, const double *ref, const double *bound, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - ref[i]) <= bound[i]) && bad++ < 5)
+            print_error("%s[%zu] = %.9g, reference %.9g, bound %.3g\n", what, i, got[i], ref[i], bound[i]);
+    if (bad)
+        fail_msg("%s: %zu of %zu outputs outside their bounds", what, bad, n);
+}
+
+/* Each layer against its reference, from the inputs it actually read. */
+static void check_layers(const struct network *net, float *const out[LAYERS])
+{
+    const float *in[LAYERS] = {net->host[X0], out[CONV1], out[CONV2], out[CONV3], out[POOL], out[FC]};
+    const int weights[3] = {W1, W2, W3}, biases[3] = {B1, B2, B3};
+    for (int l = 0; l < LAYERS; l++) {
+        const size_t n = counts[outputs[l]];
+        double *ref = malloc(n * sizeof *ref), *bound = malloc(n * sizeof *bound);
+        assert_true(ref && bound);
+        char what[32];
+        snprintf(what, sizeof what, "layer %d", l + 1);
+        if (l <= CONV3) {
+            kiln_conv2d_plan_info info;
+            kt_assert_status(kiln_conv2d_plan_describe(net->plan[l], &info), KILN_SUCCESS);
+            const kiln_conv2d_desc *d = &net->conv[l];
+            cr_reference(d, in[l], net->host[weights[l]], net->host[biases[l]], l == CONV2 ? out[CONV1] : NULL,
+                         kiln_conv_algo_tol(info.algo, kiln_conv_dims_of(d).k_eff), ref, bound);
+        } else if (l == POOL) {
+            /* The reference's bound is for values in [-1, 1]: scaled by the
+               largest input. */
+            nr_pool_reference(&net->pool, 1, 1, in[l], ref, bound);
+            double largest = 1.0;
+            for (size_t i = 0; i < counts[Y3]; i++)
+                largest = fmax(largest, fabs((double)in[l][i]));
+            for (size_t i = 0; i < n; i++)
+                bound[i] = bound[i] * largest + FLT_MIN;
+        } else if (l == FC) {
+            for (size_t r = 0; r < BATCH; r++)
+                for (size_t c = 0; c < CLASSES; c++) {
+                    double s = 0.0, a = 0.0;
+                    for (size_t k = 0; k < C2; k++) {
+                        const double p = (double)in[l][r * C2 + k] * net->host[WFC][c * C2 + k];
+                        s += p, a += fabs(p);
+                    }
+                    ref[r * CLASSES + c] = s, bound[r * CLASSES + c] = C2 * 0x1p-22 * a + FLT_MIN;
+                }
+        } else {
+            nr_softmax_reference(BATCH, CLASSES, 1, in[l], ref, bound);
+        }
+        check_close(what, out[l], ref, bound, n);
+        free(ref);
+        free(bound);
+    }
+}
+
+static void test_chain_without_waits(void **state)
+{
+    (void)state;
+    struct network net;
+    network_init(&net, kt_ctx);
+    /* One layer at a time, a wait after each: the reference run. */
+    assert_null(network_run(&net, kt_ctx, 1));
+    float *step[LAYERS], *chain[LAYERS];
+    for (int l = 0; l < LAYERS; l++)
+        step[l] = read_back(&net, outputs[l]);
+    check_layers(&net, step);
+    /* Back to back, twice: waiting on the last call's event, then with
+       kiln_context_finish (the event released unwaited). */
+    for (int round = 0; round < 2; round++) {
+        kiln_event *ev = network_run(&net, kt_ctx, 0);
+        assert_non_null(ev);
+        if (round == 0)
+            kt_assert_status(kiln_event_wait(ev), KILN_SUCCESS);
+        else
+            kt_assert_status(kiln_context_finish(kt_ctx), KILN_SUCCESS);
+        kiln_event_destroy(ev);
+        for (int l = 0; l < LAYERS; l++) {
+            chain[l] = read_back(&net, outputs[l]);
+            if (memcmp(chain[l], step[l], counts[outputs[l]] * sizeof(float)) != 0)
+                fail_msg("round %d: layer %d's output differs from the run with waits", round, l + 1);
+            free(chain[l]);
+        }
+    }
+    for (int l = 0; l < LAYERS; l++)
+        free(step[l]);
+    network_free(&net);
+}
+
+int main(void)
+{
+    struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_chain_without_waits));
+    return kt_run("network", &tests);
+}
