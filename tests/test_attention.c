@@ -115,11 +115,10 @@ static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_at
     kiln_device_info dev;
     kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
     assert_string_equal(info.profile, dev.profile);
-    /* The fused kernels hold no memory; the decoding kernel its splits'. */
-    if (want == KILN_ATTENTION_FUSED && strncmp(info.kernel, "attention_f32_decode", 20) == 0)
-        assert_true((info.workspace_bytes == 0) == (strstr(info.params, "splits=1 ") != NULL));
-    else if (want == KILN_ATTENTION_FUSED)
-        assert_int_equal(info.workspace_bytes, 0);
+    /* The fused kernels hold no memory but their splits' partial outputs. */
+    if (want == KILN_ATTENTION_FUSED)
+        assert_true((info.workspace_bytes == 0) ==
+                    (!strstr(info.params, "splits=") || strstr(info.params, "splits=1 ") != NULL));
     else
         assert_true(info.workspace_bytes >= d->batch * d->heads * d->seq_q * d->seq_kv * sizeof(float));
 }
@@ -163,46 +162,68 @@ static void test_row(void **state)
     kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
     kiln_attention_plan_info info;
     kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-    if (strncmp(info.kernel, "attention_f32_flash_", 20) != 0 || info.workspace_bytes != 0)
-        fail_msg("the flash route planned %s (%s), workspace %zu", info.kernel, info.reason, info.workspace_bytes);
+    if (strncmp(info.kernel, "attention_f32_flash_", 20) != 0 ||
+        (info.workspace_bytes != 0) != (strstr(info.params, "splits=") != NULL))
+        fail_msg("the flash route planned %s (%s, %s), workspace %zu", info.kernel, info.params, info.reason,
+                 info.workspace_bytes);
     run_case_on(ctx, plan, &d, rt->row->logits, rt->row->what);
     kiln_attention_plan_destroy(plan);
     kiln_context_destroy(ctx);
 }
 
-/* The decoding kernel's splits of keys (KILN_ATTENTION_SPLIT_KV): short
-   splits, a length no key count here is a multiple of, and longer than
-   some rows' keys; key lengths and causal masking leave whole splits
-   hidden. Where the context does not run the decoding kernel (the flash
-   route, no vector kernels), the row is skipped. */
-static void test_split_kv(void **state)
+/* Keys split over work-items (KILN_ATTENTION_SPLIT_KV), on the decoding
+   kernel and on the flash route: short splits, a length no key count here
+   is a multiple of, and longer than some rows' keys; key lengths and
+   causal masking leave whole splits hidden. Where this context does not
+   run the decoding kernel (the flash route, no vector kernels), that half
+   is skipped. */
+static void split_kv_on(kiln_context *ctx, const struct ar_row *r, const char *kernel)
 {
-    const struct ar_row *r = *state;
     static const char *const lengths[] = {"16", "40", "1"};
     for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
         setenv("KILN_ATTENTION_SPLIT_KV", lengths[i], 1);
         kiln_attention_desc d = ar_desc_of(r, KILN_ATTENTION_AUTO);
         kiln_attention_plan *plan = NULL;
-        kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
         unsetenv("KILN_ATTENTION_SPLIT_KV");
         kiln_attention_plan_info info;
         kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-        if (strncmp(info.kernel, "attention_f32_decode", 20) != 0) {
+        if (strncmp(info.kernel, kernel, strlen(kernel)) != 0) {
             kiln_attention_plan_destroy(plan);
-            printf("# %s: not the decoding kernel here (%s)\n", r->what, info.kernel);
-            skip();
+            printf("# %s: not %s here (%s)\n", r->what, kernel, info.kernel);
+            return;
         }
+        /* The splits the plan took ("splits=1" or none: one). */
         const char *splits = strstr(info.params, "splits=");
-        assert_non_null(splits);
-        const long n = strtol(splits + 7, NULL, 10), keys = strtol(strstr(splits, " of ") + 4, NULL, 10);
-        const long asked = atol(lengths[i]) < (long)d.seq_kv ? atol(lengths[i]) : (long)d.seq_kv;
-        assert_true(keys >= asked && n == (long)((d.seq_kv + (size_t)keys - 1) / (size_t)keys));
-        assert_plan_describes(plan, &d);
+        long n = 1, keys = (long)d.seq_kv;
+        if (splits)
+            n = strtol(splits + 7, NULL, 10), keys = strtol(strstr(splits, " of ") + 4, NULL, 10);
+        /* The length asked for, rounded up to the kernel's step (the
+           decoding kernel's VW keys, the flash kernel's BN), at most all
+           the keys rounded so. */
+        const char *step_at = strstr(info.params, kernel[14] == 'd' ? "VW=" : "BN=");
+        assert_non_null(step_at);
+        const long step = atol(step_at + 3), whole = ((long)d.seq_kv + step - 1) / step * step;
+        long want = (atol(lengths[i]) + step - 1) / step * step;
+        want = want > whole ? whole : want;
+        if (n != ((long)d.seq_kv + want - 1) / want || (n > 1 && keys != want))
+            fail_msg("%s: %s, %ld splits of %ld keys, wanted splits of %ld (step %ld)", r->what, info.params, n, keys,
+                     want, step);
+        assert_true((info.workspace_bytes == 0) == (n == 1));
         char label[96];
-        snprintf(label, sizeof label, "%s, %ld splits of %ld keys", r->what, n, keys);
-        run_case(plan, &d, r->logits, label);
+        snprintf(label, sizeof label, "%s, %s, %ld splits of %ld keys", r->what, kernel, n, keys);
+        run_case_on(ctx, plan, &d, r->logits, label);
         kiln_attention_plan_destroy(plan);
     }
+}
+
+static void test_split_kv(void **state)
+{
+    const struct ar_row *r = *state;
+    split_kv_on(kt_ctx, r, "attention_f32_decode");
+    kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
+    split_kv_on(ctx, r, "attention_f32_flash");
+    kiln_context_destroy(ctx);
 }
 
 static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo, int flash)
@@ -719,7 +740,7 @@ int main(void)
             kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", name);
         }
     for (size_t i = 0; i < ROWS; i++)
-        if (rows[i].heads / rows[i].kv_heads * rows[i].seq_q <= 8) {
+        if (rows[i].heads / rows[i].kv_heads * rows[i].seq_q <= 8 || rows[i].causal || rows[i].key_lengths) {
             char name[192];
             row_name(name, sizeof name, &rows[i], KILN_ATTENTION_AUTO, 0);
             kt_add_copy(&tests, test_split_kv, &rows[i], sizeof rows[i], "split kv %s", name + 6);

@@ -21,10 +21,8 @@
  *
  * With KILN_DECODE_SPLIT, each work-item writes its rows' partial output
  * (normalised by its own sum, fp32) and partial natural log-sum-exp to the
- * workspace, and attention_decode_combine merges the splits exactly:
- * lse = log sum_s exp(lse_s), O = sum_s exp(lse_s - lse) O_s. A split whose
- * keys a row does not see (causal, key lengths, all -inf masks) has lse_s
- * = -inf and weight 0. Without it, the work-item writes O (and lse) itself.
+ * workspace, and attention_combine.cl merges the splits exactly. Without
+ * it, the work-item writes O (and lse) itself.
  *
  * Rows are ordered as in the fused kernel: row r is query position r /
  * group of query head kv_head * group + r % group. Visible keys, masks and
@@ -35,8 +33,7 @@
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
  * (R: group * seq_q), KILN_DECODE_SPLIT (0 or 1), the
  * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS,
- * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16; attention_decode_combine also
- * KILN_UTIL_WG (its work-group size).
+ * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16.
  */
 #define VW KILN_DECODE_VW
 #define D KILN_DECODE_D
@@ -196,43 +193,3 @@ void attention_f32_decode(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const K
 #endif
     }
 }
-
-#if KILN_DECODE_SPLIT
-/* One work-item per row (b, h, i) of `rows`: O and lse from the splits'
-   partial outputs and log-sum-exps. */
-KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
-void attention_decode_combine(KILN_GLOBAL const float *part, KILN_GLOBAL const float *part_lse,
-                              KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse, const int splits, const ulong rows,
-                              const int nq, const int heads, const ulong q_sb, const ulong q_sh, const ulong q_ss)
-{
-    const ulong row = KILN_GLOBAL_ID(0);
-    if (row >= rows)
-        return;
-    (void)lse;
-    const int i = (int)(row % (ulong)nq), h = (int)(row / (ulong)nq % (ulong)heads);
-    const ulong b = row / ((ulong)nq * heads), at = b * q_sb + h * q_sh + i * q_ss;
-    float top = -INFINITY;
-    for (int s = 0; s < splits; s++)
-        top = fmax(top, part_lse[(ulong)s * rows + row]);
-    float acc[D];
-    for (int d = 0; d < D; d++)
-        acc[d] = 0.0f;
-    float total = 0.0f;
-    if (top != -INFINITY)
-        for (int s = 0; s < splits; s++) {
-            const float w = exp(part_lse[(ulong)s * rows + row] - top);
-            if (w == 0.0f)
-                continue;
-            total += w;
-            KILN_GLOBAL const float *in = part + ((ulong)s * rows + row) * D;
-            for (int d = 0; d < D; d++)
-                acc[d] = fma(w, in[d], acc[d]);
-        }
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-    for (int d = 0; d < D; d++)
-        KILN_STORE(acc[d] * inv, O, at + d);
-#if KILN_ATTN_LSE
-    lse[row] = total > 0.0f ? top + log(total) : -INFINITY;
-#endif
-}
-#endif

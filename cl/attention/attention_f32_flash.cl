@@ -32,12 +32,18 @@
  * reached by every work-item of the group: the loop bounds depend only on
  * the group's rows.
  *
+ * With KILN_FLASH_SPLIT the keys are split (flash-decoding, for problems
+ * of few row blocks): work-group dimension 2 is the split, which takes keys
+ * [split * split_len, (split + 1) * split_len) only and writes its rows'
+ * output normalised by its own sum (fp32) and their natural log-sum-exps to
+ * part and part_lse (the layout attention_combine.cl merges).
+ *
  * Parameters (-D): KILN_FLASH_BLOCK_Q (BM), KILN_FLASH_BLOCK_KV (BN),
  * KILN_FLASH_WG (WG), KILN_FLASH_S_ROWS (TM: rows of S per work-item),
  * KILN_FLASH_O_ROWS (TO: rows of O per work-item), with BM % TM == 0,
  * WG % (BM / TM) == 0, BN % (WG / (BM / TM)) == 0, BM % TO == 0 and
- * WG % (BM / TO) == 0; KILN_ATTN_D or KILN_ATTN_DMAX and the switches of
- * attention_f32_fused.cl. Local memory: BM x (DMAX + 1) queries, BN x
+ * WG % (BM / TO) == 0; KILN_FLASH_SPLIT (0 or 1); KILN_ATTN_D or
+ * KILN_ATTN_DMAX and the switches of attention_f32_fused.cl. Local memory: BM x (DMAX + 1) queries, BN x
  * (DMAX + 1) keys or values, BM x (BN + 1) scores and 3 x BM row values,
  * floats.
  */
@@ -86,7 +92,8 @@ void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
                          KILN_GLOBAL const int *key_lengths, KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse,
                          const int nq, const int nk, const int head_dim, const int heads, const int group,
                          const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
-                         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2)
+                         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2,
+                         KILN_GLOBAL float *part, KILN_GLOBAL float *part_lse, const int split_len)
 {
     KILN_SHARED float q_l[BM * QLD], kv_l[BN * QLD], s_l[BM * SLD];
     KILN_SHARED float m_l[BM], l_l[BM], c_l[BM]; /* per row: maximum, sum, factor of this block */
@@ -97,16 +104,24 @@ void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
 #endif
     const int kv_heads = heads / group, b = KILN_GROUP_ID(1) / kv_heads, hk = KILN_GROUP_ID(1) % kv_heads;
     (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)head_dim, (void)blocks;
+    (void)part, (void)part_lse, (void)split_len;
     int klimit = nk;
 #if KILN_ATTN_KEY_LENGTHS
     klimit = clamp(key_lengths[b], 0, nk);
 #endif
+    /* This work-group's keys: [k0, k1). */
+#if KILN_FLASH_SPLIT
+    const int split = KILN_GROUP_ID(2), k0 = split * split_len;
+    const int k1 = min(klimit, k0 + split_len);
+#else
+    const int k0 = 0, k1 = klimit;
+#endif
     const int row0 = block * BM, last = min(row0 + BM, rows) - 1;
 #if KILN_ATTN_CAUSAL
-    const int kend = clamp(last / group + nk - nq + 1, 0, klimit);
-    const int kfull = clamp(row0 / group + nk - nq + 1, 0, klimit);
+    const int kend = max(k0, min(k1, clamp(last / group + nk - nq + 1, 0, klimit)));
+    const int kfull = min(k1, clamp(row0 / group + nk - nq + 1, 0, klimit));
 #else
-    const int kend = klimit, kfull = klimit;
+    const int kend = max(k0, k1), kfull = k1;
 #endif
     const ulong kv0 = b * kv_sb + hk * kv_sh;
 
@@ -130,9 +145,9 @@ void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
     for (int i = 0; i < TM; i++) {
         const int row = min(row0 + sr * TM + i, last);
 #if KILN_ATTN_CAUSAL
-        lim[i] = clamp(row / group + nk - nq + 1, 0, klimit);
+        lim[i] = min(k1, clamp(row / group + nk - nq + 1, 0, klimit));
 #else
-        lim[i] = klimit;
+        lim[i] = k1;
 #endif
 #if KILN_ATTN_MASK
         mrow[i] = b * m_sb + (hk * group + row % group) * m_sh + (ulong)(row / group) * nk;
@@ -148,7 +163,7 @@ void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
         for (int t = 0; t < TD; t++)
             o[i][t] = 0.0f;
 
-    for (int j0 = 0; j0 < kend; j0 += BN) {
+    for (int j0 = k0; j0 < kend; j0 += BN) {
         flash_stage(kv_l, K, kv0, kv_ss, j0, kend, head_dim, tid);
         KILN_BARRIER_LOCAL();
 
@@ -232,25 +247,43 @@ void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KI
         KILN_BARRIER_LOCAL();
     }
 
-    /* O = acc / l, written once; lse = (m + log2 l) ln 2. */
+    /* O = acc / l, written once; lse = (m + log2 l) ln 2. Split: both to
+       the split's part of the workspace, rows numbered as lse. */
+#if KILN_FLASH_SPLIT
+    const ulong all_rows = (ulong)KILN_NUM_GROUPS(1) * group * nq, part0 = (ulong)split * all_rows;
+#endif
 #pragma unroll
     for (int i = 0; i < TO; i++) {
         const int r = orow * TO + i, row = row0 + r;
         if (row > last)
             break;
         const float l = l_l[r], inv = l > 0.0f ? 1.0f / l : 0.0f;
+#if KILN_FLASH_SPLIT
+        const ulong at = (part0 + ((ulong)b * heads + hk * group + row % group) * nq + row / group) * head_dim;
+#else
         const ulong at = b * q_sb + (hk * group + row % group) * q_sh + (ulong)(row / group) * q_ss;
+#endif
 #pragma unroll
         for (int t = 0; t < TD; t++) {
             const int d = oc + t * OC;
-            if (d < HEAD_DIM)
+            if (d < HEAD_DIM) {
+#if KILN_FLASH_SPLIT
+                part[at + d] = o[i][t] * inv;
+#else
                 KILN_STORE(o[i][t] * inv, O, at + d);
+#endif
+            }
         }
     }
-#if KILN_ATTN_LSE
+#if KILN_ATTN_LSE || KILN_FLASH_SPLIT
     for (int r = tid; r < BM && row0 + r <= last; r += WG) {
         const int row = row0 + r, i = row / group, h = hk * group + row % group;
-        lse[((ulong)b * heads + h) * nq + i] = l_l[r] > 0.0f ? (m_l[r] + log2(l_l[r])) * M_LN2_F : -INFINITY;
+        const float v = l_l[r] > 0.0f ? (m_l[r] + log2(l_l[r])) * M_LN2_F : -INFINITY;
+#if KILN_FLASH_SPLIT
+        part_lse[part0 + ((ulong)b * heads + h) * nq + i] = v;
+#else
+        lse[((ulong)b * heads + h) * nq + i] = v;
+#endif
     }
 #endif
 }

@@ -29,6 +29,7 @@ struct kiln_attention_args {
 };
 
 struct kiln_attention_plan;
+struct kiln_args;
 
 /* An algorithm (src/ops/plan.h): prepare builds kernels and allocates
    workspace, filling base.kernel and base.params; execute queues the work
@@ -41,19 +42,43 @@ struct kiln_attention_plan {
     struct kiln_plan base;
     struct kiln_attention_shape s;
     const struct kiln_attention_algorithm *algorithm;
-    size_t global[2], local[2]; /* launch geometry of the main kernel */
+    size_t global[3], local[3]; /* launch geometry of the main kernel */
+    int decoding, flash;        /* the fused algorithm runs the decoding kernel, the flash kernel */
+    /* Keys split over work-items (attention_decode.c): splits of split_len
+       keys; with more than one, the combine kernel in slot combine_slot,
+       of combine_local work-items per work-group. */
+    int splits, split_len, combine_slot;
+    size_t combine_local;
 };
+
+/* Most splits of one problem's keys. */
+#define KILN_ATTENTION_MAX_SPLITS 256
 
 extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attention_naive;
 
+/* Keys split over work-items (attention_decode.c). split_keys: the keys
+   per split for `units` work-items (or work-groups) without splitting,
+   about four per compute unit, at least min_split, a multiple of step (or
+   KILN_ATTENTION_SPLIT_KV's), and `why`. split_prepare: the plan's splits,
+   and with more than one the combine kernel (in kernel slot `slot`) and
+   the workspace. split_args: the split arguments the kernels take after
+   the fused kernel's (the partial outputs, their log-sum-exps, split_len).
+   split_launch: the plan's kernel `kernel` over `dims` dimensions of its
+   geometry, then the combine where there are splits; `event` receives the
+   last launch's. */
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, long min_split, long step,
+                              const char **why);
+kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int split_len, int slot);
+void kiln_attention_split_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
+                               struct kiln_args *a);
+kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsigned dims, int kernel,
+                                        const struct kiln_attention_args *x, void **event);
+
 /* The fused algorithm's decoding kernel (attention_decode.c): whether it
-   takes the plan's problem; its prepare, execute and release. The plan's
-   impl is non-NULL exactly when it runs. */
+   takes the plan's problem, and its prepare (setting plan->decoding; it
+   runs by kiln_attention_split_launch). */
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan);
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
-kiln_status kiln_attention_decode_execute(struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
-                                          void **event);
-void kiln_attention_decode_release(struct kiln_attention_plan *plan);
 
 /* Append the shape's switches to compiler options: KILN_F16,
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */
@@ -62,7 +87,6 @@ void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_o
 /* The fused kernels' arguments (attention_f32_fused.cl, attention_f32_flash.cl,
    and the first ones of attention_f32_decode.cl): the operands, the sizes,
    the strides and the scale in base 2. */
-struct kiln_args;
 void kiln_attention_kernel_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
                                 struct kiln_args *a);
 

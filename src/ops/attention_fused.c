@@ -138,11 +138,21 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
     *fits = flash_blocks(plan, f, dmax, &bm, &bn, &wg, why, why_size);
     if (!*fits)
         return KILN_SUCCESS;
+    /* Splits of the keys where the row blocks leave the device fewer than
+       four work-groups per compute unit (decoding), each at least four
+       steps of keys; the combine kernel in slot 1. Then the flash group
+       again: the plan's param_set names it. */
+    const size_t blocks = (s->group * d->seq_q + (size_t)bm - 1) / (size_t)bm;
+    const char *split_why = NULL;
+    const int split_len = kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, 4 * bn, bn, &split_why);
+    if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
+        (st = kiln_attention_params(plan, KILN_GROUP_attention_flash, &f)) != KILN_SUCCESS)
+        return st;
     struct kiln_options options = {0};
     kiln_options_add(&options,
                      "-DKILN_FLASH_BLOCK_Q=%ld -DKILN_FLASH_BLOCK_KV=%ld -DKILN_FLASH_WG=%ld -DKILN_FLASH_S_ROWS=%d "
-                     "-DKILN_FLASH_O_ROWS=%d -DKILN_ATTN_%s=%zu",
-                     bm, bn, wg, f->s_rows, f->o_rows, exact ? "D" : "DMAX", dmax);
+                     "-DKILN_FLASH_O_ROWS=%d -DKILN_ATTN_%s=%zu -DKILN_FLASH_SPLIT=%d",
+                     bm, bn, wg, f->s_rows, f->o_rows, exact ? "D" : "DMAX", dmax, plan->splits > 1);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, "attention/attention_f32_flash", &options, "attention_f32_flash");
     kiln_options_free(&options);
@@ -153,10 +163,16 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
              bn, wg, f->s_rows, bn / (wg / (bm / f->s_rows)), f->o_rows,
              ((long)dmax + wg / (bm / f->o_rows) - 1) / (wg / (bm / f->o_rows)),
              kiln_flash_local_bytes(bm, bn, (long)dmax), exact ? "D" : "DMAX", dmax);
-    const size_t blocks = (s->group * d->seq_q + (size_t)bm - 1) / (size_t)bm;
-    plan->local[0] = (size_t)wg, plan->local[1] = 1;
+    if (plan->splits > 1) {
+        const size_t n = strlen(plan->base.params);
+        snprintf(plan->base.params + n, sizeof plan->base.params - n, " splits=%d of %d keys (%s)", plan->splits,
+                 split_len, split_why);
+    }
+    plan->local[0] = (size_t)wg, plan->local[1] = plan->local[2] = 1;
     plan->global[0] = blocks * (size_t)wg;
     plan->global[1] = d->batch * d->kv_heads;
+    plan->global[2] = (size_t)plan->splits;
+    plan->flash = 1;
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; profile route flash");
     return KILN_SUCCESS;
@@ -217,12 +233,12 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
 
 static kiln_status fused_execute(struct kiln_attention_plan *plan, const struct kiln_attention_args *x, void **event)
 {
-    if (plan->base.impl) /* only the decoding kernel keeps state */
-        return kiln_attention_decode_execute(plan, x, event);
+    if (plan->decoding || plan->flash) /* the kernels that take the split arguments */
+        return kiln_attention_split_launch(plan, plan->decoding ? 2 : 3, 0, x, event);
     struct kiln_args a = {0};
     kiln_attention_kernel_args(plan, x, &a);
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[0], &a, 2, plan->global, plan->local, 0, event);
 }
 
-const struct kiln_attention_algorithm kiln_attention_fused = {
-    "fused", KILN_ATTENTION_FUSED, NULL, fused_prepare, fused_execute, kiln_attention_decode_release};
+const struct kiln_attention_algorithm kiln_attention_fused = {"fused",       KILN_ATTENTION_FUSED, NULL,
+                                                              fused_prepare, fused_execute,        NULL};
