@@ -126,7 +126,7 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
 
 #define KILN_FIELDS_attention_decode(F)                                                                                \
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \
-      "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")        \
+      "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")         \
     F(attention_decode, split_kv, INT, 1, 1 << 20, HOST,                                                               \
       "fewest keys per split when a problem's keys are split to give each compute unit four work-items")
 
@@ -240,8 +240,8 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(attention_flash, "attention.flash", "KILN_FLASH_", KILN_DIMS_ATTENTION, check_flash,                             \
       "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")                                          \
     G(gemm_mma, "gemm.mma", "KILN_MMA_", KILN_DIMS_GEMM, check_gemm_mma,                                               \
-      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage")    \
-    G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                \
+      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage")     \
+    G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                 \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
       "8 rows")
 
