@@ -219,8 +219,13 @@ static void measure_peer(kiln_context *ctx, enum bench_peer peer, const kiln_gem
     }
     bench_peer_routine(peer, d, r->algo, sizeof r->algo);
     struct bench_peer_gemm g = {
-        d, o->a, o->b, o->c, NULL, kiln_buffer_get_cl(o->fa), kiln_buffer_get_cl(o->fb), kiln_buffer_get_cl(o->fc)};
-    if (bench_peer_on_device(peer)) {
+        d,   o->a,  o->b,  o->c, NULL, kiln_buffer_get_cl(o->fa), kiln_buffer_get_cl(o->fb), kiln_buffer_get_cl(o->fc),
+        ctx, o->da, o->db, o->dc};
+    const int cuda = peer == BENCH_PEER_CUBLAS; /* on kiln's own operands, after kiln's C was checked */
+    if (cuda) {
+        if (bench_fail(bench_poison(o->dc, d->dtype), r, "poison C"))
+            return;
+    } else if (bench_peer_on_device(peer)) {
         if (bench_fail(kiln_context_get_cl(ctx, NULL, NULL, &g.queue), r, "OpenCL queue") ||
             bench_fail(bench_poison(o->fc, KILN_F32), r, "poison C"))
             return;
@@ -234,6 +239,8 @@ static void measure_peer(kiln_context *ctx, enum bench_peer peer, const kiln_gem
         return;
     }
     if (bench_peer_on_device(peer) && bench_fail(bench_download(o->fc, o->nc, KILN_F32, NULL, o->c), r, "C"))
+        return;
+    if (cuda && bench_fail(bench_download(o->dc, o->nc, d->dtype, o->halves, o->c), r, "C"))
         return;
     finish_result(d, &t, o, r);
 }
@@ -377,7 +384,7 @@ static int parse_algo(const char *s, kiln_gemm_algo *out)
 static const char gemm_usage[] =
     "usage: kiln-bench gemm --m M --n N --k K [--trans-a] [--trans-b] [--layout row|col] [--batch B]\n"
     "                       [--algo auto|cpu|tiled|direct|clblast|smallm|mma] [--dtype f32|f16|bf16]\n"
-    "                       [--reps R] [--warmup W] [--compare clblast,openblas] [--json]\n"
+    "                       [--reps R] [--warmup W] [--compare clblast,cublas,openblas] [--json]\n"
     "C = A*B (alpha 1, beta 0) on random data, tight leading dimensions and batch strides.\n"
     "kiln and each peer: W warm-up calls (default 1), then R timed calls (default: as many as fit\n"
     "in about 1 s, at least 5), each to completion; medians reported. Peers run on the same data:\n"

@@ -62,8 +62,8 @@ int bench_quick(int argc, char **argv)
     int json = 0;
     struct bench_gemm_options opt = {.warmup = 1, .budget_ms = 300.0};
     opt.peer_reps[BENCH_PEER_CLBLAST] = CLBLAST_REPS;
-    for (int p = 0; p < BENCH_PEER_COUNT; p++)
-        if (bench_peer_built((enum bench_peer)p))
+    for (int p = 0; p < BENCH_PEER_COUNT; p++) /* cuBLAS only when asked: CUDA contexts */
+        if (bench_peer_built((enum bench_peer)p) && p != BENCH_PEER_CUBLAS)
             opt.peers |= 1u << p;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -77,7 +77,7 @@ int bench_quick(int argc, char **argv)
             if (!help)
                 fprintf(stderr, "kiln-bench quick: bad argument \"%.64s%s%.64s\"\n", a, v ? " " : "", v ? v : "");
             fprintf(help ? stdout : stderr,
-                    "usage: kiln-bench quick [--json] [--compare clblast,openblas|none]\n"
+                    "usage: kiln-bench quick [--json] [--compare clblast,cublas,openblas|none]\n"
                     "GEMM (row-major, fp32, C = A*B) on %zu fixed shapes, kiln against the peers built in\n"
                     "(default: all of them). kiln and OpenBLAS: median of at least %d calls and ~%.0f ms;\n"
                     "CLBlast: median of %d calls. kiln's compile time is reported apart.\n",

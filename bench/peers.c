@@ -25,7 +25,7 @@
 #include <omp.h>
 #endif
 
-static const char *const peer_names[BENCH_PEER_COUNT] = {"clblast", "openblas"};
+static const char *const peer_names[BENCH_PEER_COUNT] = {"clblast", "cublas", "openblas"};
 
 const char *bench_peer_name(enum bench_peer peer) { return peer < BENCH_PEER_COUNT ? peer_names[peer] : "?"; }
 
@@ -40,6 +40,8 @@ int bench_peer_built(enum bench_peer peer)
     case BENCH_PEER_OPENBLAS:
         return 1;
 #endif
+    case BENCH_PEER_CUBLAS: /* loaded when run */
+        return 1;
     default:
         return 0;
     }
@@ -78,6 +80,8 @@ void bench_peer_routine(enum bench_peer peer, const kiln_gemm_desc *desc, char *
 {
     if (peer == BENCH_PEER_CLBLAST)
         snprintf(buf, size, "%s", desc->batch > 1 ? "CLBlastSgemmStridedBatched" : "CLBlastSgemm");
+    else if (peer == BENCH_PEER_CUBLAS)
+        snprintf(buf, size, "cublasGemmStridedBatchedEx");
     else if (desc->batch > 1)
         snprintf(buf, size, "cblas_sgemm x%zu", desc->batch);
     else
@@ -103,6 +107,8 @@ void bench_peer_print_config(FILE *out, unsigned mask)
             fprintf(out, "%s: not built\n", peer_names[p]);
         else if (p == BENCH_PEER_CLBLAST)
             fprintf(out, "clblast: on kiln's OpenCL queue and buffers\n");
+        else if (p == BENCH_PEER_CUBLAS)
+            fprintf(out, "%s\n", bench_peer_cublas_status());
 #ifdef KILN_BENCH_WITH_OPENBLAS
         else {
             const char *was = getenv("KILN_BENCH_OPENBLAS_CHOSE");
@@ -198,6 +204,8 @@ int bench_peer_gemm(enum bench_peer peer, const struct bench_peer_gemm *g, char 
     case BENCH_PEER_CLBLAST:
         return clblast_gemm(g, err, err_size);
 #endif
+    case BENCH_PEER_CUBLAS:
+        return bench_peer_cublas_gemm(g, err, err_size);
 #ifdef KILN_BENCH_WITH_OPENBLAS
     case BENCH_PEER_OPENBLAS:
         openblas_gemm(g);

@@ -15,25 +15,30 @@
 
 /* In the order they are measured and printed. Device peers come first: OpenBLAS
    leaves its threads spinning for a while after a call. */
-enum bench_peer { BENCH_PEER_CLBLAST, BENCH_PEER_OPENBLAS, BENCH_PEER_COUNT };
+enum bench_peer { BENCH_PEER_CLBLAST, BENCH_PEER_CUBLAS, BENCH_PEER_OPENBLAS, BENCH_PEER_COUNT };
 
 /* One GEMM as a peer runs it: the layout, transposes, sizes, leading
-   dimensions and batch strides of `desc`, on fp32 storage whatever
-   desc->dtype says; alpha 1, beta 0. A host peer uses a, b, c; a device peer
-   uses the buffers on `queue` (the queue kiln runs on). */
+   dimensions and batch strides of `desc`; alpha 1, beta 0. A host peer uses
+   a, b, c and an OpenCL device peer the buffers on `queue` (the queue kiln
+   runs on), on fp32 storage whatever desc->dtype says; the CUDA peer
+   (cuBLAS) runs on kiln's own buffers ka, kb, kc of context ctx, in their
+   storage type. */
 struct bench_peer_gemm {
     const kiln_gemm_desc *desc;
     const float *a, *b;
     float *c;
     cl_command_queue queue;
     cl_mem a_mem, b_mem, c_mem;
+    kiln_context *ctx;
+    const kiln_buffer *ka, *kb;
+    kiln_buffer *kc;
 };
 
 /* Bits 1u << i of the names[i] in a comma-separated list, or "none".
    Returns 0, or -1 for a name not in the list. */
 int bench_parse_names(const char *list, const char *const *names, int count, unsigned *mask);
 
-/* "clblast", "openblas". */
+/* "clblast", "cublas", "openblas". */
 const char *bench_peer_name(enum bench_peer peer);
 
 /* Non-zero when the peer was compiled in. */
@@ -70,6 +75,11 @@ int bench_peer_threads(enum bench_peer peer);
 /* Run the GEMM once, complete on return. Returns 0, or 1 with `err` filled
    ("not built" when the peer was not compiled in). */
 int bench_peer_gemm(enum bench_peer peer, const struct bench_peer_gemm *g, char *err, size_t err_size);
+
+/* cuBLAS (peer_cublas.c), loaded at run time: its GEMM, and a line on where
+   it was loaded from or why it was not. */
+int bench_peer_cublas_gemm(const struct bench_peer_gemm *g, char *err, size_t err_size);
+const char *bench_peer_cublas_status(void);
 
 /* ---- Peers of the neural-network operators (kiln-bench conv) ---- */
 

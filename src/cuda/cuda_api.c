@@ -150,9 +150,8 @@ static void load_driver(struct kiln_cuda_api *api)
     snprintf(api->driver, sizeof api->driver, "%s", path);
 }
 
-static void load_nvrtc(struct kiln_cuda_api *api)
+void *kiln_cuda_open_toolkit_library(const char *const *files, char *path, size_t size)
 {
-    static const char *const files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so", NULL};
     /* A toolkit's, then a Python package's (nvidia-cuda-nvrtc: nvidia/cuda_nvrtc/lib, or nvidia/cu13/lib). */
     static const char *const dirs[] = {"/usr/local/cuda/lib64",
                                        "/usr/local/cuda/targets/x86_64-linux/lib",
@@ -162,8 +161,14 @@ static void load_nvrtc(struct kiln_cuda_api *api)
                                        "/usr/lib/python3/dist-packages/nvidia/*/lib",
                                        "/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
                                        NULL};
+    return open_first(files, dirs, path, size);
+}
+
+static void load_nvrtc(struct kiln_cuda_api *api)
+{
+    static const char *const files[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so", NULL};
     char path[512];
-    api->nvrtc_lib = open_first(files, dirs, path, sizeof path);
+    api->nvrtc_lib = kiln_cuda_open_toolkit_library(files, path, sizeof path);
     if (!api->nvrtc_lib) {
         snprintf(api->nvrtc, sizeof api->nvrtc, "no NVRTC (libnvrtc.so.13, .12 or .11.2 not found)");
         return;

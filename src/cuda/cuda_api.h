@@ -135,4 +135,10 @@ kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *sourc
    90, or -1 if `image` is no CUBIN. */
 int kiln_cuda_cubin_arch(const void *image, size_t size);
 
+/* dlopen the first of `files` (NULL-terminated sonames) found in
+   $KILN_CUDA_LIB_DIR, the loader's path, then the CUDA toolkits and Python
+   packages where NVRTC, cuBLAS and cuDNN live; its path in `path`. NULL
+   when none loads. */
+void *kiln_cuda_open_toolkit_library(const char *const *files, char *path, size_t size);
+
 #endif /* KILN_CUDA_API_H */
