@@ -240,6 +240,10 @@ static void test_space(void **state)
 {
     const struct item *it = *state;
     const char *profile = profiles[it->profile];
+    if (it->group == KILN_GROUP_attention_decode && kt_ctx->desc.type != KILN_DEVICE_CPU) {
+        printf("# the decoding kernel runs on CPU devices only\n");
+        skip();
+    }
     /* The profile's values and this device's limits; a profile that does
        not fit the device is skipped. */
     kiln_context *ctx = kt_profile_context(profile);

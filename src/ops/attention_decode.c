@@ -13,8 +13,9 @@
  * The decoding kernel (cl/attention/attention_f32_decode.cl): where a
  * (batch, kv head) has at most KILN_DECODE_MAX_ROWS rows (query heads per kv
  * head times query positions: decoding, speculative and short query
- * blocks), the backend runs vector kernels and the profile does not route
- * attention to the flash kernel, one work-item takes all the rows and one
+ * blocks) on a CPU device whose backend runs vector kernels and whose
+ * profile does not route attention to the flash kernel, one work-item takes
+ * all the rows and one
  * split of the keys; the splits give about four work-items per compute
  * unit, none shorter than the profile's attention.decode split_kv.
  */
@@ -126,8 +127,12 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
 
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
 {
+    /* A CPU's kernel (a work-item a work-group, vectors for lanes): GPUs keep
+       their route's kernels, the flash kernel splitting the keys the same
+       way, until the decoding kernel is measured on one. */
     const kiln_context *ctx = plan->base.ctx;
-    return ctx->vector_kernels && plan->s.group * plan->s.d.seq_q <= KILN_DECODE_MAX_ROWS &&
+    return ctx->vector_kernels && ctx->desc.type == KILN_DEVICE_CPU &&
+           plan->s.group * plan->s.d.seq_q <= KILN_DECODE_MAX_ROWS &&
            kiln_profile_params(ctx->profile)->select.attention_route != KILN_ATTENTION_ROUTE_FLASH;
 }
 
