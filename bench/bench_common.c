@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "ref/storage.h"
 #include "tune/peaks.h"
 
 /* ---- timing ---- */
@@ -171,23 +172,6 @@ static float half_value(uint16_t h)
 
 static size_t dtype_size(kiln_dtype dtype) { return dtype == KILN_F32 ? 4 : 2; }
 
-/* bf16: the high half of an fp32, rounded to nearest even (the inputs here
-   are finite). */
-static uint16_t bf16_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-static float bf16_value(uint16_t h)
-{
-    const uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
 const char *bench_dtype_name(kiln_dtype dtype)
 {
     return dtype == KILN_F16 ? "f16" : dtype == KILN_BF16 ? "bf16" : "f32";
@@ -207,7 +191,7 @@ void bench_fill_random(float *x, size_t n, kiln_dtype dtype, uint64_t *rng)
 {
     for (size_t i = 0; i < n; i++) {
         float v = (float)(bench_random_next(rng) >> 40) * 0x1p-23f - 1.0f; /* uniform in [-1, 1) */
-        x[i] = dtype == KILN_F16 ? round_to_half(v) : dtype == KILN_BF16 ? bf16_value(bf16_bits(v)) : v;
+        x[i] = dtype == KILN_F16 ? round_to_half(v) : dtype == KILN_BF16 ? kiln_ref_from_bf16(kiln_ref_to_bf16(v)) : v;
     }
 }
 
@@ -221,7 +205,7 @@ kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dty
     if (dtype == KILN_F32)
         return kiln_buffer_write(*out, 0, n * sizeof(float), src);
     for (size_t i = 0; i < n; i++)
-        halves[i] = dtype == KILN_F16 ? half_bits(src[i]) : bf16_bits(src[i]);
+        halves[i] = dtype == KILN_F16 ? half_bits(src[i]) : kiln_ref_to_bf16(src[i]);
     return kiln_buffer_write(*out, 0, n * sizeof(uint16_t), halves);
 }
 
@@ -231,7 +215,7 @@ kiln_status bench_download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, u
         return kiln_buffer_read(buf, 0, n * sizeof(float), dst);
     kiln_status st = kiln_buffer_read(buf, 0, n * sizeof(uint16_t), halves);
     for (size_t i = 0; st == KILN_SUCCESS && i < n; i++)
-        dst[i] = dtype == KILN_F16 ? half_value(halves[i]) : bf16_value(halves[i]);
+        dst[i] = dtype == KILN_F16 ? half_value(halves[i]) : kiln_ref_from_bf16(halves[i]);
     return st;
 }
 

@@ -4,6 +4,7 @@
 #include "kiln/kiln_cl.h"
 #include "profiles/profile.h"
 #include "profiles/profile_impl.h"
+#include "ref/storage.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -163,22 +164,9 @@ float kt_from_half(uint16_t h)
     return f;
 }
 
-uint16_t kt_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
+uint16_t kt_to_bf16(float f) { return kiln_ref_to_bf16(f); }
 
-float kt_from_bf16(uint16_t h)
-{
-    const uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
+float kt_from_bf16(uint16_t h) { return kiln_ref_from_bf16(h); }
 
 float kt_round_to(kiln_dtype t, float f)
 {

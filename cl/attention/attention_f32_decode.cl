@@ -43,23 +43,15 @@
 #include "common/portability.h"
 #include "common/vector.h"
 
+#include "attention/args.h"
 #include "attention/weights.h"
 
-/* Global size (splits, batch * kv_heads), one work-item per work-group.
-   The arguments up to scale_log2 are the fused kernel's: Q and O have
-   element strides q_sb, q_sh, q_ss per batch item, head and position, K and
-   V kv_sb, kv_sh, kv_ss; the mask row of (b, h, i) starts at b * m_sb +
-   h * m_sh + i * nk. part (fp32, [split][row][D]) and
-   part_lse ([split][row]) hold the splits' results, rows numbered as lse:
-   (b * heads + h) * nq + i. Unused buffers are never read or written. */
+/* Global size (splits, batch * kv_heads), one work-item per work-group; the
+   arguments of attention/args.h. part (fp32, [split][row][D]) and part_lse
+   ([split][row]) hold the splits' results, rows numbered as lse:
+   (b * heads + h) * nq + i. */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(1, 1, 1)
-void attention_f32_decode(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KILN_STORAGE *K,
-                          KILN_GLOBAL const KILN_STORAGE *V, KILN_GLOBAL const float *mask,
-                          KILN_GLOBAL const int *key_lengths, KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse,
-                          const int nq, const int nk, const int head_dim, const int heads, const int group,
-                          const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
-                          const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2,
-                          KILN_GLOBAL float *part, KILN_GLOBAL float *part_lse, const int split_len)
+void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
     const int split = KILN_GLOBAL_ID(0), kv_heads = heads / group;
     const int b = KILN_GLOBAL_ID(1) / kv_heads, hk = KILN_GLOBAL_ID(1) % kv_heads;

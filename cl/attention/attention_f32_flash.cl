@@ -3,10 +3,11 @@
  * without the score matrix, computed by a work-group per block of query
  * rows that stages each block of keys and values through local memory
  * shared by its work-items (FlashAttention-2's partition: query blocks
- * across work-groups, key blocks in the inner loop). The arguments, the
- * rows of a (batch, kv head) (its `group` query heads interleaved), the
- * visible keys, the mask, the log-sum-exp and fp16 storage are those of
- * attention_f32_fused.cl; its header states them.
+ * across work-groups, key blocks in the inner loop). The arguments are
+ * attention/args.h's; the rows of a (batch, kv head) (its `group` query
+ * heads interleaved), the visible keys, the mask, the log-sum-exp and
+ * 16-bit storage are those of attention_f32_fused.cl, whose header states
+ * them.
  *
  * A work-group of WG work-items owns BM rows (rows past the last repeat it,
  * computed and never stored). It loads its queries once into local memory,
@@ -61,6 +62,8 @@
 #include "common/portability.h"
 #include "common/storage.h"
 
+#include "attention/args.h"
+
 #include "attention/head_dim.h"
 #define TD ((DMAX + OC - 1) / OC)
 #define QLD (DMAX + 1) /* padded rows of the query and key/value tiles */
@@ -85,15 +88,10 @@ void flash_stage(KILN_LOCAL float *tile, KILN_GLOBAL const KILN_STORAGE *X, cons
     }
 }
 
-/* Global size (row blocks x WG, batch * kv_heads), local (WG, 1). */
+/* Global size (row blocks x WG, batch * kv_heads, splits), local (WG, 1, 1);
+   the arguments of attention/args.h. */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(WG, 1, 1)
-void attention_f32_flash(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KILN_STORAGE *K,
-                         KILN_GLOBAL const KILN_STORAGE *V, KILN_GLOBAL const float *mask,
-                         KILN_GLOBAL const int *key_lengths, KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse,
-                         const int nq, const int nk, const int head_dim, const int heads, const int group,
-                         const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
-                         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2,
-                         KILN_GLOBAL float *part, KILN_GLOBAL float *part_lse, const int split_len)
+void attention_f32_flash(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
     KILN_SHARED float q_l[BM * QLD], kv_l[BN * QLD], s_l[BM * SLD];
     KILN_SHARED float m_l[BM], l_l[BM], c_l[BM]; /* per row: maximum, sum, factor of this block */

@@ -77,6 +77,7 @@
 #include "common/portability.h"
 #include "common/vector.h"
 
+#include "attention/args.h"
 #include "attention/head_dim.h"
 #include "attention/weights.h"
 
@@ -108,17 +109,10 @@ typedef struct {
 #endif
 } row_block;
 
-/* Global size (work-items rounded up to the work-group, batch * kv_heads).
-   Q and O have element strides q_sb, q_sh, q_ss per batch item, head and
-   position; K and V kv_sb, kv_sh, kv_ss. The mask row of (b, h, i) starts at
-   b * m_sb + h * m_sh + i * nk. Unused buffers are never read. */
+/* Global size (work-items rounded up to the work-group, batch * kv_heads);
+   the arguments of attention/args.h. */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_ATTENTION_WG, 1, 1)
-void attention_f32_fused(KILN_GLOBAL const KILN_STORAGE *Q, KILN_GLOBAL const KILN_STORAGE *K,
-                         KILN_GLOBAL const KILN_STORAGE *V, KILN_GLOBAL const float *mask,
-                         KILN_GLOBAL const int *key_lengths, KILN_GLOBAL KILN_STORAGE *O, KILN_GLOBAL float *lse,
-                         const int nq, const int nk, const int head_dim, const int heads, const int group,
-                         const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,
-                         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2)
+void attention_f32_fused(KILN_ATTENTION_KERNEL_ARGS)
 {
     const int rows = nq * group, items = (rows + NB * BQ - 1) / (NB * BQ);
     int item = KILN_GLOBAL_ID(0);

@@ -61,16 +61,13 @@ extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attentio
    about four per compute unit, at least min_split, a multiple of step (or
    KILN_ATTENTION_SPLIT_KV's), and `why`. split_prepare: the plan's splits,
    and with more than one the combine kernel (in kernel slot `slot`) and
-   the workspace. split_args: the split arguments the kernels take after
-   the fused kernel's (the partial outputs, their log-sum-exps, split_len).
-   split_launch: the plan's kernel `kernel` over `dims` dimensions of its
-   geometry, then the combine where there are splits; `event` receives the
-   last launch's. */
+   the workspace. split_launch: the plan's kernel `kernel` over `dims`
+   dimensions of its geometry, with the fused kernel's arguments and the
+   split ones (cl/attention/args.h), then the combine where there are
+   splits; `event` receives the last launch's. */
 int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, long min_split, long step,
                               const char **why);
 kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int split_len, int slot);
-void kiln_attention_split_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
-                               struct kiln_args *a);
 kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsigned dims, int kernel,
                                         const struct kiln_attention_args *x, void **event);
 
@@ -84,9 +81,8 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */
 void kiln_attention_switches(const struct kiln_attention_shape *s, struct kiln_options *o);
 
-/* The fused kernels' arguments (attention_f32_fused.cl, attention_f32_flash.cl,
-   and the first ones of attention_f32_decode.cl): the operands, the sizes,
-   the strides and the scale in base 2. */
+/* The fused kernels' arguments (cl/attention/args.h): the operands, the
+   sizes, the strides and the scale in base 2. */
 void kiln_attention_kernel_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
                                 struct kiln_args *a);
 

@@ -15,9 +15,9 @@
  * head times query positions: decoding, speculative and short query
  * blocks) on a CPU device whose backend runs vector kernels and whose
  * profile does not route attention to the flash kernel, one work-item takes
- * all the rows and one
- * split of the keys; the splits give about four work-items per compute
- * unit, none shorter than the profile's attention.decode split_kv.
+ * all the rows and one split of the keys; the splits give about four
+ * work-items per compute unit, none shorter than the profile's
+ * attention.decode split_kv.
  */
 #include <math.h>
 #include <stdint.h>
@@ -86,8 +86,9 @@ kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int s
     return st;
 }
 
-void kiln_attention_split_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x,
-                               struct kiln_args *a)
+/* The split arguments after the fused kernel's: the partial outputs, their
+   log-sum-exps (O stands in without splits, never written), split_len. */
+static void split_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x, struct kiln_args *a)
 {
     const int split = plan->splits > 1;
     kiln_args_buffer(a, split ? plan->base.workspace[WS_PART]->handle : x->o);
@@ -102,7 +103,7 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
     const kiln_attention_desc *d = &s->d;
     struct kiln_args a = {0};
     kiln_attention_kernel_args(plan, x, &a);
-    kiln_attention_split_args(plan, x, &a);
+    split_args(plan, x, &a);
     const int split = plan->splits > 1;
     kiln_status st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[kernel], &a, dims, plan->global, plan->local,
                                         0, split ? NULL : event);

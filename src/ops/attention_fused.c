@@ -11,8 +11,9 @@
  * dimension.
  *
  * A (batch, kv head) of at most eight rows (decoding) takes the decoding
- * kernel instead, split over the keys (attention_decode.c), where vector
- * kernels run and the profile does not route attention to flash.
+ * kernel instead, split over the keys (attention_decode.c), on a CPU device
+ * whose backend runs vector kernels and whose profile does not route
+ * attention to flash; the flash kernel splits such problems' keys too.
  *
  * Where the profile's select.attention_route is "flash", the same algorithm
  * runs cl/attention/attention_f32_flash.cl instead (the same arguments): a
