@@ -57,7 +57,10 @@ int cc_applies(kiln_conv_algo algo, const kiln_conv2d_desc *d);
    on shape i % 2 (test_conv_epilogue.c), so every switch set is built once
    per algorithm and both layouts see the epilogue and the pool; the
    describe, reuse, find, batch-norm and bad-execution tests take their
-   problems from here too. */
+   problems from here too. The 1x1 shapes' GEMMs (130 filters by 9 pixels
+   in NCHW, 64 pixels by 8 filters in NHWC) are flipped by the CPU GEMM
+   family on the CPU profiles (docs/gemm.md), so its transposed store runs
+   every epilogue, bias per row and per column. */
 extern const struct cc_row cc_epilogue_shapes[2][2];
 
 /* The epilogue shape of `algo` in layout 0 (NCHW) or 1 (NHWC): the 3x3 one

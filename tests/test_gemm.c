@@ -151,6 +151,17 @@ static const struct row rows[] = {
     {SHAPE("batch-shared-b", CM, TR, NO, 33, 65, 17), .batch = 4, .gap = {0, SHARED, 0}},
     {SHAPE("batch-shared-ab", RM, NO, TR, 7, 33, 9), .batch = 3, .gap = {SHARED, SHARED, 3}},
     {SHAPE("batch-overlap-ab", RM, NO, NO, 7, 3, 5), .batch = 6, .gap = {-34, -14, 0}},
+    /* Few columns, many rows: the CPU family flips the product (tiles of
+       C^T stored transposed, docs/gemm.md) on the CPU profiles; in column
+       major the plan's own swap is flipped back. */
+    {SHAPE("flip", RM, NO, NO, 130, 7, 64)},
+    {SHAPE("flip", RM, TR, TR, 130, 7, 64), .off = {1, 3, 5}, .pad = {3, 1, 2}},
+    {SHAPE("flip", CM, NO, TR, 7, 130, 64)},
+    {SHAPE("flip-scalars", RM, NO, TR, 200, 9, 100), .all_scalars = 1},
+    {SHAPE("flip-batch", RM, NO, NO, 100, 5, 80), .batch = 3, .gap = {3, SHARED, 1}},
+    {SHAPE("flip-batch", RM, TR, NO, 100, 5, 80), .batch = 3, .gap = {SHARED, 2, 0}},
+    {SHAPE("flip-f16", RM, NO, NO, 130, 7, 64), .dtype = KILN_F16, .all_scalars = 1},
+    {SHAPE("flip-bf16", RM, NO, TR, 130, 7, 64), .dtype = KILN_BF16, .all_scalars = 1},
     /* fp16 storage, fp32 arithmetic. */
     {SHAPE("f16", RM, NO, NO, 1, 1, 1), .dtype = KILN_F16},
     {SHAPE("f16", RM, NO, NO, 7, 33, 16), .dtype = KILN_F16},

@@ -33,24 +33,43 @@ static const struct shape {
     {KILN_NO_TRANS, 1, 1, 1, 0, 0},
     {KILN_NO_TRANS, 40, 16, 33, 1, 2}, /* 16 columns: the CPU family's narrow tile, where a profile has one */
     {KILN_TRANS, 20, 33, 1000, 1, 1},  /* one tile, long K: the tiled family splits K */
+    {KILN_NO_TRANS, 130, 7, 64, 2, 3}, /* 7 columns: the CPU family flips the product, tiles of C^T */
+    {KILN_TRANS, 49, 100, 24, 1, 1},   /* 49 rows: seven balanced rows per panel on 8-row tiles */
 };
 
-/* The CPU family's register tile, by the rule of docs/gemm.md: the narrow
-   one (gemm.cpu narrow_mr x vw), on profiles that have it, where its padded
-   m x n, counted 6% dearer, is smaller than that of the mr x nr tile. */
+/* The CPU family's register tile, by the rule of docs/gemm.md, for one
+   orientation: the wide tile with its rows balanced over its panels (dearer
+   where its loads outnumber its FMAs) or the narrow one (gemm.cpu
+   narrow_mr x vw) 6% dearer, whichever computes fewer padded elements. */
+static double oriented(const struct kiln_param_gemm_cpu *cpu, long rows, long cols, long *mr, long *nr)
+{
+    const long nv = cpu->nr / cpu->vw, panels = (rows + cpu->mr - 1) / cpu->mr;
+    *mr = panels ? (rows + panels - 1) / panels : cpu->mr, *nr = cpu->nr;
+    const double loads = (double)(*mr + nv) / (double)(*mr * nv);
+    double cost = (loads > 1 ? loads : 1) * (double)((rows + *mr - 1) / *mr * *mr) *
+                  (double)((cols + cpu->nr - 1) / cpu->nr * cpu->nr);
+    const long narrow = cpu->narrow_mr, vw = cpu->vw;
+    if (narrow > 0) {
+        const double thin =
+            1.06 * (double)((rows + narrow - 1) / narrow * narrow) * (double)((cols + vw - 1) / vw * vw);
+        if (thin < cost)
+            cost = thin, *mr = narrow, *nr = vw;
+    }
+    return cost;
+}
+
+/* The tile of C or, where cheaper after 1 + vw/k for its element-wise
+   stores, of C^T ("t"). */
 static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *name, size_t size)
 {
-    const struct kiln_profile *p = ctx->profile;
-    const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(p)->gemm_cpu;
-    long mr = cpu->mr, nr = cpu->nr, vw = cpu->vw, narrow = cpu->narrow_mr;
-    const long m = (long)s->m, n = (long)s->n;
-    if (narrow > 0) {
-        const double wide = (double)((m + mr - 1) / mr * mr) * (double)((n + nr - 1) / nr * nr);
-        const double thin = 1.06 * (double)((m + narrow - 1) / narrow * narrow) * (double)((n + vw - 1) / vw * vw);
-        if (thin < wide)
-            mr = narrow, nr = vw;
-    }
-    snprintf(name, size, "gemm_f32_cpu_%ldx%ld", mr, nr);
+    const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(ctx->profile)->gemm_cpu;
+    long mr, nr, fmr, fnr;
+    const double straight = oriented(cpu, (long)s->m, (long)s->n, &mr, &nr);
+    const double flipped = oriented(cpu, (long)s->n, (long)s->m, &fmr, &fnr) * (1.0 + (double)cpu->vw / (double)s->k);
+    if (flipped < straight)
+        snprintf(name, size, "gemm_f32_cpu_%ldx%ldt", fmr, fnr);
+    else
+        snprintf(name, size, "gemm_f32_cpu_%ldx%ld", mr, nr);
 }
 
 static void test_profile(void **state)

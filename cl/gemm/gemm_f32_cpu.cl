@@ -22,9 +22,16 @@
  *    The epilogue scales by alpha, adds beta * C only when beta != 0 (C is
  *    never read otherwise) and masks the edge tiles.
  *
+ * 3. KILN_TILE_FLIP 1: the host has flipped the product, C^T = opB^T opA^T,
+ *    packing opB^T as the row panels and opA^T as the column panels (M and
+ *    N exchanged in the micro kernel's arguments). The tile is then one of
+ *    C^T, stored element by element into C (row-major, ldc), where each of
+ *    its rows is a run of MR consecutive elements of one row of C; bias and
+ *    z keep C's indexing.
+ *
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
- * KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
+ * KILN_TILE_FLIP, KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
  * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds
@@ -41,6 +48,9 @@
 #endif
 #ifndef KILN_EPI_Z
 #define KILN_EPI_Z 0
+#endif
+#ifndef KILN_TILE_FLIP
+#define KILN_TILE_FLIP 0
 #endif
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
@@ -97,6 +107,31 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
     KILN_TILE_MULTIPLY(acc, a, bp, K);
 
     const int row0 = it * MR, col0 = jt * NR;
+    (void)bias, (void)off_bias, (void)Z, (void)slope;
+#if KILN_TILE_FLIP
+    /* acc[i][v] lane e is C(col0 + v*VW + e, row0 + i). */
+    float t[MR][NR];
+#pragma unroll
+    for (int i = 0; i < MR; i++)
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            VSTORE(acc[i][v], 0, &t[i][v * VW]);
+    const int rows = min(MR, M - row0), cols = min(NR, N - col0);
+    for (int j = 0; j < cols; j++) {
+        const size_t at = off_c + b * stride_c + (size_t)(col0 + j) * ldc + row0;
+        for (int i = 0; i < rows; i++) {
+            float r = alpha * t[i][j];
+            if (beta != 0.0f)
+                r = fma(beta, KILN_LOAD(KILN_EPI_Z ? Z : C, at + i), r);
+#if KILN_EPI_BIAS == 1
+            r += bias[off_bias + col0 + j];
+#elif KILN_EPI_BIAS == 2
+            r += bias[off_bias + row0 + i];
+#endif
+            KILN_STORE(kiln_activate(r, slope), C, at + i);
+        }
+    }
+#else
     const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;
     KILN_GLOBAL KILN_STORAGE *c = C + c0;
 #if KILN_EPI_Z
@@ -104,7 +139,6 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
 #else
     KILN_GLOBAL const KILN_STORAGE *addend = c;
 #endif
-    (void)bias, (void)off_bias, (void)Z, (void)slope;
     if (row0 + MR <= M && col0 + NR <= N) {
 #pragma unroll
         for (int i = 0; i < MR; i++)
@@ -140,4 +174,5 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
                 KILN_STORE(kiln_activate(r, slope), c, at);
             }
         }
+#endif
 }

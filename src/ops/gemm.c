@@ -212,7 +212,7 @@ void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o)
 {
-    struct kiln_cpu_tile tile = {cpu->mr, cpu->nr, cpu->vw};
+    struct kiln_cpu_tile tile = {cpu->mr, cpu->nr, cpu->vw, 0};
     if (cpu->narrow_mr > 0) {
         size_t mr = (size_t)cpu->mr, nr = (size_t)cpu->nr, vw = (size_t)cpu->vw, nmr = (size_t)cpu->narrow_mr;
         double wide = (double)(kiln_div_up(m, mr) * mr) * (double)(kiln_div_up(n, nr) * nr);
@@ -221,6 +221,47 @@ struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu,
             tile.mr = cpu->narrow_mr, tile.nr = cpu->vw;
     }
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
+    return tile;
+}
+
+/* The rows of a tile of at most mr rows, balanced over the panels that
+   `rows` needs: 7 for 49 rows at mr 8 (seven panels, none padded). */
+static size_t balanced_rows(size_t rows, size_t mr) { return rows ? kiln_div_up(rows, kiln_div_up(rows, mr)) : mr; }
+
+/* The cost of one orientation's tiles, in padded multiply-adds: `rows` by
+   `cols` (C's m x n, or n x m flipped) on the wide tile with balanced rows
+   (dearer when so few rows leave its loads, nv + rows per k, outnumbering
+   its rows x nv FMAs) or on the narrow tile, 6% dearer. */
+static double oriented_cost(const struct kiln_param_gemm_cpu *cpu, size_t rows, size_t cols, struct kiln_cpu_tile *t)
+{
+    const size_t nr = (size_t)cpu->nr, vw = (size_t)cpu->vw, nv = nr / vw;
+    const size_t mr = balanced_rows(rows, (size_t)cpu->mr);
+    const double loads = (double)(mr + nv) / (double)(mr * nv);
+    double cost =
+        (loads > 1.0 ? loads : 1.0) * (double)(kiln_div_up(rows, mr) * mr) * (double)(kiln_div_up(cols, nr) * nr);
+    t->mr = (long)mr, t->nr = cpu->nr, t->vw = cpu->vw;
+    if (cpu->narrow_mr > 0) {
+        const size_t nmr = (size_t)cpu->narrow_mr;
+        double thin = 1.06 * (double)(kiln_div_up(rows, nmr) * nmr) * (double)(kiln_div_up(cols, vw) * vw);
+        if (thin < cost)
+            cost = thin, t->mr = cpu->narrow_mr, t->nr = cpu->vw;
+    }
+    return cost;
+}
+
+/* Flipped, every element is stored by itself (scalar stores along C's rows
+   instead of vector stores): vw per k-step's worth of multiply-adds, so
+   the flipped cost is scaled by 1 + vw / k. */
+struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, size_t k,
+                                          struct kiln_options *o)
+{
+    struct kiln_cpu_tile tile = {0}, flip = {0};
+    const double straight = oriented_cost(cpu, m, n, &tile);
+    const double flipped = oriented_cost(cpu, n, m, &flip) * (1.0 + (double)cpu->vw / (double)(k ? k : 1));
+    if (flipped < straight)
+        tile = flip, tile.flipped = 1;
+    kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld -DKILN_TILE_FLIP=%d", tile.mr,
+                     tile.nr, tile.vw, tile.flipped);
     return tile;
 }
 

@@ -52,7 +52,7 @@ struct kiln_gemm_plan {
     struct kiln_gemm_problem p;
     const struct kiln_gemm_algorithm *algorithm;
     size_t dims[3][3]; /* per-kernel launch geometry, algorithm-defined */
-    size_t aux[2];     /* algorithm-defined values fixed at planning */
+    size_t aux[3];     /* algorithm-defined values fixed at planning */
 };
 
 /* A kernel family (the public API's "family"): prepare builds kernels and
@@ -124,8 +124,18 @@ void kiln_split_k_describe(struct kiln_plan *base, size_t splits, size_t ks, siz
    appending its compiler options KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW. */
 struct kiln_cpu_tile {
     long mr, nr, vw;
+    int flipped; /* the tile is of C^T (kiln_cpu_tile_orient only) */
 };
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
+                                          struct kiln_options *o);
+
+/* The CPU GEMM family's tile for an m x n x k product: kiln_cpu_tile_choose's
+   tiles, each with its rows balanced over its row panels, for C or for C^T
+   (flipped: the tile's rows run over C's columns, stored transposed), the
+   one that computes the fewest padded elements at their cost
+   (docs/gemm.md#the-cpu-register-tile-wide-or-narrow). Appends
+   KILN_TILE_FLIP too. */
+struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, size_t k,
                                           struct kiln_options *o);
 
 #endif /* KILN_OPS_GEMM_H */

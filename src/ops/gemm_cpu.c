@@ -2,6 +2,11 @@
  * The CPU GEMM family (cl/gemm/gemm_f32_cpu.cl): pack A and B into zero-padded
  * panels of MR rows and NR columns, then one MR x NR register tile per
  * work-item over the whole K. An operand with batch stride 0 is packed once.
+ *
+ * Where C's columns fill the tile's vectors worse than its rows would (a
+ * 1x1 convolution over 7x7 pixels: 49 columns in two tiles of 32), the plan
+ * flips the product, C^T = op(B)^T op(A)^T: B is packed as the row panels,
+ * A as the column panels, and the tile is stored transposed into C.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,10 +27,11 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         return st;
     struct kiln_options options = {0};
     kiln_gemm_options(plan, &options);
-    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose(cpu, p->m, p->n, &options);
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p->m, p->n, p->k, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
-    snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu", mr, nr);
-    snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld", mr, nr, tile.vw);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
+    snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
+             tile.flipped ? ", flipped: tiles of C^T" : "");
     static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
     for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
         st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
@@ -33,16 +39,22 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     if (st != KILN_SUCCESS)
         return st;
 
-    size_t panels_m = kiln_div_up(p->m, mr), panels_n = kiln_div_up(p->n, nr);
-    size_t batch_a = p->stride_a ? p->batch : 1, batch_b = p->stride_b ? p->batch : 1;
+    /* The operands in the tile's order: rows from A (B flipped), columns
+       from B (A flipped). */
+    plan->aux[2] = (size_t)tile.flipped;
+    const size_t rows = tile.flipped ? p->n : p->m, cols = tile.flipped ? p->m : p->n;
+    const size_t stride_r = tile.flipped ? p->stride_b : p->stride_a,
+                 stride_c = tile.flipped ? p->stride_a : p->stride_b;
+    size_t panels_m = kiln_div_up(rows, mr), panels_n = kiln_div_up(cols, nr);
+    size_t batch_a = stride_r ? p->batch : 1, batch_b = stride_c ? p->batch : 1;
     size_t geometry[3][3] = {{p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {panels_m, panels_n, p->batch}};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 3; d++)
             plan->dims[i][d] = geometry[i][d];
     /* Floats between batch items' panels; 0 for an operand packed once. */
     size_t span_a = panels_m * mr * p->k, span_b = panels_n * nr * p->k;
-    plan->aux[0] = p->stride_a ? span_a : 0;
-    plan->aux[1] = p->stride_b ? span_b : 0;
+    plan->aux[0] = stride_r ? span_a : 0;
+    plan->aux[1] = stride_c ? span_b : 0;
     if ((st = kiln_plan_workspace(&plan->base, 0, batch_a * span_a * sizeof(float))) != KILN_SUCCESS)
         return st;
     return kiln_plan_workspace(&plan->base, 1, batch_b * span_b * sizeof(float));
@@ -70,21 +82,31 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     void *ap = plan->base.workspace[0]->handle, *bp = plan->base.workspace[1]->handle;
     kiln_context *ctx = plan->base.ctx;
     kiln_status st = KILN_SUCCESS;
-    if (!x->reuse_a) { /* opA(i, k) at i * a_ri + k * a_rk, opB(k, j) at k * b_rk + j * b_rj */
+    /* opA(i, k) at i * a_ri + k * a_rk, opB(k, j) at k * b_rk + j * b_rj */
+    const uint64_t a_ri = p->trans_a ? 1 : p->lda, a_rk = p->trans_a ? p->lda : 1;
+    const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
+    const int flipped = (int)plan->aux[2];
+    if (flipped ? !x->reuse_b : !x->reuse_a) { /* the row panels: A, or op(B)^T */
         struct kiln_args a = {0};
-        pack_args(&a, p->m, p->k, x->a, x->off_a, p->trans_a ? 1 : p->lda, p->trans_a ? p->lda : 1, p->stride_a, ap);
+        if (flipped)
+            pack_args(&a, p->n, p->k, x->b, x->off_b, b_rj, b_rk, p->stride_b, ap);
+        else
+            pack_args(&a, p->m, p->k, x->a, x->off_a, a_ri, a_rk, p->stride_a, ap);
         st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_A], &a, 3, plan->dims[PACK_A], NULL, 0, NULL);
     }
-    if (st == KILN_SUCCESS && !x->reuse_b) {
+    if (st == KILN_SUCCESS && (flipped ? !x->reuse_a : !x->reuse_b)) { /* the column panels: B, or op(A)^T */
         struct kiln_args b = {0};
-        pack_args(&b, p->n, p->k, x->b, x->off_b, p->trans_b ? 1 : p->ldb, p->trans_b ? p->ldb : 1, p->stride_b, bp);
+        if (flipped)
+            pack_args(&b, p->m, p->k, x->a, x->off_a, a_rk, a_ri, p->stride_a, bp);
+        else
+            pack_args(&b, p->n, p->k, x->b, x->off_b, b_rk, b_rj, p->stride_b, bp);
         st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_B], &b, 3, plan->dims[PACK_B], NULL, 0, NULL);
     }
     if (st != KILN_SUCCESS)
         return st;
     struct kiln_args m = {0};
-    kiln_args_int(&m, (int32_t)p->m);
-    kiln_args_int(&m, (int32_t)p->n);
+    kiln_args_int(&m, (int32_t)(flipped ? p->n : p->m));
+    kiln_args_int(&m, (int32_t)(flipped ? p->m : p->n));
     kiln_args_int(&m, (int32_t)p->k);
     kiln_args_float(&m, x->alpha);
     kiln_args_float(&m, x->beta);
