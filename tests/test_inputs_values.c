@@ -13,14 +13,15 @@
 #include <time.h>
 
 #include "core/context.h"
+#include "kiln/kiln_cl.h"
 #include "profiles/profile.h"
 #include "profiles/schema.h"
 
 #define WATCHED(test) cmocka_unit_test_setup_teardown(test, kt_watchdog_arm, kt_watchdog_disarm)
 
 /* The variables this file sets, as the suite was started with them. */
-static const char *const saved_names[] = {"KILN_DEVICE", "KILN_PROFILE", "KILN_PROFILE_DIR", "KILN_FIND",
-                                          "KILN_ATTENTION_SPLIT_KV"};
+static const char *const saved_names[] = {
+    "KILN_DEVICE", "KILN_PROFILE", "KILN_PROFILE_DIR", "KILN_FIND", "KILN_ATTENTION_SPLIT_KV", "KILN_WAIT_POLL_US"};
 static char *saved_values[sizeof saved_names / sizeof *saved_names];
 
 static int save_env(void **state)
@@ -371,6 +372,83 @@ static void test_split_kv_not_a_number(void **state)
     restore_env();
 }
 
+/* ---- KILN_WAIT_POLL_US ---- */
+
+/* Two 96 x 96 x 96 GEMMs of ones into C1 and C2, the first waited on through
+   its event, the second through kiln_context_finish: whichever way a wait
+   polls or blocks, it returns only when the GEMM's command is complete, and
+   the products are right (96 everywhere; C starts poisoned with NaN). */
+static void gemms_waited(kiln_context *ctx)
+{
+    enum { N = 96 };
+    static float ones[N * N], nan[N * N], c[N * N];
+    for (size_t i = 0; i < N * N; i++)
+        ones[i] = 1.0f, nan[i] = NAN;
+    kiln_buffer *a = NULL, *c1 = NULL, *c2 = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, sizeof ones, &a), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(ctx, sizeof ones, &c1), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(ctx, sizeof ones, &c2), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(a, 0, sizeof ones, ones), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(c1, 0, sizeof nan, nan), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(c2, 0, sizeof nan, nan), KILN_SUCCESS);
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, N, N, N);
+    kiln_event *ev = NULL;
+    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, a, 0, a, 0, 0.0f, c1, 0, &ev), KILN_SUCCESS);
+    kt_wait_and_release(ev); /* complete when the wait returns */
+    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, a, 0, a, 0, 0.0f, c2, 0, &ev), KILN_SUCCESS);
+    kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
+    if (strcmp(ev->backend->name, "opencl") == 0) { /* complete when finish returns */
+        cl_int status = CL_QUEUED;
+        assert_int_equal(
+            clGetEventInfo(kiln_event_get_cl(ev), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL),
+            CL_SUCCESS);
+        assert_int_equal(status, CL_COMPLETE);
+    }
+    kiln_event_destroy(ev);
+    kiln_buffer *cs[2] = {c1, c2};
+    for (int j = 0; j < 2; j++) {
+        kt_assert_status(kiln_buffer_read(cs[j], 0, sizeof c, c), KILN_SUCCESS);
+        for (size_t i = 0; i < N * N; i++)
+            if (c[i] != (float)N)
+                fail_msg("C%d[%zu] = %g after the wait, not %d", j + 1, i, c[i], N);
+    }
+    kiln_buffer_destroy(a);
+    kiln_buffer_destroy(c1);
+    kiln_buffer_destroy(c2);
+}
+
+static void test_wait_poll_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int bad;
+    } cases[] = {{"0", 0},  {"1", 0},       {"1000000", 0}, {"", 0},   {"-1", 1},
+                 {"1x", 1}, {"2000000", 1}, {"soon", 1},    {"1.5", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *dir = kt_temp_dir();
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_WAIT_POLL_US", cases[i].value, 1);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+        gemms_waited(ctx);
+        kiln_context_destroy(ctx);
+        int warnings = kt_capture_end(&cap);
+        char *text = captured(&cap);
+        kt_remove_tree(dir);
+        free(dir);
+        char want[128];
+        snprintf(want, sizeof want, "KILN_WAIT_POLL_US=\"%s\" is not a number of microseconds", cases[i].value);
+        if (cases[i].bad ? warnings != 1 || !strstr(text, want) : warnings != 0)
+            fail_msg("KILN_WAIT_POLL_US=\"%s\": %d warnings (%s), wanted %s", cases[i].value, warnings, text,
+                     cases[i].bad ? want : "none");
+        free(text);
+    }
+    restore_env();
+}
+
 /* ---- cache_dir and disable_disk_cache (as values) ---- */
 
 static void test_cache_options_values(void **state)
@@ -699,6 +777,7 @@ int main(void)
     kt_add(&tests, WATCHED(test_profile_option_values));
     kt_add(&tests, WATCHED(test_find_not_a_switch));
     kt_add(&tests, WATCHED(test_split_kv_not_a_number));
+    kt_add(&tests, WATCHED(test_wait_poll_values));
     kt_add(&tests, WATCHED(test_cache_options_values));
     kt_add(&tests, WATCHED(test_overlay_text));
     kt_add(&tests, WATCHED(test_every_key_bad_values));

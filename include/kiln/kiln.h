@@ -229,7 +229,10 @@ KILN_API kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_
 KILN_API kiln_status kiln_context_get_profile_json(const kiln_context *ctx, char *buf, size_t size, size_t *length);
 
 /** Wait until all work queued on the context, by any thread, before this
-    call has finished. */
+    call has finished. On a CPU device the wait polls, yielding its core, for
+    up to 2 ms before it blocks (KILN_WAIT_POLL_US; docs/pocl.md): a short
+    kernel's end is seen tens of microseconds sooner. kiln_event_wait does
+    the same. */
 KILN_API kiln_status kiln_context_finish(kiln_context *ctx);
 
 typedef struct kiln_cache_info {

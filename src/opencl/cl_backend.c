@@ -3,8 +3,10 @@
  * opened device, buffers as cl_mem, programs as cl_program, kernels as
  * cl_kernel (the backend's `void *` handles are these objects themselves).
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <CL/cl_ext.h>
 
@@ -157,6 +159,47 @@ static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capaci
     return KILN_SUCCESS;
 }
 
+/* How long a wait polls before it blocks, in microseconds (docs/pocl.md,
+   "Waiting"): KILN_WAIT_POLL_US, else 2 ms on a CPU device and 0 (block at
+   once) elsewhere. */
+static long wait_poll_us(cl_device_id device)
+{
+    const char *env = getenv("KILN_WAIT_POLL_US");
+    if (env && strcmp(env, "0") == 0)
+        return 0;
+    const long v = kiln_env_long("KILN_WAIT_POLL_US", 1, 1000000, "a number of microseconds from 0 to 1000000");
+    if (v > 0)
+        return v;
+    cl_device_type type = 0;
+    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    return (type & CL_DEVICE_TYPE_CPU) ? 2000 : 0;
+}
+
+static double monotonic_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
+}
+
+/* Poll ev until it completes (or fails), yielding the core between looks,
+   for at most poll_us; the caller then blocks, which returns at once if it
+   has. The yield hands the core to a worker thread of the device whenever
+   one is ready to run there. */
+static void poll_event(cl_event ev, long poll_us)
+{
+    if (poll_us <= 0)
+        return;
+    const double end = monotonic_us() + (double)poll_us;
+    for (;;) {
+        cl_int status = CL_COMPLETE;
+        if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS ||
+            status <= CL_COMPLETE || monotonic_us() > end)
+            return;
+        sched_yield();
+    }
+}
+
 static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context, cl_command_queue queue,
                                void **dev)
 {
@@ -167,6 +210,8 @@ static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_
     d->device = device;
     d->context = context;
     d->queue = queue;
+    d->poll_us = wait_poll_us(device);
+    pthread_mutex_init(&d->lock, NULL);
     *dev = d;
     return KILN_SUCCESS;
 }
@@ -228,6 +273,9 @@ static void cl_close(void *dev)
     if (!d)
         return;
     clFinish(d->queue);
+    if (d->last)
+        clReleaseEvent(d->last);
+    pthread_mutex_destroy(&d->lock);
     clReleaseCommandQueue(d->queue);
     clReleaseContext(d->context);
     free(d);
@@ -240,9 +288,26 @@ static kiln_status cl_describe(void *dev, struct kiln_device_desc *desc)
     return KILN_SUCCESS;
 }
 
+static void flush_and_poll(struct kiln_cl_device *d, cl_event ev)
+{
+    clFlush(d->queue);
+    poll_event(ev, d->poll_us);
+}
+
 static kiln_status cl_finish(void *dev)
 {
-    cl_int err = clFinish(((struct kiln_cl_device *)dev)->queue);
+    struct kiln_cl_device *d = dev;
+    if (d->poll_us > 0) {
+        pthread_mutex_lock(&d->lock);
+        cl_event last = d->last;
+        d->last = NULL;
+        pthread_mutex_unlock(&d->lock);
+        if (last) {
+            flush_and_poll(d, last);
+            clReleaseEvent(last);
+        }
+    }
+    cl_int err = clFinish(d->queue);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clFinish");
 }
 
@@ -440,14 +505,37 @@ static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *arg
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clSetKernelArg(__local)");
     }
-    cl_int err = clEnqueueNDRangeKernel(((struct kiln_cl_device *)dev)->queue, kernel, dims, NULL, global, local, 0,
-                                        NULL, (cl_event *)event);
-    return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueNDRangeKernel");
+    struct kiln_cl_device *d = dev;
+    cl_event ev = NULL;
+    cl_int err = clEnqueueNDRangeKernel(d->queue, kernel, dims, NULL, global, local, 0, NULL,
+                                        event || d->poll_us > 0 ? &ev : NULL);
+    if (err != CL_SUCCESS)
+        return kiln_cl_fail(err, "clEnqueueNDRangeKernel");
+    if (d->poll_us > 0) {
+        if (event)
+            clRetainEvent(ev);
+        pthread_mutex_lock(&d->lock);
+        cl_event old = d->last;
+        d->last = ev;
+        pthread_mutex_unlock(&d->lock);
+        if (old)
+            clReleaseEvent(old);
+    }
+    if (event)
+        *event = ev;
+    return KILN_SUCCESS;
 }
 
 static kiln_status cl_event_wait(void *event)
 {
     cl_event ev = event;
+    cl_command_queue queue = NULL;
+    cl_device_id device = NULL;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_QUEUE, sizeof queue, &queue, NULL) == CL_SUCCESS && queue &&
+        clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL) == CL_SUCCESS) {
+        clFlush(queue);
+        poll_event(ev, wait_poll_us(device));
+    }
     cl_int err = clWaitForEvents(1, &ev);
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clWaitForEvents");
 }

@@ -2,6 +2,8 @@
 #ifndef KILN_CL_BACKEND_H
 #define KILN_CL_BACKEND_H
 
+#include <pthread.h>
+
 #include <CL/cl.h>
 
 #include "backend/backend.h"
@@ -16,6 +18,9 @@ struct kiln_cl_device {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
+    long poll_us;         /* how long a wait polls before it blocks (0: it blocks at once) */
+    pthread_mutex_t lock; /* guards last */
+    cl_event last;        /* the last kernel queued, for finish to poll; NULL when none */
 };
 
 /* Native objects handed to kiln_opencl_backend.wrap(). */
