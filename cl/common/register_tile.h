@@ -16,8 +16,11 @@
 
 #include "common/vector.h"
 
-/* VEC acc[MR][NV] = sum over k < count of a[k][i] * b[k][v*VW ..]. */
-#define KILN_TILE_MULTIPLY(acc, a, b, count)                                                                        \
+/* VEC acc[MR][NV] = sum over k < count of a[k * a_step + i] * b[k][v*VW ..]:
+   a packed panel (a_step MR) or, for the CPU GEMM's direct operand, the
+   matrix itself (a_step its distance between k). */
+#define KILN_TILE_MULTIPLY(acc, a, b, count) KILN_TILE_MULTIPLY_STRIDED(acc, a, MR, b, count)
+#define KILN_TILE_MULTIPLY_STRIDED(acc, a, a_step, b, count)                                                        \
     do {                                                                                                            \
         _Pragma("unroll") for (int i_ = 0; i_ < MR; i_++) _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++)         \
             acc[i_][v_] = 0.0f;                                                                                     \
@@ -26,7 +29,7 @@
             _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) bv_[v_] = VLOAD(v_, (b) + (size_t)k_ * NR);           \
             _Pragma("unroll") for (int i_ = 0; i_ < MR; i_++)                                                       \
             {                                                                                                       \
-                const VEC ai_ = (VEC)((a)[(size_t)k_ * MR + i_]);                                                   \
+                const VEC ai_ = (VEC)((a)[(size_t)k_ * (a_step) + i_]);                                             \
                 _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) acc[i_][v_] = fma(ai_, bv_[v_], acc[i_][v_]);     \
             }                                                                                                       \
         }                                                                                                           \

@@ -27,7 +27,9 @@
  *    N exchanged in the micro kernel's arguments). The tile is then one of
  *    C^T, stored element by element into C (row-major, ldc), where each of
  *    its rows is a run of MR consecutive elements of one row of C; bias and
- *    z keep C's indexing.
+ *    z keep C's indexing. Where B is fp32 and untransposed, its MR
+ *    consecutive columns per k are read in place instead of packed
+ *    (KILN_A_DIRECT; gemm_f32_cpu_micro says how).
  *
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
@@ -51,6 +53,12 @@
 #endif
 #ifndef KILN_TILE_FLIP
 #define KILN_TILE_FLIP 0
+#endif
+#ifndef KILN_A_DIRECT
+#define KILN_A_DIRECT 0
+#endif
+#if KILN_A_DIRECT && (!KILN_TILE_FLIP || KILN_STORAGE_16)
+#error "KILN_A_DIRECT: only the flipped tile, on fp32 operands"
 #endif
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
@@ -92,21 +100,33 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
 }
 
 /* Global size (ceil(M/MR), ceil(N/NR), batch). panel_a / panel_b are the
-   distances between batch items' packed panels (0 when an operand is shared). */
+   distances between batch items' packed panels (0 when an operand is shared).
+   KILN_A_DIRECT: Ap is the row operand itself, fp32, its row r and k at
+   Ap[off_a + r + k * a_step] (the flipped product of an untransposed B:
+   a 1x1 convolution's pixels), panel_a its batch stride; M >= MR, and the
+   last panel, when partial, reads the MR rows that end at M and stores only
+   its own. */
 KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
-                                    KILN_GLOBAL const float *Ap, const ulong panel_a, KILN_GLOBAL const float *Bp,
-                                    const ulong panel_b, KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc,
-                                    const ulong stride_c, KILN_GLOBAL const float *bias, const ulong off_bias,
-                                    KILN_GLOBAL const KILN_STORAGE *Z, const float slope)
+                                    KILN_GLOBAL const float *Ap, const ulong off_a, const ulong a_step,
+                                    const ulong panel_a, KILN_GLOBAL const float *Bp, const ulong panel_b,
+                                    KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c,
+                                    KILN_GLOBAL const float *bias, const ulong off_bias, KILN_GLOBAL const KILN_STORAGE *Z,
+                                    const float slope)
 {
     const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
-    const KILN_GLOBAL float *a = Ap + b * panel_a + (size_t)it * K * MR;
     const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
-
     VEC acc[MR][NV];
-    KILN_TILE_MULTIPLY(acc, a, bp, K);
+#if KILN_A_DIRECT
+    const int first = M - it * MR < MR ? MR - (M - it * MR) : 0; /* rows another panel stores */
+    const int row0 = it * MR - first;
+    KILN_TILE_MULTIPLY_STRIDED(acc, Ap + off_a + b * panel_a + row0, a_step, bp, K);
+#else
+    const int first = 0, row0 = it * MR;
+    (void)off_a, (void)a_step;
+    KILN_TILE_MULTIPLY(acc, Ap + b * panel_a + (size_t)it * K * MR, bp, K);
+#endif
 
-    const int row0 = it * MR, col0 = jt * NR;
+    const int col0 = jt * NR;
     (void)bias, (void)off_bias, (void)Z, (void)slope;
 #if KILN_TILE_FLIP
     /* acc[i][v] lane e is C(col0 + v*VW + e, row0 + i). */
@@ -119,7 +139,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
     const int rows = min(MR, M - row0), cols = min(NR, N - col0);
     for (int j = 0; j < cols; j++) {
         const size_t at = off_c + b * stride_c + (size_t)(col0 + j) * ldc + row0;
-        for (int i = 0; i < rows; i++) {
+        for (int i = first; i < rows; i++) {
             float r = alpha * t[i][j];
             if (beta != 0.0f)
                 r = fma(beta, KILN_LOAD(KILN_EPI_Z ? Z : C, at + i), r);
@@ -132,6 +152,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
         }
     }
 #else
+    (void)first;
     const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;
     KILN_GLOBAL KILN_STORAGE *c = C + c0;
 #if KILN_EPI_Z

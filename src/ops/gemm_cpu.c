@@ -29,9 +29,15 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     kiln_gemm_options(plan, &options);
     const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p->m, p->n, p->k, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
+    /* Flipped, an fp32 B whose columns are contiguous (untransposed) is
+       read in place as the row operand, unpacked: one launch fewer. */
+    const int direct = tile.flipped && !p->trans_b && p->dtype == KILN_F32 && p->n >= mr;
+    kiln_options_add(&options, "-DKILN_A_DIRECT=%d", direct);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
-             tile.flipped ? ", flipped: tiles of C^T" : "");
+             direct         ? ", flipped: tiles of C^T, B read in place"
+             : tile.flipped ? ", flipped: tiles of C^T"
+                            : "");
     static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
     for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
         st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
@@ -41,7 +47,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 
     /* The operands in the tile's order: rows from A (B flipped), columns
        from B (A flipped). */
-    plan->aux[2] = (size_t)tile.flipped;
+    plan->aux[2] = direct ? 2 : (size_t)tile.flipped;
     const size_t rows = tile.flipped ? p->n : p->m, cols = tile.flipped ? p->m : p->n;
     const size_t stride_r = tile.flipped ? p->stride_b : p->stride_a,
                  stride_c = tile.flipped ? p->stride_a : p->stride_b;
@@ -55,6 +61,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     size_t span_a = panels_m * mr * p->k, span_b = panels_n * nr * p->k;
     plan->aux[0] = stride_r ? span_a : 0;
     plan->aux[1] = stride_c ? span_b : 0;
+    if (direct) /* B's own batch stride, no row panels */
+        plan->aux[0] = p->stride_b, span_a = 0;
     if ((st = kiln_plan_workspace(&plan->base, 0, batch_a * span_a * sizeof(float))) != KILN_SUCCESS)
         return st;
     return kiln_plan_workspace(&plan->base, 1, batch_b * span_b * sizeof(float));
@@ -85,8 +93,8 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     /* opA(i, k) at i * a_ri + k * a_rk, opB(k, j) at k * b_rk + j * b_rj */
     const uint64_t a_ri = p->trans_a ? 1 : p->lda, a_rk = p->trans_a ? p->lda : 1;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
-    const int flipped = (int)plan->aux[2];
-    if (flipped ? !x->reuse_b : !x->reuse_a) { /* the row panels: A, or op(B)^T */
+    const int flipped = plan->aux[2] != 0, direct = plan->aux[2] == 2;
+    if (!direct && (flipped ? !x->reuse_b : !x->reuse_a)) { /* the row panels: A, or op(B)^T */
         struct kiln_args a = {0};
         if (flipped)
             pack_args(&a, p->n, p->k, x->b, x->off_b, b_rj, b_rk, p->stride_b, ap);
@@ -110,7 +118,9 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     kiln_args_int(&m, (int32_t)p->k);
     kiln_args_float(&m, x->alpha);
     kiln_args_float(&m, x->beta);
-    kiln_args_buffer(&m, ap);
+    kiln_args_buffer(&m, direct ? x->b : ap);
+    kiln_args_ulong(&m, direct ? x->off_b : 0);
+    kiln_args_ulong(&m, direct ? b_rk : 0); /* a_step: the packed panels step by MR */
     kiln_args_ulong(&m, plan->aux[0]);
     kiln_args_buffer(&m, bp);
     kiln_args_ulong(&m, plan->aux[1]);
