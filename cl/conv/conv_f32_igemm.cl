@@ -62,8 +62,10 @@ inline size_t y_at(int pix, int k, int K, int PQ)
 }
 
 /* dst[j] = src[j * stride] for j < len, where every element is inside the
-   input row: whole vectors for strides 1 and 2 (the even lanes of two). */
-inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src, int len, int stride)
+   input row, which holds `room` elements from src on: whole vectors for
+   strides 1 and 2 (the even lanes of two, read only where the odd lane after
+   the last element is in the row too: never past the tensor's end). */
+inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src, int len, int stride, int room)
 {
     int j = 0;
     if (stride == 1) {
@@ -72,7 +74,7 @@ inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src,
     }
 #if VW > 1 /* a scalar has no even lanes: the loop below copies it */
     else if (stride == 2) {
-        for (; j + VW <= len; j += VW) {
+        for (; j + VW <= len && 2 * (j + VW) <= room; j += VW) {
             const VEC lo = VLOAD_S(0, src + 2 * j), hi = VLOAD_S(0, src + 2 * j + VW);
             VSTORE((VEC)(lo.even, hi.even), 0, dst + j);
         }
@@ -138,7 +140,7 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
                     const KILN_GLOBAL KILN_STORAGE *src =
                         x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);
                     if (interior) {
-                        copy_row(dst, src + w0, len, stride_w);
+                        copy_row(dst, src + w0, len, stride_w, (flat ? (H - h) * W : W) - w0);
                         continue;
                     }
                     for (int j = 0; j < len; j++) {
