@@ -10,6 +10,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
@@ -23,9 +24,19 @@ enum { PACK_A, PACK_B, MICRO };
    read so they come from the second-level cache or not at all well.
    Measured on the POCL CPU device of a 2-vCPU Xeon (2 MiB of L2 per core),
    256 filters by 196 pixels: in place 8-9% faster than packed at K = 512
-   and 1024 (400 and 800 KB of B), even at 1536 (1.2 MB), 13% slower at
-   2048; the bound keeps to where x86 cores with 512 KiB of L2 hold it. */
-#define DIRECT_SPAN (512u << 10)
+   and 1024 (400 and 800 KB of B; 1.2x as the 1x1 convolution), even at
+   1536 (1.2 MB), 13% slower at 2048. So half the second-level cache of a
+   core of the host, where the device is the host's CPU (POCL's CPU device)
+   and the C library knows it; else 512 KiB. */
+static size_t direct_span(const kiln_context *ctx)
+{
+    long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (ctx->desc.type == KILN_DEVICE_CPU)
+        l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return l2 > 0 ? (size_t)l2 / 2 : (size_t)512 << 10;
+}
 
 static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 {
@@ -40,9 +51,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     /* Flipped, an fp32 B whose columns are contiguous (untransposed) is
        read in place as the row operand, unpacked: one launch fewer, where
-       the rows it spans stay in the second-level cache (DIRECT_SPAN). */
+       the rows it spans stay in the second-level cache (direct_span). */
     const int direct = tile.flipped && !p->trans_b && p->dtype == KILN_F32 && p->n >= mr &&
-                       p->k * p->ldb * sizeof(float) <= DIRECT_SPAN;
+                       p->k * p->ldb * sizeof(float) <= direct_span(plan->base.ctx);
     kiln_options_add(&options, "-DKILN_A_DIRECT=%d", direct);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
