@@ -288,12 +288,6 @@ static kiln_status cl_describe(void *dev, struct kiln_device_desc *desc)
     return KILN_SUCCESS;
 }
 
-static void flush_and_poll(struct kiln_cl_device *d, cl_event ev)
-{
-    clFlush(d->queue);
-    poll_event(ev, d->poll_us);
-}
-
 static kiln_status cl_finish(void *dev)
 {
     struct kiln_cl_device *d = dev;
@@ -303,7 +297,8 @@ static kiln_status cl_finish(void *dev)
         d->last = NULL;
         pthread_mutex_unlock(&d->lock);
         if (last) {
-            flush_and_poll(d, last);
+            clFlush(d->queue);
+            poll_event(last, d->poll_us);
             clReleaseEvent(last);
         }
     }

@@ -204,22 +204,35 @@ void kiln_gemm_options(const struct kiln_gemm_plan *plan, struct kiln_options *o
                      plan->p.trans_a, plan->p.trans_b, e->bias, e->residual, (int)e->act);
 }
 
-/* The profile's mr x nr tile, or its narrow tile of narrow_mr rows by one
-   vector where that computes fewer padded elements, counting each of them
-   6% dearer: its accumulators are fed by one vector load and narrow_mr
-   broadcasts per k instead of 2 and 6
-   (docs/gemm.md#the-cpu-register-tile-wide-or-narrow). */
+/* Padded elements of a rows x cols product on tiles of tr x tc. */
+static double padded(size_t rows, size_t cols, size_t tr, size_t tc)
+{
+    return (double)(kiln_div_up(rows, tr) * tr) * (double)(kiln_div_up(cols, tc) * tc);
+}
+
+/* The narrow tile (narrow_mr rows by one vector) in *t where it costs less
+   than `wide`, counting its padded elements 6% dearer: its accumulators are
+   fed by one vector load and narrow_mr broadcasts per k instead of 2 and 6
+   (docs/gemm.md#the-cpu-register-tile-wide-or-narrow). Returns the cost
+   taken. */
+static double narrow_if_cheaper(const struct kiln_param_gemm_cpu *cpu, size_t rows, size_t cols, double wide,
+                                struct kiln_cpu_tile *t)
+{
+    if (cpu->narrow_mr <= 0)
+        return wide;
+    const double thin = 1.06 * padded(rows, cols, (size_t)cpu->narrow_mr, (size_t)cpu->vw);
+    if (thin >= wide)
+        return wide;
+    t->mr = cpu->narrow_mr, t->nr = cpu->vw;
+    return thin;
+}
+
+/* The profile's mr x nr tile, or its narrow tile where that is cheaper. */
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o)
 {
     struct kiln_cpu_tile tile = {cpu->mr, cpu->nr, cpu->vw, 0};
-    if (cpu->narrow_mr > 0) {
-        size_t mr = (size_t)cpu->mr, nr = (size_t)cpu->nr, vw = (size_t)cpu->vw, nmr = (size_t)cpu->narrow_mr;
-        double wide = (double)(kiln_div_up(m, mr) * mr) * (double)(kiln_div_up(n, nr) * nr);
-        double thin = 1.06 * (double)(kiln_div_up(m, nmr) * nmr) * (double)(kiln_div_up(n, vw) * vw);
-        if (thin < wide)
-            tile.mr = cpu->narrow_mr, tile.nr = cpu->vw;
-    }
+    narrow_if_cheaper(cpu, m, n, padded(m, n, (size_t)cpu->mr, (size_t)cpu->nr), &tile);
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
     return tile;
 }
@@ -231,22 +244,13 @@ static size_t balanced_rows(size_t rows, size_t mr) { return rows ? kiln_div_up(
 /* The cost of one orientation's tiles, in padded multiply-adds: `rows` by
    `cols` (C's m x n, or n x m flipped) on the wide tile with balanced rows
    (dearer when so few rows leave its loads, nv + rows per k, outnumbering
-   its rows x nv FMAs) or on the narrow tile, 6% dearer. */
+   its rows x nv FMAs) or on the narrow tile. */
 static double oriented_cost(const struct kiln_param_gemm_cpu *cpu, size_t rows, size_t cols, struct kiln_cpu_tile *t)
 {
-    const size_t nr = (size_t)cpu->nr, vw = (size_t)cpu->vw, nv = nr / vw;
-    const size_t mr = balanced_rows(rows, (size_t)cpu->mr);
+    const size_t nv = (size_t)(cpu->nr / cpu->vw), mr = balanced_rows(rows, (size_t)cpu->mr);
     const double loads = (double)(mr + nv) / (double)(mr * nv);
-    double cost =
-        (loads > 1.0 ? loads : 1.0) * (double)(kiln_div_up(rows, mr) * mr) * (double)(kiln_div_up(cols, nr) * nr);
     t->mr = (long)mr, t->nr = cpu->nr, t->vw = cpu->vw;
-    if (cpu->narrow_mr > 0) {
-        const size_t nmr = (size_t)cpu->narrow_mr;
-        double thin = 1.06 * (double)(kiln_div_up(rows, nmr) * nmr) * (double)(kiln_div_up(cols, vw) * vw);
-        if (thin < cost)
-            cost = thin, t->mr = cpu->narrow_mr, t->nr = cpu->vw;
-    }
-    return cost;
+    return narrow_if_cheaper(cpu, rows, cols, (loads > 1.0 ? loads : 1.0) * padded(rows, cols, mr, (size_t)cpu->nr), t);
 }
 
 /* Flipped, every element is stored by itself (scalar stores along C's rows
