@@ -25,11 +25,24 @@ struct bench_timing {
     int reps;         /* how many were timed */
 };
 
+/* Longest wait of bench_quiesce() in bench_measure(). */
+enum { BENCH_QUIESCE_MS = 2000 };
+
+/*
+ * Wait until no other thread of the process runs, at most limit_ms; returns
+ * the milliseconds waited. A peer's thread pool keeps spinning for a while
+ * after its call returns (OpenMP's and OpenBLAS's wait policies, tens of
+ * milliseconds), and a library timed then shares its cores with it.
+ */
+double bench_quiesce(double limit_ms);
+
 /*
  * Run fn(arg) `warmup` times untimed, then time each run: exactly `reps`
  * runs, or with reps == 0 until at least BENCH_MIN_REPS runs and budget_ms
  * have passed (never more than BENCH_MAX_REPS). fn returns 0 on success;
- * its first non-zero return stops the measurement and is returned.
+ * its first non-zero return stops the measurement and is returned. It
+ * starts with bench_quiesce(BENCH_QUIESCE_MS): every library is timed on
+ * cores that no other library's threads are spinning on.
  */
 int bench_measure(int (*fn)(void *arg), void *arg, int warmup, int reps, double budget_ms, struct bench_timing *out);
 

@@ -3,7 +3,9 @@
  * device buffers (fp32 or fp16 storage), result records with their JSON and
  * table forms, and command-line parsing.
  */
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,9 +38,49 @@ double bench_median(double *values, size_t n)
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+/* Whether a thread of this process other than the caller is running or
+   waiting for a core ('R' in /proc/self/task/TID/stat). Elsewhere: never. */
+static int other_thread_running(void)
+{
+    DIR *dir = opendir("/proc/self/task");
+    if (!dir)
+        return 0;
+    const long self = (long)gettid();
+    int running = 0;
+    for (struct dirent *e; !running && (e = readdir(dir)) != NULL;) {
+        char *end;
+        const long tid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || tid <= 0 || tid == self)
+            continue;
+        char path[64], line[512];
+        snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        const size_t len = fread(line, 1, sizeof line - 1, f);
+        fclose(f);
+        line[len] = '\0';
+        const char *state = strrchr(line, ')'); /* the name may hold spaces and parentheses */
+        running = state && state[1] == ' ' && state[2] == 'R';
+    }
+    closedir(dir);
+    return running;
+}
+
+double bench_quiesce(double limit_ms)
+{
+    const double start = bench_now_ms();
+    while (other_thread_running() && bench_now_ms() - start < limit_ms) {
+        const struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    return bench_now_ms() - start;
+}
+
 int bench_measure(int (*fn)(void *arg), void *arg, int warmup, int reps, double budget_ms, struct bench_timing *out)
 {
     double times[BENCH_MAX_REPS];
+    bench_quiesce(BENCH_QUIESCE_MS);
     for (int i = 0; i < warmup; i++) {
         int rc = fn(arg);
         if (rc != 0)
