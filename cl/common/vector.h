@@ -7,12 +7,12 @@
  *   VLOAD(i, p), VSTORE(v, i, p)
  *                   vector i of a float array p (vloadVW / vstoreVW).
  *   VLOAD_S(i, p), VSTORE_S(v, i, p)
- *                   the same for a storage array (fp16 converted on the
- *                   way).
+ *                   the same for a storage array in global memory (fp16
+ *                   converted on the way; fp32 as one unaligned move,
+ *                   KILN_VLOADN in common/storage.h, where POCL would split
+ *                   vloadVW into pieces of four).
  *   VLOADU_S(p), VSTOREU_S(v, p)
- *                   VW storage values at a global pointer of any alignment
- *                   as one unaligned move (KILN_VLOADN, common/storage.h),
- *                   where POCL splits an unaligned VLOAD_S into pieces.
+ *                   VW storage values at a global pointer of any alignment.
  *   VW2             2 * VW as a literal, for VW 2, 4 and 8 (for pasting
  *                   into type and function names).
  */
@@ -43,9 +43,9 @@
 #elif KILN_BF16
 #define VLOAD_S(i, p) KILN_VLOADN(VW, (p) + (size_t)(i) * VW)
 #define VSTORE_S(v, i, p) KILN_VSTOREN((v), VW, (p) + (size_t)(i) * VW)
-#else
-#define VLOAD_S(i, p) VLOAD((i), (p))
-#define VSTORE_S(v, i, p) VSTORE((v), (i), (p))
+#else /* one unaligned move where the compiler takes it (KILN_VLOADN) */
+#define VLOAD_S(i, p) KILN_VLOADN(VW, (p) + (size_t)(i) * VW)
+#define VSTORE_S(v, i, p) KILN_VSTOREN((v), VW, (p) + (size_t)(i) * VW)
 #endif
 #define VLOADU_S(p) KILN_VLOADN(VW, p)
 #define VSTOREU_S(v, p) KILN_VSTOREN(v, VW, p)
