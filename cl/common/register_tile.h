@@ -16,6 +16,14 @@
 
 #include "common/vector.h"
 
+/* Where the k loop below sits inside another loop (the implicit-GEMM
+   convolution's loop over filter panels), clang's first pass reports that it
+   could not unroll it by 4, a warning on stderr at every compile, while the
+   code POCL generates has the loop unrolled; the warning is silenced. */
+#ifdef __clang__
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
 /* VEC acc[MR][NV] = sum over k < count of a[k * a_step + i] * b[k][v*VW ..]:
    a packed panel (a_step MR) or, for the CPU GEMM's direct operand, the
    matrix itself (a_step its distance between k). The k loop is unrolled by
