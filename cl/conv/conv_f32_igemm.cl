@@ -64,13 +64,28 @@ inline size_t y_at(int pix, int k, int K, int PQ)
 /* dst[j] = src[j * stride] for j < len, where every element is inside the
    input row, which holds `room` elements from src on: whole vectors for
    strides 1 and 2 (the even lanes of two, read only where the odd lane after
-   the last element is in the row too: never past the tensor's end). */
+   the last element is in the row too: never past the tensor's end), then
+   the rest of the run in a half and a quarter vector (rows of 7, 14 or 28
+   outputs are shorter than one vector, or end in part of one), then one by
+   one. */
 inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src, int len, int stride, int room)
 {
     int j = 0;
     if (stride == 1) {
         for (; j + VW <= len; j += VW)
             VSTORE(VLOAD_S(0, src + j), 0, dst + j);
+#if VW >= 16
+        if (j + 8 <= len) {
+            vstore8(KILN_VLOADN(8, src + j), 0, dst + j);
+            j += 8;
+        }
+#endif
+#if VW >= 8
+        if (j + 4 <= len) {
+            vstore4(KILN_VLOADN(4, src + j), 0, dst + j);
+            j += 4;
+        }
+#endif
     }
 #if VW > 1 /* a scalar has no even lanes: the loop below copies it */
     else if (stride == 2) {
@@ -78,10 +93,41 @@ inline void copy_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *src,
             const VEC lo = VLOAD_S(0, src + 2 * j), hi = VLOAD_S(0, src + 2 * j + VW);
             VSTORE((VEC)(lo.even, hi.even), 0, dst + j);
         }
+#if VW >= 16
+        if (j + 8 <= len && 2 * (j + 8) <= room) {
+            vstore8(KILN_VLOADN(16, src + 2 * j).even, 0, dst + j);
+            j += 8;
+        }
+#endif
+#if VW >= 8
+        if (j + 4 <= len && 2 * (j + 4) <= room) {
+            vstore4(KILN_VLOADN(8, src + 2 * j).even, 0, dst + j);
+            j += 4;
+        }
+#endif
     }
 #endif
     for (; j < len; j++)
         dst[j] = KILN_LOAD(src, j * stride);
+}
+
+/* A run of len outputs whose window column starts at w0 (maybe outside the
+   row): zeros where it is outside, copy_row for the part inside. */
+inline void copy_padded_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAGE *row, int len, int w0, int stride,
+                            int W)
+{
+    /* [lo, hi): the outputs whose column w0 + j * stride is in 0 .. W - 1. */
+    const int lo = w0 < 0 ? min(len, (-w0 + stride - 1) / stride) : 0;
+    const int hi = w0 < W ? min(len, (W - w0 + stride - 1) / stride) : 0;
+    int j = 0;
+    for (; j < lo; j++)
+        dst[j] = 0.0f;
+    if (hi > lo) {
+        copy_row(dst + lo, row + w0 + lo * stride, hi - lo, stride, W - (w0 + lo * stride));
+        j = hi;
+    }
+    for (; j < len; j++)
+        dst[j] = 0.0f;
 }
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
@@ -139,14 +185,10 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
                     KILN_LOCAL float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
                     const KILN_GLOBAL KILN_STORAGE *src =
                         x + x_at(seg_img[i], g * cg + c, row_inside ? h : 0, 0, C, H, W);
-                    if (interior) {
+                    if (interior)
                         copy_row(dst, src + w0, len, stride_w, (flat ? (H - h) * W : W) - w0);
-                        continue;
-                    }
-                    for (int j = 0; j < len; j++) {
-                        const int w = w0 + j * stride_w;
-                        dst[j] = row_inside && (uint)w < (uint)W ? KILN_LOAD(src, w) : 0.0f;
-                    }
+                    else
+                        copy_padded_row(dst, src, len, w0, stride_w, row_inside ? W : 0); /* a row outside: all zeros */
                 }
 #endif
             }
