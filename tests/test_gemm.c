@@ -162,6 +162,13 @@ static const struct row rows[] = {
     {SHAPE("flip-batch", RM, TR, NO, 100, 5, 80), .batch = 3, .gap = {SHARED, 2, 0}},
     {SHAPE("flip-f16", RM, NO, NO, 130, 7, 64), .dtype = KILN_F16, .all_scalars = 1},
     {SHAPE("flip-bf16", RM, NO, TR, 130, 7, 64), .dtype = KILN_BF16, .all_scalars = 1},
+    /* A K whose column panels outgrow half a second-level cache (256 KiB to
+       1 MiB of a CPU's): the CPU family sums slices of K, C taking each with
+       beta 1 after the first (an epilogue or 16-bit storage keeps one pass). */
+    {SHAPE("k-slices", RM, NO, NO, 9, 33, 16411), .all_scalars = 1},
+    {SHAPE("k-slices", CM, TR, TR, 10, 17, 16411), .batch = 2, .gap = {3, 5, 7}, .off = {1, 2, 3}},
+    {SHAPE("k-slices-flip", RM, NO, TR, 33, 7, 16411), .all_scalars = 1},
+    {SHAPE("k-slices-f16", RM, NO, NO, 9, 33, 16411), .dtype = KILN_F16},
     /* fp16 storage, fp32 arithmetic. */
     {SHAPE("f16", RM, NO, NO, 1, 1, 1), .dtype = KILN_F16},
     {SHAPE("f16", RM, NO, NO, 7, 33, 16), .dtype = KILN_F16},

@@ -99,14 +99,17 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
         dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
 }
 
-/* Global size (ceil(M/MR), ceil(N/NR), batch). panel_a / panel_b are the
+/* Global size (ceil(M/MR), ceil(N/NR), batch); the sums run over the kc
+   values of K from k0 (all of K, or one slice of it whose sum C takes with
+   beta 1). panel_a / panel_b are the
    distances between batch items' packed panels (0 when an operand is shared).
    KILN_A_DIRECT: Ap is the row operand itself, fp32, its row r and k at
    Ap[off_a + r + k * a_step] (the flipped product of an untransposed B:
    a 1x1 convolution's pixels), panel_a its batch stride; M >= MR, and the
    last panel, when partial, reads the MR rows that end at M and stores only
    its own. */
-KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const float alpha, const float beta,
+KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const int k0, const int kc,
+                                    const float alpha, const float beta,
                                     KILN_GLOBAL const float *Ap, const ulong off_a, const ulong a_step,
                                     const ulong panel_a, KILN_GLOBAL const float *Bp, const ulong panel_b,
                                     KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c,
@@ -114,16 +117,16 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
                                     const float slope)
 {
     const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
-    const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR;
+    const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR + (size_t)k0 * NR;
     VEC acc[MR][NV];
 #if KILN_A_DIRECT
     const int first = M - it * MR < MR ? MR - (M - it * MR) : 0; /* rows another panel stores */
     const int row0 = it * MR - first;
-    KILN_TILE_MULTIPLY_STRIDED(acc, Ap + off_a + b * panel_a + row0, a_step, bp, K);
+    KILN_TILE_MULTIPLY_STRIDED(acc, Ap + off_a + b * panel_a + row0 + k0 * a_step, a_step, bp, kc);
 #else
     const int first = 0, row0 = it * MR;
     (void)off_a, (void)a_step;
-    KILN_TILE_MULTIPLY(acc, Ap + b * panel_a + (size_t)it * K * MR, bp, K);
+    KILN_TILE_MULTIPLY(acc, Ap + b * panel_a + (size_t)it * K * MR + (size_t)k0 * MR, bp, kc);
 #endif
 
     const int col0 = jt * NR;

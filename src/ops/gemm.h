@@ -52,7 +52,7 @@ struct kiln_gemm_plan {
     struct kiln_gemm_problem p;
     const struct kiln_gemm_algorithm *algorithm;
     size_t dims[3][3]; /* per-kernel launch geometry, algorithm-defined */
-    size_t aux[3];     /* algorithm-defined values fixed at planning */
+    size_t aux[4];     /* algorithm-defined values fixed at planning */
 };
 
 /* A kernel family (the public API's "family"): prepare builds kernels and
