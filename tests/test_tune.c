@@ -6,7 +6,7 @@
    trial; a candidate that computes a wrong result (from a copy of the
    kernel sources, KILN_KERNEL_DIR, in which one value of a parameter packs
    A slightly wrong) is rejected, journaled with its reason, and never
-   written. */
+   written; the seed and the winners are confirmed in alternation. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -248,6 +248,58 @@ static cJSON *journal_line(const char *dir, const char *overlay)
    first neighbour of the seed the search tries) scales A by 1.001 as it
    packs it: the search must reject that candidate, say so in the journal,
    and never write its value. */
+/* The seed and the winners are confirmed side by side: three rounds in
+   which each is timed once, in an order that turns by one per round (the
+   log says which it times when). The turn shows where the search found a
+   winner other than the seed; the three rounds always. */
+static void test_confirmation_alternates(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir(), *text = NULL;
+    size_t size = 0;
+    FILE *log = open_memstream(&text, &size);
+    assert_non_null(log);
+    struct kiln_tune_options o;
+    options(&o, 4);
+    o.out = dir;
+    o.min_gain = 1e9; /* nothing written */
+    o.measure_peaks = 0;
+    o.log = log;
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    fclose(log);
+    /* Each round's overlays in the order they were timed, per group. */
+    enum { MAX = 8 };
+    char group[64] = "", order[3][MAX][512];
+    size_t count[3] = {0};
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char g[64], overlay[512];
+        int round, rounds;
+        if (sscanf(line, "%63[^:]: confirmation round %d of %d: %511[^\n]", g, &round, &rounds, overlay) != 4)
+            continue;
+        printf("# %s\n", line);
+        assert_int_equal(rounds, 3);
+        assert_true(round >= 1 && round <= 3);
+        if (strcmp(g, group) != 0) { /* the next group's confirmation */
+            snprintf(group, sizeof group, "%s", g);
+            memset(count, 0, sizeof count);
+        }
+        assert_true(count[round - 1] < MAX);
+        snprintf(order[round - 1][count[round - 1]++], sizeof order[0][0], "%s", overlay);
+    }
+    assert_true(group[0] != '\0'); /* at least one group was confirmed */
+    const size_t n = count[0];
+    assert_true(n >= 1);
+    for (int round = 1; round < 3; round++) {
+        assert_int_equal(count[round], n);
+        for (size_t t = 0; t < n; t++) /* the same candidates, turned by one */
+            assert_string_equal(order[round][t], order[0][(t + (size_t)round) % n]);
+    }
+    free(text);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 static void test_wrong_candidate_is_rejected(void **state)
 {
     (void)state;
@@ -328,6 +380,7 @@ int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_writes_a_profile_the_next_context_uses));
+    kt_add(&tests, cmocka_unit_test(test_confirmation_alternates));
     kt_add(&tests, cmocka_unit_test(test_resume_runs_no_trial_twice));
     kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
     kt_add(&tests, cmocka_unit_test(test_wrong_candidate_is_rejected));

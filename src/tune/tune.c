@@ -620,13 +620,36 @@ static size_t best_over(const struct search *s, const int *which)
     return best;
 }
 
-/* Time candidate i again with more runs and no cut-off. */
-static kiln_status confirm(struct search *s, size_t i)
+/* Time the n distinct candidates `which` again with more runs and no
+   cut-off, in alternation: CONFIRM_ROUNDS rounds, each running every
+   candidate for a third of CONFIRM_REPS runs, in an order that turns by one
+   candidate per round; per member the fastest round stays. A CPU shared
+   with other work drifts by tens of percent over seconds, and a candidate
+   timed after the seed, not beside it, took that drift for its own. */
+#define CONFIRM_ROUNDS 3
+static kiln_status confirm(struct search *s, const size_t *which, size_t n)
 {
-    char reason[400] = "";
-    kiln_status st = run_trials(s, &s->cands[i], CONFIRM_REPS, 0, reason, sizeof reason);
-    if (st == KILN_SUCCESS && !s->cands[i].ok && s->o->log)
-        fprintf(s->o->log, "%s: confirmation failed: %s\n", s->group, reason);
+    double fastest[4][KILN_TUNE_SHAPES_MAX];
+    kiln_status st = KILN_SUCCESS;
+    for (int round = 0; round < CONFIRM_ROUNDS && st == KILN_SUCCESS; round++)
+        for (size_t t = 0; t < n && st == KILN_SUCCESS; t++) {
+            const size_t slot = (t + (size_t)round) % n;
+            struct candidate *c = &s->cands[which[slot]];
+            if (round > 0 && !c->ok)
+                continue;
+            char reason[400] = "";
+            if (s->o->log)
+                fprintf(s->o->log, "%s: confirmation round %d of %d: %s\n", s->group, round + 1, CONFIRM_ROUNDS,
+                        c->overlay);
+            st = run_trials(s, c, CONFIRM_REPS / CONFIRM_ROUNDS, 0, reason, sizeof reason);
+            if (st == KILN_SUCCESS && !c->ok && s->o->log)
+                fprintf(s->o->log, "%s: confirmation failed: %s\n", s->group, reason);
+            for (size_t m = 0; st == KILN_SUCCESS && c->ok && m < s->member_count; m++)
+                fastest[slot][m] = round == 0 ? c->ms[m] : fmin(fastest[slot][m], c->ms[m]);
+        }
+    for (size_t t = 0; st == KILN_SUCCESS && t < n; t++)
+        if (s->cands[which[t]].ok)
+            memcpy(s->cands[which[t]].ms, fastest[t], s->member_count * sizeof(double));
     return st;
 }
 
@@ -869,16 +892,18 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
         sp = best_split(s);
     const int use_class = sp.score > s->cands[best].score * (1.0 + KILN_TUNE_CLASS_GAIN);
 
-    /* Confirm the seed and the winners with more runs: short problems are
-       noisy enough to crown a lucky candidate. */
+    /* Confirm the seed and the winners with more runs, side by side: short
+       problems are noisy enough to crown a lucky candidate. */
     const size_t again[4] = {0, best, use_class ? sp.def : 0, use_class ? sp.cls : 0};
-    for (int i = 0; i < 4 && st == KILN_SUCCESS; i++) {
+    size_t distinct[4], n = 0;
+    for (int i = 0; i < 4; i++) {
         int done = i > 0 && again[i] == 0;
         for (int j = 0; j < i; j++)
             done |= again[j] == again[i];
         if (!done)
-            st = confirm(s, again[i]);
+            distinct[n++] = again[i];
     }
+    st = confirm(s, distinct, n);
     if (st != KILN_SUCCESS || !s->cands[0].ok)
         return st;
     double single = s->cands[best].ok ? score_over(s, s->cands[best].ms, NULL) : 0;
@@ -923,7 +948,8 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
         for (size_t m = 0; m < s->member_count; m++)
             s->r->shapes[s->members[m]].after_ms = s->cands[best].ms[m];
         if (s->o->log)
-            fprintf(s->o->log, "%s %s: score %.3f confirmed over %d runs\n", s->group, *kept, single, CONFIRM_REPS);
+            fprintf(s->o->log, "%s %s: score %.3f confirmed over %d runs beside the seed's\n", s->group, *kept, single,
+                    CONFIRM_REPS);
     } else if (s->o->log) {
         fprintf(s->o->log, "%s: the best found scores %.3f confirmed: the profile's values stay\n", s->group, single);
     }
