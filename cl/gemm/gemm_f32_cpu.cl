@@ -101,8 +101,8 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
 
 /* Global size (ceil(M/MR), ceil(N/NR), batch); the sums run over the kc
    values of K from k0 (all of K, or one slice of it whose sum C takes with
-   beta 1). panel_a / panel_b are the
-   distances between batch items' packed panels (0 when an operand is shared).
+   beta 1). panel_a / panel_b are the distances between batch items' packed
+   panels (0 when an operand is shared).
    KILN_A_DIRECT: Ap is the row operand itself, fp32, its row r and k at
    Ap[off_a + r + k * a_step] (the flipped product of an untransposed B:
    a 1x1 convolution's pixels), panel_a its batch stride; M >= MR, and the

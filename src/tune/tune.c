@@ -28,6 +28,11 @@
    refined in each round. */
 #define REPS 3
 #define CONFIRM_REPS 9
+/* Rounds of a confirmation (CONFIRM_REPS / CONFIRM_ROUNDS runs of each
+   candidate per round), and the most candidates it times: the seed, the
+   best, and a class's default and class sets. */
+#define CONFIRM_ROUNDS 3
+#define CONFIRM_MAX 4
 #define PROBE_REPS 5
 #define CUTOFF 1.5
 #define DRAWS 4
@@ -626,10 +631,9 @@ static size_t best_over(const struct search *s, const int *which)
    candidate per round; per member the fastest round stays. A CPU shared
    with other work drifts by tens of percent over seconds, and a candidate
    timed after the seed, not beside it, took that drift for its own. */
-#define CONFIRM_ROUNDS 3
 static kiln_status confirm(struct search *s, const size_t *which, size_t n)
 {
-    double fastest[4][KILN_TUNE_SHAPES_MAX];
+    double fastest[CONFIRM_MAX][KILN_TUNE_SHAPES_MAX];
     kiln_status st = KILN_SUCCESS;
     for (int round = 0; round < CONFIRM_ROUNDS && st == KILN_SUCCESS; round++)
         for (size_t t = 0; t < n && st == KILN_SUCCESS; t++) {
@@ -894,9 +898,9 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
 
     /* Confirm the seed and the winners with more runs, side by side: short
        problems are noisy enough to crown a lucky candidate. */
-    const size_t again[4] = {0, best, use_class ? sp.def : 0, use_class ? sp.cls : 0};
-    size_t distinct[4], n = 0;
-    for (int i = 0; i < 4; i++) {
+    const size_t again[CONFIRM_MAX] = {0, best, use_class ? sp.def : 0, use_class ? sp.cls : 0};
+    size_t distinct[CONFIRM_MAX], n = 0;
+    for (int i = 0; i < CONFIRM_MAX; i++) {
         int done = i > 0 && again[i] == 0;
         for (int j = 0; j < i; j++)
             done |= again[j] == again[i];
