@@ -103,6 +103,42 @@ static void test_profile_default_algo(void **state)
     kiln_context_destroy(ctx);
 }
 
+/* Which variant of the implicit GEMM's CPU kernel a plan takes, where the
+   profile routes the implicit GEMM there: the row variant for NHWC and for
+   a strided 3x3 on an image of one tile (whose filters the panel variant
+   would split into blocks on any device), the panel variant for NCHW at
+   stride 1 and for a strided 1x1. */
+static void test_igemm_variants(void **state)
+{
+    (void)state;
+    static const struct {
+        struct cc_row row;
+        int rows;
+    } cases[] = {
+        {{CONV("3x3 pad1", NHWC, 1, 16, 12, 12, 32, 3, 3), PAD(1, 1, 1, 1)}, 1},
+        {{CONV("1x1", NHWC, 1, 16, 12, 12, 32, 1, 1)}, 1},
+        {{CONV("3x3 stride2 pad1 one tile", NCHW, 1, 64, 7, 7, 256, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, 1},
+        {{CONV("3x3 pad1", NCHW, 1, 16, 12, 12, 32, 3, 3), PAD(1, 1, 1, 1)}, 0},
+        {{CONV("1x1 stride2", NCHW, 1, 64, 7, 7, 256, 1, 1), .sh = 2, .sw = 2}, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_IMPLICIT_GEMM);
+        kiln_conv2d_plan *plan = NULL;
+        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+        if (kt_unsupported_here(kt_ctx, st))
+            skip();
+        kt_assert_status(st, KILN_SUCCESS);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        kiln_conv2d_plan_destroy(plan);
+        printf("# %s %s: %s [%s]\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw", info.kernel,
+               info.params);
+        if (strncmp(info.kernel, "conv_f32_igemm_", 15) != 0 || strstr(info.kernel, "tiled"))
+            skip(); /* the tiled kernel, or another backend's */
+        assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0, cases[i].rows);
+    }
+}
+
 /* kiln_conv2d with and without an event, in both layouts. */
 static void test_one_shot(void **state)
 {
@@ -288,6 +324,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_plan_reuse));
     kt_add(&tests, cmocka_unit_test(test_constant_weights));
     kt_add(&tests, cmocka_unit_test(test_profile_default_algo));
+    kt_add(&tests, cmocka_unit_test(test_igemm_variants));
     kt_add(&tests, cmocka_unit_test(test_find_desc));
     kt_add(&tests, cmocka_unit_test(test_find_env));
     return kt_run("conv_plans", &tests);

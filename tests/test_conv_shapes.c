@@ -38,6 +38,10 @@
  * input rows at strides 1 and 2 where a run of pixels is 16 or more wide and
  * clear of the padding (the "wide" rows), and small images split the
  * filters over several work-groups (every row with fewer than 16 tiles).
+ * The implicit GEMM's row variant runs every NHWC row, and the NCHW rows
+ * with a stride and a filter wider than 1x1 whose images are that small
+ * (3x3 stride2 pad1, the stems, the 32ch rows): tiles of 8 or 12 pixels by
+ * 16 or 32 filters, which partial tiles and panels leave here too.
  */
 static const struct cc_row rows[] = {
     {CONV("1x1", NCHW, 1, 16, 8, 8, 24, 1, 1)},
@@ -70,6 +74,13 @@ static const struct cc_row rows[] = {
     {CONV("3x3 stride2 pad1", NHWC, 1, 8, 15, 15, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
     {CONV("3x3 stride1x2 pad1", NHWC, 2, 6, 9, 12, 8, 3, 3), PAD(1, 1, 1, 1), .sw = 2, D},
     {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 9, 41, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+    /* NCHW rows the implicit GEMM's row variant takes (strided, few tiles):
+       tiles across the two images, partial filter panels, groups, dilation,
+       16-channel blocks of the channels-last copy. */
+    {CONV("3x3 stride2 pad1 32ch n2", NCHW, 2, 32, 9, 9, 40, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+    {CONV("3x3 stride2 groups2", NCHW, 1, 32, 7, 7, 48, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 2},
+    {CONV("3x3 stride2 dilation2 pad2", NCHW, 1, 16, 13, 13, 16, 3, 3), PAD(2, 2, 2, 2), .sh = 2, .sw = 2, .dh = 2,
+     .dw = 2},
     {CONV("1x1 stride2 wide", NCHW, 1, 8, 5, 40, 12, 1, 1), .sh = 2, .sw = 2},
     {CONV("3x3 dilation2 pad2", NCHW, 1, 8, 13, 13, 8, 3, 3), PAD(2, 2, 2, 2), .dh = 2, .dw = 2},
     {CONV("3x3 dilation2 pad2", NHWC, 1, 8, 13, 13, 8, 3, 3), PAD(2, 2, 2, 2), .dh = 2, .dw = 2},
@@ -130,6 +141,7 @@ static const struct cc_row rows[] = {
     {CONV("1x1", NHWC, 2, 16, 7, 9, 24, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 pad1 wide", NCHW, 1, 8, 6, 40, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_F16},
+    {CONV("3x3 stride2 pad1 32ch", NCHW, 1, 32, 9, 9, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_F16},
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_F16, D},
     {CONV("3x3 depthwise 7x7 one row tile", NCHW, 1, 128, 7, 7, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128,
      .dtype = KILN_F16, D},
@@ -137,6 +149,7 @@ static const struct cc_row rows[] = {
     {CONV("3x3 pad1", NHWC, 1, 16, 10, 10, 16, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_BF16},
     {CONV("1x1", NHWC, 2, 16, 7, 9, 24, 1, 1), .dtype = KILN_BF16},
     {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_BF16},
+    {CONV("3x3 stride2 pad1 32ch", NCHW, 1, 32, 9, 9, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_BF16},
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_BF16, D},
 };
 

@@ -1,11 +1,13 @@
 /*
- * Implicit-GEMM convolution for OpenCL on CPUs.
+ * Implicit-GEMM convolution for OpenCL on CPUs, NCHW: the panel variant
+ * (the row variant, conv_f32_igemm_rows.cl, takes NHWC and the strided NCHW
+ * layers of small images; src/ops/conv_igemm.c chooses).
  *
  * GEMM view, per group: Y[k][pixel] = sum_kk W[k][kk] * X[kk][pixel], with
  * M = output channels of the group, N = output pixels n*P*Q, K = kk over the
- * filter volume C/groups * R * S in the weights' own order ((c, r, s) for
- * KCRS, (r, s, c) for KRSC). X is the im2col matrix, never stored in global
- * memory: each work-group gathers the K x NR panel of its NR pixels into
+ * filter volume C/groups * R * S in the KCRS weights' order (c, r, s). X is
+ * the im2col matrix, never stored in global memory: each work-group gathers
+ * the K x NR panel of its NR pixels into
  * local memory once (padding reads as zero) and reuses it for every block of
  * MR output channels, with the same MR x NR vector register tile as the CPU
  * GEMM (cl/gemm/gemm_f32_cpu.cl). The epilogue (alpha, residual, bias,
@@ -18,18 +20,19 @@
  *   block * block_panels .. + block_panels (small images split the filters
  *   so that every core has work); the local buffer holds KK * NR floats.
  *
- * Defines: KILN_TILE_MR/NR/VW (the GEMM register tile), KILN_NHWC,
- * KILN_F16, KILN_BF16, and the epilogue switches of common/epilogue.h.
+ * Defines: KILN_TILE_MR/NR/VW (the GEMM register tile), KILN_F16,
+ * KILN_BF16, and the epilogue switches of common/epilogue.h.
  */
 #include "common/epilogue.h"
 #include "common/portability.h"
 #include "common/register_tile.h"
 #include "conv/igemm_shape.h"
 
-KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int kk_count, KILN_GLOBAL const KILN_STORAGE *w,
-                                       KILN_GLOBAL float *wp)
+KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int cg, const int R, const int S,
+                                       KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wp)
 {
     const int kk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
+    const int kk_count = cg * R * S;
     if (kk >= kk_count)
         return;
     KILN_GLOBAL float *dst = wp + ((size_t)g * KILN_GLOBAL_SIZE(1) + panel) * (size_t)kk_count * MR + (size_t)kk * MR;
@@ -40,25 +43,14 @@ KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int kk_count, KILN_GL
     }
 }
 
-/* Offset of x[n][c][h][w] in either layout. */
-inline size_t x_at(int n, int c, int h, int w, int C, int H, int W)
-{
-#if KILN_NHWC
-    return (((size_t)n * H + h) * W + w) * C + c;
-#else
-    return (((size_t)n * C + c) * H + h) * W + w;
-#endif
-}
+/* Offset of x[n][c][h][w]. */
+inline size_t x_at(int n, int c, int h, int w, int C, int H, int W) { return (((size_t)n * C + c) * H + h) * W + w; }
 
 /* Offset of an output element (channel k of pixel pix = (n*P + p)*Q + q). */
 inline size_t y_at(int pix, int k, int K, int PQ)
 {
-#if KILN_NHWC
-    return (size_t)pix * K + k;
-#else
     const int n = pix / PQ;
     return ((size_t)n * K + k) * PQ + (pix - n * PQ);
-#endif
 }
 
 /* dst[j] = src[j * stride] for j < len, where every element is inside the
@@ -147,7 +139,7 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
        the last pixel, columns repeat it (their results are not stored). A
        flat NCHW convolution (1x1, stride 1, no padding) reads each image
        plane as one row, so its runs end only at image boundaries. */
-    const bool flat = !KILN_NHWC && R == 1 && S == 1 && stride_h == 1 && stride_w == 1 && P == H && Q == W;
+    const bool flat = R == 1 && S == 1 && stride_h == 1 && stride_w == 1 && P == H && Q == W;
     int seg_j[NR + 1], seg_img[NR], seg_p[NR], seg_q[NR], runs = 0;
     for (int j = 0; j < NR;) {
         const int pix = min(pix0 + j, pixels - 1);
@@ -160,8 +152,8 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
     seg_j[runs] = NR;
 
     /* Gather the implicit im2col panel: row kk holds the NR pixels' inputs,
-       kk in the weights' order. A run reads one input row: unit stride in
-       NCHW (stride 1), and channel-contiguous per pixel in NHWC. */
+       kk in the weights' order. A run reads one input row (unit stride at
+       stride 1). */
     for (int i = 0; i < runs; i++) {
         const int j0 = seg_j[i], len = seg_j[i + 1] - j0;
         for (int r = 0; r < R; r++) {
@@ -169,17 +161,6 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
             const bool row_inside = (uint)h < (uint)H && seg_q[i] < Q;
             for (int s = 0; s < S; s++) {
                 const int w0 = seg_q[i] * stride_w - pad_left + s * dil_w;
-#if KILN_NHWC
-                KILN_LOCAL float *dst = panel + (size_t)(r * S + s) * cg * NR + j0;
-                for (int j = 0; j < len; j++) {
-                    const int w = w0 + j * stride_w;
-                    const bool inside = row_inside && (uint)w < (uint)W;
-                    const KILN_GLOBAL KILN_STORAGE *src =
-                        x + x_at(seg_img[i], g * cg, inside ? h : 0, inside ? w : 0, C, H, W);
-                    for (int c = 0; c < cg; c++)
-                        dst[c * NR + j] = inside ? KILN_LOAD(src, c) : 0.0f;
-                }
-#else
                 const bool interior = row_inside && (flat || (w0 >= 0 && w0 + (len - 1) * stride_w < W));
                 for (int c = 0; c < cg; c++) {
                     KILN_LOCAL float *dst = panel + ((size_t)(c * R + r) * S + s) * NR + j0;
@@ -190,15 +171,14 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
                     else
                         copy_padded_row(dst, src, len, w0, stride_w, row_inside ? W : 0); /* a row outside: all zeros */
                 }
-#endif
             }
         }
     }
 
     const int panels = (kg + MR - 1) / MR;
     const int pq0 = pix0 % PQ;
-    /* NCHW tiles inside one image store each filter's row as vectors. */
-    const bool rows = !KILN_NHWC && pix0 + NR <= pixels && pq0 + NR <= PQ;
+    /* Tiles inside one image store each filter's row as vectors. */
+    const bool rows = pix0 + NR <= pixels && pq0 + NR <= PQ;
     const int mt_end = min(panels, (block + 1) * block_panels);
     for (int mt = block * block_panels; mt < mt_end; mt++) {
         const KILN_GLOBAL float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
@@ -243,3 +223,4 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
         }
     }
 }
+

@@ -2,11 +2,15 @@
  * Implicit-GEMM convolution, in one of two kernels chosen by the profile's
  * select.conv_igemm_route: the CPU kernel or the GPU-style tiled kernel.
  *
- * CPU (cl/conv/conv_f32_igemm.cl): the weights are packed into MR-filter
- * panels (on each execution, or once with constant_weights), then each
- * work-group of one work-item gathers the im2col panel of NR output pixels
- * into local memory and multiplies it by every weight panel with the GEMM
- * register tile (the profile's gemm.cpu group).
+ * CPU, with the GEMM register tile of the profile's gemm.cpu group, in one
+ * of two variants (rows_variant); both pack the weights (on each execution,
+ * or once with constant_weights):
+ * - panel (cl/conv/conv_f32_igemm.cl, NCHW): each work-group of one
+ *   work-item gathers the im2col panel of NR output pixels into local
+ *   memory and multiplies it by every weight panel of MR filters;
+ * - row (cl/conv/conv_f32_igemm_rows.cl): tiles of MR pixels broadcast
+ *   from a channels-last input (NHWC in place, or a copy with the padding
+ *   as zeros) against NR filters, without a panel.
  *
  * Tiled (cl/conv/conv_f32_igemm_tiled.cl; the conv.igemm_tiled group):
  * work-groups of mdimc x ndimc work-items compute mwg pixels x nwg filters,
@@ -26,9 +30,10 @@
 #include "profiles/profile.h"
 
 #define SOURCE "conv/conv_f32_igemm"
+#define ROWS_SOURCE "conv/conv_f32_igemm_rows"
 #define TILED_SOURCE "conv/conv_f32_igemm_tiled"
 
-enum { PACK, MAIN, SPLIT, REDUCE };
+enum { PACK, MAIN, SPLIT, REDUCE, COPY = SPLIT };
 
 static const char *igemm_unsupported(const struct kiln_conv_shape *s)
 {
@@ -54,22 +59,33 @@ static size_t filter_blocks(size_t tiles, size_t panels, unsigned units)
     return blocks < panels ? blocks : panels;
 }
 
-static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
+/* The panel variant's tile (MR filters x NR pixels) and filter blocks. */
+static kiln_status panel_tile(struct kiln_conv2d_plan *plan, struct kiln_options *options, struct kiln_cpu_tile *tile,
+                              size_t *blocks)
 {
     const struct kiln_conv_shape *s = &plan->s;
-    const kiln_conv2d_desc *d = &s->d;
-    size_t pixels = d->n * s->p * s->q;
+    const size_t pixels = s->d.n * s->p * s->q;
     const struct kiln_param_gemm_cpu *cpu;
     kiln_status st = kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu);
     if (st != KILN_SUCCESS)
         return st;
+    *tile = kiln_cpu_tile_choose(cpu, s->kg, pixels, options);
+    const size_t tiles = kiln_div_up(pixels, (size_t)tile->nr), panels = kiln_div_up(s->kg, (size_t)tile->mr);
+    *blocks = filter_blocks(tiles * s->d.groups, panels, plan->base.ctx->desc.compute_units);
+    return KILN_SUCCESS;
+}
+
+static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
     struct kiln_options options = {0};
     kiln_conv_options(plan, &options);
-    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose(cpu, s->kg, pixels, &options);
-
-    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
-    size_t kk = s->cg * d->r * d->s, panels = (s->kg + mr - 1) / mr;
-    size_t local_bytes = kk * nr * sizeof(float);
+    struct kiln_cpu_tile tile;
+    size_t blocks = 1;
+    kiln_status st = panel_tile(plan, &options, &tile, &blocks);
+    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr, pixels = d->n * s->p * s->q;
+    const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, mr), local_bytes = kk * nr * sizeof(float);
     if (st == KILN_SUCCESS && local_bytes > plan->base.ctx->desc.local_mem_bytes)
         st = kiln_error(KILN_ERROR_UNSUPPORTED,
                         "conv2d implicit-gemm: a %zu x %zu im2col panel (%zu bytes) exceeds the device's %llu bytes "
@@ -83,10 +99,9 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    size_t tiles = (pixels + nr - 1) / nr;
-    size_t blocks = filter_blocks(tiles * d->groups, panels, plan->base.ctx->desc.compute_units);
-    plan->block_panels = (panels + blocks - 1) / blocks;
-    blocks = (panels + plan->block_panels - 1) / plan->block_panels;
+    const size_t tiles = kiln_div_up(pixels, nr);
+    plan->block_panels = kiln_div_up(panels, blocks);
+    blocks = kiln_div_up(panels, plan->block_panels);
     snprintf(plan->base.params, sizeof plan->base.params,
              "MR=%zu NR=%zu VW=%ld, im2col panel %zux%zu in local memory, %zu filter blocks", mr, nr, tile.vw, kk, nr,
              blocks);
@@ -95,7 +110,55 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     for (int i = 0; i < 3; i++)
         plan->local[MAIN][i] = 1;
     plan->local_bytes = local_bytes;
-    return kiln_plan_workspace(&plan->base, 0, d->groups * panels * (size_t)mr * kk * sizeof(float));
+    return kiln_plan_workspace(&plan->base, 0, d->groups * panels * mr * kk * sizeof(float));
+}
+
+/* The row variant: tiles of MR pixels broadcast from a channels-last input
+   against NR filters (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel).
+   Work-groups take chunks of tiles of one weight panel: at least eight per
+   compute unit, each reading its panel's weights once into the cache. */
+static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
+    const size_t pixels = d->n * s->p * s->q;
+    const struct kiln_param_gemm_cpu *cpu;
+    kiln_status st = kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu);
+    if (st != KILN_SUCCESS)
+        return st;
+    struct kiln_options options = {0};
+    kiln_conv_options(plan, &options);
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose(cpu, pixels, s->kg, &options);
+    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
+    const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, nr), tiles = kiln_div_up(pixels, mr);
+    const int copy = d->layout == KILN_NCHW || d->pad_top || d->pad_bottom || d->pad_left || d->pad_right;
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_rows_%zux%zu", mr, nr);
+    st = kiln_plan_kernel(&plan->base, PACK, ROWS_SOURCE, &options, "conv_f32_igemm_rows_pack");
+    if (st == KILN_SUCCESS)
+        st = kiln_plan_kernel(&plan->base, MAIN, ROWS_SOURCE, &options, "conv_f32_igemm_rows");
+    if (st == KILN_SUCCESS && copy)
+        st = kiln_plan_kernel(&plan->base, COPY, ROWS_SOURCE, &options, "conv_f32_igemm_rows_copy");
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
+    plan->hp = d->h + d->pad_top + d->pad_bottom, plan->wp = d->w + d->pad_left + d->pad_right;
+    const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
+    const size_t chunk = tiles * panels * d->groups / (8 * units);
+    plan->block_panels = chunk < 1 ? 1 : chunk < tiles ? chunk : tiles; /* tiles per work-group */
+    snprintf(plan->base.params, sizeof plan->base.params,
+             "rows: MR=%zu pixels x NR=%zu filters, VW=%ld, %zu tiles per work-group, %s", mr, nr, tile.vw,
+             plan->block_panels, copy ? "input copied channels-last" : "input read in place");
+    const size_t g[3][3] = {{kk, panels, d->groups},
+                            {kiln_div_up(tiles, plan->block_panels), panels, d->groups},
+                            {kiln_div_up(d->c, 16), plan->hp, d->n}};
+    memcpy(plan->global, g, sizeof g);
+    for (int i = 0; i < 3; i++)
+        plan->local[MAIN][i] = plan->local[COPY][i] = 1;
+    plan->rows = 1;
+    st = kiln_plan_workspace(&plan->base, 0, d->groups * panels * nr * kk * sizeof(float));
+    if (st == KILN_SUCCESS && copy)
+        st = kiln_plan_workspace(&plan->base, 1, d->n * d->c * plan->hp * plan->wp * kiln_dtype_size(d->dtype));
+    return st;
 }
 
 /* The tiled kernel; its parameters were checked against their constraints
@@ -152,10 +215,31 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     return st;
 }
 
+/* The CPU kernel's variant: the row variant for NHWC, and for a strided
+   filter wider than 1x1 where the panel variant would split the filters
+   into blocks that gather the same panel again (small images: ResNet-50's
+   stride-2 3x3 layers at 28x28 and 14x14); the panel variant otherwise. */
+static int rows_variant(struct kiln_conv2d_plan *plan)
+{
+    const kiln_conv2d_desc *d = &plan->s.d;
+    if (d->layout == KILN_NHWC)
+        return 1;
+    if (d->stride_h * d->stride_w == 1 || d->r * d->s == 1)
+        return 0;
+    struct kiln_options options = {0};
+    struct kiln_cpu_tile tile;
+    size_t blocks = 1;
+    kiln_status st = panel_tile(plan, &options, &tile, &blocks);
+    kiln_options_free(&options);
+    return st == KILN_SUCCESS && blocks > 1;
+}
+
 static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 {
     const int route = kiln_profile_params(plan->base.ctx->profile)->select.conv_igemm_route;
-    return route == KILN_IGEMM_CPU && plan->base.ctx->vector_kernels ? cpu_prepare(plan) : tiled_prepare(plan);
+    if (route != KILN_IGEMM_CPU || !plan->base.ctx->vector_kernels)
+        return tiled_prepare(plan);
+    return rows_variant(plan) ? rows_prepare(plan) : cpu_prepare(plan);
 }
 
 /* The kernels' shape arguments (IGEMM_SHAPE_ARGS of conv/igemm_shape.h). */
@@ -169,10 +253,12 @@ static void shape_args(struct kiln_args *a, const struct kiln_conv_shape *s)
         kiln_args_int(a, (int32_t)shape[i]);
 }
 
-/* Launch the main kernel of either variant: the arguments both start with
+/* Launch the main kernel of any variant: the arguments all start with
    (shape, epilogue scalars, x, the weights as the kernel reads them `w`,
-   bias, z, y), then the CPU kernel's block_panels; its local panel is the
-   launch's dynamic local memory (plan->local_bytes, 0 for the tiled kernel). */
+   bias, z, y), then the CPU kernels' block_panels (the row variant's tiles
+   per work-group) and the row variant's padded planes Hp and Wp; the panel
+   variant's local panel is the launch's dynamic local memory
+   (plan->local_bytes, 0 for the others). */
 static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
 {
     const kiln_conv2d_desc *d = &plan->s.d;
@@ -188,6 +274,10 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
     kiln_args_buffer(&a, x->y);
     if (!plan->tiled)
         kiln_args_int(&a, (int32_t)plan->block_panels);
+    if (plan->rows) {
+        kiln_args_int(&a, (int32_t)plan->hp);
+        kiln_args_int(&a, (int32_t)plan->wp);
+    }
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[MAIN], &a, 3, plan->global[MAIN], plan->local[MAIN],
                               plan->local_bytes, event);
 }
@@ -221,26 +311,45 @@ static kiln_status launch_split(struct kiln_conv2d_plan *plan, const struct kiln
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[REDUCE], &r, 2, plan->global[REDUCE], NULL, 0, event);
 }
 
+/* The CPU kernel: weights packed where stale, NCHW or padded input copied
+   channels-last for the row variant, then the main kernel. */
 static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void **event)
 {
     if (plan->tiled)
         return plan->splits > 1 ? launch_split(plan, x, event) : launch(plan, x, x->w, event);
     const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
     void *wp = plan->base.workspace[0]->handle;
+    kiln_status st = KILN_SUCCESS;
     if (kiln_conv_weights_stale(plan, x->w)) {
         struct kiln_args a = {0};
-        kiln_args_int(&a, (int32_t)s->kg);
-        kiln_args_int(&a, (int32_t)(s->cg * s->d.r * s->d.s));
+        const int32_t v[4] = {(int32_t)s->kg, (int32_t)s->cg, (int32_t)d->r, (int32_t)d->s};
+        for (int i = 0; i < 4; i++)
+            kiln_args_int(&a, v[i]);
         kiln_args_buffer(&a, x->w);
         kiln_args_buffer(&a, wp);
-        kiln_status st =
-            kiln_kernel_launch(plan->base.ctx, plan->base.kernels[PACK], &a, 3, plan->global[PACK], NULL, 0, NULL);
+        st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[PACK], &a, 3, plan->global[PACK], NULL, 0, NULL);
         if (st != KILN_SUCCESS) {
             plan->packed_from = NULL;
             return st;
         }
     }
-    return launch(plan, x, wp, event);
+    struct kiln_conv_args in = *x;
+    if (plan->rows && plan->base.kernels[COPY]) {
+        in.x = plan->base.workspace[1]->handle;
+        struct kiln_args a = {0};
+        const int32_t v[7] = {(int32_t)d->c,     (int32_t)d->h,       (int32_t)d->w,       (int32_t)plan->hp,
+                              (int32_t)plan->wp, (int32_t)d->pad_top, (int32_t)d->pad_left};
+        for (int i = 0; i < 7; i++)
+            kiln_args_int(&a, v[i]);
+        kiln_args_buffer(&a, x->x);
+        kiln_args_buffer(&a, in.x);
+        st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[COPY], &a, 3, plan->global[COPY], plan->local[COPY],
+                                0, NULL);
+        if (st != KILN_SUCCESS)
+            return st;
+    }
+    return launch(plan, &in, wp, event);
 }
 
 const struct kiln_conv_algorithm kiln_conv_igemm = {"implicit-gemm", KILN_CONV_IMPLICIT_GEMM, igemm_unsupported,

@@ -1,0 +1,203 @@
+/*
+ * Implicit-GEMM convolution for OpenCL on CPUs: the row variant, for NHWC
+ * and for the strided NCHW layers of small images (src/ops/conv_igemm.c
+ * chooses; the panel variant is conv_f32_igemm.cl).
+ *
+ * The GEMM view of the panel variant with the roles of the register tile
+ * swapped: MR output pixels are the tile's rows, broadcast one input value
+ * at a time straight from a channels-last input, and NR output channels its
+ * columns, NR/VW vectors of packed weights. Nothing is gathered: in
+ * channels-last order, the inputs a pixel's window reads, tap by tap, are
+ * runs of C/groups consecutive channels (the whole filter row, S * C, with
+ * one group and no column dilation), so each of the MR pixels streams
+ * through its own contiguous run. NCHW inputs, and padded NHWC ones, are
+ * first copied into a channels-last buffer with a zero border (the copy
+ * kernel); unpadded NHWC is read in place.
+ *
+ * conv_f32_igemm_rows_pack: weights into zero-padded panels of NR filters,
+ *   Wt[g][panel][(r * S + s) * cg + c][NR]. Global (KK, panels, groups).
+ * conv_f32_igemm_rows_copy: x into xp, N x Hp x Wp x C with the padding as
+ *   zeros. Global (ceil(C / 16), Hp, N), local (1, 1, 1).
+ * conv_f32_igemm_rows: global (chunks, panels, groups), local (1, 1, 1);
+ *   work-group (chunk, panel, g) computes chunk_tiles tiles of MR pixels
+ *   against the panel's NR filters, reading the panel's weights once per
+ *   tile from the cache they stay in.
+ *
+ * Defines: KILN_TILE_MR/NR/VW (the register tile: MR pixels, NR filters),
+ * KILN_NHWC, KILN_F16, KILN_BF16, and the epilogue switches of
+ * common/epilogue.h.
+ */
+#include "common/epilogue.h"
+#include "common/portability.h"
+#include "common/register_tile.h"
+#include "conv/igemm_shape.h"
+
+/* Global (KK, panels, groups). KCRS weights are reordered from (c, r, s);
+   KRSC ones are already in (r, s, c) order. */
+KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int R, const int S,
+                                          KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wt)
+{
+    const int kk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
+    const int kk_count = cg * R * S;
+    if (kk >= kk_count)
+        return;
+#if KILN_NHWC
+    const int src = kk;
+#else
+    const int rs = kk / cg, c = kk - rs * cg;
+    const int src = c * R * S + rs;
+#endif
+    KILN_GLOBAL float *dst = wt + ((size_t)g * KILN_GLOBAL_SIZE(1) + panel) * (size_t)kk_count * NR + (size_t)kk * NR;
+#pragma unroll
+    for (int j = 0; j < NR; j++) {
+        const int f = panel * NR + j;
+        dst[j] = f < kg ? KILN_LOAD(w, (size_t)(g * kg + f) * kk_count + src) : 0.0f;
+    }
+}
+
+/* Work-item (c-block, hp, n): channels c0 .. c0 + 15 of row hp of xp, pixel
+   by pixel, one vector store per pixel (the 16 input rows it reads in NCHW
+   stay in the data cache along the row). */
+KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W, const int Hp, const int Wp,
+                                          const int pad_top, const int pad_left, KILN_GLOBAL const KILN_STORAGE *x,
+                                          KILN_GLOBAL KILN_STORAGE *xp)
+{
+    const int c0 = (int)KILN_GLOBAL_ID(0) * 16, hp = KILN_GLOBAL_ID(1), n = KILN_GLOBAL_ID(2);
+    if (c0 >= C || hp >= Hp)
+        return;
+    const int h = hp - pad_top, cn = min(16, C - c0);
+    const bool row_inside = (uint)h < (uint)H;
+    KILN_GLOBAL KILN_STORAGE *dst = xp + ((size_t)n * Hp + hp) * Wp * C + c0;
+#if KILN_NHWC
+    const KILN_GLOBAL KILN_STORAGE *src = x + ((size_t)n * H + (row_inside ? h : 0)) * W * C + c0;
+    const size_t channel = 1, pixel = C;
+#else
+    const KILN_GLOBAL KILN_STORAGE *src = x + (((size_t)n * C + c0) * H + (row_inside ? h : 0)) * W;
+    const size_t channel = (size_t)H * W, pixel = 1;
+#endif
+    for (int wp = 0; wp < Wp; wp++, dst += C) {
+        const int w = wp - pad_left;
+        const bool inside = row_inside && (uint)w < (uint)W;
+        if (cn == 16) {
+            float v[16];
+#pragma unroll
+            for (int c = 0; c < 16; c++)
+                v[c] = inside ? KILN_LOAD(src, c * channel + w * pixel) : 0.0f;
+            KILN_VSTOREN(vload16(0, v), 16, dst);
+        } else
+            for (int c = 0; c < cn; c++)
+                KILN_STORE(inside ? KILN_LOAD(src, c * channel + w * pixel) : 0.0f, dst, c);
+    }
+}
+
+KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
+                                     KILN_GLOBAL const KILN_STORAGE *xp, KILN_GLOBAL const float *wt,
+                                     KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
+                                     KILN_GLOBAL KILN_STORAGE *y, const int chunk_tiles, const int Hp, const int Wp)
+{
+    const int chunk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
+    const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;
+    const int kk_count = cg * R * S, panels = (kg + NR - 1) / NR, tiles = (pixels + MR - 1) / MR;
+    const int f0 = panel * NR, filters = min(NR, kg - f0);
+    const KILN_GLOBAL float *wpanel = wt + ((size_t)g * panels + panel) * (size_t)kk_count * NR;
+    /* The taps of one filter row are contiguous in xp where its columns
+       are (no dilation) and so are all channels (one group). */
+    const bool joined = dil_w == 1 && groups == 1;
+    const int taps = joined ? 1 : S, run = joined ? S * cg : cg;
+    const int t_end = min(tiles, (chunk + 1) * chunk_tiles);
+    for (int t = chunk * chunk_tiles; t < t_end; t++) {
+        /* The tile's pixels: each one's window origin in xp (past the last
+           pixel, the last again; its results are not stored). */
+        const int pix0 = t * MR;
+        const KILN_GLOBAL KILN_STORAGE *px[MR];
+#pragma unroll
+        for (int i = 0; i < MR; i++) {
+            const int pix = min(pix0 + i, pixels - 1), n = pix / PQ, pq = pix - n * PQ, p = pq / Q, q = pq - p * Q;
+            px[i] = xp + (((size_t)n * Hp + p * stride_h) * Wp + q * stride_w) * C + g * cg;
+        }
+        VEC acc[MR][NV];
+#pragma unroll
+        for (int i = 0; i < MR; i++)
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = 0.0f;
+        const KILN_GLOBAL float *b = wpanel;
+        for (int r = 0; r < R; r++)
+            for (int s = 0; s < taps; s++) {
+                const size_t tap = ((size_t)(r * dil_h) * Wp + s * dil_w) * C;
+#pragma unroll 4
+                for (int c = 0; c < run; c++, b += NR) {
+                    VEC bv[NV];
+#pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        bv[v] = VLOAD(v, b);
+#pragma unroll
+                    for (int i = 0; i < MR; i++) {
+                        const VEC a = (VEC)KILN_LOAD(px[i], tap + c);
+#pragma unroll
+                        for (int v = 0; v < NV; v++)
+                            acc[i][v] = fma(a, bv[v], acc[i][v]);
+                    }
+                }
+            }
+
+        /* Epilogue and the only store: NHWC pixel by pixel along the
+           filters; NCHW filter by filter along the pixels, which are
+           consecutive where the tile is inside one image. */
+        float lane[MR][NR];
+#pragma unroll
+        for (int i = 0; i < MR; i++)
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                VSTORE(acc[i][v], v, lane[i]);
+#if KILN_NHWC
+        for (int i = 0; i < MR && pix0 + i < pixels; i++) {
+            const size_t at = (size_t)(pix0 + i) * K + g * kg + f0;
+            for (int j = 0; j < filters; j++) {
+#if KILN_HAS_BIAS
+                const float bk = bias[g * kg + f0 + j];
+#else
+                const float bk = 0.0f;
+#endif
+                float v = alpha * lane[i][j];
+#if KILN_HAS_Z
+                v = fma(beta, KILN_LOAD(z, at + j), v);
+#endif
+                KILN_STORE(kiln_activate(v + bk, slope), y, at + j);
+            }
+        }
+#else
+        const int n0 = pix0 / PQ, pq0 = pix0 - n0 * PQ;
+        const bool along = pq0 + MR <= PQ && pix0 + MR <= pixels;
+        for (int j = 0; j < filters; j++) {
+            const int k = g * kg + f0 + j;
+#if KILN_HAS_BIAS
+            const float bk = bias[k];
+#else
+            const float bk = 0.0f;
+#endif
+            if (along) {
+                const size_t at = ((size_t)n0 * K + k) * PQ + pq0;
+#pragma unroll
+                for (int i = 0; i < MR; i++) {
+                    float v = alpha * lane[i][j];
+#if KILN_HAS_Z
+                    v = fma(beta, KILN_LOAD(z, at + i), v);
+#endif
+                    KILN_STORE(kiln_activate(v + bk, slope), y, at + i);
+                }
+                continue;
+            }
+            for (int i = 0; i < MR && pix0 + i < pixels; i++) {
+                const int pix = pix0 + i, n = pix / PQ;
+                const size_t at = ((size_t)n * K + k) * PQ + (pix - n * PQ);
+                float v = alpha * lane[i][j];
+#if KILN_HAS_Z
+                v = fma(beta, KILN_LOAD(z, at), v);
+#endif
+                KILN_STORE(kiln_activate(v + bk, slope), y, at);
+            }
+        }
+#endif
+    }
+}
