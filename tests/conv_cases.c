@@ -11,7 +11,7 @@ const kiln_conv_algo cc_all_algos[CC_ALGOS] = {KILN_CONV_AUTO,        KILN_CONV_
 
 const struct cc_row cc_epilogue_shapes[2][2] = {
     {{CONV("3x3 pad1", NCHW, 2, 8, 9, 11, 12, 3, 3), PAD(1, 1, 1, 1)},
-     {CONV("3x3 pad1", NHWC, 1, 12, 8, 8, 8, 3, 3), PAD(1, 1, 1, 1)}},
+     {CONV("3x3 pad1", NHWC, 1, 12, 8, 8, 40, 3, 3), PAD(1, 1, 1, 1)}},
     {{CONV("1x1", NCHW, 2, 64, 3, 3, 130, 1, 1)}, {CONV("1x1", NHWC, 1, 12, 8, 8, 8, 1, 1)}},
 };
 

@@ -60,7 +60,10 @@ int cc_applies(kiln_conv_algo algo, const kiln_conv2d_desc *d);
    problems from here too. The 1x1 shapes' GEMMs (130 filters by 9 pixels
    in NCHW, 64 pixels by 8 filters in NHWC) are flipped by the CPU GEMM
    family on the CPU profiles (docs/gemm.md), so its transposed store runs
-   every epilogue, bias per row and per column. */
+   every epilogue, bias per row and per column. The NHWC 3x3 shape has 40
+   filters: whole and partial panels of the implicit GEMM's row variant
+   (16 + 16 + 8 on x86-64-avx512), so its vector and its scalar stores both
+   run every epilogue. */
 extern const struct cc_row cc_epilogue_shapes[2][2];
 
 /* The epilogue shape of `algo` in layout 0 (NCHW) or 1 (NHWC): the 3x3 one

@@ -93,6 +93,7 @@ static const struct cc_row rows[] = {
     {CONV("7x7 stride2 pad3 stem", NHWC, 1, 3, 16, 16, 32, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2, D},
     {CONV("3x3 groups2", NCHW, 1, 8, 10, 10, 12, 3, 3), PAD(1, 1, 1, 1), .groups = 2, D},
     {CONV("3x3 groups2", NHWC, 1, 8, 10, 10, 12, 3, 3), PAD(1, 1, 1, 1), .groups = 2},
+    {CONV("3x3 groups2 32 filters each", NHWC, 1, 16, 8, 8, 64, 3, 3), PAD(1, 1, 1, 1), .groups = 2},
     {CONV("3x3 groups4", NCHW, 2, 16, 8, 9, 8, 3, 3), PAD(1, 1, 1, 1), .groups = 4},
     {CONV("3x3 groups4", NHWC, 2, 16, 8, 9, 8, 3, 3), PAD(1, 1, 1, 1), .groups = 4},
     {CONV("1x1 groups4", NCHW, 1, 16, 6, 7, 32, 1, 1), .groups = 4},

@@ -32,6 +32,8 @@
 #include "common/register_tile.h"
 #include "conv/igemm_shape.h"
 
+KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
+
 /* Global (KK, panels, groups). KCRS weights are reordered from (c, r, s);
    KRSC ones are already in (r, s, c) order. */
 KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int R, const int S,
@@ -142,8 +144,33 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
             }
 
         /* Epilogue and the only store: NHWC pixel by pixel along the
-           filters; NCHW filter by filter along the pixels, which are
-           consecutive where the tile is inside one image. */
+           filters, in vectors where the panel is whole; NCHW filter by
+           filter along the pixels, which are consecutive where the tile is
+           inside one image. */
+#if KILN_NHWC
+        if (filters == NR) {
+            VEC bv[NV];
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+#if KILN_HAS_BIAS
+                bv[v] = VLOAD(v, bias + g * kg + f0);
+#else
+                bv[v] = 0.0f;
+#endif
+            for (int i = 0; i < MR && pix0 + i < pixels; i++) {
+                const size_t at = (size_t)(pix0 + i) * K + g * kg + f0;
+#pragma unroll
+                for (int v = 0; v < NV; v++) {
+                    VEC r = alpha * acc[i][v];
+#if KILN_HAS_Z
+                    r = fma((VEC)beta, VLOAD_S(v, z + at), r);
+#endif
+                    VSTORE_S(activate_vec(r + bv[v], slope), v, y + at);
+                }
+            }
+            continue;
+        }
+#endif
         float lane[MR][NR];
 #pragma unroll
         for (int i = 0; i < MR; i++)
