@@ -41,7 +41,7 @@ struct kiln_conv2d_plan {
     const struct kiln_conv_algorithm *algorithm;
     size_t global[KILN_PLAN_KERNELS][3], local[KILN_PLAN_KERNELS][3];
     size_t local_bytes;  /* dynamic local memory of the main kernel, 0 if none */
-    size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group */
+    size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group (row variant: tiles) */
     int tiled;           /* implicit GEMM: the GPU-style tiled kernel runs */
     int rows;            /* implicit GEMM: the CPU row variant runs */
     size_t hp, wp;       /* implicit GEMM, row variant: the planes it reads (padded) */
