@@ -26,21 +26,15 @@
 #include "common/epilogue.h"
 #include "common/portability.h"
 #include "common/register_tile.h"
+#include "conv/igemm_pack.h"
 #include "conv/igemm_shape.h"
 
 KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int cg, const int R, const int S,
                                        KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wp)
 {
     const int kk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
-    const int kk_count = cg * R * S;
-    if (kk >= kk_count)
-        return;
-    KILN_GLOBAL float *dst = wp + ((size_t)g * KILN_GLOBAL_SIZE(1) + panel) * (size_t)kk_count * MR + (size_t)kk * MR;
-#pragma unroll
-    for (int i = 0; i < MR; i++) {
-        const int f = panel * MR + i;
-        dst[i] = f < kg ? KILN_LOAD(w, (size_t)(g * kg + f) * kk_count + kk) : 0.0f;
-    }
+    if (kk < cg * R * S)
+        igemm_pack_row(kg, cg * R * S, g, panel, kk, kk, MR, w, wp);
 }
 
 /* Offset of x[n][c][h][w]. */

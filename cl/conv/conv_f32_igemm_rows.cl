@@ -30,6 +30,7 @@
 #include "common/epilogue.h"
 #include "common/portability.h"
 #include "common/register_tile.h"
+#include "conv/igemm_pack.h"
 #include "conv/igemm_shape.h"
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
@@ -49,12 +50,7 @@ KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int 
     const int rs = kk / cg, c = kk - rs * cg;
     const int src = c * R * S + rs;
 #endif
-    KILN_GLOBAL float *dst = wt + ((size_t)g * KILN_GLOBAL_SIZE(1) + panel) * (size_t)kk_count * NR + (size_t)kk * NR;
-#pragma unroll
-    for (int j = 0; j < NR; j++) {
-        const int f = panel * NR + j;
-        dst[j] = f < kg ? KILN_LOAD(w, (size_t)(g * kg + f) * kk_count + src) : 0.0f;
-    }
+    igemm_pack_row(kg, kk_count, g, panel, kk, src, NR, w, wt);
 }
 
 /* Work-item (c-block, hp, n): channels c0 .. c0 + 15 of row hp of xp, pixel

@@ -44,7 +44,6 @@ struct kiln_conv2d_plan {
     size_t block_panels; /* implicit GEMM, CPU kernel: weight panels per work-group (row variant: tiles) */
     int tiled;           /* implicit GEMM: the GPU-style tiled kernel runs */
     int rows;            /* implicit GEMM: the CPU row variant runs */
-    size_t hp, wp;       /* implicit GEMM, row variant: the planes it reads (padded) */
     size_t splits, ks;   /* implicit GEMM, tiled kernel: slices of the filter volume (1: no split), their length */
     void *packed_from;   /* weights buffer whose packed form the workspace holds
                             (constant_weights), else NULL */

@@ -113,6 +113,11 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     return kiln_plan_workspace(&plan->base, 0, d->groups * panels * mr * kk * sizeof(float));
 }
 
+/* The planes the row variant reads: x with its padding (x itself where it
+   reads NHWC in place, which has none). */
+static size_t padded_h(const kiln_conv2d_desc *d) { return d->h + d->pad_top + d->pad_bottom; }
+static size_t padded_w(const kiln_conv2d_desc *d) { return d->w + d->pad_left + d->pad_right; }
+
 /* The row variant: tiles of MR pixels broadcast from a channels-last input
    against NR filters (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel).
    Work-groups take chunks of tiles of one weight panel: at least eight per
@@ -141,7 +146,6 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    plan->hp = d->h + d->pad_top + d->pad_bottom, plan->wp = d->w + d->pad_left + d->pad_right;
     const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
     const size_t chunk = tiles * panels * d->groups / (8 * units);
     plan->block_panels = chunk < 1 ? 1 : chunk < tiles ? chunk : tiles; /* tiles per work-group */
@@ -150,14 +154,14 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
              plan->block_panels, copy ? "input copied channels-last" : "input read in place");
     const size_t g[3][3] = {{kk, panels, d->groups},
                             {kiln_div_up(tiles, plan->block_panels), panels, d->groups},
-                            {kiln_div_up(d->c, 16), plan->hp, d->n}};
+                            {kiln_div_up(d->c, 16), padded_h(d), d->n}};
     memcpy(plan->global, g, sizeof g);
     for (int i = 0; i < 3; i++)
         plan->local[MAIN][i] = plan->local[COPY][i] = 1;
     plan->rows = 1;
     st = kiln_plan_workspace(&plan->base, 0, d->groups * panels * nr * kk * sizeof(float));
     if (st == KILN_SUCCESS && copy)
-        st = kiln_plan_workspace(&plan->base, 1, d->n * d->c * plan->hp * plan->wp * kiln_dtype_size(d->dtype));
+        st = kiln_plan_workspace(&plan->base, 1, d->n * d->c * padded_h(d) * padded_w(d) * kiln_dtype_size(d->dtype));
     return st;
 }
 
@@ -275,8 +279,8 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
     if (!plan->tiled)
         kiln_args_int(&a, (int32_t)plan->block_panels);
     if (plan->rows) {
-        kiln_args_int(&a, (int32_t)plan->hp);
-        kiln_args_int(&a, (int32_t)plan->wp);
+        kiln_args_int(&a, (int32_t)padded_h(d));
+        kiln_args_int(&a, (int32_t)padded_w(d));
     }
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[MAIN], &a, 3, plan->global[MAIN], plan->local[MAIN],
                               plan->local_bytes, event);
@@ -338,8 +342,8 @@ static kiln_status igemm_execute(struct kiln_conv2d_plan *plan, const struct kil
     if (plan->rows && plan->base.kernels[COPY]) {
         in.x = plan->base.workspace[1]->handle;
         struct kiln_args a = {0};
-        const int32_t v[7] = {(int32_t)d->c,     (int32_t)d->h,       (int32_t)d->w,       (int32_t)plan->hp,
-                              (int32_t)plan->wp, (int32_t)d->pad_top, (int32_t)d->pad_left};
+        const int32_t v[7] = {(int32_t)d->c,        (int32_t)d->h,       (int32_t)d->w,       (int32_t)padded_h(d),
+                              (int32_t)padded_w(d), (int32_t)d->pad_top, (int32_t)d->pad_left};
         for (int i = 0; i < 7; i++)
             kiln_args_int(&a, v[i]);
         kiln_args_buffer(&a, x->x);
