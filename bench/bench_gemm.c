@@ -372,7 +372,7 @@ static void print_table(const kiln_device_info *device, const struct bench_gemm_
 
 static int parse_algo(const char *s, kiln_gemm_algo *out)
 {
-    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm", "mma"};
+    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm", "mma", "wgmma"};
     for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (strcmp(s, names[i]) == 0) {
             *out = (kiln_gemm_algo)i;
@@ -383,7 +383,7 @@ static int parse_algo(const char *s, kiln_gemm_algo *out)
 
 static const char gemm_usage[] =
     "usage: kiln-bench gemm --m M --n N --k K [--trans-a] [--trans-b] [--layout row|col] [--batch B]\n"
-    "                       [--algo auto|cpu|tiled|direct|clblast|smallm|mma] [--dtype f32|f16|bf16]\n"
+    "                       [--algo auto|cpu|tiled|direct|clblast|smallm|mma|wgmma] [--dtype f32|f16|bf16]\n"
     "                       [--reps R] [--warmup W] [--compare clblast,cublas,openblas] [--json]\n"
     "C = A*B (alpha 1, beta 0) on random data, tight leading dimensions and batch strides.\n"
     "kiln and each peer: W warm-up calls (default 1), then R timed calls (default: as many as fit\n"

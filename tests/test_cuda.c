@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "../cu/gemm/mma_layout.h"
+#include "../cu/gemm/wgmma_layout.h"
 #include "core/context.h"
 #include "cuda/cuda_api.h"
 #include "jit/disk_cache.h"
@@ -395,6 +396,90 @@ static void test_mma_tiling_model(void **state)
     }
 }
 
+/* gemm_f16_wgmma's layout, in C: one block of 128 x 256 by one K step of
+   64, tiles stored as the operands are (transposed or not) at
+   wgmma_layout.h's swizzled offsets; each warpgroup's four m64n256k16 read
+   their operands through wgmma_layout.h's descriptor fields as the PTX ISA
+   defines the 128-byte-swizzled canonical layouts (K-major: 8 rows of 128
+   bytes, 8-row groups the stride byte offset apart, k along a row;
+   M- or N-major: 64 values of m or n in a row, 64-wide groups the leading
+   byte offset apart, rows of k 128 bytes apart and 8-row groups the stride
+   byte offset apart; then bits 4-6 of the address XOR bits 7-9), and C is
+   written through its accumulator mapping, checked against the ISA's
+   m64nNk16 D fragments (row 16 warp + lane / 4 + 8 for registers 2 and 3 of
+   each 4, column 8 (i / 4) + 2 (lane % 4) + i % 2). */
+enum { WG_M = 128, WG_N = 256, WG_K = KILN_WGMMA_BK };
+
+/* The 16-bit value wgmma reads at byte `addr` of shared memory. */
+static float swizzled(const float *shared, int addr) { return shared[(addr ^ ((addr >> 7 & 7) << 4)) / 2]; }
+
+/* Operand element (mn, k) of a wgmma through a descriptor's fields. */
+static float operand(const float *shared, int mn_major, int start, int lbo, int sbo, int mn, int k)
+{
+    return swizzled(shared, mn_major ? start + mn % 64 * 2 + mn / 64 * lbo + k % 8 * 128 + k / 8 * sbo
+                                     : start + mn % 8 * 128 + mn / 8 * sbo + k * 2);
+}
+
+static void model_wgmma(const float *A, const float *B, float *C, int ta, int tb)
+{
+    static float as[WG_M * WG_K], bs[WG_N * WG_K], d[WG_M / 64][4][32][WG_N / 2];
+    /* The stored tiles: A M x K (K x M transposed), B K x N (N x K). */
+    for (int i = 0; i < WG_M; i++)
+        for (int k = 0; k < WG_K; k++)
+            as[(ta ? kiln_wgmma_offset(WG_K, k, i) : kiln_wgmma_offset(WG_M, i, k)) / 2] = A[i * WG_K + k];
+    for (int k = 0; k < WG_K; k++)
+        for (int j = 0; j < WG_N; j++)
+            bs[(tb ? kiln_wgmma_offset(WG_N, j, k) : kiln_wgmma_offset(WG_K, k, j)) / 2] = B[k * WG_N + j];
+    memset(d, 0, sizeof d);
+    for (int wg = 0; wg < WG_M / 64; wg++)
+        for (int kk = 0; kk < WG_K; kk += 16) {
+            const int a0 = kiln_wgmma_desc_start(0, ta, wg * 64, kk), b0 = kiln_wgmma_desc_start(0, !tb, 0, kk);
+            for (int w = 0; w < 4; w++)
+                for (int l = 0; l < 32; l++)
+                    for (int i = 0; i < WG_N / 2; i++) {
+                        const int row = 16 * w + l / 4 + 8 * (i % 4 >= 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+                        for (int k = 0; k < 16; k++)
+                            d[wg][w][l][i] +=
+                                operand(as, ta, a0, kiln_wgmma_desc_lbo(ta), kiln_wgmma_desc_sbo(ta), row, k) *
+                                operand(bs, !tb, b0, kiln_wgmma_desc_lbo(!tb), kiln_wgmma_desc_sbo(!tb), col, k);
+                    }
+        }
+    for (int wg = 0; wg < WG_M / 64; wg++)
+        for (int w = 0; w < 4; w++)
+            for (int l = 0; l < 32; l++)
+                for (int i = 0; i < WG_N / 2; i++)
+                    C[(wg * 64 + kiln_wgmma_c_row(w, l, i)) * WG_N + kiln_wgmma_c_col(l, i)] = d[wg][w][l][i];
+}
+
+static void test_wgmma_layout_model(void **state)
+{
+    (void)state;
+    static float A[WG_M * WG_K], B[WG_K * WG_N], C[WG_M * WG_N];
+    uint64_t seed = kt_group_seed;
+    kt_fill_uniform(A, WG_M * WG_K, -3.0f, 4.0f, &seed);
+    kt_fill_uniform(B, WG_K * WG_N, -3.0f, 4.0f, &seed);
+    for (int i = 0; i < WG_M * WG_K; i++)
+        A[i] = floorf(A[i]);
+    for (int i = 0; i < WG_K * WG_N; i++)
+        B[i] = floorf(B[i]);
+    for (int variant = 0; variant < 4; variant++) {
+        const int ta = variant & 1, tb = variant >> 1;
+        for (int i = 0; i < WG_M * WG_N; i++)
+            C[i] = NAN;
+        model_wgmma(A, B, C, ta, tb);
+        for (int i = 0; i < WG_M; i++)
+            for (int j = 0; j < WG_N; j++) {
+                double ref = 0;
+                for (int k = 0; k < WG_K; k++)
+                    ref += (double)A[i * WG_K + k] * B[k * WG_N + j];
+                if (C[i * WG_N + j] != ref)
+                    fail_msg("wgmma model (A%s, B%s) C(%d, %d) = %g, the product %g: wgmma_layout.h disagrees with "
+                             "the PTX ISA",
+                             ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * WG_N + j], ref);
+            }
+    }
+}
+
 /* The path of cuobjdump: $KILN_CUOBJDUMP, the PATH, or the one PyPI's
    nvidia-cuda-cuobjdump installs; "" if none. */
 static void find_cuobjdump(char *path, size_t size)
@@ -436,22 +521,82 @@ static char *run_tool(const char *tool, const char *args, const char *file)
     return out;
 }
 
+/* A kernel source of cu/gemm, read whole. */
+static void read_kernel(const char *name, char *source, size_t size)
+{
+    char file[1200];
+    snprintf(file, sizeof file, "%s", __FILE__);
+    *strrchr(file, '/') = '\0';
+    strcat(file, "/../cu/gemm/");
+    strcat(file, name);
+    FILE *f = fopen(file, "rb");
+    assert_non_null(f);
+    const size_t n = fread(source, 1, size - 1, f);
+    fclose(f);
+    source[n] = '\0';
+}
+
+/* What cuobjdump read from a compiled kernel. */
+struct sass_report {
+    double ms;
+    int reg, stack, shared, local;
+    char *sass; /* NULL where cuobjdump is missing */
+};
+
+/* Compile `source` for sm_`arch` with `options` (the cu/ include path
+   added), check the CUBIN's arch and, where cuobjdump was found, read its
+   SASS and resources. */
+static struct sass_report compile_and_read(const struct kiln_cuda_api *api, const char *tool, const char *dir,
+                                           const char *name, const char *source, int arch, const char *options)
+{
+    char root[1024], all[1600];
+    snprintf(root, sizeof root, "%s", __FILE__);
+    *strrchr(root, '/') = '\0';
+    snprintf(all, sizeof all, "--include-path=%s/../cu %s", root, options);
+    struct sass_report r = {0, -1, -1, -1, -1, NULL};
+    void *cubin = NULL;
+    size_t size = 0;
+    const double t0 = now_ms();
+    kt_assert_status(kiln_cuda_compile(api, source, name, arch, all, &cubin, &size), KILN_SUCCESS);
+    r.ms = now_ms() - t0;
+    assert_int_equal(kiln_cuda_cubin_arch(cubin, size), arch);
+    if (!tool[0]) {
+        free(cubin);
+        return r;
+    }
+    static int serial;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/kernel_%d_sm%d.cubin", dir, serial++, arch);
+    FILE *o = fopen(path, "wb");
+    assert_non_null(o);
+    assert_int_equal(fwrite(cubin, 1, size, o), size);
+    fclose(o);
+    free(cubin);
+    char *usage = run_tool(tool, "-res-usage", path);
+    r.sass = run_tool(tool, "-sass", path);
+    assert_true(r.sass && usage);
+    const char *u = strstr(usage, "REG:");
+    if (u)
+        sscanf(u, "REG:%d STACK:%d SHARED:%d LOCAL:%d", &r.reg, &r.stack, &r.shared, &r.local);
+    free(usage);
+    return r;
+}
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *s = text; (s = strstr(s, what)) != NULL; s += strlen(what))
+        n++;
+    return n;
+}
+
 static void test_mma_kernel_sass(void **state)
 {
     (void)state;
     struct kiln_cuda_api api;
     load_nvrtc_or_skip(&api);
-    char root[1024], file[1200], include[1200];
-    snprintf(root, sizeof root, "%s", __FILE__);
-    *strrchr(root, '/') = '\0';
-    snprintf(file, sizeof file, "%s/../cu/gemm/gemm_f16_mma.cu", root);
-    snprintf(include, sizeof include, "--include-path=%s/../cu", root);
-    FILE *f = fopen(file, "rb");
-    assert_non_null(f);
     static char source[1 << 16];
-    const size_t n = fread(source, 1, sizeof source - 1, f);
-    fclose(f);
-    source[n] = '\0';
+    read_kernel("gemm_f16_mma.cu", source, sizeof source);
     char tool[1024];
     find_cuobjdump(tool, sizeof tool);
     if (!tool[0])
@@ -468,55 +613,82 @@ static void test_mma_kernel_sass(void **state)
         char type[32];
         snprintf(type, sizeof type, "%s%s%s%s", builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "",
                  builds[i].tb ? " B^T" : "", builds[i].async ? "" : " loads");
-        char options[1400];
-        snprintf(options, sizeof options, "%s -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d%s", include,
-                 builds[i].ta, builds[i].tb, builds[i].async, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
-        void *cubin = NULL;
-        size_t size = 0;
-        const double t0 = now_ms();
-        kt_assert_status(kiln_cuda_compile(&api, source, "gemm_f16_mma.cu", arch, options, &cubin, &size),
-                         KILN_SUCCESS);
-        const double ms = now_ms() - t0;
-        assert_int_equal(kiln_cuda_cubin_arch(cubin, size), arch);
-        if (!tool[0]) {
-            printf("# gemm_f16_mma %s sm_%d: %zu bytes in %.0f ms\n", type, arch, size, ms);
-            free(cubin);
+        char options[200];
+        snprintf(options, sizeof options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d%s", builds[i].ta,
+                 builds[i].tb, builds[i].async, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
+        struct sass_report r = compile_and_read(&api, tool, dir, "gemm_f16_mma.cu", source, arch, options);
+        if (!r.sass) {
+            printf("# gemm_f16_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
             continue;
         }
-        char path[1300];
-        snprintf(path, sizeof path, "%s/gemm_mma_%zu_sm%d.cubin", dir, i, arch);
-        FILE *o = fopen(path, "wb");
-        assert_non_null(o);
-        assert_int_equal(fwrite(cubin, 1, size, o), size);
-        fclose(o);
-        free(cubin);
-        char *sass = run_tool(tool, "-sass", path), *usage = run_tool(tool, "-res-usage", path);
-        assert_true(sass && usage);
-        int hmma = 0, ldsm = 0, ldgsts = 0;
-        for (const char *s = sass; (s = strstr(s, "HMMA")) != NULL; s += 4)
-            hmma++;
-        for (const char *s = sass; (s = strstr(s, "LDSM")) != NULL; s += 4)
-            ldsm++;
-        for (const char *s = sass; (s = strstr(s, "LDGSTS")) != NULL; s += 6)
-            ldgsts++;
-        int reg = -1, stack = -1, shared = -1, local = -1;
-        const char *u = strstr(usage, "REG:");
-        if (u)
-            sscanf(u, "REG:%d STACK:%d SHARED:%d LOCAL:%d", &reg, &stack, &shared, &local);
+        const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
         /* bf16 multiplies show as HMMA with a .BF16 suffix. */
-        const int typed = builds[i].bf16 ? strstr(sass, "BF16") != NULL : strstr(sass, "BF16") == NULL;
+        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
         printf("# gemm_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d bytes static shared, "
                "%d local, %d stack\n",
-               type, arch, ms, hmma, ldsm, ldgsts, reg, shared, local, stack);
+               type, arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.shared, r.local, r.stack);
         /* Fragments by ldmatrix; asynchronous copies from sm_80 where asked. */
         const int copies_ok = (builds[i].async && arch >= 80) == (ldgsts > 0);
         if (ldsm == 0 || !copies_ok)
             fail_msg("gemm_f16_mma %s on sm_%d: %d LDSM, %d LDGSTS", type, arch, ldsm, ldgsts);
-        if (hmma == 0 || !typed || reg < 0 || reg > 255 || local != 0 || stack != 0 || shared > 48 * 1024)
+        if (hmma == 0 || !typed || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0 || r.shared > 48 * 1024)
             fail_msg("gemm_f16_mma %s on sm_%d: %d HMMA (%s), %d registers, %d local and %d stack bytes (spills), %d "
                      "shared",
-                     type, arch, hmma, typed ? "of its type" : "not of its type", reg, local, stack, shared);
-        free(sass), free(usage);
+                     type, arch, hmma, typed ? "of its type" : "not of its type", r.reg, r.local, r.stack, r.shared);
+        free(r.sass);
+    }
+    kt_remove_tree(dir);
+    free(dir);
+    kiln_cuda_unload(&api);
+}
+
+/* The wgmma kernel for sm_90a, in each transpose (the four descriptor
+   layouts), bf16, plain loads, and each block width of the schema: warpgroup
+   multiplies (HGMMA) and no HMMA, copies as asked, no spills. */
+static void test_wgmma_kernel_sass(void **state)
+{
+    (void)state;
+    struct kiln_cuda_api api;
+    load_nvrtc_or_skip(&api);
+    static char source[1 << 16];
+    read_kernel("gemm_f16_wgmma.cu", source, sizeof source);
+    char tool[1024];
+    find_cuobjdump(tool, sizeof tool);
+    if (!tool[0])
+        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
+    char *dir = kt_temp_dir();
+    static const struct {
+        int bm, bn, stages, bf16, ta, tb, async;
+    } builds[] = {{128, 256, 4, 0, 0, 0, 1}, {128, 256, 4, 0, 1, 1, 1}, {128, 256, 4, 0, 0, 1, 1},
+                  {128, 256, 4, 1, 1, 0, 1}, {128, 256, 4, 0, 0, 0, 0}, {128, 128, 6, 0, 0, 0, 1},
+                  {64, 64, 3, 1, 0, 1, 1},   {256, 128, 4, 0, 0, 0, 1}};
+    for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
+        char type[80];
+        snprintf(type, sizeof type, "%dx%d %d stages %s%s%s%s", builds[i].bm, builds[i].bn, builds[i].stages,
+                 builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "", builds[i].tb ? " B^T" : "",
+                 builds[i].async ? "" : " loads");
+        char options[300];
+        snprintf(options, sizeof options,
+                 "--gpu-architecture=sm_90a -DKILN_WGMMA_BM=%d -DKILN_WGMMA_BN=%d -DKILN_WGMMA_STAGES=%d "
+                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_MMA_BF16=%d",
+                 builds[i].bm, builds[i].bn, builds[i].stages, builds[i].ta, builds[i].tb, builds[i].async,
+                 builds[i].bf16);
+        struct sass_report r = compile_and_read(&api, tool, dir, "gemm_f16_wgmma.cu", source, 90, options);
+        if (!r.sass) {
+            printf("# gemm_f16_wgmma %s sm_90a: compiled in %.0f ms\n", type, r.ms);
+            continue;
+        }
+        const int hgmma = count_of(r.sass, "HGMMA"), hmma = count_of(r.sass, "HMMA"),
+                  ldgsts = count_of(r.sass, "LDGSTS");
+        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        printf("# gemm_f16_wgmma %s sm_90a: %.0f ms, %d HGMMA, %d LDGSTS, %d registers, %d local, %d stack\n", type,
+               r.ms, hgmma, ldgsts, r.reg, r.local, r.stack);
+        if (hgmma != 4 || hmma != 0 || !typed || (builds[i].async != 0) != (ldgsts > 0) || r.reg < 0 || r.reg > 255 ||
+            r.local != 0 || r.stack != 0)
+            fail_msg("gemm_f16_wgmma %s: %d HGMMA (4 wanted, %s), %d HMMA, %d LDGSTS, %d registers, %d local and %d "
+                     "stack bytes (spills)",
+                     type, hgmma, typed ? "of its type" : "not of its type", hmma, ldgsts, r.reg, r.local, r.stack);
+        free(r.sass);
     }
     kt_remove_tree(dir);
     free(dir);
@@ -856,7 +1028,9 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_nvrtc_compiles_each_arch));
     kt_add(&tests, cmocka_unit_test(test_cubin_arch_rejects_other_files));
     kt_add(&tests, cmocka_unit_test(test_mma_tiling_model));
+    kt_add(&tests, cmocka_unit_test(test_wgmma_layout_model));
     kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
+    kt_add(&tests, cmocka_unit_test(test_wgmma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));
     kt_add(&tests, cmocka_unit_test(test_interop_elsewhere));
     kt_add(&tests, cmocka_unit_test(test_interop_on_a_cuda_device));

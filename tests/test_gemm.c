@@ -14,6 +14,7 @@
 #include "core/context.h"
 #include "gemm_ref.h"
 #include "kiln/kiln_cl.h"
+#include "ops/gemm.h"
 #include "profiles/profile.h"
 #include "test_util.h"
 
@@ -21,7 +22,7 @@
 
 static const char *algo_name(kiln_gemm_algo algo)
 {
-    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm", "mma"};
+    static const char *const names[] = {"auto", "cpu", "tiled", "direct", "clblast", "smallm", "mma", "wgmma"};
     return (unsigned)algo < sizeof names / sizeof *names ? names[algo] : "?";
 }
 
@@ -32,7 +33,7 @@ static void assert_plan_describes(const kiln_gemm_plan *plan, kiln_gemm_algo alg
     memset(&info, 0, sizeof info);
     kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
     if (algo == KILN_GEMM_AUTO)
-        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_MMA);
+        assert_true(info.algo > KILN_GEMM_AUTO && info.algo <= KILN_GEMM_WGMMA);
     else
         assert_int_equal(info.algo, algo);
     assert_string_equal(info.family, algo_name(info.algo));
@@ -262,6 +263,15 @@ static const struct row rows[] = {
     {SHAPE("mma", CM, NO, NO, 64, 300, 40), .dtype = KILN_F16, .all_scalars = 1},
     {SHAPE("mma", RM, NO, NO, 130, 140, 50), .dtype = KILN_BF16, .pad = {6, 4, 0}},
     {SHAPE("mma", RM, TR, NO, 129, 257, 40), .dtype = KILN_BF16, .batch = 3, .gap = {8, SHARED, 5}, .all_scalars = 1},
+    /* The wgmma family's blocks (nvidia-hopper: 128 x 256 by 64 of K, four
+       buffers): several blocks each way with partial ones at both edges,
+       more K steps than buffers, each transpose (the four descriptor
+       layouts); unaligned rows for the plain-loads kernel. */
+    {SHAPE("wgmma", RM, NO, NO, 300, 520, 700), .dtype = KILN_F16},
+    {SHAPE("wgmma", RM, TR, TR, 257, 300, 333), .dtype = KILN_BF16},
+    {SHAPE("wgmma", RM, NO, TR, 256, 512, 1024), .dtype = KILN_F16, .batch = 2},
+    {SHAPE("wgmma", RM, TR, NO, 200, 264, 520), .dtype = KILN_F16, .all_scalars = 1},
+    {SHAPE("wgmma", RM, NO, NO, 150, 270, 330), .dtype = KILN_BF16, .pad = {3, 5, 1}},
 };
 
 static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
@@ -327,9 +337,12 @@ static void test_row(void **state)
     kiln_gemm_plan *plan = NULL;
     kiln_status st = kiln_gemm_plan_create(kt_ctx, &d, &plan);
     kt_skip_unsupported_here(kt_ctx, st);
-    /* The tensor cores: CUDA only, bf16 from compute capability 8.0. */
-    if (rt->algo == KILN_GEMM_MMA && st == KILN_ERROR_UNSUPPORTED &&
-        (!kt_ctx->backend->native_sources || (rt->row->dtype == KILN_BF16 && kt_ctx->desc.cc_major < 8))) {
+    /* The tensor cores: CUDA only, bf16 from compute capability 8.0, wgmma
+       on 9.0 only. */
+    if (((rt->algo == KILN_GEMM_MMA &&
+          (!kt_ctx->backend->native_sources || (rt->row->dtype == KILN_BF16 && kt_ctx->desc.cc_major < 8))) ||
+         (rt->algo == KILN_GEMM_WGMMA && !kiln_gemm_wgmma_runs_on(kt_ctx))) &&
+        st == KILN_ERROR_UNSUPPORTED) {
         printf("# %s\n", kiln_last_error_detail());
         skip();
     }
@@ -632,7 +645,7 @@ static const struct bad_desc {
     {"trans_b = 7", RM, NO, NO, F_TB, 7, F_NONE, 0},
     {"dtype = 3", RM, NO, NO, F_DTYPE, 3, F_NONE, 0},
     {"math = 2", RM, NO, NO, F_MATH, 2, F_NONE, 0},
-    {"algo = 7", RM, NO, NO, F_ALGO, 7, F_NONE, 0},
+    {"algo = 8", RM, NO, NO, F_ALGO, 8, F_NONE, 0},
 };
 
 static void set_field(kiln_gemm_desc *d, enum field f, size_t v)
@@ -943,14 +956,14 @@ static void test_overflowing_sizes(void **state)
 /* ------------------------------------------------------------------------ */
 
 #define ROWS (sizeof rows / sizeof *rows)
-#define ALGOS 6
+#define ALGOS 7
 #define BAD_DESCS (sizeof bad_descs / sizeof *bad_descs)
 #define BAD_EXECS (sizeof bad_execs / sizeof *bad_execs)
 
 int main(void)
 {
-    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO,   KILN_GEMM_CPU,    KILN_GEMM_TILED,
-                                                KILN_GEMM_DIRECT, KILN_GEMM_SMALLM, KILN_GEMM_MMA};
+    static const kiln_gemm_algo algos[ALGOS] = {KILN_GEMM_AUTO,   KILN_GEMM_CPU, KILN_GEMM_TILED, KILN_GEMM_DIRECT,
+                                                KILN_GEMM_SMALLM, KILN_GEMM_MMA, KILN_GEMM_WGMMA};
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_desc_init_is_tight));
     kt_add(&tests, cmocka_unit_test(test_clblast_runs_or_is_unsupported));
@@ -963,8 +976,8 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
-            if (algos[a] == KILN_GEMM_MMA && rows[i].dtype == KILN_F32)
-                continue; /* the family takes 16-bit storage only */
+            if ((algos[a] == KILN_GEMM_MMA || algos[a] == KILN_GEMM_WGMMA) && rows[i].dtype == KILN_F32)
+                continue; /* the tensor-core families take 16-bit storage only */
             const struct row_test rt = {&rows[i], algos[a]};
             char name[160];
             row_name(name, sizeof name, &rows[i], algos[a]);

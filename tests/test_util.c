@@ -421,6 +421,11 @@ static int check_names_unique(const char *group, const struct kt_list *list)
 int kt_run_with(const char *group, struct kt_list *list, CMFixtureFunction setup, CMFixtureFunction teardown)
 {
     int failed = check_names_unique(group, list);
+    /* KILN_TEST_FILTER: run only the tests whose names match its pattern
+       (cmocka's: * and ? wildcards). */
+    const char *filter = getenv("KILN_TEST_FILTER");
+    if (filter && filter[0])
+        cmocka_set_test_filter(filter);
     if (!failed)
         failed = _cmocka_run_group_tests(group, list->tests, list->count, setup, teardown);
     for (size_t i = 0; i < list->owned_count; i++)

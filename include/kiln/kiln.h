@@ -372,10 +372,13 @@ typedef enum kiln_gemm_algo {
     KILN_GEMM_CLBLAST = 4, /**< CLBlast's SGEMM, where kiln was built with it */
     KILN_GEMM_SMALLM = 5,  /**< operands read in place, a few rows of C per
                                 work-item: matrix-vector-like products (CPUs) */
-    KILN_GEMM_MMA = 6      /**< tensor cores (mma.sync), fp16 storage (7.5 and
+    KILN_GEMM_MMA = 6,     /**< tensor cores (mma.sync), fp16 storage (7.5 and
                                 newer) or bf16 (8.0 and newer): the CUDA
                                 backend; the products are exact in its fp32
                                 sums */
+    KILN_GEMM_WGMMA = 7    /**< Hopper's warpgroup tensor cores (wgmma), fp16
+                                or bf16 storage, compute capability 9.0: the
+                                CUDA backend; as exact as MMA */
 } kiln_gemm_algo;
 
 /**
@@ -444,7 +447,7 @@ KILN_API kiln_status kiln_gemm_plan_execute(kiln_gemm_plan *plan, float alpha, c
 /** What a plan chose. */
 typedef struct kiln_gemm_plan_info {
     kiln_gemm_algo algo;    /**< the family chosen (never AUTO) */
-    char family[16];        /**< "cpu", "tiled", "direct", "clblast" or "smallm" */
+    char family[16];        /**< "cpu", "tiled", "direct", "clblast", "smallm", "mma" or "wgmma" */
     char kernel[64];        /**< kernel name, e.g. "gemm_f32_cpu_6x32" */
     char params[256];       /**< its parameters, "MR=6 NR=32 ..." */
     char param_set[48];     /**< the profile parameter set they came from: "<group>:<set>", e.g.

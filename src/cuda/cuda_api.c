@@ -224,9 +224,11 @@ kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *sourc
     nvrtcResult r = api->nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
     if (r != KILN_NVRTC_SUCCESS)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "CUDA: nvrtcCreateProgram of %s failed (%d)", name, r);
-    /* The architecture, then `options` split at spaces. */
+    /* The architecture (sm's, unless the options name one: an
+       arch-specific target such as sm_90a), then `options` split at spaces. */
     char arch[32];
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
+    const int named = options && strstr(options, "--gpu-architecture=") != NULL;
     char *opts = strdup(options ? options : "");
     const char **argv = opts ? malloc((strlen(opts) / 2 + 2) * sizeof *argv) : NULL;
     if (!argv) {
@@ -235,7 +237,8 @@ kiln_status kiln_cuda_compile(const struct kiln_cuda_api *api, const char *sourc
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "CUDA: the options of %s", name);
     }
     int argc = 0;
-    argv[argc++] = arch;
+    if (!named)
+        argv[argc++] = arch;
     for (char *save = NULL, *tok = strtok_r(opts, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
         argv[argc++] = tok;
     r = api->nvrtcCompileProgram(prog, argc, argv);

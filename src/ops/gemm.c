@@ -54,7 +54,7 @@ static size_t footprint(size_t rows, size_t cols, size_t ld, size_t stride, size
 static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *p)
 {
     if ((unsigned)d->layout > KILN_COL_MAJOR || (unsigned)d->trans_a > KILN_TRANS ||
-        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_BF16 || (unsigned)d->algo > KILN_GEMM_MMA ||
+        (unsigned)d->trans_b > KILN_TRANS || (unsigned)d->dtype > KILN_BF16 || (unsigned)d->algo > KILN_GEMM_WGMMA ||
         (unsigned)d->math > KILN_MATH_TF32)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
                           "gemm: layout, transpose, dtype, algo or math is not a valid value");
@@ -101,11 +101,12 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
     return KILN_SUCCESS;
 }
 
-/* The families, each defined in a file of its own (gemm_<name>.c). */
+/* The families, each defined in a file of its own (gemm_<name>.c; wgmma beside mma). */
 extern const struct kiln_gemm_algorithm kiln_gemm_cpu, kiln_gemm_tiled, kiln_gemm_direct, kiln_gemm_clblast,
-    kiln_gemm_smallm, kiln_gemm_mma;
+    kiln_gemm_smallm, kiln_gemm_mma, kiln_gemm_wgmma;
 static const struct kiln_gemm_algorithm *const algorithms[] = {&kiln_gemm_cpu,     &kiln_gemm_tiled,  &kiln_gemm_direct,
-                                                               &kiln_gemm_clblast, &kiln_gemm_smallm, &kiln_gemm_mma};
+                                                               &kiln_gemm_clblast, &kiln_gemm_smallm, &kiln_gemm_mma,
+                                                               &kiln_gemm_wgmma};
 
 static const struct kiln_gemm_algorithm *algorithm_of(kiln_gemm_algo algo)
 {
@@ -137,6 +138,11 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
     if (volume <= (double)direct_max) {
         snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
         return &kiln_gemm_direct;
+    }
+    if (!why_not(&kiln_gemm_wgmma, p) && kiln_gemm_wgmma_runs_on(ctx)) {
+        snprintf(reason, size, "%s storage on Hopper's warpgroup tensor cores (%s)",
+                 p->dtype == KILN_BF16 ? "bf16" : "fp16", ctx->desc.arch);
+        return &kiln_gemm_wgmma;
     }
     if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype)) {
         snprintf(reason, size, "%s storage on tensor cores (%s)", p->dtype == KILN_BF16 ? "bf16" : "fp16",

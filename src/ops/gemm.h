@@ -70,6 +70,9 @@ kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc 
 /* Whether the tensor-core family (gemm_mma.c) runs on ctx: a backend with
    native CUDA sources on compute capability 7.5 or newer. */
 int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype);
+/* Whether the wgmma family runs on ctx: native CUDA sources on compute
+   capability 9.0. */
+int kiln_gemm_wgmma_runs_on(const kiln_context *ctx);
 
 /* Queue a plan on operands the caller has already checked. */
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);

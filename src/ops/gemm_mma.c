@@ -1,5 +1,8 @@
 /*
- * The tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu): fp16 or bf16
+ * The tensor-core GEMM families: mma (cu/gemm/gemm_f16_mma.cu) and, on
+ * Hopper, wgmma (cu/gemm/gemm_f16_wgmma.cu).
+ *
+ * mma: fp16 or bf16
  * storage, multiplies of that type with fp32 accumulation on mma.sync, for
  * backends with native CUDA sources (the CUDA backend) on devices of compute
  * capability 7.5 and newer (8.0 for bf16). The products of fp16 and of bf16
@@ -14,6 +17,11 @@
  * the first execution whose offsets need it (or at planning, where the
  * leading dimensions or strides already do). Its blocks, warps and pipeline
  * depth are the profile's gemm.mma group.
+ *
+ * wgmma: the same products with the same arguments and the same two
+ * kernels, on wgmma.mma_async, for compute capability 9.0 only (the
+ * instruction is sm_90a's, which no other architecture has); its blocks and
+ * pipeline depth are the profile's gemm.wgmma group.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,15 +31,14 @@
 #include "ops/gemm.h"
 #include "profiles/profile.h"
 
-#define MMA_SOURCE "gemm/gemm_f16_mma.cu"
 enum { ASYNC = 0, LOADS = 1 }; /* kernel slots */
 
 static const char *mma_unsupported(const struct kiln_gemm_problem *p)
 {
     if (p->dtype == KILN_F32)
-        return "the tensor-core family takes fp16 or bf16 storage (fp32 storage keeps fp32 arithmetic)";
+        return "the tensor-core families take fp16 or bf16 storage (fp32 storage keeps fp32 arithmetic)";
     if (p->epi.bias || p->epi.residual || p->epi.act)
-        return "the tensor-core family has no fused epilogue";
+        return "the tensor-core families have no fused epilogue";
     return NULL;
 }
 
@@ -41,14 +48,54 @@ int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype)
     return ctx->backend->native_sources && cc >= (dtype == KILN_BF16 ? 80 : 75);
 }
 
-/* Build the kernel of `slot` (ASYNC or LOADS) from the options kept in impl. */
+int kiln_gemm_wgmma_runs_on(const kiln_context *ctx)
+{
+    return ctx->backend->native_sources && ctx->desc.cc_major == 9 && ctx->desc.cc_minor == 0;
+}
+
+/* Whether every operand row starts 16-byte aligned whatever the offsets. */
+static int rows_aligned(const struct kiln_gemm_problem *p)
+{
+    return p->lda % 8 == 0 && p->ldb % 8 == 0 && (p->batch == 1 || p->stride_a % 8 == 0) &&
+           (p->batch == 1 || p->stride_b % 8 == 0);
+}
+
+/* Build the kernel of `slot` (ASYNC or LOADS) from the options kept in impl
+   (the family's kernel named in plan->base.kernel). */
 static kiln_status build(struct kiln_gemm_plan *plan, int slot)
 {
+    char source[sizeof plan->base.kernel + 16];
+    snprintf(source, sizeof source, "gemm/%s.cu", plan->base.kernel);
     struct kiln_options o = {0};
     kiln_options_add(&o, "%s -DKILN_MMA_ASYNC=%d", (const char *)plan->base.impl, slot == ASYNC);
-    kiln_status st = kiln_plan_kernel(&plan->base, slot, MMA_SOURCE, &o, "gemm_f16_mma");
+    kiln_status st = kiln_plan_kernel(&plan->base, slot, source, &o, plan->base.kernel);
     kiln_options_free(&o);
     return st;
+}
+
+/* Keep a plan's options, build its first kernel and set its launch: blocks
+   of `threads` over bm x bn of C, `shared` bytes of shared memory. */
+static kiln_status finish(struct kiln_gemm_plan *plan, struct kiln_options *options, const char *kernel, int bm, int bn,
+                          long threads, long shared)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    plan->base.impl = strdup(kiln_options_text(options));
+    kiln_options_free(options);
+    if (!plan->base.impl)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "gemm: the %s kernel's options", kernel);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", kernel);
+    /* Rows 16-byte aligned whatever the offsets: the cp.async kernel now,
+       the plain-loads one only if an execution's offsets need it. */
+    kiln_status st = build(plan, rows_aligned(p) ? ASYNC : LOADS);
+    if (st != KILN_SUCCESS)
+        return st;
+    plan->dims[0][0] = kiln_div_up(p->n, (size_t)bn) * (size_t)threads;
+    plan->dims[0][1] = kiln_div_up(p->m, (size_t)bm);
+    plan->dims[0][2] = p->batch;
+    plan->dims[1][0] = (size_t)threads;
+    plan->dims[1][1] = plan->dims[1][2] = 1;
+    plan->aux[0] = (size_t)shared;
+    return KILN_SUCCESS;
 }
 
 static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
@@ -74,27 +121,39 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
     kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d", p->trans_a, p->trans_b,
                      p->dtype == KILN_BF16);
     kiln_profile_defines(&options, KILN_GROUP_gemm_mma, t);
-    plan->base.impl = strdup(kiln_options_text(&options));
-    kiln_options_free(&options);
-    if (!plan->base.impl)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "gemm: the tensor-core kernel's options");
-    /* Rows 16-byte aligned whatever the offsets: the cp.async kernel now,
-       the plain-loads one only if an execution's offsets need it. */
-    const int rows_aligned = p->lda % 8 == 0 && p->ldb % 8 == 0 && (p->batch == 1 || p->stride_a % 8 == 0) &&
-                             (p->batch == 1 || p->stride_b % 8 == 0);
-    st = build(plan, rows_aligned ? ASYNC : LOADS);
+    st = finish(plan, &options, "gemm_f16_mma", t->bm, t->bn, threads, shared);
     if (st != KILN_SUCCESS)
         return st;
-    plan->dims[0][0] = kiln_div_up(p->n, (size_t)t->bn) * (size_t)threads;
-    plan->dims[0][1] = kiln_div_up(p->m, (size_t)t->bm);
-    plan->dims[0][2] = p->batch;
-    plan->dims[1][0] = (size_t)threads;
-    plan->dims[1][1] = plan->dims[1][2] = 1;
-    plan->aux[0] = (size_t)shared;
-    snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f16_mma");
     snprintf(plan->base.params, sizeof plan->base.params,
              "tile %dx%dx%d, %dx%d warps, %d stages, %ld bytes of shared memory%s", t->bm, t->bn, t->bk, t->warps_m,
-             t->warps_n, t->stages, shared, rows_aligned ? "" : ", plain loads (rows unaligned)");
+             t->warps_n, t->stages, shared, rows_aligned(p) ? "" : ", plain loads (rows unaligned)");
+    return KILN_SUCCESS;
+}
+
+static kiln_status wgmma_prepare(struct kiln_gemm_plan *plan)
+{
+    const kiln_context *ctx = plan->base.ctx;
+    if (!kiln_gemm_wgmma_runs_on(ctx))
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "gemm: the wgmma family needs the CUDA backend on compute capability 9.0 (%s backend, %s)",
+                          ctx->backend->name, ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability");
+    const struct kiln_param_gemm_wgmma *t;
+    kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_wgmma, &t);
+    if (st != KILN_SUCCESS)
+        return st;
+    const struct kiln_gemm_problem *p = &plan->p;
+    const long shared = kiln_gemm_wgmma_shared_bytes(t);
+    /* wgmma is sm_90a's: the arch-specific target, not the device's sm_90. */
+    struct kiln_options options = {0};
+    kiln_options_add(&options, "--gpu-architecture=sm_90a -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d",
+                     p->trans_a, p->trans_b, p->dtype == KILN_BF16);
+    kiln_profile_defines(&options, KILN_GROUP_gemm_wgmma, t);
+    st = finish(plan, &options, "gemm_f16_wgmma", t->bm, t->bn, (long)t->bm / 64 * 128, shared);
+    if (st != KILN_SUCCESS)
+        return st;
+    snprintf(plan->base.params, sizeof plan->base.params,
+             "tile %dx%dx64, %d warpgroups, %d stages, %ld bytes of shared memory%s", t->bm, t->bn, t->bm / 64,
+             t->stages, shared, rows_aligned(p) ? "" : ", plain loads (rows unaligned)");
     return KILN_SUCCESS;
 }
 
@@ -114,3 +173,5 @@ static void mma_release(struct kiln_gemm_plan *plan) { free(plan->base.impl); }
 
 const struct kiln_gemm_algorithm kiln_gemm_mma = {"mma",       KILN_GEMM_MMA, mma_unsupported,
                                                   mma_prepare, mma_execute,   mma_release};
+const struct kiln_gemm_algorithm kiln_gemm_wgmma = {"wgmma",       KILN_GEMM_WGMMA, mma_unsupported,
+                                                    wgmma_prepare, mma_execute,     mma_release};

@@ -124,6 +124,12 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_mma, warps_n, INT, 1, 8, DEF, "warps of a block along N")                                                   \
     F(gemm_mma, stages, INT, 2, 5, DEF, "shared-memory buffers of the copy pipeline (copies run stages-1 steps ahead)")
 
+#define KILN_FIELDS_gemm_wgmma(F)                                                                                      \
+    F(gemm_wgmma, bm, INT, 64, 256, DEF, "block tile in M (rows of C): bm/64 warpgroups of 64 rows each")              \
+    F(gemm_wgmma, bn, INT, 64, 256, DEF, "block tile in N (columns of C): 64, 128 or 256, one wgmma's width")          \
+    F(gemm_wgmma, stages, INT, 3, 8, DEF,                                                                              \
+      "shared-memory buffers of 64 steps of K (copies run stages-2 steps ahead, one step's multiplies in flight)")
+
 #define KILN_FIELDS_attention_decode(F)                                                                                \
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \
       "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")         \
@@ -241,6 +247,9 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
       "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")                                          \
     G(gemm_mma, "gemm.mma", "KILN_MMA_", KILN_DIMS_GEMM, check_gemm_mma,                                               \
       "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage")     \
+    G(gemm_wgmma, "gemm.wgmma", "KILN_WGMMA_", KILN_DIMS_GEMM, check_gemm_wgmma,                                       \
+      "Hopper's warpgroup tensor-core GEMM family (cu/gemm/gemm_f16_wgmma.cu, the CUDA backend, sm_90): wgmma on "     \
+      "fp16 or bf16 storage")                                                                                          \
     G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                 \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
       "8 rows")

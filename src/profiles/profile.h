@@ -121,6 +121,8 @@ int kiln_profile_fits(const struct kiln_profile *p, const struct kiln_device_des
    for operands stored as trans_a and trans_b say: stages buffers of the A
    and B tiles, rows padded by 8 halves. */
 long kiln_gemm_mma_shared_bytes(const struct kiln_param_gemm_mma *p, int trans_a, int trans_b);
+/* Dynamic shared memory of the wgmma GEMM kernel (cu/gemm/gemm_f16_wgmma.cu). */
+long kiln_gemm_wgmma_shared_bytes(const struct kiln_param_gemm_wgmma *p);
 
 /* A child of `parent` holding the parameters of `overlay`, a JSON object
    with the optional keys "device", "select" and "kernels" of a profile file

@@ -222,6 +222,26 @@ static int check_gemm_mma(const void *values, const struct kiln_device_desc *dev
     return fits("gemm.mma", dev, "warps_m*warps_n*32", (long)p->warps_m * p->warps_n * 32, 0, why, size);
 }
 
+long kiln_gemm_wgmma_shared_bytes(const struct kiln_param_gemm_wgmma *p)
+{
+    /* Tiles of 64 16-bit values of K, and room to align them to 1024 bytes. */
+    return (long)p->stages * (p->bm + p->bn) * 128 + 1024;
+}
+
+static int check_gemm_wgmma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_gemm_wgmma *p = values;
+    MULTIPLE("gemm.wgmma", p->bm, 64);
+    if (p->bn != 64 && p->bn != 128 && p->bn != 256)
+        return fail(why, size, "gemm.wgmma: bn is %d; it must be 64, 128 or 256", p->bn);
+    const long bytes = kiln_gemm_wgmma_shared_bytes(p);
+    if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
+        return fail(why, size,
+                    "gemm.wgmma: stages*(bm+bn)*128 + 1024 = %ld bytes of shared memory, more than the device's %llu",
+                    bytes, dev->shared_optin_bytes);
+    return fits("gemm.wgmma", dev, "bm/64*128", (long)p->bm / 64 * 128, 0, why, size);
+}
+
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_conv_igemm_tiled *p = values;
