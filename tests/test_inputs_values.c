@@ -434,6 +434,9 @@ static void test_wait_poll_values(void **state)
         kiln_context *ctx = NULL;
         kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
         gemms_waited(ctx);
+        /* The OpenCL backend's waits poll; the CUDA backend's block and never
+           read the variable. */
+        const int read = strcmp(ctx->backend->name, "opencl") == 0;
         kiln_context_destroy(ctx);
         int warnings = kt_capture_end(&cap);
         char *text = captured(&cap);
@@ -441,9 +444,9 @@ static void test_wait_poll_values(void **state)
         free(dir);
         char want[128];
         snprintf(want, sizeof want, "KILN_WAIT_POLL_US=\"%s\" is not a number of microseconds", cases[i].value);
-        if (cases[i].bad ? warnings != 1 || !strstr(text, want) : warnings != 0)
+        if (cases[i].bad && read ? warnings != 1 || !strstr(text, want) : warnings != 0)
             fail_msg("KILN_WAIT_POLL_US=\"%s\": %d warnings (%s), wanted %s", cases[i].value, warnings, text,
-                     cases[i].bad ? want : "none");
+                     cases[i].bad && read ? want : "none");
         free(text);
     }
     restore_env();

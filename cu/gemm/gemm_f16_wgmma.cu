@@ -13,32 +13,54 @@
  * every index offset by off_x + b * stride_x for batch item b = blockIdx.z;
  * any M, N, K >= 1; beta == 0: C is not read; alpha == 0: A and B are not.
  *
- * A block of BM / 64 warpgroups computes BM x BN of C, each warpgroup 64
+ * BM / 64 warpgroups compute a block's BM x BN of C, each warpgroup 64
  * rows by BN, in steps of 64 along K. Each step's tiles of A and B are
  * copied to shared memory as stored, in the 128-byte-swizzled layout of
- * gemm/wgmma_layout.h, through a ring of STAGES buffers: with
- * KILN_MMA_ASYNC by 16-byte cp.async copies that zero-fill past the edges,
- * issued STAGES - 2 steps ahead, else by plain loads. A warpgroup issues a
- * step's four m64nBNk16 wgmma on the buffers' descriptors (A K-major, or
+ * gemm/wgmma_layout.h, through a ring of STAGES buffers. A warpgroup issues
+ * a step's four m64nBNk16 wgmma on the buffers' descriptors (A K-major, or
  * M-major when transposed; B N-major, or K-major when transposed: the
  * instruction's transpose flags) and lets one step's group run while the
  * next is issued. C is written from the accumulators as the PTX ISA lays
- * them out (wgmma_layout.h).
+ * them out (wgmma_layout.h). Three ways to fill the buffers:
  *
- * Buffer reuse: the copies of step s + STAGES - 2 go to step s - 2's buffer
- * after the barrier of step s, which every warpgroup reaches only once its
- * wgmma of step s - 2 have completed (wgmma.wait_group 1 at the end of step
- * s - 1). Copies land through the generic proxy and wgmma reads through the
- * async proxy: each thread fences its copies before that barrier.
+ * - KILN_WGMMA_TMA: the tensor memory accelerator. One more warpgroup, the
+ *   producer, gives its registers to the others (setmaxnreg) and one of its
+ *   threads issues each step's tile copies (cp.async.bulk.tensor through
+ *   the host's tensor maps, which swizzle and zero-fill past the edges) up
+ *   to STAGES - 1 steps ahead; each buffer has a "full" mbarrier the copies
+ *   complete and an "empty" one every multiplying warpgroup arrives at once
+ *   its multiplies of that buffer are done (after wgmma.wait_group 1 of the
+ *   next step).
+ * - KILN_MMA_ASYNC (and no TMA): every thread issues 16-byte cp.async
+ *   copies that zero-fill past the edges, STAGES - 2 steps ahead: the copies
+ *   of step s + STAGES - 2 go to step s - 2's buffer after the barrier of
+ *   step s, which every warpgroup reaches only once its wgmma of step s - 2
+ *   have completed (wgmma.wait_group 1 at the end of step s - 1). Copies
+ *   land through the generic proxy and wgmma reads through the async proxy:
+ *   each thread fences its copies before that barrier.
+ * - neither: plain loads, in the cp.async kernel's order.
+ *
+ * Blocks are numbered down groups of KILN_WGMMA_GROUP_M block rows, then
+ * across: the blocks running at once share fewer B tiles than a row by row
+ * order would stream through L2.
  *
  * Parameters (-D): KILN_WGMMA_BM (64, 128, 192 or 256: BM / 64
  * warpgroups), KILN_WGMMA_BN (64, 128 or 256), KILN_WGMMA_STAGES (3 to 8),
- * KILN_TRANS_A, KILN_TRANS_B, KILN_MMA_BF16, and KILN_MMA_ASYNC: 1 when
- * every operand row starts 16-byte aligned (the host checks).
+ * KILN_WGMMA_GROUP_M (1 to 64),
+ * KILN_TRANS_A, KILN_TRANS_B, KILN_MMA_BF16, KILN_MMA_ASYNC: 1 when every
+ * operand row starts 16-byte aligned (the host checks), and KILN_WGMMA_TMA:
+ * 1 for the tensor memory accelerator's kernel, whose A and B arguments are
+ * tensor maps (the host's, by value: 16-bit values, 3-D as stored, the
+ * contiguous dimension first, then rows, then batch items; boxes of 64
+ * values by BM (A, not transposed) or BN (B, transposed) rows, else 64 by
+ * 64; 128-byte swizzle) in place of the pointer, offset, leading dimension
+ * and batch stride of each.
  *
- * Launch: block (BM / 64 * 128), grid (ceil(N / BN), ceil(M / BM), batch),
- * dynamic shared memory STAGES * (BM + BN) * 128 + 1024 bytes (the host's
- * formula: the tiles, and room to align them to 1024 bytes).
+ * Launch: block (BM / 64 * 128, one more warpgroup with TMA), grid
+ * (ceil(N / BN), ceil(M / BM), batch), dynamic shared memory
+ * STAGES * ((BM + BN) * 128 + 16) + 1024 bytes (the host's formula: the
+ * tiles, the TMA kernel's mbarriers, and room to align the tiles to 1024
+ * bytes).
  */
 #include "gemm/wgmma_layout.h"
 
@@ -59,6 +81,12 @@
 #endif
 #ifndef KILN_MMA_ASYNC
 #define KILN_MMA_ASYNC 1
+#endif
+#ifndef KILN_WGMMA_TMA
+#define KILN_WGMMA_TMA 0
+#endif
+#ifndef KILN_WGMMA_GROUP_M
+#define KILN_WGMMA_GROUP_M 8
 #endif
 #define BM KILN_WGMMA_BM
 #define BN KILN_WGMMA_BN
@@ -220,6 +248,212 @@ __device__ __forceinline__ unsigned short to_storage(float f)
     return h;
 }
 
+/* One step's multiplies: the warpgroup's 64 rows of the A tile at byte `at`
+   of shared memory by the B tile at `bt`, added to acc, committed as one
+   group. */
+__device__ __forceinline__ void multiply_step(float *acc, const unsigned at, const unsigned bt, const int wg)
+{
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        hold(acc[i]);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+        const unsigned long long da =
+            descriptor(kiln_wgmma_desc_start(at, KILN_TRANS_A, wg * 64, kk), kiln_wgmma_desc_lbo(KILN_TRANS_A),
+                       kiln_wgmma_desc_sbo(KILN_TRANS_A));
+        const unsigned long long db = descriptor(kiln_wgmma_desc_start(bt, !KILN_TRANS_B, 0, kk),
+                                                 kiln_wgmma_desc_lbo(!KILN_TRANS_B), kiln_wgmma_desc_sbo(!KILN_TRANS_B));
+#if BN == 256
+        wgmma_n256(acc, da, db);
+#elif BN == 128
+        wgmma_n128(acc, da, db);
+#else
+        wgmma_n64(acc, da, db);
+#endif
+    }
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+/* Wait until at most `pending` groups of this warpgroup's multiplies run. */
+template <int pending> __device__ __forceinline__ void multiplies_wait(float *acc)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(pending) : "memory");
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        hold(acc[i]);
+}
+
+/* C = alpha acc + beta C for warpgroup wg's rows of the block at (m0, n0):
+   accumulators i and i + 1 are neighbouring columns of one row. */
+__device__ __forceinline__ void store_c(const float *acc, unsigned short *C, const int ldc, const int M, const int N,
+                                        const int m0, const int n0, const int wg, const float alpha, const float beta)
+{
+    const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i += 2) {
+        const int r = m0 + wg * 64 + kiln_wgmma_c_row(warp, lane, i), c = n0 + kiln_wgmma_c_col(lane, i);
+        if (r >= M || c >= N)
+            continue;
+        unsigned short *p = C + (size_t)r * ldc + c;
+        float v0 = alpha * acc[i], v1 = alpha * acc[i + 1];
+        if (c + 1 < N && ((size_t)p & 3) == 0) {
+            if (beta != 0.0f) {
+                const unsigned old = *(const unsigned *)p;
+                v0 += beta * from_storage((unsigned short)(old & 0xffff));
+                v1 += beta * from_storage((unsigned short)(old >> 16));
+            }
+            *(unsigned *)p = to_storage(v0) | (unsigned)to_storage(v1) << 16;
+        } else {
+            if (beta != 0.0f)
+                v0 += beta * from_storage(p[0]);
+            p[0] = to_storage(v0);
+            if (c + 1 < N) {
+                if (beta != 0.0f)
+                    v1 += beta * from_storage(p[1]);
+                p[1] = to_storage(v1);
+            }
+        }
+    }
+}
+
+/* This block's first row and column of C: the grid's blocks in groups of
+   KILN_WGMMA_GROUP_M block rows, numbered down each group's rows first. */
+__device__ __forceinline__ void block_origin(int *m0, int *n0)
+{
+    const int id = blockIdx.y * gridDim.x + blockIdx.x, per_group = KILN_WGMMA_GROUP_M * gridDim.x;
+    const int first = id / per_group * KILN_WGMMA_GROUP_M, rows = min((int)gridDim.y - first, KILN_WGMMA_GROUP_M);
+    *m0 = (first + id % per_group % rows) * BM;
+    *n0 = id % per_group / rows * BN;
+}
+
+/* The tiles start 1024-byte aligned: the swizzle is a function of the address. */
+__device__ __forceinline__ unsigned char *aligned_shared(unsigned char *raw)
+{
+    return raw + ((1024 - (shared_address(raw) & 1023)) & 1023);
+}
+
+#if KILN_WGMMA_TMA
+
+/* A tensor map (CUtensorMap): 128 opaque bytes, 64-byte aligned. */
+struct __align__(64) tensor_map {
+    unsigned long long words[16];
+};
+
+/* The producer's registers and the multiplying warpgroups' (setmaxnreg):
+   all of them within the 64 K registers of the SM's one block. */
+#define PRODUCER_REGS 40
+#define ENTRY_REGS_ALL (65536 / (THREADS + 128) / 8 * 8)
+#define ENTRY_REGS (ENTRY_REGS_ALL < 248 ? ENTRY_REGS_ALL : 248)
+#define CONSUMER_REGS_FIT (((ENTRY_REGS * (BM / 64 + 1) - PRODUCER_REGS) / (BM / 64)) / 8 * 8)
+#define CONSUMER_REGS (CONSUMER_REGS_FIT < 232 ? CONSUMER_REGS_FIT : 232)
+
+__device__ __forceinline__ void bar_init(const unsigned bar, const unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_expect(const unsigned bar, const unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(const unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+/* Wait for the completion of the barrier's phase of this parity. */
+__device__ __forceinline__ void bar_wait(const unsigned bar, const unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nWAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* One box of a tensor map at coordinates (c0, c1, c2) into shared memory at
+   byte dst, completing on barrier bar. */
+__device__ __forceinline__ void tma_load(const unsigned dst, const tensor_map *map, const int c0, const int c1,
+                                         const int c2, const unsigned bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+                 "%3, %4}], [%5];" ::"r"(dst),
+                 "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
+/* The signature keeps one line per operand. */
+/* clang-format off */
+extern "C" __global__ void __launch_bounds__(THREADS + 128, 1)
+gemm_f16_wgmma(const int M, const int N, const int K, const float alpha, const float beta,
+               const __grid_constant__ tensor_map ta,
+               const __grid_constant__ tensor_map tb,
+               unsigned short *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
+/* clang-format on */
+{
+    extern __shared__ __align__(16) unsigned char shared_raw[];
+    unsigned char *shared = aligned_shared(shared_raw);
+    const unsigned a_base = shared_address(shared), b_base = a_base + STAGES * A_BYTES;
+    const unsigned bars = b_base + STAGES * B_BYTES; /* full[STAGES], then empty[STAGES] */
+    const int tid = threadIdx.x, wg = tid >> 7, batch = blockIdx.z;
+    int m0, n0;
+    block_origin(&m0, &n0);
+    const int steps = alpha != 0.0f ? (K + BK - 1) / BK : 0;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            bar_init(bars + 8 * s, 1);
+            bar_init(bars + 8 * (STAGES + s), BM / 64);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == BM / 64) {
+        /* The producer: the last warpgroup, one thread of it. */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        if (tid != THREADS)
+            return;
+        for (int s = 0; s < steps; s++) {
+            const int buf = s % STAGES, k0 = s * BK;
+            const unsigned full = bars + 8 * buf, at = a_base + buf * A_BYTES, bt = b_base + buf * B_BYTES;
+            bar_wait(bars + 8 * (STAGES + buf), ((s / STAGES) & 1) ^ 1); /* its last multiplies are done */
+            bar_expect(full, A_BYTES + B_BYTES);
+#if KILN_TRANS_A
+#pragma unroll
+            for (int j = 0; j < BM / 64; j++)
+                tma_load(at + j * BK * 128, &ta, m0 + 64 * j, k0, batch, full);
+#else
+            tma_load(at, &ta, k0, m0, batch, full);
+#endif
+#if KILN_TRANS_B
+            tma_load(bt, &tb, k0, n0, batch, full);
+#else
+#pragma unroll
+            for (int j = 0; j < BN / 64; j++)
+                tma_load(bt + j * BK * 128, &tb, n0 + 64 * j, k0, batch, full);
+#endif
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        acc[i] = 0.0f;
+    for (int s = 0; s < steps; s++) {
+        const int buf = s % STAGES;
+        bar_wait(bars + 8 * buf, (s / STAGES) & 1);
+        multiply_step(acc, a_base + buf * A_BYTES, b_base + buf * B_BYTES, wg);
+        multiplies_wait<1>(acc);
+        /* Step s - 1's multiplies are done: its buffer may be refilled. */
+        if (s > 0 && (tid & 127) == 0)
+            bar_arrive(bars + 8 * (STAGES + (s - 1) % STAGES));
+    }
+    multiplies_wait<0>(acc);
+    store_c(acc, C + off_c + (unsigned long)batch * stride_c, ldc, M, N, m0, n0, wg, alpha, beta);
+}
+
+#else /* cp.async or plain loads */
+
 /* The signature keeps one line per operand. */
 /* clang-format off */
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -230,11 +464,10 @@ gemm_f16_wgmma(const int M, const int N, const int K, const float alpha, const f
 /* clang-format on */
 {
     extern __shared__ __align__(16) unsigned char shared_raw[];
-    /* The swizzle is a function of the address: tiles start 1024-aligned. */
-    unsigned char *shared = shared_raw + ((1024 - (shared_address(shared_raw) & 1023)) & 1023);
-    unsigned char *as = shared, *bs = shared + STAGES * A_BYTES;
-    const int tid = threadIdx.x, wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    unsigned char *as = aligned_shared(shared_raw), *bs = as + STAGES * A_BYTES;
+    const int tid = threadIdx.x, wg = tid >> 7;
+    int m0, n0;
+    block_origin(&m0, &n0);
     const unsigned long batch = blockIdx.z;
     A += off_a + batch * stride_a;
     B += off_b + batch * stride_b;
@@ -282,62 +515,11 @@ gemm_f16_wgmma(const int M, const int N, const int K, const float alpha, const f
         if (s + STAGES - 2 < steps)
             load(s + STAGES - 2);
         commit();
-
-        const unsigned at = a_base + s % STAGES * A_BYTES, bt = b_base + s % STAGES * B_BYTES;
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            hold(acc[i]);
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            const unsigned long long da =
-                descriptor(kiln_wgmma_desc_start(at, KILN_TRANS_A, wg * 64, kk), kiln_wgmma_desc_lbo(KILN_TRANS_A),
-                           kiln_wgmma_desc_sbo(KILN_TRANS_A));
-            const unsigned long long db = descriptor(kiln_wgmma_desc_start(bt, !KILN_TRANS_B, 0, kk),
-                                                     kiln_wgmma_desc_lbo(!KILN_TRANS_B), kiln_wgmma_desc_sbo(!KILN_TRANS_B));
-#if BN == 256
-            wgmma_n256(acc, da, db);
-#elif BN == 128
-            wgmma_n128(acc, da, db);
-#else
-            wgmma_n64(acc, da, db);
-#endif
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            hold(acc[i]);
+        multiply_step(acc, a_base + s % STAGES * A_BYTES, b_base + s % STAGES * B_BYTES, wg);
+        multiplies_wait<1>(acc);
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++)
-        hold(acc[i]);
-
-    /* C: accumulators i and i + 1 are neighbouring columns of one row. */
-#pragma unroll
-    for (int i = 0; i < BN / 2; i += 2) {
-        const int r = m0 + wg * 64 + kiln_wgmma_c_row(warp, lane, i), c = n0 + kiln_wgmma_c_col(lane, i);
-        if (r >= M || c >= N)
-            continue;
-        unsigned short *p = C + (size_t)r * ldc + c;
-        float v0 = alpha * acc[i], v1 = alpha * acc[i + 1];
-        if (c + 1 < N && ((size_t)p & 3) == 0) {
-            if (beta != 0.0f) {
-                const unsigned old = *(const unsigned *)p;
-                v0 += beta * from_storage((unsigned short)(old & 0xffff));
-                v1 += beta * from_storage((unsigned short)(old >> 16));
-            }
-            *(unsigned *)p = to_storage(v0) | (unsigned)to_storage(v1) << 16;
-        } else {
-            if (beta != 0.0f)
-                v0 += beta * from_storage(p[0]);
-            p[0] = to_storage(v0);
-            if (c + 1 < N) {
-                if (beta != 0.0f)
-                    v1 += beta * from_storage(p[1]);
-                p[1] = to_storage(v1);
-            }
-        }
-    }
+    multiplies_wait<0>(acc);
+    store_c(acc, C, ldc, M, N, m0, n0, wg, alpha, beta);
 }
+
+#endif

@@ -119,6 +119,7 @@ static void load_driver(struct kiln_cuda_api *api)
         SYMBOL(cuEventSynchronize, "cuEventSynchronize", 1),
         SYMBOL(cuEventElapsedTime, "cuEventElapsedTime_v2", 0),
         SYMBOL(cuEventDestroy, "cuEventDestroy_v2", 1),
+        SYMBOL(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 0),
     };
     if (!resolve(api->cuda_lib, api, symbols, sizeof symbols / sizeof *symbols)) {
         snprintf(api->driver, sizeof api->driver, "%.400s lacks the driver API kiln needs", path);

@@ -21,6 +21,7 @@
 #define KILN_CUDA_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kiln/kiln.h"
 #include "kiln/kiln_cuda.h" /* CUdevice, CUstream, CUdeviceptr */
@@ -36,6 +37,7 @@ typedef int nvrtcResult;
 enum {
     KILN_CUDA_SUCCESS = 0,
     KILN_CUDA_ERROR_NO_DEVICE = 100,
+    KILN_CUDA_ERROR_NOT_FOUND = 500,
     KILN_CUDA_ERROR_STUB_LIBRARY = 34,
     KILN_NVRTC_SUCCESS = 0,
 };
@@ -55,6 +57,10 @@ enum {
     KILN_CU_STREAM_NON_BLOCKING = 1,
     KILN_CU_EVENT_DEFAULT = 0,
     KILN_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    /* CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion. */
+    KILN_CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    KILN_CU_TENSOR_MAP_SWIZZLE_128B = 3,
+    KILN_CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2,
 };
 
 /* What was loaded. A member NULL where its library is missing (and
@@ -94,6 +100,13 @@ struct kiln_cuda_api {
     CUresult (*cuEventSynchronize)(CUevent event);
     CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
     CUresult (*cuEventDestroy)(CUevent event);
+    /* The tensor memory accelerator's descriptors (CUDA 12 on; NULL before):
+       cuTensorMapEncodeTiled(map, data type, rank, address, dims, strides
+       (bytes, from the second dimension), box, element strides, interleave,
+       swizzle, L2 promotion, out-of-bounds fill). */
+    CUresult (*cuTensorMapEncodeTiled)(void *map, int type, unsigned rank, void *address, const uint64_t *dims,
+                                       const uint64_t *strides, const unsigned *box, const unsigned *element_strides,
+                                       int interleave, int swizzle, int l2_promotion, int oob_fill);
 
     nvrtcResult (*nvrtcVersion)(int *major, int *minor);
     nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *prog, const char *source, const char *name, int headers,

@@ -219,6 +219,33 @@ kiln_status kiln_cuda_device_native(const void *dev, CUdevice *device, CUstream 
 
 CUdeviceptr kiln_cuda_buffer_pointer(const void *buf) { return ((const struct cuda_buffer *)buf)->ptr; }
 
+kiln_status kiln_cuda_tensor_map(const void *buf, size_t offset, const uint64_t dims[3], const uint64_t strides[2],
+                                 const unsigned box[3], void *map)
+{
+    if (!api.cuTensorMapEncodeTiled)
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "CUDA: the driver has no cuTensorMapEncodeTiled");
+    const struct cuda_buffer *b = buf;
+    static const unsigned ones[3] = {1, 1, 1};
+    /* The driver checks the address in the current context. */
+    kiln_status st = push(b->dev);
+    if (st != KILN_SUCCESS)
+        return st;
+    CUresult r = api.cuTensorMapEncodeTiled(
+        map, KILN_CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, (void *)(uintptr_t)(b->ptr + offset), dims, strides, box, ones, 0,
+        KILN_CU_TENSOR_MAP_SWIZZLE_128B, KILN_CU_TENSOR_MAP_L2_PROMOTION_L2_128B, 0);
+    pop();
+    if (r != KILN_CUDA_SUCCESS) {
+        const char *name = NULL;
+        if (api.cuGetErrorName)
+            api.cuGetErrorName(r, &name);
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "CUDA: cuTensorMapEncodeTiled refused a %llux%llux%llu array: %s (%d)",
+                          (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
+                          name ? name : "error", r);
+    }
+    return KILN_SUCCESS;
+}
+
 static void cuda_close(void *dev)
 {
     struct cuda_device *d = dev;
@@ -444,8 +471,11 @@ static kiln_status cuda_kernel_create(void *prog, const char *name, void **kerne
     if (st == KILN_SUCCESS) {
         CUresult r = api.cuModuleGetFunction(&k->function, p->module, name);
         pop();
-        if (r != KILN_CUDA_SUCCESS) {
+        if (r == KILN_CUDA_ERROR_NOT_FOUND)
+            st = kiln_error(KILN_ERROR_NOT_FOUND, "CUDA: the program has no such kernel");
+        else if (r != KILN_CUDA_SUCCESS)
             st = fail(r, "cuModuleGetFunction");
+        if (r != KILN_CUDA_SUCCESS) {
             kiln_error_append(" (kernel \"");
             kiln_error_append(name);
             kiln_error_append("\")");

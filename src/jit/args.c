@@ -44,3 +44,9 @@ void kiln_args_float(struct kiln_args *a, float v)
     if (at)
         *at = v;
 }
+
+void kiln_args_bytes(struct kiln_args *a, const void *value, size_t size)
+{
+    if (next(a, KILN_ARG_SCALAR, size))
+        a->items[a->count - 1].value = value;
+}

@@ -29,5 +29,8 @@ void kiln_args_buffer_or(struct kiln_args *a, void *handle, void *fallback);
 void kiln_args_int(struct kiln_args *a, int32_t v);    /* OpenCL int */
 void kiln_args_ulong(struct kiln_args *a, uint64_t v); /* OpenCL ulong */
 void kiln_args_float(struct kiln_args *a, float v);
+/* A by-value argument of `size` bytes the caller keeps at `value` until the
+   launch returns (a CUDA tensor map: backends with native sources only). */
+void kiln_args_bytes(struct kiln_args *a, const void *value, size_t size);
 
 #endif /* KILN_JIT_ARGS_H */

@@ -18,20 +18,27 @@
  * leading dimensions or strides already do). Its blocks, warps and pipeline
  * depth are the profile's gemm.mma group.
  *
- * wgmma: the same products with the same arguments and the same two
- * kernels, on wgmma.mma_async, for compute capability 9.0 only (the
- * instruction is sm_90a's, which no other architecture has); its blocks and
- * pipeline depth are the profile's gemm.wgmma group.
+ * wgmma: the same products on wgmma.mma_async, for compute capability 9.0
+ * only (the instruction is sm_90a's, which no other architecture has); its
+ * blocks and pipeline depth are the profile's gemm.wgmma group. Where the
+ * tensor memory accelerator can read the operands as stored (rows 16-byte
+ * aligned, batch strides too and not 0), its first kernel copies tiles
+ * through tensor maps the execution encodes for its buffers and offsets;
+ * else the cp.async kernel with the mma family's arguments. Offsets that
+ * break the alignment take the plain-loads kernel, as in the mma family.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/diag.h"
+#include "cuda/cuda_backend.h"
 #include "ops/gemm.h"
 #include "profiles/profile.h"
 
 enum { ASYNC = 0, LOADS = 1 }; /* kernel slots */
+/* aux[1] of a wgmma plan: what its ASYNC slot holds. */
+enum { NO_TMA = 0, TMA = 1, TMA_REFUSED = 2 /* the TMA kernel, whose maps the driver refused */ };
 
 static const char *mma_unsupported(const struct kiln_gemm_problem *p)
 {
@@ -60,14 +67,25 @@ static int rows_aligned(const struct kiln_gemm_problem *p)
            (p->batch == 1 || p->stride_b % 8 == 0);
 }
 
+/* Whether the wgmma family's tensor maps can describe the operands as
+   stored: rows 16-byte aligned, batch strides too and not 0 (offsets are
+   checked at each execution), on the CUDA backend. */
+static int tma_fits(const kiln_context *ctx, const struct kiln_gemm_problem *p)
+{
+    return ctx->backend == &kiln_cuda_backend && rows_aligned(p) &&
+           (p->batch == 1 || (p->stride_a != 0 && p->stride_b != 0));
+}
+
 /* Build the kernel of `slot` (ASYNC or LOADS) from the options kept in impl
-   (the family's kernel named in plan->base.kernel). */
+   (the family's kernel named in plan->base.kernel; aux[1]: the ASYNC slot
+   holds the wgmma family's TMA kernel). */
 static kiln_status build(struct kiln_gemm_plan *plan, int slot)
 {
     char source[sizeof plan->base.kernel + 16];
     snprintf(source, sizeof source, "gemm/%s.cu", plan->base.kernel);
     struct kiln_options o = {0};
-    kiln_options_add(&o, "%s -DKILN_MMA_ASYNC=%d", (const char *)plan->base.impl, slot == ASYNC);
+    kiln_options_add(&o, "%s -DKILN_MMA_ASYNC=%d%s", (const char *)plan->base.impl, slot == ASYNC,
+                     slot == ASYNC && plan->aux[1] != NO_TMA ? " -DKILN_WGMMA_TMA=1" : "");
     kiln_status st = kiln_plan_kernel(&plan->base, slot, source, &o, plan->base.kernel);
     kiln_options_free(&o);
     return st;
@@ -143,17 +161,24 @@ static kiln_status wgmma_prepare(struct kiln_gemm_plan *plan)
         return st;
     const struct kiln_gemm_problem *p = &plan->p;
     const long shared = kiln_gemm_wgmma_shared_bytes(t);
+    plan->aux[1] = t->tma && tma_fits(ctx, p) ? TMA : NO_TMA;
+    plan->aux[2] = (size_t)t->bm, plan->aux[3] = (size_t)t->bn;
     /* wgmma is sm_90a's: the arch-specific target, not the device's sm_90. */
     struct kiln_options options = {0};
     kiln_options_add(&options, "--gpu-architecture=sm_90a -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d",
                      p->trans_a, p->trans_b, p->dtype == KILN_BF16);
     kiln_profile_defines(&options, KILN_GROUP_gemm_wgmma, t);
-    st = finish(plan, &options, "gemm_f16_wgmma", t->bm, t->bn, (long)t->bm / 64 * 128, shared);
+    /* The TMA kernel's producer is one more warpgroup. */
+    st = finish(plan, &options, "gemm_f16_wgmma", t->bm, t->bn, (long)(t->bm / 64 + (plan->aux[1] ? 1 : 0)) * 128,
+                shared);
     if (st != KILN_SUCCESS)
         return st;
     snprintf(plan->base.params, sizeof plan->base.params,
-             "tile %dx%dx64, %d warpgroups, %d stages, %ld bytes of shared memory%s", t->bm, t->bn, t->bm / 64,
-             t->stages, shared, rows_aligned(p) ? "" : ", plain loads (rows unaligned)");
+             "tile %dx%dx64, %d warpgroups, %d stages, %ld bytes of shared memory, %s", t->bm, t->bn, t->bm / 64,
+             t->stages, shared,
+             plan->aux[1]      ? "tensor memory accelerator"
+             : rows_aligned(p) ? "cp.async"
+                               : "plain loads (rows unaligned)");
     return KILN_SUCCESS;
 }
 
@@ -169,9 +194,78 @@ static kiln_status mma_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
                               plan->dims[1], plan->aux[0], event);
 }
 
+/* The TMA kernel's tensor map of a 16-bit operand stored `rows` x `cols`
+   (cols contiguous, rows ld apart, batch items stride apart), read in boxes
+   of 64 columns by box_rows. */
+static kiln_status tensor_map(const void *buf, size_t off, size_t rows, size_t cols, size_t ld, size_t stride,
+                              size_t batch, unsigned box_rows, void *map)
+{
+    const uint64_t dims[3] = {cols, rows, batch};
+    const uint64_t strides[2] = {2 * (uint64_t)ld, batch > 1 ? 2 * (uint64_t)stride : 2 * (uint64_t)ld * rows};
+    const unsigned box[3] = {64, box_rows, 1};
+    return kiln_cuda_tensor_map(buf, 2 * off, dims, strides, box, map);
+}
+
+/* The wgmma family's plain-loads kernel, without the TMA kernel's producer
+   warpgroup. */
+static kiln_status wgmma_loads(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    kiln_status st = plan->base.kernels[LOADS] ? KILN_SUCCESS : build(plan, LOADS);
+    if (st != KILN_SUCCESS)
+        return st;
+    const size_t threads = plan->aux[2] / 64 * 128;
+    const size_t global[3] = {kiln_div_up(p->n, plan->aux[3]) * threads, plan->dims[0][1], plan->dims[0][2]},
+                 local[3] = {threads, 1, 1};
+    struct kiln_args a = {0};
+    kiln_gemm_inplace_args(&a, p, x);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[LOADS], &a, 3, global, local, plan->aux[0], event);
+}
+
+static kiln_status wgmma_execute(struct kiln_gemm_plan *plan, const struct kiln_gemm_args *x, void **event)
+{
+    const struct kiln_gemm_problem *p = &plan->p;
+    if (plan->aux[1] == NO_TMA)
+        return mma_execute(plan, x, event);
+    if (plan->aux[1] == TMA_REFUSED || x->off_a % 8 != 0 || x->off_b % 8 != 0)
+        return wgmma_loads(plan, x, event);
+    /* A stored m x k (k x m transposed), B k x n (n x k): boxes of 64 by the
+       block's rows where the stored rows are the block's, else 64 by 64. */
+    struct {
+        _Alignas(64) unsigned char a[128];
+        _Alignas(64) unsigned char b[128];
+    } maps;
+    const unsigned bm = (unsigned)plan->aux[2], bn = (unsigned)plan->aux[3];
+    kiln_status st = tensor_map(x->a, x->off_a, p->trans_a ? p->k : p->m, p->trans_a ? p->m : p->k, p->lda, p->stride_a,
+                                p->batch, p->trans_a ? 64 : bm, maps.a);
+    if (st == KILN_SUCCESS)
+        st = tensor_map(x->b, x->off_b, p->trans_b ? p->n : p->k, p->trans_b ? p->k : p->n, p->ldb, p->stride_b,
+                        p->batch, p->trans_b ? bn : 64, maps.b);
+    if (st != KILN_SUCCESS) {
+        /* The driver would not describe these operands: plain loads. */
+        kiln_log(KILN_LOG_WARN, "gemm: %s; the wgmma family copies with plain loads instead", kiln_last_error_detail());
+        plan->aux[1] = TMA_REFUSED;
+        return wgmma_loads(plan, x, event);
+    }
+    struct kiln_args a = {0};
+    kiln_args_int(&a, (int32_t)p->m);
+    kiln_args_int(&a, (int32_t)p->n);
+    kiln_args_int(&a, (int32_t)p->k);
+    kiln_args_float(&a, x->alpha);
+    kiln_args_float(&a, x->beta);
+    kiln_args_bytes(&a, maps.a, sizeof maps.a);
+    kiln_args_bytes(&a, maps.b, sizeof maps.b);
+    kiln_args_buffer(&a, x->c);
+    kiln_args_ulong(&a, x->off_c);
+    kiln_args_int(&a, (int32_t)p->ldc);
+    kiln_args_ulong(&a, p->stride_c);
+    return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[ASYNC], &a, 3, plan->dims[0], plan->dims[1],
+                              plan->aux[0], event);
+}
+
 static void mma_release(struct kiln_gemm_plan *plan) { free(plan->base.impl); }
 
 const struct kiln_gemm_algorithm kiln_gemm_mma = {"mma",       KILN_GEMM_MMA, mma_unsupported,
                                                   mma_prepare, mma_execute,   mma_release};
 const struct kiln_gemm_algorithm kiln_gemm_wgmma = {"wgmma",       KILN_GEMM_WGMMA, mma_unsupported,
-                                                    wgmma_prepare, mma_execute,     mma_release};
+                                                    wgmma_prepare, wgmma_execute,   mma_release};

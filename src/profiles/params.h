@@ -128,7 +128,12 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_wgmma, bm, INT, 64, 256, DEF, "block tile in M (rows of C): bm/64 warpgroups of 64 rows each")              \
     F(gemm_wgmma, bn, INT, 64, 256, DEF, "block tile in N (columns of C): 64, 128 or 256, one wgmma's width")          \
     F(gemm_wgmma, stages, INT, 3, 8, DEF,                                                                              \
-      "shared-memory buffers of 64 steps of K (copies run stages-2 steps ahead, one step's multiplies in flight)")
+      "shared-memory buffers of 64 steps of K (copies run stages-2 steps ahead, one step's multiplies in flight)")     \
+    F(gemm_wgmma, group_m, INT, 1, 64, DEF,                                                                            \
+      "block rows of C taken together by consecutive blocks (their B tiles shared in L2); 1: row by row")              \
+    F(gemm_wgmma, tma, INT, 0, 1, HOST,                                                                                \
+      "1: a producer warpgroup copies tiles with the tensor memory accelerator where the operands allow (bm 64 or "    \
+      "128); 0: every thread copies with cp.async")
 
 #define KILN_FIELDS_attention_decode(F)                                                                                \
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \

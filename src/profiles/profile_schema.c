@@ -224,8 +224,9 @@ static int check_gemm_mma(const void *values, const struct kiln_device_desc *dev
 
 long kiln_gemm_wgmma_shared_bytes(const struct kiln_param_gemm_wgmma *p)
 {
-    /* Tiles of 64 16-bit values of K, and room to align them to 1024 bytes. */
-    return (long)p->stages * (p->bm + p->bn) * 128 + 1024;
+    /* Tiles of 64 16-bit values of K, two mbarriers a buffer, and room to
+       align the tiles to 1024 bytes. */
+    return (long)p->stages * ((p->bm + p->bn) * 128 + 16) + 1024;
 }
 
 static int check_gemm_wgmma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -237,9 +238,22 @@ static int check_gemm_wgmma(const void *values, const struct kiln_device_desc *d
     const long bytes = kiln_gemm_wgmma_shared_bytes(p);
     if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
         return fail(why, size,
-                    "gemm.wgmma: stages*(bm+bn)*128 + 1024 = %ld bytes of shared memory, more than the device's %llu",
+                    "gemm.wgmma: stages*((bm+bn)*128 + 16) + 1024 = %ld bytes of shared memory, more than the device's "
+                    "%llu",
                     bytes, dev->shared_optin_bytes);
-    return fits("gemm.wgmma", dev, "bm/64*128", (long)p->bm / 64 * 128, 0, why, size);
+    /* The TMA kernel's producer hands registers to the multiplying
+       warpgroups (setmaxnreg); measured on an H100 with one and two of them. */
+    if (p->tma && p->bm > 128)
+        return fail(why, size, "gemm.wgmma: bm is %d with tma 1; the TMA kernel takes bm 64 or 128", p->bm);
+    /* A block is alone on its SM: its threads share the 64 K registers, and
+       each multiplying thread holds bn/2 accumulators and about 24 more. */
+    const long threads = (long)(p->bm / 64 + p->tma) * 128, registers = 65536 / threads / 8 * 8;
+    if (p->bn / 2 + 24 > (registers < 255 ? registers : 255))
+        return fail(why, size,
+                    "gemm.wgmma: bn/2 + 24 = %d registers a thread, more than the %ld that (bm/64+tma)*128 = %ld "
+                    "threads of a block get",
+                    p->bn / 2 + 24, registers, threads);
+    return fits("gemm.wgmma", dev, "(bm/64+tma)*128", threads, 0, why, size);
 }
 
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
