@@ -48,6 +48,7 @@
 #include "kiln/kiln_cuda.h"
 #include "kiln/kiln_nn.h"
 #include "test_util.h"
+#include "tune/peaks.h"
 
 static const char kernel[] = "extern \"C\" __global__ void scale(float *x, float a, int n)\n"
                              "{\n"
@@ -741,7 +742,7 @@ static void compile_for_each_arch(void *user, const char *label, const char *sou
 /* Plans whose programs cover every shared kernel: GEMM families, split K and
    16-bit storage; flash attention with every switch; tiled implicit GEMM with
    its epilogue, both layouts and split K; direct convolution and pooling
-   with one vector lane; softmax, activation and fill. */
+   with one vector lane; softmax, activation and fill; the peak kernels. */
 static void build_shared_programs(kiln_context *ctx)
 {
     static const size_t gemms[][5] = {
@@ -817,6 +818,10 @@ static void build_shared_programs(kiln_context *ctx)
     kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
     kiln_buffer_destroy(x);
     kiln_buffer_destroy(y);
+    /* The peak kernels, with one lane. */
+    struct kiln_peaks peaks;
+    kt_assert_status(kiln_measure_peaks(ctx, &peaks), KILN_SUCCESS);
+    assert_int_equal(peaks.fma_lanes, 1);
 }
 
 static void test_shared_kernels_compile_with_nvrtc(void **state)

@@ -1,7 +1,8 @@
 /*
  * What the device can do at best, for kiln-tune and kiln-bench peak: an
  * fp32 multiply-add loop (arithmetic peak) and a copy (memory bandwidth).
- * KILN_UTIL_WG is the work-group size from the profile.
+ * KILN_UTIL_WG is the work-group size from the profile. Shared with the
+ * CUDA backend through common/portability.h (one lane there).
  */
 
 #include "common/portability.h"
@@ -37,10 +38,15 @@
         out[id] = t / (float)(lanes);                                                          \
     }
 
+#if KILN_VECTOR_SYNTAX
 PEAK_FMA_KERNEL(util_peak_fma, float8, 8)
 PEAK_FMA_KERNEL(util_peak_fma16, float16, 16)
+#endif
+/* One lane, for backends without OpenCL's vector syntax (the CUDA
+   backend): there a warp's threads are the vector. */
+PEAK_FMA_KERNEL(util_peak_fma1, float, 1)
 
-/* dst[i] = src[i] for n float4s. */
+/* dst[i] = src[i] for n float4s (CUDA's float4 is a 16-byte struct). */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, const ulong n)
 {

@@ -16,11 +16,14 @@
 /* Each multiply-add kernel of cl/util/peak.cl and its vector width: a
    work-item's round is FMA_CHAINS (PEAK_CHAINS there) multiply-adds of
    `lanes` floats, and it stores the chains' converged sum, FMA_CHAINS,
-   when right. */
-static const struct {
+   when right. Backends without OpenCL's vector syntax run the one-lane
+   kernel. */
+struct fma_kernel {
     const char *name;
     int lanes;
-} fma_kernels[] = {{"util_peak_fma", 8}, {"util_peak_fma16", 16}};
+};
+static const struct fma_kernel vector_fma[] = {{"util_peak_fma", 8}, {"util_peak_fma16", 16}},
+                               lane_fma[] = {{"util_peak_fma1", 1}};
 #define FMA_CHAINS 8
 #define FMA_CONVERGED ((float)FMA_CHAINS)
 /* A launch this long or longer is timed without the launch cost mattering. */
@@ -55,14 +58,15 @@ static kiln_status kernel_of(kiln_context *ctx, const char *name, struct kiln_ke
 }
 
 /* One multiply-add kernel `k`, timed with launches grown to TARGET_MS. */
-static kiln_status measure_fma_kernel(kiln_context *ctx, size_t k, double *gflops, double *ms_out, float *checksum)
+static kiln_status measure_fma_kernel(kiln_context *ctx, const struct fma_kernel *k, double *gflops, double *ms_out,
+                                      float *checksum)
 {
     struct launch l = {.ctx = ctx};
     l.local = (size_t)kiln_profile_params(ctx->profile)->util.wg;
     /* Enough work-groups for every compute unit several times over. */
     l.global = l.local * 16 * (ctx->desc.compute_units ? ctx->desc.compute_units : 1);
     kiln_buffer *result = NULL;
-    kiln_status st = kernel_of(ctx, fma_kernels[k].name, &l.kernel);
+    kiln_status st = kernel_of(ctx, k->name, &l.kernel);
     if (st == KILN_SUCCESS)
         st = kiln_buffer_create(ctx, l.global * sizeof(float), &result);
     int iters = 256;
@@ -87,9 +91,9 @@ static kiln_status measure_fma_kernel(kiln_context *ctx, size_t k, double *gflop
     /* The chains converge to 1 from 0..0.875 (0.999^256 leaves at most 0.77
        of the start's distance, far less after more rounds). */
     if (!(first > 0.6f * FMA_CONVERGED && first <= FMA_CONVERGED * 1.001f))
-        return kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: %s computed %g, not about %g", fma_kernels[k].name,
-                          (double)first, (double)FMA_CONVERGED);
-    *gflops = 2.0 * FMA_CHAINS * fma_kernels[k].lanes * iters * (double)l.global / (ms * 1e6);
+        return kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: %s computed %g, not about %g", k->name, (double)first,
+                          (double)FMA_CONVERGED);
+    *gflops = 2.0 * FMA_CHAINS * k->lanes * iters * (double)l.global / (ms * 1e6);
     *ms_out = ms;
     *checksum = first;
     return KILN_SUCCESS;
@@ -98,17 +102,19 @@ static kiln_status measure_fma_kernel(kiln_context *ctx, size_t k, double *gflop
 /* The fastest of the multiply-add kernels. */
 static kiln_status measure_fma(kiln_context *ctx, struct kiln_peaks *out)
 {
-    for (size_t k = 0; k < sizeof fma_kernels / sizeof *fma_kernels; k++) {
+    const struct fma_kernel *kernels = ctx->vector_kernels ? vector_fma : lane_fma;
+    const size_t count = ctx->vector_kernels ? sizeof vector_fma / sizeof *vector_fma : 1;
+    for (size_t k = 0; k < count; k++) {
         double gflops = 0, ms = 0;
         float checksum = 0;
-        kiln_status st = measure_fma_kernel(ctx, k, &gflops, &ms, &checksum);
+        kiln_status st = measure_fma_kernel(ctx, &kernels[k], &gflops, &ms, &checksum);
         if (st != KILN_SUCCESS)
             return st;
         if (gflops > out->gflops) {
             out->gflops = gflops;
             out->fma_ms = ms;
             out->fma_checksum = checksum;
-            out->fma_lanes = fma_kernels[k].lanes;
+            out->fma_lanes = kernels[k].lanes;
         }
     }
     return KILN_SUCCESS;
@@ -158,11 +164,6 @@ static kiln_status measure(kiln_context *ctx, int fma, struct kiln_peaks *out)
 {
     if (!ctx || !out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_measure_peaks: NULL argument");
-    if (!ctx->vector_kernels)
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "kiln_measure_peaks: the peak kernels (cl/util/peak.cl) use OpenCL vector syntax, which the "
-                          "%s backend does not compile",
-                          ctx->backend->name);
     struct kiln_peaks p;
     memset(&p, 0, sizeof p);
     kiln_status st = fma ? measure_fma(ctx, &p) : KILN_SUCCESS;

@@ -18,7 +18,7 @@ struct kiln_peaks {
     double copy_ms;      /* median time of one copy */
     size_t copy_bytes;   /* size of each of the two copy buffers */
     double fma_checksum; /* what the fastest multiply-add kernel computed per work-item (8 when right) */
-    int fma_lanes;       /* its vector width: 8 or 16 floats */
+    int fma_lanes;       /* its vector width: 8 or 16 floats (1 on backends without vector syntax) */
 };
 
 /* Measure both on the context's device, sizing each launch to take at least
