@@ -221,6 +221,39 @@ static void test_overlay_context_refused(void **state)
     assert_null(ctx);
 }
 
+/* gemm.wgmma's constraints, which hold on every device: the widths wgmma
+   has, the TMA kernel's register hand-over measured with one or two
+   multiplying warpgroups, and accumulators within a thread's registers. */
+static void test_wgmma_constraints(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *overlay, *why; /* why NULL: accepted */
+    } cases[] = {
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 128, \"bn\": 256, \"stages\": 4, \"tma\": 1}}}", NULL},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 64, \"bn\": 256, \"stages\": 5, \"tma\": 1}}}", NULL},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 256, \"bn\": 128, \"tma\": 1}}}",
+         "the TMA kernel takes bm 64 or 128"},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 192, \"bn\": 64, \"tma\": 1}}}", "the TMA kernel takes bm 64 or 128"},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 256, \"bn\": 128, \"tma\": 0}}}", NULL},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 256, \"bn\": 256, \"tma\": 0}}}", "registers a thread"},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 128, \"bn\": 192}}}", "it must be 64, 128 or 256"},
+        {"{\"kernels\": {\"gemm.wgmma\": {\"bm\": 96}}}", "bm"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_context_options opt;
+        kiln_context_options_init(&opt);
+        opt.profile_overlay = cases[i].overlay;
+        kiln_context *ctx = NULL;
+        kiln_status st = kiln_context_create(&opt, &ctx);
+        if (cases[i].why ? st != KILN_ERROR_INVALID_PROFILE || !strstr(kiln_last_error_detail(), cases[i].why)
+                         : st != KILN_SUCCESS)
+            fail_msg("%s: status %d (%s), wanted %s", cases[i].overlay, st, kiln_last_error_detail(),
+                     cases[i].why ? cases[i].why : "success");
+        kiln_context_destroy(ctx);
+    }
+}
+
 /* What the writer writes loads as a profile with the same values, holding
    only the groups it was given and the provenance as data. */
 static void test_writer_round_trip(void **state)
@@ -412,6 +445,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_bad_classes_and_overlays));
     kt_add(&tests, cmocka_unit_test(test_overlay_context_runs_class));
     kt_add(&tests, cmocka_unit_test(test_overlay_context_refused));
+    kt_add(&tests, cmocka_unit_test(test_wgmma_constraints));
     kt_add(&tests, cmocka_unit_test(test_writer_round_trip));
     kt_add(&tests, cmocka_unit_test(test_json_round_trip));
     kt_add(&tests, cmocka_unit_test(test_sets_parsed_once));
