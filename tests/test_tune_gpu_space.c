@@ -244,6 +244,15 @@ static void test_space(void **state)
         printf("# the decoding kernel runs on CPU devices only\n");
         skip();
     }
+    /* The small-M GEMM, the per-work-item attention kernel and the decoding
+       kernel are written in OpenCL's vector syntax. */
+    if ((it->group == KILN_GROUP_gemm_smallm || it->group == KILN_GROUP_attention_fused ||
+         it->group == KILN_GROUP_attention_decode) &&
+        !kt_ctx->vector_kernels) {
+        printf("# %s's kernels use OpenCL vector syntax, which the %s backend does not compile\n",
+               kiln_param_groups[it->group].name, kt_ctx->backend->name);
+        skip();
+    }
     /* The profile's values and this device's limits; a profile that does
        not fit the device is skipped. */
     kiln_context *ctx = kt_profile_context(profile);
