@@ -35,6 +35,7 @@
  * (KILN_MMA_SHARED_BYTES, the host's formula).
  */
 #include "gemm/mma_layout.h"
+#include "gemm/tensor_core.h"
 
 #ifndef KILN_MMA_BM
 #define KILN_MMA_BM 128
@@ -89,15 +90,10 @@
 #error "gemm_f16_mma: parameters break the constraints listed in device_profiles/README.md"
 #endif
 
-/* The multiplies' type: fp16, or bf16 with KILN_MMA_BF16=1 (sm_80 and
-   newer; the same fragment layout). */
-#if KILN_MMA_BF16
-#if __CUDA_ARCH__ < 800
+/* bf16 multiplies (KILN_MMA_BF16=1, MMA_TYPE of gemm/tensor_core.h) need
+   sm_80 and newer; the same fragment layout. */
+#if KILN_MMA_BF16 && __CUDA_ARCH__ < 800
 #error "gemm_f16_mma: bf16 needs sm_80 or newer"
-#endif
-#define MMA_TYPE "bf16"
-#else
-#define MMA_TYPE "f16"
 #endif
 
 /* Asynchronous copies need sm_80. */
@@ -130,10 +126,6 @@ __device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const
 #endif
 }
 
-__device__ __forceinline__ unsigned shared_address(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
 
 /* Four 8 x 8 matrices of 16-bit values, rows from the lanes' addresses. */
 __device__ __forceinline__ void ldsm_x4(unsigned r[4], const unsigned short *p)
@@ -188,29 +180,6 @@ __device__ __forceinline__ void wait_stage()
     asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2));
 #endif
     __syncthreads();
-}
-
-/* A stored value of C to fp32 and back (round to nearest even; NaN stays
-   NaN): fp16, or bf16 (the high half of an fp32) with KILN_MMA_BF16. */
-__device__ __forceinline__ float from_storage(unsigned short h)
-{
-#if KILN_MMA_BF16
-    return __int_as_float((int)((unsigned)h << 16));
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-#endif
-}
-__device__ __forceinline__ unsigned short to_storage(float f)
-{
-    unsigned short h;
-#if KILN_MMA_BF16
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#else
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#endif
-    return h;
 }
 
 /* The signature keeps one line per operand. */

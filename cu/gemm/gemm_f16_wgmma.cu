@@ -62,6 +62,7 @@
  * tiles, the TMA kernel's mbarriers, and room to align the tiles to 1024
  * bytes).
  */
+#include "gemm/tensor_core.h"
 #include "gemm/wgmma_layout.h"
 
 #ifndef KILN_WGMMA_BM
@@ -101,12 +102,6 @@
 #endif
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_f16_wgmma: wgmma needs sm_90a"
-#endif
-
-#if KILN_MMA_BF16
-#define MMA_TYPE "bf16"
-#else
-#define MMA_TYPE "f16"
 #endif
 
 /* d (64 x 64: 32 registers a lane) += A (64 x 16) B (16 x 64), both read from shared memory through
@@ -181,10 +176,6 @@ __device__ __forceinline__ void wgmma_n256(float *d, const unsigned long long da
                  : "l"(da), "l"(db), "n"(1), "n"(KILN_TRANS_A), "n"(1 - KILN_TRANS_B));
 }
 
-__device__ __forceinline__ unsigned shared_address(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
 
 /* A shared-memory matrix descriptor: start, leading and stride byte offsets
    (each in 16-byte units), 128-byte swizzle. */
@@ -227,26 +218,6 @@ __device__ __forceinline__ void stage(unsigned char *dst, const unsigned short *
     }
 }
 
-__device__ __forceinline__ float from_storage(unsigned short h)
-{
-#if KILN_MMA_BF16
-    return __int_as_float((int)((unsigned)h << 16));
-#else
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-#endif
-}
-__device__ __forceinline__ unsigned short to_storage(float f)
-{
-    unsigned short h;
-#if KILN_MMA_BF16
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#else
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#endif
-    return h;
-}
 
 /* One step's multiplies: the warpgroup's 64 rows of the A tile at byte `at`
    of shared memory by the B tile at `bt`, added to acc, committed as one
