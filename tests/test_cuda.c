@@ -522,13 +522,13 @@ static char *run_tool(const char *tool, const char *args, const char *file)
     return out;
 }
 
-/* A kernel source of cu/gemm, read whole. */
+/* A kernel source of cu/ ("gemm/gemm_f16_mma.cu"), read whole. */
 static void read_kernel(const char *name, char *source, size_t size)
 {
     char file[1200];
     snprintf(file, sizeof file, "%s", __FILE__);
     *strrchr(file, '/') = '\0';
-    strcat(file, "/../cu/gemm/");
+    strcat(file, "/../cu/");
     strcat(file, name);
     FILE *f = fopen(file, "rb");
     assert_non_null(f);
@@ -597,7 +597,7 @@ static void test_mma_kernel_sass(void **state)
     struct kiln_cuda_api api;
     load_nvrtc_or_skip(&api);
     static char source[1 << 16];
-    read_kernel("gemm_f16_mma.cu", source, sizeof source);
+    read_kernel("gemm/gemm_f16_mma.cu", source, sizeof source);
     char tool[1024];
     find_cuobjdump(tool, sizeof tool);
     if (!tool[0])
@@ -654,7 +654,7 @@ static void test_wgmma_kernel_sass(void **state)
     struct kiln_cuda_api api;
     load_nvrtc_or_skip(&api);
     static char source[1 << 16];
-    read_kernel("gemm_f16_wgmma.cu", source, sizeof source);
+    read_kernel("gemm/gemm_f16_wgmma.cu", source, sizeof source);
     char tool[1024];
     find_cuobjdump(tool, sizeof tool);
     if (!tool[0])
@@ -696,6 +696,159 @@ static void test_wgmma_kernel_sass(void **state)
             fail_msg("gemm_f16_wgmma %s: %d HGMMA (a multiple of 4 wanted, %s), %d HMMA, %d LDGSTS, %d UTMALDG, %d "
                      "registers, %d local and %d stack bytes (spills)",
                      type, hgmma, typed ? "of its type" : "not of its type", hmma, ldgsts, utmaldg, r.reg, r.local,
+                     r.stack);
+        free(r.sass);
+    }
+    kt_remove_tree(dir);
+    free(dir);
+    kiln_cuda_unload(&api);
+}
+
+/* ---- attention on tensor cores ------------------------------------------- */
+
+/* attention_f16_mma's multiplies for one warp's 16 rows, in C: S = Q K^T
+   over AT_D of the head dimension, with Q's fragments by ldmatrix (rows of
+   the query tile) and K's by ldmatrix without .trans (keys stored as rows),
+   then S's accumulators reused as the A fragments of P V (mma_layout.h's
+   C-as-A mapping) with V's fragments by ldmatrix.trans, tiles padded by 8
+   as the kernel's. P is S itself here (no softmax): the model checks where
+   the values go. */
+enum { AT_KEYS = 32, AT_D = 32, AT_LD = AT_D + 8 };
+
+static void model_attention_warp(const float *Q, const float *K, const float *V, float *O)
+{
+    static float qs[16 * AT_LD], ks[AT_KEYS * AT_LD], vs[AT_KEYS * AT_LD];
+    for (int r = 0; r < 16; r++)
+        for (int d = 0; d < AT_D; d++)
+            qs[r * AT_LD + d] = Q[r * AT_D + d];
+    for (int j = 0; j < AT_KEYS; j++)
+        for (int d = 0; d < AT_D; d++)
+            ks[j * AT_LD + d] = K[j * AT_D + d], vs[j * AT_LD + d] = V[j * AT_D + d];
+    float sc[AT_KEYS / 8][32][4], o[AT_D / 8][32][4];
+    memset(sc, 0, sizeof sc);
+    memset(o, 0, sizeof o);
+    int at[32];
+    for (int kk = 0; kk < AT_D; kk += 16) {
+        float a[32][8], r[32][8];
+        for (int l = 0; l < 32; l++)
+            at[l] = kiln_mma_ldsm_down_row(l) * AT_LD + kk + kiln_mma_ldsm_down_col(l);
+        emulated_ldmatrix(qs, at, 0, a);
+        for (int nt = 0; nt < AT_KEYS / 8; nt += 2) {
+            for (int l = 0; l < 32; l++)
+                at[l] = (nt * 8 + kiln_mma_ldsm_across_row(l)) * AT_LD + kk + kiln_mma_ldsm_across_col(l);
+            emulated_ldmatrix(ks, at, 0, r);
+            float b0[32][4], b1[32][4];
+            for (int l = 0; l < 32; l++)
+                for (int e = 0; e < 4; e++)
+                    b0[l][e] = r[l][e], b1[l][e] = r[l][4 + e];
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b0, sc[nt]);
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b1, sc[nt + 1]);
+        }
+    }
+    for (int kk = 0; kk < AT_KEYS / 16; kk++) {
+        float a[32][8], r[32][8];
+        for (int l = 0; l < 32; l++)
+            for (int e = 0; e < 8; e++)
+                a[l][e] = sc[2 * kk + kiln_mma_a_from_c_tile(e)][l][kiln_mma_a_from_c_elem(e)];
+        for (int dt = 0; dt < AT_D / 8; dt += 2) {
+            for (int l = 0; l < 32; l++)
+                at[l] = (kk * 16 + kiln_mma_ldsm_down_row(l)) * AT_LD + dt * 8 + kiln_mma_ldsm_down_col(l);
+            emulated_ldmatrix(vs, at, 1, r);
+            float b0[32][4], b1[32][4];
+            for (int l = 0; l < 32; l++)
+                for (int e = 0; e < 4; e++)
+                    b0[l][e] = r[l][e], b1[l][e] = r[l][4 + e];
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b0, o[dt]);
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b1, o[dt + 1]);
+        }
+    }
+    for (int dt = 0; dt < AT_D / 8; dt++)
+        for (int l = 0; l < 32; l++)
+            for (int e = 0; e < 4; e++)
+                O[kiln_mma_c_row(l, e) * AT_D + dt * 8 + kiln_mma_c_col(l, e)] = o[dt][l][e];
+}
+
+static void test_attention_mma_model(void **state)
+{
+    (void)state;
+    /* Small integers: S and (Q K^T) V are exact in float. */
+    static float Q[16 * AT_D], K[AT_KEYS * AT_D], V[AT_KEYS * AT_D], O[16 * AT_D];
+    uint64_t seed = kt_group_seed;
+    kt_fill_uniform(Q, 16 * AT_D, -2.0f, 3.0f, &seed);
+    kt_fill_uniform(K, AT_KEYS * AT_D, -2.0f, 3.0f, &seed);
+    kt_fill_uniform(V, AT_KEYS * AT_D, -2.0f, 3.0f, &seed);
+    for (int i = 0; i < 16 * AT_D; i++)
+        Q[i] = floorf(Q[i]);
+    for (int i = 0; i < AT_KEYS * AT_D; i++)
+        K[i] = floorf(K[i]), V[i] = floorf(V[i]);
+    for (int i = 0; i < 16 * AT_D; i++)
+        O[i] = NAN;
+    model_attention_warp(Q, K, V, O);
+    for (int i = 0; i < 16; i++)
+        for (int x = 0; x < AT_D; x++) {
+            double ref = 0;
+            for (int j = 0; j < AT_KEYS; j++) {
+                double s = 0;
+                for (int d = 0; d < AT_D; d++)
+                    s += (double)Q[i * AT_D + d] * K[j * AT_D + d];
+                ref += s * V[j * AT_D + x];
+            }
+            if (O[i * AT_D + x] != ref)
+                fail_msg("attention model O(%d, %d) = %g, (Q K^T) V = %g: mma_layout.h disagrees with the PTX ISA", i,
+                         x, O[i * AT_D + x], ref);
+        }
+}
+
+/* The tensor-core attention kernel for sm_80 to sm_90, fp16 and bf16, each
+   switch and split, the shipped blocks and the smallest: HMMA of its type,
+   fragments by ldmatrix, cp.async copies, no spills. */
+static void test_attention_mma_kernel_sass(void **state)
+{
+    (void)state;
+    struct kiln_cuda_api api;
+    load_nvrtc_or_skip(&api);
+    static char source[1 << 16];
+    read_kernel("attention/attention_f16_mma.cu", source, sizeof source);
+    char tool[1024];
+    find_cuobjdump(tool, sizeof tool);
+    if (!tool[0])
+        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
+    char *dir = kt_temp_dir();
+    static const struct {
+        int arch, bq, bk, warps, d, bf16, causal, mask, lengths, lse, split;
+    } builds[] = {
+        {80, 64, 64, 4, 128, 0, 0, 0, 0, 0, 0},  {86, 64, 64, 4, 64, 0, 1, 0, 0, 1, 0},
+        {89, 64, 64, 4, 80, 1, 0, 1, 1, 0, 0},   {90, 128, 64, 8, 128, 0, 0, 0, 0, 0, 0},
+        {90, 128, 64, 8, 128, 1, 1, 1, 1, 1, 1}, {90, 128, 64, 8, 64, 0, 1, 0, 0, 1, 0},
+        {90, 16, 64, 1, 128, 0, 0, 0, 1, 1, 1},  {80, 32, 16, 1, 8, 1, 1, 1, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
+        const int arch = builds[i].arch;
+        char type[120], options[400];
+        snprintf(type, sizeof type, "%dx%d %d warps d%d %s%s%s%s%s%s", builds[i].bq, builds[i].bk, builds[i].warps,
+                 builds[i].d, builds[i].bf16 ? "bf16" : "f16", builds[i].causal ? " causal" : "",
+                 builds[i].mask ? " mask" : "", builds[i].lengths ? " key-lengths" : "", builds[i].lse ? " lse" : "",
+                 builds[i].split ? " split" : "");
+        snprintf(options, sizeof options,
+                 "-DKILN_AMMA_BLOCK_Q=%d -DKILN_AMMA_BLOCK_KV=%d -DKILN_AMMA_WARPS=%d -DKILN_AMMA_D=%d "
+                 "-DKILN_MMA_BF16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d -DKILN_ATTN_KEY_LENGTHS=%d "
+                 "-DKILN_ATTN_LSE=%d -DKILN_AMMA_SPLIT=%d",
+                 builds[i].bq, builds[i].bk, builds[i].warps, builds[i].d, builds[i].bf16, builds[i].causal,
+                 builds[i].mask, builds[i].lengths, builds[i].lse, builds[i].split);
+        struct sass_report r = compile_and_read(&api, tool, dir, "attention_f16_mma.cu", source, arch, options);
+        if (!r.sass) {
+            printf("# attention_f16_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
+            continue;
+        }
+        const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
+        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        printf("# attention_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d local, %d "
+               "stack\n",
+               type, arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.local, r.stack);
+        if (hmma == 0 || !typed || ldsm == 0 || ldgsts == 0 || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0)
+            fail_msg("attention_f16_mma %s on sm_%d: %d HMMA (%s), %d LDSM, %d LDGSTS, %d registers, %d local and %d "
+                     "stack bytes (spills)",
+                     type, arch, hmma, typed ? "of its type" : "not of its type", ldsm, ldgsts, r.reg, r.local,
                      r.stack);
         free(r.sass);
     }
@@ -1048,6 +1201,8 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_wgmma_layout_model));
     kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_wgmma_kernel_sass));
+    kt_add(&tests, cmocka_unit_test(test_attention_mma_model));
+    kt_add(&tests, cmocka_unit_test(test_attention_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));
     kt_add(&tests, cmocka_unit_test(test_interop_elsewhere));
     kt_add(&tests, cmocka_unit_test(test_interop_on_a_cuda_device));

@@ -102,45 +102,6 @@
 #define KILN_MMA_ASYNC 0
 #endif
 
-/* d += a b for one 16 x 8 x 16 tile. Turing (sm_75) has no m16n8k16 for
-   f16: there it is two m16n8k8, the first on A's registers 0-1 and B's
-   register 0 (k 0-7), the second on A's 2-3 and B's 1 (k 8-15): the
-   m16n8k8 fragments are exactly those halves of the m16n8k16 ones (the
-   host model checks both). */
-__device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2])
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[2]), "r"(a[3]), "r"(b[1]));
-#endif
-}
-
-
-/* Four 8 x 8 matrices of 16-bit values, rows from the lanes' addresses. */
-__device__ __forceinline__ void ldsm_x4(unsigned r[4], const unsigned short *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(p)));
-}
-__device__ __forceinline__ void ldsm_x4_trans(unsigned r[4], const unsigned short *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared_address(p)));
-}
-
 /* Copy a ROWS x COLS tile of a stored matrix (rows from row0, columns from
    col0, ld apart; rows >= rows_end and columns >= cols_end read as 0) into
    shared memory rows LD apart. */

@@ -86,6 +86,15 @@ kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int s
     return st;
 }
 
+void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_len, const char *why)
+{
+    if (plan->splits <= 1)
+        return;
+    const size_t n = strlen(plan->base.params);
+    snprintf(plan->base.params + n, sizeof plan->base.params - n, " splits=%d of %d keys (%s)", plan->splits, split_len,
+             why);
+}
+
 /* The split arguments after the fused kernel's: the partial outputs, their
    log-sum-exps (O stands in without splits, never written), split_len. */
 static void split_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x, struct kiln_args *a)
@@ -106,7 +115,7 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
     split_args(plan, x, &a);
     const int split = plan->splits > 1;
     kiln_status st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[kernel], &a, dims, plan->global, plan->local,
-                                        0, split ? NULL : event);
+                                        plan->shared, split ? NULL : event);
     if (st != KILN_SUCCESS || !split)
         return st;
     struct kiln_args c = {0};

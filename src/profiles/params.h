@@ -135,6 +135,12 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "1: a producer warpgroup copies tiles with the tensor memory accelerator where the operands allow (bm 64 or "    \
       "128); 0: every thread copies with cp.async")
 
+#define KILN_FIELDS_attention_mma(F)                                                                                   \
+    F(attention_mma, block_q, INT, 16, 256, DEF,                                                                       \
+      "query rows per block (halved for problems of fewer rows): warps x 16 or warps x 32")                            \
+    F(attention_mma, block_kv, INT, 16, 256, DEF, "keys per step, staged in shared memory (a multiple of 16)")         \
+    F(attention_mma, warps, INT, 1, 16, DEF, "warps of a block, each owning block_q/warps query rows")
+
 #define KILN_FIELDS_attention_decode(F)                                                                                \
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \
       "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")         \
@@ -254,6 +260,9 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
       "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage")     \
     G(gemm_wgmma, "gemm.wgmma", "KILN_WGMMA_", KILN_DIMS_GEMM, check_gemm_wgmma,                                       \
       "Hopper's warpgroup tensor-core GEMM family (cu/gemm/gemm_f16_wgmma.cu, the CUDA backend, sm_90): wgmma on "     \
+      "fp16 or bf16 storage")                                                                                          \
+    G(attention_mma, "attention.mma", "KILN_AMMA_", KILN_DIMS_ATTENTION, check_attention_mma,                          \
+      "fused attention on tensor cores (cu/attention/attention_f16_mma.cu, the CUDA backend, sm_80 on): mma.sync on "  \
       "fp16 or bf16 storage")                                                                                          \
     G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                 \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \

@@ -256,6 +256,35 @@ static int check_gemm_wgmma(const void *values, const struct kiln_device_desc *d
     return fits("gemm.wgmma", dev, "(bm/64+tma)*128", threads, 0, why, size);
 }
 
+long kiln_attention_mma_shared_bytes(long block_q, long block_kv, long head_dim)
+{
+    /* The queries and two buffers of keys and values, 16-bit values in rows
+       of the head dimension rounded up to 16 and padded by 8. */
+    return (block_q + 4 * block_kv) * ((head_dim + 15) / 16 * 16 + 8) * 2;
+}
+
+static int check_attention_mma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_attention_mma *p = values;
+    MULTIPLE("attention.mma", p->block_q, p->warps * 16);
+    MULTIPLE("attention.mma", p->block_kv, 16);
+    const long tiles = p->block_q / (p->warps * 16);
+    if (tiles > 2)
+        return fail(why, size, "attention.mma: block_q/(warps*16) is %ld; a warp owns 16 or 32 rows", tiles);
+    /* A lane's accumulators at head dimension 128: its rows' scores of a
+       step and their outputs. */
+    if (bounded(why, size, "attention.mma", "block_q/(warps*16)*(block_kv/2 + 64)", tiles * (p->block_kv / 2 + 64),
+                "accumulators per lane", 128))
+        return -1;
+    const long bytes = kiln_attention_mma_shared_bytes(p->block_q, p->block_kv, 128);
+    if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
+        return fail(why, size,
+                    "attention.mma: (block_q + 4*block_kv)*136*2 = %ld bytes of shared memory at head dimension 128, "
+                    "more than the device's %llu",
+                    bytes, dev->shared_optin_bytes);
+    return fits("attention.mma", dev, "warps*32", (long)p->warps * 32, 0, why, size);
+}
+
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_conv_igemm_tiled *p = values;
