@@ -58,6 +58,9 @@
 #define LD (DP + 8)
 #define NT (BN / 8) /* 8-key tiles of S */
 #define DT (DP / 8) /* 8-column tiles of O */
+/* A warp of one row tile keeps its query fragments in registers; of two,
+   it reads them again each step (registers for the second tile's state). */
+#define Q_IN_REGISTERS (MT == 1)
 
 #if BM % (WARPS * 16) || (MT != 1 && MT != 2) || BN % 16 || D % 8 || D > 256
 #error "attention_f16_mma: parameters break the constraints listed in device_profiles/README.md"
@@ -68,6 +71,14 @@
 
 #define LOG2E 1.4426950408889634f
 #define NEG_INF __int_as_float(0xff800000) /* NVRTC has no INFINITY */
+
+/* 2^x (the MUFU's approximation, relative error about 2^-22; 2^-inf = 0). */
+__device__ __forceinline__ float exp2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 /* Two fp32 values as one register of the storage type: lo in the low half
    (the lower column), round to nearest even. */
@@ -187,6 +198,10 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
         m[mt][0] = m[mt][1] = NEG_INF, l[mt][0] = l[mt][1] = 0.0f;
     }
 
+#if Q_IN_REGISTERS
+    unsigned qf[DP / 16][4]; /* the warp's query fragments, read at the first step */
+#endif
+
     /* The queries and the first step's keys and values. */
     if (steps > 0) {
         for (int e = tid; e < BM * (DP / 8); e += THREADS) {
@@ -221,11 +236,17 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
                     sc[mt][nt][e] = 0.0f;
 #pragma unroll
         for (int kk = 0; kk < DP; kk += 16) {
+#if Q_IN_REGISTERS
+            unsigned(*a)[4] = qf + kk / 16;
+            if (s == 0)
+                ldsm_x4(a[0], qs + (warp * 16 + kiln_mma_ldsm_down_row(lane)) * LD + kk + kiln_mma_ldsm_down_col(lane));
+#else
             unsigned a[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
                 ldsm_x4(a[mt], qs + ((warp * MT + mt) * 16 + kiln_mma_ldsm_down_row(lane)) * LD + kk +
                                    kiln_mma_ldsm_down_col(lane));
+#endif
 #pragma unroll
             for (int nt = 0; nt < NT; nt += 2) {
                 unsigned r[4];
@@ -261,7 +282,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
             for (int h = 0; h < 2; h++) {
                 top[h] = quad_max(top[h]);
                 /* Weights against 0 while the maximum is still -inf. */
-                const float base = top[h] == NEG_INF ? 0.0f : top[h], corr = exp2f(m[mt][h] - base);
+                const float base = top[h] == NEG_INF ? 0.0f : top[h], corr = exp2_approx(m[mt][h] - base);
                 m[mt][h] = top[h], l[mt][h] *= corr;
 #pragma unroll
                 for (int dt = 0; dt < DT; dt++)
@@ -272,7 +293,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    const float p = exp2f(sc[mt][nt][e] - top[e >> 1]);
+                    const float p = exp2_approx(sc[mt][nt][e] - top[e >> 1]);
                     sc[mt][nt][e] = p;
                     l[mt][e >> 1] += p;
                 }

@@ -60,15 +60,15 @@ extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attentio
 
 /* Keys split over work-items (attention_decode.c). split_keys: the keys
    per split for `units` work-items (or work-groups) without splitting,
-   about four per compute unit, at least min_split, a multiple of step (or
+   about per_cu per compute unit, at least min_split, a multiple of step (or
    KILN_ATTENTION_SPLIT_KV's), and `why`. split_prepare: the plan's splits,
    and with more than one the combine kernel (in kernel slot `slot`) and
    the workspace. split_launch: the plan's kernel `kernel` over `dims`
    dimensions of its geometry, with the fused kernel's arguments and the
    split ones (cl/attention/args.h), then the combine where there are
    splits; `event` receives the last launch's. */
-int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, long min_split, long step,
-                              const char **why);
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
+                              long step, const char **why);
 kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int split_len, int slot);
 /* Append " splits=S of L keys (why)" to the plan's params where it splits. */
 void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_len, const char *why);

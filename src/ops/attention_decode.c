@@ -33,8 +33,8 @@
 #define KILN_DECODE_MAX_ROWS 8
 enum { WS_PART = 0, WS_PART_LSE = 1 }; /* workspace slots */
 
-int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, long min_split, long step,
-                              const char **why)
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
+                              long step, const char **why)
 {
     const kiln_attention_desc *d = &plan->s.d;
     const long forced = kiln_env_long("KILN_ATTENTION_SPLIT_KV", 1, 1L << 30, "a number of keys from 1 to 2^30");
@@ -44,12 +44,12 @@ int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t uni
         len = forced;
         *why = "KILN_ATTENTION_SPLIT_KV";
     } else {
-        const size_t wanted = 4 * (size_t)plan->base.ctx->desc.compute_units;
+        const size_t wanted = (size_t)per_cu * plan->base.ctx->desc.compute_units;
         const size_t splits = units >= wanted ? 1 : (wanted + units - 1) / units;
         len = (long)((d->seq_kv + splits - 1) / splits);
         if (len < min_split)
             len = min_split;
-        *why = "4 work-items per compute unit";
+        *why = per_cu == 1 ? "a work-group per compute unit" : "4 work-items per compute unit";
     }
     len = (len + step - 1) / step * step;
     /* No more splits than KILN_ATTENTION_MAX_SPLITS. */
@@ -160,7 +160,7 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     while (d->head_dim % (size_t)vw != 0)
         vw /= 2;
     const char *why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, a->split_kv, vw, &why);
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 4, a->split_kv, vw, &why);
     /* The combine kernel in slot 1; it consults util, so the decoding group
        is consulted again last (the plan's param_set names it). */
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||

@@ -43,6 +43,10 @@ kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan)
     /* Half the rows while half a block holds a (batch, kv head)'s rows:
        a warp's second tile first, then half the warps. */
     long bq = a->block_q, bk = a->block_kv, warps = a->warps, tiles = bq / (warps * 16);
+    /* Past head dimension 64 a warp's second row tile does not fit its
+       registers: twice the warps of one tile each. */
+    if (tiles == 2 && d->head_dim > 64 && (size_t)(2 * warps * 32) <= ctx->desc.max_work_group_size)
+        tiles = 1, warps *= 2;
     const long rows = (long)(s->group * d->seq_q);
     while (bq > 16 && bq / 2 >= rows) {
         if (tiles == 2)
@@ -62,12 +66,16 @@ kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan)
                           "attention: the tensor-core kernel's %ld bytes of shared memory exceed the device's %llu",
                           shared, optin);
     /* Splits of the keys where the row blocks leave the device fewer than
-       four blocks per compute unit (decoding), each at least four steps;
-       the combine kernel in slot 1. Then the group again: the plan's
-       param_set names it. */
+       about eight warps per compute unit (decoding, short query blocks:
+       prefill's blocks already fill the device, and a split would only
+       add the combine's pass), each at least four steps; the combine
+       kernel in slot 1. Then the group again: the plan's param_set names
+       it. */
     const size_t blocks = (s->group * d->seq_q + (size_t)bq - 1) / (size_t)bq;
     const char *split_why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, 4 * bk, bk, &split_why);
+    const int per_cu = warps >= 8 ? 1 : (int)(8 / warps);
+    const int split_len =
+        kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, per_cu, 4 * bk, bk, &split_why);
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_mma, &a)) != KILN_SUCCESS)
         return st;

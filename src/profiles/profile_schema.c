@@ -271,9 +271,9 @@ static int check_attention_mma(const void *values, const struct kiln_device_desc
     const long tiles = p->block_q / (p->warps * 16);
     if (tiles > 2)
         return fail(why, size, "attention.mma: block_q/(warps*16) is %ld; a warp owns 16 or 32 rows", tiles);
-    /* A lane's accumulators at head dimension 128: its rows' scores of a
-       step and their outputs. */
-    if (bounded(why, size, "attention.mma", "block_q/(warps*16)*(block_kv/2 + 64)", tiles * (p->block_kv / 2 + 64),
+    /* A lane's accumulators at head dimension 64: its rows' scores of a
+       step and their outputs (past 64 the plan gives a warp one row tile). */
+    if (bounded(why, size, "attention.mma", "block_q/(warps*16)*(block_kv/2 + 32)", tiles * (p->block_kv / 2 + 32),
                 "accumulators per lane", 128))
         return -1;
     const long bytes = kiln_attention_mma_shared_bytes(p->block_q, p->block_kv, 128);
