@@ -145,7 +145,19 @@ static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, fl
     run_case_on(kt_ctx, plan, d, logits, label);
 }
 
-/* Whether ctx's device runs `d` on the tensor-core kernel: the CUDA backend
+/* Whether ctx's device runs `d` on the CUDA backend's decoding kernel: at
+   most 8 rows per (batch, kv head), a head dimension of whole vectors of 4
+   up to 256 (src/ops/attention_decode.c). */
+static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
+{
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    return strcmp(dev.backend, "cuda") == 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 &&
+           d->head_dim <= 256;
+}
+
+/* Whether ctx's device runs `d` on the tensor-core kernel (and not the
+   decoding one): the CUDA backend
    on compute capability 8.0 or newer, 16-bit storage, a head dimension a
    multiple of 8 up to 128 (src/ops/attention_mma.c). */
 static int mma_runs_here(kiln_context *ctx, const kiln_attention_desc *d)
@@ -154,7 +166,7 @@ static int mma_runs_here(kiln_context *ctx, const kiln_attention_desc *d)
     kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
     const int cc = atoi(dev.arch + (strncmp(dev.arch, "sm_", 3) == 0 ? 3 : strlen(dev.arch)));
     return strcmp(dev.backend, "cuda") == 0 && cc >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 &&
-           d->head_dim <= 128;
+           d->head_dim <= 128 && !cuda_decodes_here(ctx, d);
 }
 
 static void test_row(void **state)
@@ -174,9 +186,11 @@ static void test_row(void **state)
     kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
     kiln_attention_plan_info info;
     kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-    /* 16-bit storage on tensor cores takes their kernel whatever the route. */
-    const int mma = mma_runs_here(ctx, &d);
-    if (strncmp(info.kernel, mma ? "attention_f16_mma_" : "attention_f32_flash_", mma ? 18 : 20) != 0 ||
+    /* The CUDA backend's decoding and tensor-core kernels whatever the route. */
+    const char *want = cuda_decodes_here(ctx, &d) ? "attention_decode_"
+                       : mma_runs_here(ctx, &d)   ? "attention_f16_mma_"
+                                                  : "attention_f32_flash_";
+    if (strncmp(info.kernel, want, strlen(want)) != 0 ||
         (info.workspace_bytes != 0) != (strstr(info.params, "splits=") != NULL))
         fail_msg("the flash route planned %s (%s, %s), workspace %zu", info.kernel, info.params, info.reason,
                  info.workspace_bytes);
@@ -215,7 +229,7 @@ static void split_kv_on(kiln_context *ctx, const struct ar_row *r, const char *k
         /* The length asked for, rounded up to the kernel's step (the
            decoding kernel's VW keys, the flash kernel's BN), at most all
            the keys rounded so. */
-        const char *step_at = strstr(info.params, kernel[14] == 'd' ? "VW=" : "BN=");
+        const char *step_at = strstr(info.params, strstr(info.params, "VW=") ? "VW=" : "BN=");
         assert_non_null(step_at);
         const long step = atol(step_at + 3), whole = ((long)d.seq_kv + step - 1) / step * step;
         long want = (atol(lengths[i]) + step - 1) / step * step;
@@ -238,10 +252,14 @@ static void test_split_kv(void **state)
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
     split_kv_on(ctx, r, "attention_f32_flash");
     kiln_context_destroy(ctx);
-    /* The tensor-core kernel, in 16-bit storage, where this device runs it. */
+    /* The CUDA backend's decoding kernel, and the tensor-core kernel in
+       16-bit storage, where this device runs them. */
+    kiln_attention_desc d = ar_desc_of(r, KILN_ATTENTION_AUTO);
+    if (cuda_decodes_here(kt_ctx, &d))
+        split_kv_on(kt_ctx, r, "attention_decode_");
     struct ar_row h = *r;
     h.dtype = r->dtype == KILN_F32 ? KILN_F16 : r->dtype;
-    kiln_attention_desc d = ar_desc_of(&h, KILN_ATTENTION_AUTO);
+    d = ar_desc_of(&h, KILN_ATTENTION_AUTO);
     if (mma_runs_here(kt_ctx, &d))
         split_kv_on(kt_ctx, &h, "attention_f16_mma");
 }

@@ -799,56 +799,76 @@ static void test_attention_mma_model(void **state)
         }
 }
 
-/* The tensor-core attention kernel for sm_80 to sm_90, fp16 and bf16, each
-   switch and split, the shipped blocks and the smallest: HMMA of its type,
-   fragments by ldmatrix, cp.async copies, no spills. */
-static void test_attention_mma_kernel_sass(void **state)
+/* The CUDA backend's own attention kernels for sm_80 to sm_90, fp16 and
+   bf16 (and fp32 for decoding), each switch and split: the tensor-core
+   kernel at the shipped blocks and the smallest (HMMA of its type,
+   fragments by ldmatrix, cp.async copies), the decoding kernel at 1, 4 and
+   8 rows and head dimensions to 256 (no HMMA); no spills. */
+static void test_attention_kernels_sass(void **state)
 {
     (void)state;
     struct kiln_cuda_api api;
     load_nvrtc_or_skip(&api);
-    static char source[1 << 16];
-    read_kernel("attention/attention_f16_mma.cu", source, sizeof source);
+    static char mma_source[1 << 16], decode_source[1 << 16];
+    read_kernel("attention/attention_f16_mma.cu", mma_source, sizeof mma_source);
+    read_kernel("attention/attention_decode.cu", decode_source, sizeof decode_source);
     char tool[1024];
     find_cuobjdump(tool, sizeof tool);
     if (!tool[0])
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     char *dir = kt_temp_dir();
+    enum { F32, F16, BF16 };
     static const struct {
-        int arch, bq, bk, warps, d, bf16, causal, mask, lengths, lse, split;
+        int decode, arch, bq, bk, warps, d, dtype, causal, mask, lengths, lse, split;
     } builds[] = {
-        {80, 64, 64, 4, 128, 0, 0, 0, 0, 0, 0},  {86, 64, 64, 4, 64, 0, 1, 0, 0, 1, 0},
-        {89, 64, 64, 4, 80, 1, 0, 1, 1, 0, 0},   {90, 128, 64, 8, 128, 0, 0, 0, 0, 0, 0},
-        {90, 128, 64, 8, 128, 1, 1, 1, 1, 1, 1}, {90, 128, 64, 8, 64, 0, 1, 0, 0, 1, 0},
-        {90, 16, 64, 1, 128, 0, 0, 0, 1, 1, 1},  {80, 32, 16, 1, 8, 1, 1, 1, 0, 0, 1},
+        /* decode, arch, block_q (rows), block_kv, warps, d, dtype, causal, mask, lengths, lse, split */
+        {0, 80, 64, 64, 4, 128, F16, 0, 0, 0, 0, 0},   {0, 86, 64, 64, 4, 64, F16, 1, 0, 0, 1, 0},
+        {0, 89, 64, 64, 4, 80, BF16, 0, 1, 1, 0, 0},   {0, 90, 128, 64, 8, 128, F16, 0, 0, 0, 0, 0},
+        {0, 90, 128, 64, 8, 128, BF16, 1, 1, 1, 1, 1}, {0, 90, 128, 64, 4, 64, F16, 1, 0, 0, 1, 0},
+        {0, 90, 16, 64, 1, 128, F16, 0, 0, 1, 1, 1},   {0, 80, 32, 16, 1, 8, BF16, 1, 1, 1, 0, 1},
+        {1, 80, 4, 0, 4, 128, F32, 0, 0, 0, 0, 1},     {1, 90, 8, 0, 4, 128, F16, 1, 1, 1, 1, 1},
+        {1, 86, 1, 0, 8, 256, BF16, 0, 0, 0, 1, 0},    {1, 89, 4, 0, 2, 20, F32, 1, 1, 0, 0, 1},
     };
+    static const char *const types[] = {"f32", "f16", "bf16"};
     for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
-        const int arch = builds[i].arch;
-        char type[120], options[400];
-        snprintf(type, sizeof type, "%dx%d %d warps d%d %s%s%s%s%s%s", builds[i].bq, builds[i].bk, builds[i].warps,
-                 builds[i].d, builds[i].bf16 ? "bf16" : "f16", builds[i].causal ? " causal" : "",
+        const int arch = builds[i].arch, decode = builds[i].decode;
+        const char *what = decode ? "attention_decode" : "attention_f16_mma";
+        char type[120], options[500], switches[200];
+        snprintf(type, sizeof type, "%d%s %d warps d%d %s%s%s%s%s%s", builds[i].bq, decode ? " rows" : "",
+                 builds[i].warps, builds[i].d, types[builds[i].dtype], builds[i].causal ? " causal" : "",
                  builds[i].mask ? " mask" : "", builds[i].lengths ? " key-lengths" : "", builds[i].lse ? " lse" : "",
                  builds[i].split ? " split" : "");
-        snprintf(options, sizeof options,
-                 "-DKILN_AMMA_BLOCK_Q=%d -DKILN_AMMA_BLOCK_KV=%d -DKILN_AMMA_WARPS=%d -DKILN_AMMA_D=%d "
-                 "-DKILN_MMA_BF16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d -DKILN_ATTN_KEY_LENGTHS=%d "
-                 "-DKILN_ATTN_LSE=%d -DKILN_AMMA_SPLIT=%d",
-                 builds[i].bq, builds[i].bk, builds[i].warps, builds[i].d, builds[i].bf16, builds[i].causal,
-                 builds[i].mask, builds[i].lengths, builds[i].lse, builds[i].split);
-        struct sass_report r = compile_and_read(&api, tool, dir, "attention_f16_mma.cu", source, arch, options);
+        snprintf(switches, sizeof switches,
+                 "-DKILN_F16=%d -DKILN_BF16=%d -DKILN_MMA_BF16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d "
+                 "-DKILN_ATTN_KEY_LENGTHS=%d -DKILN_ATTN_LSE=%d",
+                 builds[i].dtype == F16, builds[i].dtype == BF16, builds[i].dtype == BF16, builds[i].causal,
+                 builds[i].mask, builds[i].lengths, builds[i].lse);
+        if (decode)
+            snprintf(options, sizeof options,
+                     "-DKILN_DECODE_WARPS=%d -DKILN_DECODE_ROWS=%d -DKILN_DECODE_D=%d -DKILN_DECODE_SPLIT=%d %s",
+                     builds[i].warps, builds[i].bq, builds[i].d, builds[i].split, switches);
+        else
+            snprintf(options, sizeof options,
+                     "-DKILN_AMMA_BLOCK_Q=%d -DKILN_AMMA_BLOCK_KV=%d -DKILN_AMMA_WARPS=%d -DKILN_AMMA_D=%d "
+                     "-DKILN_AMMA_SPLIT=%d %s",
+                     builds[i].bq, builds[i].bk, builds[i].warps, builds[i].d, builds[i].split, switches);
+        char file[64];
+        snprintf(file, sizeof file, "%s.cu", what);
+        struct sass_report r =
+            compile_and_read(&api, tool, dir, file, decode ? decode_source : mma_source, arch, options);
         if (!r.sass) {
-            printf("# attention_f16_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
+            printf("# %s %s sm_%d: compiled in %.0f ms\n", what, type, arch, r.ms);
             continue;
         }
         const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
-        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
-        printf("# attention_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d local, %d "
-               "stack\n",
-               type, arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.local, r.stack);
-        if (hmma == 0 || !typed || ldsm == 0 || ldgsts == 0 || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0)
-            fail_msg("attention_f16_mma %s on sm_%d: %d HMMA (%s), %d LDSM, %d LDGSTS, %d registers, %d local and %d "
-                     "stack bytes (spills)",
-                     type, arch, hmma, typed ? "of its type" : "not of its type", ldsm, ldgsts, r.reg, r.local,
+        const int typed = builds[i].dtype == BF16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        printf("# %s %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d local, %d stack\n", what, type,
+               arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.local, r.stack);
+        const int shape_ok = decode ? hmma == 0 : hmma > 0 && typed && ldsm > 0 && ldgsts > 0;
+        if (!shape_ok || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0)
+            fail_msg("%s %s on sm_%d: %d HMMA (%s), %d LDSM, %d LDGSTS, %d registers, %d local and %d stack bytes "
+                     "(spills)",
+                     what, type, arch, hmma, typed ? "of its type" : "not of its type", ldsm, ldgsts, r.reg, r.local,
                      r.stack);
         free(r.sass);
     }
@@ -1202,7 +1222,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_wgmma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_attention_mma_model));
-    kt_add(&tests, cmocka_unit_test(test_attention_mma_kernel_sass));
+    kt_add(&tests, cmocka_unit_test(test_attention_kernels_sass));
     kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));
     kt_add(&tests, cmocka_unit_test(test_interop_elsewhere));
     kt_add(&tests, cmocka_unit_test(test_interop_on_a_cuda_device));

@@ -145,7 +145,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \
       "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")         \
     F(attention_decode, split_kv, INT, 1, 1 << 20, HOST,                                                               \
-      "fewest keys per split when a problem's keys are split to give each compute unit four work-items")
+      "fewest keys per split when a problem's keys are split to give each compute unit four work-items")               \
+    F(attention_decode, warps, INT, 1, 32, HOST,                                                                       \
+      "warps of a block of the CUDA backend's decoding kernel (cu/attention/attention_decode.cu), each taking every "  \
+      "warps-th key of the block's split")
 
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
