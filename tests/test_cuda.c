@@ -891,10 +891,13 @@ static void compile_for_each_arch(void *user, const char *label, const char *sou
     assert_true(text && opts);
     sprintf(opts, "-default-device %s", options);
     w->programs++;
-    /* A program that names its target (wgmma's sm_90a) builds for it alone. */
+    /* A program that names its target (wgmma's sm_90a) builds for it alone;
+       one that states its oldest (KILN_MIN_ARCH) for that and newer. */
     const int named = strstr(options, "--gpu-architecture=sm_90a") != NULL;
+    const char *min = strstr(options, "-DKILN_MIN_ARCH=");
+    const int oldest = min ? atoi(min + 16) : 0;
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
-        if (named && archs[i] != 90)
+        if ((named && archs[i] != 90) || archs[i] < oldest)
             continue;
         void *cubin = NULL;
         size_t size = 0;

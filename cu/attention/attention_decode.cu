@@ -34,7 +34,7 @@
 #define ROWS KILN_DECODE_ROWS
 #define D KILN_DECODE_D
 #define PASSES ((D + 127) / 128) /* 128 values of the head dimension a pass of the warp */
-#define UNROLL 4
+#define UNROLL (ROWS * PASSES <= 4 ? 8 : 4) /* keys a warp has in flight: fewer where rows take the registers */
 
 #if ROWS < 1 || ROWS > 8 || D % 4 || D > 256 || WARPS < 1 || WARPS > 32
 #error "attention_decode: parameters break the constraints listed in docs/attention.md"

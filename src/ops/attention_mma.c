@@ -82,7 +82,7 @@ kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan)
     struct kiln_options options = {0};
     kiln_options_add(&options,
                      "-DKILN_AMMA_BLOCK_Q=%ld -DKILN_AMMA_BLOCK_KV=%ld -DKILN_AMMA_WARPS=%ld -DKILN_AMMA_D=%zu "
-                     "-DKILN_AMMA_SPLIT=%d -DKILN_MMA_BF16=%d",
+                     "-DKILN_AMMA_SPLIT=%d -DKILN_MMA_BF16=%d -DKILN_MIN_ARCH=80",
                      bq, bk, warps, d->head_dim, plan->splits > 1, d->dtype == KILN_BF16);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f16_mma");
