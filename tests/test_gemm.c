@@ -341,7 +341,7 @@ static void test_row(void **state)
        on 9.0 only. */
     if (((rt->algo == KILN_GEMM_MMA &&
           (!kt_ctx->backend->native_sources || (rt->row->dtype == KILN_BF16 && kt_ctx->desc.cc_major < 8))) ||
-         (rt->algo == KILN_GEMM_WGMMA && !kiln_gemm_wgmma_runs_on(kt_ctx))) &&
+         (rt->algo == KILN_GEMM_WGMMA && !kiln_gemm_wgmma_runs_on(kt_ctx, NULL, 0))) &&
         st == KILN_ERROR_UNSUPPORTED) {
         printf("# %s\n", kiln_last_error_detail());
         skip();

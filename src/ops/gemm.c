@@ -139,12 +139,12 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
         snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
         return &kiln_gemm_direct;
     }
-    if (!why_not(&kiln_gemm_wgmma, p) && kiln_gemm_wgmma_runs_on(ctx)) {
+    if (!why_not(&kiln_gemm_wgmma, p) && kiln_gemm_wgmma_runs_on(ctx, NULL, 0)) {
         snprintf(reason, size, "%s storage on Hopper's warpgroup tensor cores (%s)",
                  p->dtype == KILN_BF16 ? "bf16" : "fp16", ctx->desc.arch);
         return &kiln_gemm_wgmma;
     }
-    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype)) {
+    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype, NULL, 0)) {
         snprintf(reason, size, "%s storage on tensor cores (%s)", p->dtype == KILN_BF16 ? "bf16" : "fp16",
                  ctx->desc.arch);
         return &kiln_gemm_mma;
