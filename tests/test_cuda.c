@@ -834,10 +834,13 @@ static void test_attention_kernels_sass(void **state)
         const int arch = builds[i].arch, decode = builds[i].decode;
         const char *what = decode ? "attention_decode" : "attention_f16_mma";
         char type[120], options[500], switches[200];
-        snprintf(type, sizeof type, "%d%s %d warps d%d %s%s%s%s%s%s", builds[i].bq, decode ? " rows" : "",
-                 builds[i].warps, builds[i].d, types[builds[i].dtype], builds[i].causal ? " causal" : "",
-                 builds[i].mask ? " mask" : "", builds[i].lengths ? " key-lengths" : "", builds[i].lse ? " lse" : "",
-                 builds[i].split ? " split" : "");
+        snprintf(type, sizeof type, "%d%s %d warps%s d%d %s%s%s%s%s%s", builds[i].bq, decode ? " rows" : "",
+                 builds[i].warps,
+                 decode  ? ""
+                 : i % 2 ? " 2 stages"
+                         : " 1 stage",
+                 builds[i].d, types[builds[i].dtype], builds[i].causal ? " causal" : "", builds[i].mask ? " mask" : "",
+                 builds[i].lengths ? " key-lengths" : "", builds[i].lse ? " lse" : "", builds[i].split ? " split" : "");
         snprintf(switches, sizeof switches,
                  "-DKILN_F16=%d -DKILN_BF16=%d -DKILN_MMA_BF16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d "
                  "-DKILN_ATTN_KEY_LENGTHS=%d -DKILN_ATTN_LSE=%d",
@@ -850,8 +853,9 @@ static void test_attention_kernels_sass(void **state)
         else
             snprintf(options, sizeof options,
                      "-DKILN_AMMA_BLOCK_Q=%d -DKILN_AMMA_BLOCK_KV=%d -DKILN_AMMA_WARPS=%d -DKILN_AMMA_D=%d "
-                     "-DKILN_AMMA_SPLIT=%d %s",
-                     builds[i].bq, builds[i].bk, builds[i].warps, builds[i].d, builds[i].split, switches);
+                     "-DKILN_AMMA_SPLIT=%d -DKILN_AMMA_STAGES=%d %s",
+                     builds[i].bq, builds[i].bk, builds[i].warps, builds[i].d, builds[i].split, 1 + (int)(i % 2),
+                     switches);
         char file[64];
         snprintf(file, sizeof file, "%s.cu", what);
         struct sass_report r =

@@ -24,8 +24,10 @@
  *      they stand (two 16 x 8 C tiles are one 16 x 16 A tile), rounded to
  *      the storage type as FlashAttention rounds them; V's fragments by
  *      ldmatrix.trans.
- * Keys and values are staged by cp.async, the next step's while this one
- * multiplies (two buffers). At the end O / l is stored (or, split, the
+ * Keys and values are staged by cp.async: with STAGES 2 in two buffers
+ * each, the next step's while this one multiplies; with STAGES 1 in one
+ * each, as FlashAttention-2 does, the values while S is computed and the
+ * next keys while P V is. At the end O / l is stored (or, split, the
  * partial output and its log-sum-exp, as the flash kernel writes them).
  * Fragment addresses and C elements are those of gemm/mma_layout.h, which
  * the host model in tests/test_cuda.c checks, the reuse of C as A with it.
@@ -35,19 +37,23 @@
  * ldmatrix reads them without bank conflicts.
  *
  * Parameters (-D): KILN_AMMA_BLOCK_Q (BM), KILN_AMMA_BLOCK_KV (BN, a
- * multiple of 16), KILN_AMMA_WARPS (BM = WARPS x MT x 16, MT 1 or 2),
+ * multiple of 16), KILN_AMMA_STAGES (1 or 2), KILN_AMMA_WARPS (BM = WARPS x MT x 16, MT 1 or 2),
  * KILN_AMMA_D (the head dimension, a multiple of 8), KILN_AMMA_SPLIT (0 or
  * 1), KILN_MMA_BF16, and the switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK,
  * KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. Every row of Q, K and V starts
  * 16-byte aligned (the head dimension a multiple of 8, buffers aligned).
  *
  * Launch: block (WARPS x 32), grid (row blocks, batch x kv_heads, splits),
- * dynamic shared memory (BM + 4 BN) x (DP + 8) x 2 bytes
+ * dynamic shared memory (BM + 2 STAGES BN) x (DP + 8) x 2 bytes
  * (KILN_AMMA_SHARED_BYTES, the host's formula).
  */
 #include "gemm/mma_layout.h"
 #include "gemm/tensor_core.h"
 
+#ifndef KILN_AMMA_STAGES
+#define KILN_AMMA_STAGES 2
+#endif
+#define STAGES KILN_AMMA_STAGES
 #define BM KILN_AMMA_BLOCK_Q
 #define BN KILN_AMMA_BLOCK_KV
 #define WARPS KILN_AMMA_WARPS
@@ -62,7 +68,7 @@
    it reads them again each step (registers for the second tile's state). */
 #define Q_IN_REGISTERS (MT == 1)
 
-#if BM % (WARPS * 16) || (MT != 1 && MT != 2) || BN % 16 || D % 8 || D > 256
+#if BM % (WARPS * 16) || (MT != 1 && MT != 2) || BN % 16 || D % 8 || D > 256 || (STAGES != 1 && STAGES != 2)
 #error "attention_f16_mma: parameters break the constraints listed in device_profiles/README.md"
 #endif
 #if __CUDA_ARCH__ < 800
@@ -138,7 +144,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
 /* clang-format on */
 {
     extern __shared__ __align__(16) unsigned short shared[];
-    unsigned short *qs = shared, *ks = qs + BM * LD, *vs = ks + 2 * BN * LD;
+    unsigned short *qs = shared, *ks = qs + BM * LD, *vs = ks + STAGES * BN * LD;
     (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)part, (void)part_lse, (void)split_len;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int rows = nq * group;
@@ -210,20 +216,29 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
             copy16(qs + r * LD + c, c < D ? Q + at + c : Q, c < D ? 16 : 0);
         }
         stage(ks, K, kv0, kv_ss, k0, kend, tid);
+#if STAGES == 2
         stage(vs, V, kv0, kv_ss, k0, kend, tid);
+#endif
         asm volatile("cp.async.commit_group;");
     }
 
     for (int s = 0; s < steps; s++) {
-        asm volatile("cp.async.wait_group 0;");
-        __syncthreads(); /* step s has landed; every warp is done with step s - 1 */
         const int j0 = k0 + s * BN;
+        asm volatile("cp.async.wait_group 0;");
+#if STAGES == 2
+        __syncthreads(); /* step s has landed; every warp is done with step s - 1 */
         if (s + 1 < steps) { /* into step s - 1's buffers */
             stage(ks + (s + 1) % 2 * BN * LD, K, kv0, kv_ss, j0 + BN, kend, tid);
             stage(vs + (s + 1) % 2 * BN * LD, V, kv0, kv_ss, j0 + BN, kend, tid);
             asm volatile("cp.async.commit_group;");
         }
         const unsigned short *kt = ks + s % 2 * BN * LD, *vt = vs + s % 2 * BN * LD;
+#else
+        __syncthreads(); /* the keys of step s have landed; every warp is done with the values of step s - 1 */
+        stage(vs, V, kv0, kv_ss, j0, kend, tid); /* while S is computed */
+        asm volatile("cp.async.commit_group;");
+        const unsigned short *kt = ks, *vt = vs;
+#endif
 
         /* 1. S = Q K^T. */
         float sc[MT][NT][4];
@@ -298,6 +313,15 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
                     l[mt][e >> 1] += p;
                 }
         }
+
+#if STAGES == 1
+        asm volatile("cp.async.wait_group 0;");
+        __syncthreads(); /* the values have landed; every warp is done with the keys */
+        if (s + 1 < steps) { /* while P V is computed */
+            stage(ks, K, kv0, kv_ss, j0 + BN, kend, tid);
+            asm volatile("cp.async.commit_group;");
+        }
+#endif
 
         /* 3. O += P V, 16 keys at a time: C tiles 2kk and 2kk + 1 of S are
            the A fragment of keys 16kk to 16kk + 15 (gemm/mma_layout.h). */

@@ -56,10 +56,10 @@ kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan)
         bq /= 2;
     }
     const unsigned long long optin = ctx->desc.shared_optin_bytes;
-    long shared = kiln_attention_mma_shared_bytes(bq, bk, (long)d->head_dim);
+    long shared = kiln_attention_mma_shared_bytes(bq, bk, a->stages, (long)d->head_dim);
     while (optin && (unsigned long long)shared > optin && bk > 16) {
         bk /= 2;
-        shared = kiln_attention_mma_shared_bytes(bq, bk, (long)d->head_dim);
+        shared = kiln_attention_mma_shared_bytes(bq, bk, a->stages, (long)d->head_dim);
     }
     if (optin && (unsigned long long)shared > optin)
         return kiln_error(KILN_ERROR_UNSUPPORTED,
@@ -81,17 +81,18 @@ kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan)
         return st;
     struct kiln_options options = {0};
     kiln_options_add(&options,
-                     "-DKILN_AMMA_BLOCK_Q=%ld -DKILN_AMMA_BLOCK_KV=%ld -DKILN_AMMA_WARPS=%ld -DKILN_AMMA_D=%zu "
-                     "-DKILN_AMMA_SPLIT=%d -DKILN_MMA_BF16=%d -DKILN_MIN_ARCH=80",
-                     bq, bk, warps, d->head_dim, plan->splits > 1, d->dtype == KILN_BF16);
+                     "-DKILN_AMMA_BLOCK_Q=%ld -DKILN_AMMA_BLOCK_KV=%ld -DKILN_AMMA_WARPS=%ld -DKILN_AMMA_STAGES=%d "
+                     "-DKILN_AMMA_D=%zu -DKILN_AMMA_SPLIT=%d -DKILN_MMA_BF16=%d -DKILN_MIN_ARCH=80",
+                     bq, bk, warps, a->stages, d->head_dim, plan->splits > 1, d->dtype == KILN_BF16);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f16_mma");
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f16_mma_%ldx%ld", bq, bk);
-    snprintf(plan->base.params, sizeof plan->base.params, "BM=%ld BN=%ld warps=%ld (%ld rows each) D=%zu shared=%ld",
-             bq, bk, warps, bq / warps, d->head_dim, shared);
+    snprintf(plan->base.params, sizeof plan->base.params,
+             "BM=%ld BN=%ld warps=%ld (%ld rows each) stages=%d D=%zu shared=%ld", bq, bk, warps, bq / warps, a->stages,
+             d->head_dim, shared);
     kiln_attention_split_describe(plan, split_len, split_why);
     plan->local[0] = (size_t)warps * 32, plan->local[1] = plan->local[2] = 1;
     plan->global[0] = blocks * plan->local[0];

@@ -139,7 +139,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(attention_mma, block_q, INT, 16, 256, DEF,                                                                       \
       "query rows per block (halved for problems of fewer rows): warps x 16 or warps x 32")                            \
     F(attention_mma, block_kv, INT, 16, 256, DEF, "keys per step, staged in shared memory (a multiple of 16)")         \
-    F(attention_mma, warps, INT, 1, 16, DEF, "warps of a block, each owning block_q/warps query rows")
+    F(attention_mma, warps, INT, 1, 16, DEF, "warps of a block, each owning block_q/warps query rows")                 \
+    F(attention_mma, stages, INT, 1, 2, DEF,                                                                           \
+      "shared-memory buffers of keys and of values: 2, the next step's copied while this one multiplies; 1, the "      \
+      "values copied while S is computed and the next keys while P V is")
 
 #define KILN_FIELDS_attention_decode(F)                                                                                \
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \

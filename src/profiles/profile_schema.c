@@ -256,11 +256,11 @@ static int check_gemm_wgmma(const void *values, const struct kiln_device_desc *d
     return fits("gemm.wgmma", dev, "(bm/64+tma)*128", threads, 0, why, size);
 }
 
-long kiln_attention_mma_shared_bytes(long block_q, long block_kv, long head_dim)
+long kiln_attention_mma_shared_bytes(long block_q, long block_kv, long stages, long head_dim)
 {
-    /* The queries and two buffers of keys and values, 16-bit values in rows
-       of the head dimension rounded up to 16 and padded by 8. */
-    return (block_q + 4 * block_kv) * ((head_dim + 15) / 16 * 16 + 8) * 2;
+    /* The queries and `stages` buffers of keys and of values, 16-bit values
+       in rows of the head dimension rounded up to 16 and padded by 8. */
+    return (block_q + 2 * stages * block_kv) * ((head_dim + 15) / 16 * 16 + 8) * 2;
 }
 
 static int check_attention_mma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
@@ -276,11 +276,11 @@ static int check_attention_mma(const void *values, const struct kiln_device_desc
     if (bounded(why, size, "attention.mma", "block_q/(warps*16)*(block_kv/2 + 32)", tiles * (p->block_kv / 2 + 32),
                 "accumulators per lane", 128))
         return -1;
-    const long bytes = kiln_attention_mma_shared_bytes(p->block_q, p->block_kv, 128);
+    const long bytes = kiln_attention_mma_shared_bytes(p->block_q, p->block_kv, p->stages, 128);
     if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
         return fail(why, size,
-                    "attention.mma: (block_q + 4*block_kv)*136*2 = %ld bytes of shared memory at head dimension 128, "
-                    "more than the device's %llu",
+                    "attention.mma: (block_q + 2*stages*block_kv)*136*2 = %ld bytes of shared memory at head "
+                    "dimension 128, more than the device's %llu",
                     bytes, dev->shared_optin_bytes);
     return fits("attention.mma", dev, "warps*32", (long)p->warps * 32, 0, why, size);
 }
