@@ -147,13 +147,14 @@ static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, fl
 
 /* Whether ctx's device runs `d` on the CUDA backend's decoding kernel: at
    most 8 rows per (batch, kv head), a head dimension of whole vectors of 4
-   up to 256 (src/ops/attention_decode.c). */
+   up to 256, bf16 from compute capability 8.0 (src/ops/attention_decode.c). */
 static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
 {
     kiln_device_info dev;
     kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    const int cc = atoi(dev.arch + (strncmp(dev.arch, "sm_", 3) == 0 ? 3 : strlen(dev.arch)));
     return strcmp(dev.backend, "cuda") == 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 &&
-           d->head_dim <= 256;
+           d->head_dim <= 256 && (d->dtype != KILN_BF16 || cc >= 80);
 }
 
 /* Whether ctx's device runs `d` on the tensor-core kernel (and not the

@@ -40,8 +40,12 @@
 #error "attention_decode: parameters break the constraints listed in docs/attention.md"
 #endif
 
-#define LOG2E 1.4426950408889634f
-#define NEG_INF __int_as_float(0xff800000) /* NVRTC has no INFINITY */
+
+#ifndef KILN_MMA_BF16
+#define KILN_MMA_BF16 KILN_BF16 /* gemm/tensor_core.h's conversions: bf16 from sm_80 */
+#endif
+#include "attention/keys.h"
+#include "gemm/tensor_core.h"
 
 #if KILN_F16 || KILN_BF16
 typedef unsigned short storage;
@@ -72,22 +76,6 @@ __device__ __forceinline__ float4 load4(const storage *p)
 #endif
 }
 
-/* One value to storage (round to nearest even). */
-__device__ __forceinline__ storage to_storage(float f)
-{
-#if KILN_F16 || KILN_BF16
-    unsigned short h;
-#if KILN_BF16
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#else
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#endif
-    return h;
-#else
-    return f;
-#endif
-}
-
 __device__ __forceinline__ float warp_sum(float x)
 {
 #pragma unroll
@@ -113,15 +101,8 @@ attention_decode(const storage *__restrict__ Q, const storage *__restrict__ K, c
     (void)head_dim;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int kv_heads = heads / group, b = blockIdx.y / kv_heads, hk = blockIdx.y % kv_heads;
-    int klimit = nk;
-#if KILN_ATTN_KEY_LENGTHS
-    klimit = min(max(key_lengths[b], 0), nk);
-#endif
-#if KILN_DECODE_SPLIT
-    const int k0 = blockIdx.x * split_len, k1 = min(klimit, k0 + split_len);
-#else
-    const int k0 = 0, k1 = klimit;
-#endif
+    int k0, k1, klimit;
+    block_keys(key_lengths, nk, b, blockIdx.x, KILN_DECODE_SPLIT ? split_len : 0, &k0, &k1, &klimit);
     const unsigned long kv0 = b * kv_sb + hk * kv_sh;
 
     /* Each row's query (this lane's four values a pass), the keys it sees,
@@ -146,11 +127,7 @@ attention_decode(const storage *__restrict__ Q, const storage *__restrict__ K, c
             o[r][p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
         m[r] = NEG_INF, l[r] = 0.0f;
-#if KILN_ATTN_CAUSAL
-        lim[r] = min(k1, min(max(i + nk - nq + 1, 0), klimit));
-#else
-        lim[r] = k1;
-#endif
+        lim[r] = row_keys(i, nq, nk, k1, klimit);
         kend = max(kend, lim[r]);
 #if KILN_ATTN_MASK
         mrow[r] = b * m_sb + h * m_sh + (unsigned long)i * nk;
@@ -237,11 +214,15 @@ attention_decode(const storage *__restrict__ Q, const storage *__restrict__ K, c
 #if KILN_DECODE_SPLIT
         part[(part0 + row) * D + d] = out;
 #else
+#if KILN_F16 || KILN_BF16
         O[b * q_sb + h * q_sh + (unsigned long)i * q_ss + d] = to_storage(out);
+#else
+        O[b * q_sb + h * q_sh + (unsigned long)i * q_ss + d] = out;
+#endif
 #endif
 #if KILN_ATTN_LSE || KILN_DECODE_SPLIT
         if (d == 0) {
-            const float v = sum > 0.0f ? (top + log2f(sum)) * 0.6931471805599453f : NEG_INF;
+            const float v = sum > 0.0f ? (top + log2f(sum)) * LN2 : NEG_INF;
 #if KILN_DECODE_SPLIT
             part_lse[part0 + row] = v;
 #else

@@ -47,6 +47,7 @@
  * dynamic shared memory (BM + 2 STAGES BN) x (DP + 8) x 2 bytes
  * (KILN_AMMA_SHARED_BYTES, the host's formula).
  */
+#include "attention/keys.h"
 #include "gemm/mma_layout.h"
 #include "gemm/tensor_core.h"
 
@@ -75,8 +76,6 @@
 #error "attention_f16_mma: needs sm_80 or newer (cp.async, m16n8k16 in both types)"
 #endif
 
-#define LOG2E 1.4426950408889634f
-#define NEG_INF __int_as_float(0xff800000) /* NVRTC has no INFINITY */
 
 /* 2^x (the MUFU's approximation, relative error about 2^-22; 2^-inf = 0). */
 __device__ __forceinline__ float exp2_approx(float x)
@@ -153,22 +152,10 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
     block = (rows + BM - 1) / BM - 1 - block; /* the blocks with the most keys first */
 #endif
     const int kv_heads = heads / group, b = blockIdx.y / kv_heads, hk = blockIdx.y % kv_heads;
-    int klimit = nk;
-#if KILN_ATTN_KEY_LENGTHS
-    klimit = min(max(key_lengths[b], 0), nk);
-#endif
-#if KILN_AMMA_SPLIT
-    const int k0 = blockIdx.z * split_len, k1 = min(klimit, k0 + split_len);
-#else
-    const int k0 = 0, k1 = klimit;
-#endif
+    int k0, k1, klimit;
+    block_keys(key_lengths, nk, b, blockIdx.z, KILN_AMMA_SPLIT ? split_len : 0, &k0, &k1, &klimit);
     const int row0 = block * BM, last = min(row0 + BM, rows) - 1;
-#if KILN_ATTN_CAUSAL
-    const int kend = max(k0, min(k1, min(max(last / group + nk - nq + 1, 0), klimit)));
-    const int kfull = min(k1, min(max(row0 / group + nk - nq + 1, 0), klimit));
-#else
-    const int kend = max(k0, k1), kfull = k1;
-#endif
+    const int kend = max(k0, row_keys(last / group, nq, nk, k1, klimit)), kfull = row_keys(row0 / group, nq, nk, k1, klimit);
     const unsigned long kv0 = b * kv_sb + hk * kv_sh;
     const int steps = (kend - k0 + BN - 1) / BN;
 
@@ -183,11 +170,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int row = min(row0 + (warp * MT + mt) * 16 + kiln_mma_c_row(lane, 2 * h), last);
-#if KILN_ATTN_CAUSAL
-            lim[mt][h] = min(k1, min(max(row / group + nk - nq + 1, 0), klimit));
-#else
-            lim[mt][h] = k1;
-#endif
+            lim[mt][h] = row_keys(row / group, nq, nk, k1, klimit);
 #if KILN_ATTN_MASK
             mrow[mt][h] = b * m_sb + (hk * group + row % group) * m_sh + (unsigned long)(row / group) * nk;
 #endif
@@ -382,7 +365,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
             }
 #if KILN_ATTN_LSE || KILN_AMMA_SPLIT
             if ((lane & 3) == 0) { /* one lane of the quad */
-                const float v = sum > 0.0f ? (m[mt][h] + log2f(sum)) * 0.6931471805599453f : NEG_INF;
+                const float v = sum > 0.0f ? (m[mt][h] + log2f(sum)) * LN2 : NEG_INF;
 #if KILN_AMMA_SPLIT
                 part_lse[part0 + ((unsigned long)b * heads + hq) * nq + i] = v;
 #else

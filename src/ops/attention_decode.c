@@ -141,12 +141,13 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
 }
 
 /* The CUDA backend's decoding kernel: a head dimension of whole vectors of
-   four up to 256. */
+   four up to 256; bf16 from compute capability 8.0 (its conversions). */
 static int cuda_decode_applies(const struct kiln_attention_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
     const kiln_attention_desc *d = &plan->s.d;
-    return ctx->backend->native_sources && d->head_dim % 4 == 0 && d->head_dim <= 256;
+    return ctx->backend->native_sources && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
+           (d->dtype != KILN_BF16 || ctx->desc.cc_major >= 8);
 }
 
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
@@ -178,9 +179,9 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
         return st;
     struct kiln_options options = {0};
-    kiln_options_add(&options,
-                     "-DKILN_DECODE_WARPS=%ld -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_D=%zu -DKILN_DECODE_SPLIT=%d", warps,
-                     s->group * d->seq_q, d->head_dim, plan->splits > 1);
+    kiln_options_add(
+        &options, "-DKILN_DECODE_WARPS=%ld -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_D=%zu -DKILN_DECODE_SPLIT=%d%s", warps,
+        s->group * d->seq_q, d->head_dim, plan->splits > 1, d->dtype == KILN_BF16 ? " -DKILN_MIN_ARCH=80" : "");
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, "attention/attention_decode.cu", &options, "attention_decode");
     kiln_options_free(&options);
