@@ -289,12 +289,71 @@ static void emulated_ldmatrix(const float *shared, const int row_at[32], int tra
    (transposed or not) with rows padded by 8, fragments by ldmatrix at
    mma_layout.h's addresses, C stored through its element mapping. */
 enum { MB = 128, NB = 128, KB = 32, WARPS_M = 2, WARPS_N = 4, WM = MB / WARPS_M, WN = NB / WARPS_N };
+enum { WARPS = WARPS_M * WARPS_N, THREADS = WARPS * 32 };
+
+/* A block's accumulators: each warp's (WM / 16) x (WN / 8) mma tiles, as
+   its lanes hold them. */
+typedef float model_acc[WARPS][WM / 16][WN / 8][32][4];
+
+/* One staged step (gemm/mma_pipeline.h's mma_warp_step) for every warp of
+   the block: A's tile `as` stored MB x KB (KB x MB with ta), B's `bs`
+   KB x NB (NB x KB with tb), rows ald and bld apart. */
+static void model_step(const float *as, int ald, const float *bs, int bld, int ta, int tb, int turing, model_acc acc)
+{
+    for (int w = 0; w < WARPS; w++) {
+        const int wr = kiln_mma_warp_row(w, WARPS_N, WM), wc = kiln_mma_warp_col(w, WARPS_N, WN);
+        for (int kk = 0; kk < KB; kk += 16) {
+            float a[WM / 16][32][8], b[WN / 8][32][4];
+            int at[32];
+            for (int mi = 0; mi < WM / 16; mi++) {
+                for (int l = 0; l < 32; l++)
+                    at[l] = ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + wr + mi * 16 + kiln_mma_ldsm_across_col(l)
+                               : (wr + mi * 16 + kiln_mma_ldsm_down_row(l)) * ald + kk + kiln_mma_ldsm_down_col(l);
+                emulated_ldmatrix(as, at, ta, a[mi]);
+            }
+            for (int ni = 0; ni < WN / 8; ni += 2) {
+                float r[32][8];
+                for (int l = 0; l < 32; l++)
+                    at[l] = tb ? (wc + ni * 8 + kiln_mma_ldsm_across_row(l)) * bld + kk + kiln_mma_ldsm_across_col(l)
+                               : (kk + kiln_mma_ldsm_down_row(l)) * bld + wc + ni * 8 + kiln_mma_ldsm_down_col(l);
+                emulated_ldmatrix(bs, at, !tb, r);
+                for (int l = 0; l < 32; l++)
+                    for (int e = 0; e < 4; e++)
+                        b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 + e];
+            }
+            for (int mi = 0; mi < WM / 16; mi++)
+                for (int ni = 0; ni < WN / 8; ni++) {
+                    if (turing)
+                        emulated_mma_turing((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
+                    else
+                        emulated_mma((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
+                }
+        }
+    }
+}
+
+/* The block at (m0, n0) of C (M x N, row-major) from its accumulators,
+   through the C fragment's element mapping. */
+static void model_store(model_acc acc, int m0, int n0, int M, int N, float *C)
+{
+    for (int w = 0; w < WARPS; w++)
+        for (int mi = 0; mi < WM / 16; mi++)
+            for (int ni = 0; ni < WN / 8; ni++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int e = 0; e < 4; e++) {
+                        const int r = m0 + kiln_mma_warp_row(w, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
+                        const int c = n0 + kiln_mma_warp_col(w, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
+                        if (r < M && c < N)
+                            C[r * N + c] = acc[w][mi][ni][lane][e];
+                    }
+}
 
 static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb, int turing)
 {
     /* The stored tiles: A MB x KB (KB x MB transposed), B KB x NB (NB x KB). */
     const int ald = (ta ? MB : KB) + 8, bld = (tb ? KB : NB) + 8;
-    static float as[MB * (MB + 8)], bs[NB * (NB + 8)], acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
+    static float as[MB * (MB + 8)], bs[NB * (NB + 8)];
+    static model_acc acc;
     for (int m0 = 0; m0 < M; m0 += MB)
         for (int n0 = 0; n0 < N; n0 += NB) {
             memset(acc, 0, sizeof acc);
@@ -313,53 +372,9 @@ static void model_gemm(int M, int N, int K, const float *A, const float *B, floa
                                             : 0.0f;
                         bs[tb ? j * bld + k : k * bld + j] = v;
                     }
-                for (int w = 0; w < WARPS_M * WARPS_N; w++) {
-                    const int wr = kiln_mma_warp_row(w, WARPS_N, WM), wc = kiln_mma_warp_col(w, WARPS_N, WN);
-                    for (int kk = 0; kk < KB; kk += 16) {
-                        float a[WM / 16][32][8], b[WN / 8][32][4];
-                        int at[32];
-                        for (int mi = 0; mi < WM / 16; mi++) {
-                            for (int l = 0; l < 32; l++)
-                                at[l] = ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + wr + mi * 16 +
-                                                 kiln_mma_ldsm_across_col(l)
-                                           : (wr + mi * 16 + kiln_mma_ldsm_down_row(l)) * ald + kk +
-                                                 kiln_mma_ldsm_down_col(l);
-                            emulated_ldmatrix(as, at, ta, a[mi]);
-                        }
-                        for (int ni = 0; ni < WN / 8; ni += 2) {
-                            float r[32][8];
-                            for (int l = 0; l < 32; l++)
-                                at[l] = tb ? (wc + ni * 8 + kiln_mma_ldsm_across_row(l)) * bld + kk +
-                                                 kiln_mma_ldsm_across_col(l)
-                                           : (kk + kiln_mma_ldsm_down_row(l)) * bld + wc + ni * 8 +
-                                                 kiln_mma_ldsm_down_col(l);
-                            emulated_ldmatrix(bs, at, !tb, r);
-                            for (int l = 0; l < 32; l++)
-                                for (int e = 0; e < 4; e++)
-                                    b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 + e];
-                        }
-                        for (int mi = 0; mi < WM / 16; mi++)
-                            for (int ni = 0; ni < WN / 8; ni++) {
-                                if (turing)
-                                    emulated_mma_turing((const float(*)[8])a[mi], (const float(*)[4])b[ni],
-                                                        acc[w][mi][ni]);
-                                else
-                                    emulated_mma((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
-                            }
-                    }
-                }
+                model_step(as, ald, bs, bld, ta, tb, turing, acc);
             }
-            for (int w = 0; w < WARPS_M * WARPS_N; w++)
-                for (int mi = 0; mi < WM / 16; mi++)
-                    for (int ni = 0; ni < WN / 8; ni++)
-                        for (int lane = 0; lane < 32; lane++)
-                            for (int e = 0; e < 4; e++) {
-                                const int r =
-                                    m0 + kiln_mma_warp_row(w, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
-                                const int c = n0 + kiln_mma_warp_col(w, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
-                                if (r < M && c < N)
-                                    C[r * N + c] = acc[w][mi][ni][lane][e];
-                            }
+            model_store(acc, m0, n0, M, N, C);
         }
 }
 
