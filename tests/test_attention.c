@@ -150,11 +150,7 @@ static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, fl
    multiple of 8 up to 128 (src/ops/attention_mma.c). */
 static int mma_runs_here(kiln_context *ctx, const kiln_attention_desc *d)
 {
-    kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
-    const int cc = atoi(dev.arch + (strncmp(dev.arch, "sm_", 3) == 0 ? 3 : strlen(dev.arch)));
-    return strcmp(dev.backend, "cuda") == 0 && cc >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 &&
-           d->head_dim <= 128;
+    return kt_cuda_cc(ctx) >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 && d->head_dim <= 128;
 }
 
 static void test_row(void **state)

@@ -14,11 +14,11 @@
  * 16-byte cp.async copies of 8 channels of one tap, zero-filled in the
  * padding and past Kdim (conv/igemm_gather.h, which the host model in
  * tests/test_cuda.c checks). The weights, K x Kdim with Kdim contiguous,
- * are the GEMM's B transposed, copied as stored by the same pieces. Both tiles sit in shared
- * memory rows padded by 8 halves, through a ring of STAGES buffers filled
- * STAGES - 1 steps ahead; a block's warps multiply as gemm_f16_mma does
- * (gemm/mma_pipeline.h, fragments by ldmatrix at gemm/mma_layout.h's
- * addresses).
+ * are the GEMM's B transposed, copied as stored by the same pieces. Both
+ * tiles sit in shared memory rows padded by 8 halves, through a ring of
+ * STAGES buffers filled STAGES - 1 steps ahead; a block's warps multiply
+ * as gemm_f16_mma does (gemm/mma_pipeline.h, fragments by ldmatrix at
+ * gemm/mma_layout.h's addresses).
  *
  * Epilogue: alpha, beta * z (z in y's layout, read only with KILN_HAS_Z),
  * bias per filter (fp32, KILN_HAS_BIAS), the activation KILN_ACT of
