@@ -31,7 +31,7 @@ static double error_limit(kiln_conv_algo algo, kiln_dtype dtype)
 }
 
 static const char *const algo_names[] = {"auto",   "implicit-gemm", "winograd-2x2", "winograd-4x4",
-                                         "direct", "im2col",        "gemm-1x1"};
+                                         "direct", "im2col",        "gemm-1x1",     "implicit-gemm-mma"};
 
 const char *bench_conv_algo_name(kiln_conv_algo algo)
 {
@@ -525,7 +525,8 @@ static const char conv_usage[] =
     "usage: kiln-bench conv --n N --c C --h H --w W --k K --r R --s S [--stride S] [--pad P] [--dilation D]\n"
     "                       [--groups G] [--layout nchw|nhwc] [--dtype f32|f16|bf16] [--bias] [--relu]\n"
     "                       [--residual] [--find] [--constant-weights]\n"
-    "                       [--algo auto|implicit-gemm|winograd-2x2|winograd-4x4|direct|im2col|gemm-1x1|all]\n"
+    "                       [--algo auto|implicit-gemm|winograd-2x2|winograd-4x4|direct|im2col|gemm-1x1|\n"
+    "                               implicit-gemm-mma|all]\n"
     "                       [--reps R] [--warmup W] [--compare clblast,cudnn,onednn] [--json]\n"
     "       kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc]\n"
     "                       [--compare onednn|cudnn|none] [--json]\n"

@@ -150,11 +150,9 @@ static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, fl
    up to 256, bf16 from compute capability 8.0 (src/ops/attention_decode.c). */
 static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
 {
-    kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
-    const int cc = atoi(dev.arch + (strncmp(dev.arch, "sm_", 3) == 0 ? 3 : strlen(dev.arch)));
-    return strcmp(dev.backend, "cuda") == 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 &&
-           d->head_dim <= 256 && (d->dtype != KILN_BF16 || cc >= 80);
+    const int cc = kt_cuda_cc(ctx);
+    return cc > 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
+           (d->dtype != KILN_BF16 || cc >= 80);
 }
 
 /* Whether ctx's device runs `d` on the tensor-core kernel (and not the
@@ -163,11 +161,8 @@ static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
    multiple of 8 up to 128 (src/ops/attention_mma.c). */
 static int mma_runs_here(kiln_context *ctx, const kiln_attention_desc *d)
 {
-    kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
-    const int cc = atoi(dev.arch + (strncmp(dev.arch, "sm_", 3) == 0 ? 3 : strlen(dev.arch)));
-    return strcmp(dev.backend, "cuda") == 0 && cc >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 &&
-           d->head_dim <= 128 && !cuda_decodes_here(ctx, d);
+    return kt_cuda_cc(ctx) >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 && d->head_dim <= 128 &&
+           !cuda_decodes_here(ctx, d);
 }
 
 static void test_row(void **state)

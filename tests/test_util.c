@@ -244,6 +244,15 @@ kiln_context *kt_overlay_context(const char *fmt, ...)
 
 int kt_vector_kernels(const kiln_context *ctx) { return ctx->vector_kernels; }
 
+int kt_cuda_cc(kiln_context *ctx)
+{
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    if (strcmp(dev.backend, "cuda") != 0 || strncmp(dev.arch, "sm_", 3) != 0)
+        return 0;
+    return atoi(dev.arch + 3);
+}
+
 int kt_unsupported_here(const kiln_context *ctx, kiln_status status)
 {
     if (status != KILN_ERROR_UNSUPPORTED || ctx->vector_kernels)

@@ -98,12 +98,6 @@ __device__ __forceinline__ unsigned pack(float lo, float hi)
     return r;
 }
 
-/* A 16-byte copy to shared memory, `bytes` of it read (the rest zeros). */
-__device__ __forceinline__ void copy16(unsigned short *dst, const unsigned short *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src), "r"(bytes));
-}
-
 /* Stage `rows` rows of K or V from key j0 (keys at or past kend, and
    columns past D, read as 0). */
 __device__ __forceinline__ void stage(unsigned short *dst, const unsigned short *X, const unsigned long kv0,

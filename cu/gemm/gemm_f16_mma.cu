@@ -22,7 +22,8 @@
  * ahead, else by plain loads. Each warp multiplies its WM x WN part as
  * (WM / 16) x (WN / 8) mma tiles per 16 of K, its fragments read by
  * ldmatrix (.trans where the stored layout is the other way round) at the
- * addresses of gemm/mma_layout.h, which the host model checks.
+ * addresses of gemm/mma_layout.h, which the host model checks (the steps
+ * of gemm/mma_pipeline.h).
  *
  * Parameters (-D): KILN_MMA_BM, BN, BK (multiples of 16, 32 for BK),
  * KILN_MMA_WARPS_M, WARPS_N (WM a multiple of 16, WN of 16), KILN_MMA_STAGES
@@ -34,9 +35,6 @@
  * batch), dynamic shared memory STAGES * (A and B tile) bytes
  * (KILN_MMA_SHARED_BYTES, the host's formula).
  */
-#include "gemm/mma_layout.h"
-#include "gemm/tensor_core.h"
-
 #ifndef KILN_MMA_BM
 #define KILN_MMA_BM 128
 #endif
@@ -101,6 +99,7 @@
 #undef KILN_MMA_ASYNC
 #define KILN_MMA_ASYNC 0
 #endif
+#include "gemm/mma_pipeline.h"
 
 /* Copy a ROWS x COLS tile of a stored matrix (rows from row0, columns from
    col0, ld apart; rows >= rows_end and columns >= cols_end read as 0) into
@@ -117,30 +116,13 @@ __device__ __forceinline__ void stage(unsigned short *dst, const unsigned short 
         unsigned short *d = dst + r * LD + c;
 #if KILN_MMA_ASYNC
         const int valid = row < rows_end ? min(max(cols_end - col, 0), 8) : 0;
-        const unsigned short *s = valid ? src + (size_t)row * ld + col : src;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(d)), "l"(s),
-                     "r"(valid * 2));
+        copy16(d, valid ? src + (size_t)row * ld + col : src, valid * 2);
 #else
 #pragma unroll
         for (int j = 0; j < 8; j++)
             d[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (unsigned short)0;
 #endif
     }
-}
-
-__device__ __forceinline__ void commit()
-{
-#if KILN_MMA_ASYNC
-    asm volatile("cp.async.commit_group;");
-#endif
-}
-
-__device__ __forceinline__ void wait_stage()
-{
-#if KILN_MMA_ASYNC
-    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2));
-#endif
-    __syncthreads();
 }
 
 /* The signature keeps one line per operand. */
@@ -163,13 +145,7 @@ gemm_f16_mma(const int M, const int N, const int K, const float alpha, const flo
     const int wr = kiln_mma_warp_row(warp, WARPS_N, WM), wc = kiln_mma_warp_col(warp, WARPS_N, WN);
 
     float acc[MI][NI][4];
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[mi][ni][i] = 0.0f;
+    mma_zero(acc);
 
     /* Step s's tiles into buffer s % STAGES; alpha == 0 reads neither A nor B. */
     const int steps = alpha != 0.0f ? (K + BK - 1) / BK : 0;
@@ -186,51 +162,10 @@ gemm_f16_mma(const int M, const int N, const int K, const float alpha, const flo
         stage<BK, BN, B_LD>(bs + buf * B_TILE, B, ldb, k0, n0, K, N, tid);
 #endif
     };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < steps)
-            load(s);
-        commit();
-    }
-
-    for (int s = 0; s < steps; s++) {
-        wait_stage(); /* step s has landed; every warp is done with step s - 1 */
-        if (s + STAGES - 1 < steps)
-            load(s + STAGES - 1); /* into step s - 1's buffer */
-        commit();
-        const unsigned short *at = as + s % STAGES * A_TILE, *bt = bs + s % STAGES * B_TILE;
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += 16) {
-            unsigned a[MI][4], b[NI][2];
-#pragma unroll
-            for (int mi = 0; mi < MI; mi++) {
-#if KILN_TRANS_A
-                ldsm_x4_trans(a[mi], at + (kk + kiln_mma_ldsm_across_row(lane)) * A_LD + wr + mi * 16 +
-                                         kiln_mma_ldsm_across_col(lane));
-#else
-                ldsm_x4(a[mi], at + (wr + mi * 16 + kiln_mma_ldsm_down_row(lane)) * A_LD + kk +
-                                   kiln_mma_ldsm_down_col(lane));
-#endif
-            }
-#pragma unroll
-            for (int ni = 0; ni < NI; ni += 2) {
-                unsigned r[4];
-#if KILN_TRANS_B
-                ldsm_x4(r, bt + (wc + ni * 8 + kiln_mma_ldsm_across_row(lane)) * B_LD + kk +
-                               kiln_mma_ldsm_across_col(lane));
-#else
-                ldsm_x4_trans(r, bt + (kk + kiln_mma_ldsm_down_row(lane)) * B_LD + wc + ni * 8 +
-                                     kiln_mma_ldsm_down_col(lane));
-#endif
-                b[ni][0] = r[0], b[ni][1] = r[1], b[ni + 1][0] = r[2], b[ni + 1][1] = r[3];
-            }
-#pragma unroll
-            for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-                for (int ni = 0; ni < NI; ni++)
-                    mma_16816(acc[mi][ni], a[mi], b[ni]);
-        }
-    }
+    mma_pipeline<STAGES>(steps, load, [&](int s) {
+        mma_warp_step<BK, MI, NI, A_LD, B_LD, KILN_TRANS_A, KILN_TRANS_B>(acc, as + s % STAGES * A_TILE,
+                                                                          bs + s % STAGES * B_TILE, wr, wc, lane);
+    });
 
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)

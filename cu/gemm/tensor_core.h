@@ -3,8 +3,8 @@
  * attention/attention_f16_mma.cu) share: the multiplies' type for PTX
  * (MMA_TYPE: "f16", or "bf16" with KILN_MMA_BF16=1), a generic pointer's
  * shared-memory address, a stored 16-bit value of C to fp32 and back (round
- * to nearest even; NaN stays NaN), mma.sync's 16 x 8 x 16 multiply and
- * ldmatrix's four 8 x 8 matrices.
+ * to nearest even; NaN stays NaN), mma.sync's 16 x 8 x 16 multiply,
+ * ldmatrix's four 8 x 8 matrices and (sm_80 on) cp.async's 16-byte copy.
  */
 #ifndef KILN_CU_TENSOR_CORE_H
 #define KILN_CU_TENSOR_CORE_H
@@ -79,5 +79,13 @@ __device__ __forceinline__ void ldsm_x4_trans(unsigned r[4], const unsigned shor
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(shared_address(p)));
 }
+
+#if __CUDA_ARCH__ >= 800
+/* A 16-byte copy to shared memory, `bytes` of it read (the rest zeros). */
+__device__ __forceinline__ void copy16(unsigned short *dst, const unsigned short *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(dst)), "l"(src), "r"(bytes));
+}
+#endif
 
 #endif /* KILN_CU_TENSOR_CORE_H */

@@ -285,6 +285,36 @@ static int check_attention_mma(const void *values, const struct kiln_device_desc
     return fits("attention.mma", dev, "warps*32", (long)p->warps * 32, 0, why, size);
 }
 
+long kiln_conv_mma_shared_bytes(const struct kiln_param_conv_mma *p)
+{
+    /* Tiles of the gathered input and of the weights, bk values a row
+       padded by 8, stages of each. */
+    return 2L * p->stages * (p->bm + p->bn) * (p->bk + 8);
+}
+
+static int check_conv_mma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_conv_mma *p = values;
+    const long threads = (long)p->warps_m * p->warps_n * 32;
+    MULTIPLE("conv.mma", p->bm, p->warps_m * 16);
+    MULTIPLE("conv.mma", p->bn, p->warps_n * 16);
+    MULTIPLE("conv.mma", p->bk, 32);
+    /* A thread's 16-byte pieces of each tile: always the same column of
+       bk/8, so the tiles split evenly into them. */
+    MULTIPLE("conv.mma", threads, p->bk / 8);
+    MULTIPLE("conv.mma", (long)p->bm * (p->bk / 8), threads);
+    MULTIPLE("conv.mma", (long)p->bn * (p->bk / 8), threads);
+    if (bounded(why, size, "conv.mma", "(bm/warps_m)*(bn/warps_n)/32",
+                (long)p->bm / p->warps_m * p->bn / p->warps_n / 32, "accumulators per lane", 128))
+        return -1;
+    const long bytes = kiln_conv_mma_shared_bytes(p);
+    if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
+        return fail(why, size,
+                    "conv.mma: 2*stages*(bm + bn)*(bk + 8) = %ld bytes of shared memory, more than the device's %llu",
+                    bytes, dev->shared_optin_bytes);
+    return fits("conv.mma", dev, "warps_m*warps_n*32", threads, 0, why, size);
+}
+
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_conv_igemm_tiled *p = values;
