@@ -12,10 +12,12 @@
  * kernel does, multiplied by an emulated mma.m16n8k16 that reads and writes
  * registers as the PTX ISA lays them out, must give the exact product (a
  * swapped register in mma_layout.h fails it), also as the two m16n8k8 of
- * Turing; and the kernel compiles for sm_75, sm_80, sm_86, sm_89 and sm_90
- * with HMMA instructions, no local memory
- * (no spills) and registers and shared memory within the limits, as
- * cuobjdump reads them (installed from PyPI; skipped without it).
+ * Turing and, for fp32 storage, as TF32's m16n8k8 on fp32 values held in
+ * shared memory as pairs of 16-bit units (what ldmatrix moves); and the
+ * kernel compiles for sm_75, sm_80, sm_86, sm_89 and sm_90 (TF32: sm_80
+ * on) with HMMA instructions of its type, no local memory (no spills) and
+ * registers and shared memory within the limits, as cuobjdump reads them
+ * (installed from PyPI; skipped without it).
  *
  * The CUDA backend compiles kiln's shared OpenCL C kernels through
  * cl/common/portability.h: on the test device, with an NVIDIA profile forced
@@ -47,6 +49,7 @@
 #include "kiln/kiln_attention.h"
 #include "kiln/kiln_cuda.h"
 #include "kiln/kiln_nn.h"
+#include "profiles/profile.h"
 #include "test_util.h"
 #include "tune/peaks.h"
 
@@ -251,7 +254,7 @@ static void emulated_mma_k8(const float a[32][4], const float b[32][2], float d[
     accumulate((const float(*)[16])am, (const float(*)[8])bm, 8, d);
 }
 
-/* The kernel's mma_16816 on sm_75: two m16n8k8, on A's registers 0-1
+/* The kernel's mma_tile on sm_75: two m16n8k8, on A's registers 0-1
    (elements 0-3) and B's register 0 (elements 0-1), then A's 2-3 and B's
    1. */
 static void emulated_mma_turing(const float a[32][8], const float b[32][4], float d[32][4])
@@ -268,13 +271,32 @@ static void emulated_mma_turing(const float a[32][8], const float b[32][4], floa
     }
 }
 
-/* ldmatrix.m8n8.x4 (.trans with `trans`) as the PTX ISA describes it:
-   lanes 8j to 8j + 7 give the shared-memory rows of 8 x 8 matrix j (here
-   an offset into `shared`); without .trans lane l receives row l / 4,
-   columns 2 (l % 4) and 2 (l % 4) + 1 of matrix j in register j, with
-   .trans the same of the transposed matrix. Register j is out[l][2j] (low
-   half) and out[l][2j + 1]. */
-static void emulated_ldmatrix(const float *shared, const int row_at[32], int trans, float out[32][8])
+/* mma.m16n8k8 with .tf32 A and B, from the PTX ISA's tables: A 16 x 8 in
+   four registers (row g for a0 and a2, g + 8 for a1 and a3; column t for
+   a0 and a1, t + 4 for a2 and a3), B 8 x 8 in two (row t for b0, t + 4 for
+   b1; column g), C as m16n8k16's. One value a register: a[lane][0-3],
+   b[lane][0-1]. */
+static void emulated_mma_tf32(const float a[32][8], const float b[32][4], float d[32][4])
+{
+    static const int a_row[4] = {0, 8, 0, 8}, a_col[4] = {0, 0, 4, 4}, b_row[2] = {0, 4};
+    float am[16][16], bm[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane >> 2, t = lane % 4;
+        for (int e = 0; e < 4; e++)
+            am[g + a_row[e]][t + a_col[e]] = a[lane][e];
+        for (int e = 0; e < 2; e++)
+            bm[t + b_row[e]][g] = b[lane][e];
+    }
+    accumulate((const float(*)[16])am, (const float(*)[8])bm, 8, d);
+}
+
+/* ldmatrix.m8n8.x4.b16 (.trans with `trans`) as the PTX ISA describes it,
+   on shared memory as 16-bit units: lanes 8j to 8j + 7 give the rows of
+   8 x 8 matrix j (here offsets into `shared`); without .trans lane l
+   receives row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix j in
+   register j, with .trans the same of the transposed matrix. Register j is
+   out[l][2j] (low half) and out[l][2j + 1]. */
+static void emulated_ldmatrix(const uint16_t *shared, const int row_at[32], int trans, uint16_t out[32][8])
 {
     for (int l = 0; l < 32; l++)
         for (int j = 0; j < 4; j++)
@@ -285,80 +307,141 @@ static void emulated_ldmatrix(const float *shared, const int row_at[32], int tra
 }
 
 /* gemm_f16_mma's tiling at its default parameters, in C: blocks of 128 x 128
-   by 32 of K, 2 x 4 warps of 64 x 32, tiles stored as the operands are
-   (transposed or not) with rows padded by 8, fragments by ldmatrix at
-   mma_layout.h's addresses, C stored through its element mapping. */
+   by bk 32 (32 16-bit values of K a step, 16 fp32 ones with TF32), 2 x 4
+   warps of 64 x 32, tiles stored as the operands are (transposed or not)
+   with rows along K padded by 16 bytes and rows along M or N by 8 values,
+   in shared memory of 16-bit units (an fp32 value is two, low half first,
+   as on the GPU); fragments by ldmatrix at mma_layout.h's addresses, or
+   (TF32, operands stored along M or N) value by value at its element
+   mapping; C stored through its element mapping. Small integers stand for
+   16-bit values, exact in every mode. */
 enum { MB = 128, NB = 128, KB = 32, WARPS_M = 2, WARPS_N = 4, WM = MB / WARPS_M, WN = NB / WARPS_N };
+enum mma_mode { MODE_F16, MODE_TURING, MODE_TF32 };
 
-static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb, int turing)
+/* Value i of a shared tile: 16-bit units `w` a value. */
+static void put(uint16_t *shared, int w, int i, float v)
 {
-    /* The stored tiles: A MB x KB (KB x MB transposed), B KB x NB (NB x KB). */
-    const int ald = (ta ? MB : KB) + 8, bld = (tb ? KB : NB) + 8;
-    static float as[MB * (MB + 8)], bs[NB * (NB + 8)], acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
+    if (w == 2)
+        memcpy(shared + 2 * i, &v, sizeof v);
+    else
+        shared[i] = (uint16_t)(int16_t)v;
+}
+static float get(const uint16_t *shared, int w, int i)
+{
+    float v;
+    if (w == 2)
+        memcpy(&v, shared + 2 * i, sizeof v);
+    else
+        v = (float)(int16_t)shared[i];
+    return v;
+}
+
+/* The lanes' registers of one fragment load: 16-bit values one an element,
+   TF32 ones (w 2) one a register. */
+static void registers_of(const uint16_t out[32][8], int w, float regs[32][8])
+{
+    for (int l = 0; l < 32; l++)
+        for (int e = 0; e < 8 / w; e++)
+            regs[l][e] = w == 2 ? get(out[l], 2, e) : get(out[l], 1, e);
+}
+
+static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb,
+                       enum mma_mode mode)
+{
+    const int w = mode == MODE_TF32 ? 2 : 1, chunk = 8 / w, kv = KB / w;
+    const int ald = ta ? MB + 8 : kv + chunk, bld = tb ? kv + chunk : NB + 8;
+    static uint16_t as[2 * MB * (MB + 8)], bs[2 * NB * (NB + 8)];
+    static float acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
     for (int m0 = 0; m0 < M; m0 += MB)
         for (int n0 = 0; n0 < N; n0 += NB) {
             memset(acc, 0, sizeof acc);
-            for (int k0 = 0; k0 < K; k0 += KB) {
+            for (int k0 = 0; k0 < K; k0 += kv) {
                 for (int i = 0; i < MB; i++)
-                    for (int k = 0; k < KB; k++) {
+                    for (int k = 0; k < kv; k++) {
                         const float v = m0 + i < M && k0 + k < K
                                             ? (ta ? A[(k0 + k) * M + m0 + i] : A[(m0 + i) * K + k0 + k])
                                             : 0.0f;
-                        as[ta ? k * ald + i : i * ald + k] = v;
+                        put(as, w, ta ? k * ald + i : i * ald + k, v);
                     }
-                for (int k = 0; k < KB; k++)
+                for (int k = 0; k < kv; k++)
                     for (int j = 0; j < NB; j++) {
                         const float v = k0 + k < K && n0 + j < N
                                             ? (tb ? B[(n0 + j) * K + k0 + k] : B[(k0 + k) * N + n0 + j])
                                             : 0.0f;
-                        bs[tb ? j * bld + k : k * bld + j] = v;
+                        put(bs, w, tb ? j * bld + k : k * bld + j, v);
                     }
-                for (int w = 0; w < WARPS_M * WARPS_N; w++) {
-                    const int wr = kiln_mma_warp_row(w, WARPS_N, WM), wc = kiln_mma_warp_col(w, WARPS_N, WN);
-                    for (int kk = 0; kk < KB; kk += 16) {
+                for (int wi = 0; wi < WARPS_M * WARPS_N; wi++) {
+                    const int wr = kiln_mma_warp_row(wi, WARPS_N, WM), wc = kiln_mma_warp_col(wi, WARPS_N, WN);
+                    for (int kk = 0; kk < kv; kk += 2 * chunk) {
                         float a[WM / 16][32][8], b[WN / 8][32][4];
+                        uint16_t out[32][8];
                         int at[32];
                         for (int mi = 0; mi < WM / 16; mi++) {
+                            const int r0 = wr + mi * 16;
+                            if (w == 2 && ta) {
+                                for (int l = 0; l < 32; l++)
+                                    for (int e = 0; e < 4; e++)
+                                        a[mi][l][e] =
+                                            get(as, w,
+                                                (kk + kiln_mma_tf32_a_k(l, e)) * ald + r0 + kiln_mma_tf32_a_row(l, e));
+                                continue;
+                            }
                             for (int l = 0; l < 32; l++)
-                                at[l] = ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + wr + mi * 16 +
-                                                 kiln_mma_ldsm_across_col(l)
-                                           : (wr + mi * 16 + kiln_mma_ldsm_down_row(l)) * ald + kk +
-                                                 kiln_mma_ldsm_down_col(l);
-                            emulated_ldmatrix(as, at, ta, a[mi]);
+                                at[l] = w * (ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + r0 +
+                                                      kiln_mma_ldsm_across_col(l, chunk)
+                                                : (r0 + kiln_mma_ldsm_down_row(l)) * ald + kk +
+                                                      kiln_mma_ldsm_down_col(l, chunk));
+                            emulated_ldmatrix(as, at, ta, out);
+                            registers_of((const uint16_t(*)[8])out, w, a[mi]);
                         }
                         for (int ni = 0; ni < WN / 8; ni += 2) {
+                            const int c0 = wc + ni * 8;
+                            if (w == 2 && !tb) {
+                                for (int l = 0; l < 32; l++)
+                                    for (int e = 0; e < 2; e++) {
+                                        const int at_k = (kk + kiln_mma_tf32_b_k(l, e)) * bld;
+                                        b[ni][l][e] = get(bs, w, at_k + c0 + kiln_mma_tf32_b_col(l));
+                                        b[ni + 1][l][e] = get(bs, w, at_k + c0 + 8 + kiln_mma_tf32_b_col(l));
+                                    }
+                                continue;
+                            }
                             float r[32][8];
                             for (int l = 0; l < 32; l++)
-                                at[l] = tb ? (wc + ni * 8 + kiln_mma_ldsm_across_row(l)) * bld + kk +
-                                                 kiln_mma_ldsm_across_col(l)
-                                           : (kk + kiln_mma_ldsm_down_row(l)) * bld + wc + ni * 8 +
-                                                 kiln_mma_ldsm_down_col(l);
-                            emulated_ldmatrix(bs, at, !tb, r);
+                                at[l] = w * (tb ? (c0 + kiln_mma_ldsm_across_row(l)) * bld + kk +
+                                                      kiln_mma_ldsm_across_col(l, chunk)
+                                                : (kk + kiln_mma_ldsm_down_row(l)) * bld + c0 +
+                                                      kiln_mma_ldsm_down_col(l, chunk));
+                            emulated_ldmatrix(bs, at, !tb, out);
+                            registers_of((const uint16_t(*)[8])out, w, r);
+                            /* Registers 0-1 of the x4 are b[ni]'s, 2-3 b[ni + 1]'s. */
                             for (int l = 0; l < 32; l++)
-                                for (int e = 0; e < 4; e++)
-                                    b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 + e];
+                                for (int e = 0; e < 4 / w; e++)
+                                    b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 / w + e];
                         }
                         for (int mi = 0; mi < WM / 16; mi++)
                             for (int ni = 0; ni < WN / 8; ni++) {
-                                if (turing)
-                                    emulated_mma_turing((const float(*)[8])a[mi], (const float(*)[4])b[ni],
-                                                        acc[w][mi][ni]);
+                                const float(*fa)[8] = (const float(*)[8])a[mi], (*fb)[4] = (const float(*)[4])b[ni];
+                                if (mode == MODE_TURING)
+                                    emulated_mma_turing(fa, fb, acc[wi][mi][ni]);
+                                else if (mode == MODE_TF32)
+                                    emulated_mma_tf32(fa, fb, acc[wi][mi][ni]);
                                 else
-                                    emulated_mma((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
+                                    emulated_mma(fa, fb, acc[wi][mi][ni]);
                             }
                     }
                 }
             }
-            for (int w = 0; w < WARPS_M * WARPS_N; w++)
+            for (int wi = 0; wi < WARPS_M * WARPS_N; wi++)
                 for (int mi = 0; mi < WM / 16; mi++)
                     for (int ni = 0; ni < WN / 8; ni++)
                         for (int lane = 0; lane < 32; lane++)
                             for (int e = 0; e < 4; e++) {
                                 const int r =
-                                    m0 + kiln_mma_warp_row(w, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
-                                const int c = n0 + kiln_mma_warp_col(w, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
+                                    m0 + kiln_mma_warp_row(wi, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
+                                const int c =
+                                    n0 + kiln_mma_warp_col(wi, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
                                 if (r < M && c < N)
-                                    C[r * N + c] = acc[w][mi][ni][lane][e];
+                                    C[r * N + c] = acc[wi][mi][ni][lane][e];
                             }
         }
 }
@@ -368,7 +451,8 @@ static void test_mma_tiling_model(void **state)
     (void)state;
     /* Edges in every dimension, several blocks and K steps; small integers,
        so every sum is exact. Operands stored M x K or K x M (A), K x N or
-       N x K (B). */
+       N x K (B); 16-bit values on m16n8k16 and on Turing's m16n8k8, fp32
+       ones on TF32's m16n8k8. */
     enum { M = 150, N = 140, K = 50 };
     static float A[M * K], B[K * N], C[M * N];
     uint64_t seed = kt_group_seed;
@@ -378,11 +462,21 @@ static void test_mma_tiling_model(void **state)
         A[i] = floorf(A[i]);
     for (int i = 0; i < K * N; i++)
         B[i] = floorf(B[i]);
-    for (int variant = 0; variant < 5; variant++) {
-        const int ta = variant & 1, tb = variant >> 1 & 1, turing = variant == 4;
+    static const char *const names[] = {"m16n8k16", "sm_75, two m16n8k8", "tf32 m16n8k8"};
+    const struct kiln_param_gemm_mma params = {
+        .bm = MB, .bn = NB, .bk = KB, .warps_m = WARPS_M, .warps_n = WARPS_N, .stages = 3};
+    for (int variant = 0; variant < 9; variant++) {
+        const int ta = variant & 1, tb = variant >> 1 & 1;
+        const enum mma_mode mode = variant < 4 ? MODE_F16 : variant == 4 ? MODE_TURING : MODE_TF32;
+        /* The model's tiles, the kernel's layout, take the bytes the host
+           reserves (3 buffers), fp32 ones as 16-bit ones. */
+        const int w = mode == MODE_TF32 ? 2 : 1, kv = KB / w;
+        const long tile_bytes =
+            2L * w * ((ta ? kv * (MB + 8) : MB * (kv + 8 / w)) + (tb ? NB * (kv + 8 / w) : kv * (NB + 8)));
+        assert_int_equal(3 * tile_bytes, kiln_gemm_mma_shared_bytes(&params, ta, tb));
         for (int i = 0; i < M * N; i++)
             C[i] = NAN;
-        model_gemm(M, N, K, A, B, C, ta, tb, turing);
+        model_gemm(M, N, K, A, B, C, ta, tb, mode);
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 double ref = 0;
@@ -391,8 +485,7 @@ static void test_mma_tiling_model(void **state)
                 if (C[i * N + j] != ref)
                     fail_msg("model (%s, A%s, B%s) C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the "
                              "PTX ISA",
-                             turing ? "sm_75, two m16n8k8" : "m16n8k16", ta ? "^T" : "", tb ? "^T" : "", i, j,
-                             C[i * N + j], ref);
+                             names[mode], ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * N + j], ref);
             }
     }
 }
@@ -603,34 +696,46 @@ static void test_mma_kernel_sass(void **state)
     if (!tool[0])
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     char *dir = kt_temp_dir();
-    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) from sm_80; transposed operands;
-       plain loads where rows are not 16-byte aligned (async 0). */
+    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) and TF32 (KILN_MMA_TF32) from
+       sm_80; transposed operands; plain loads where rows are not 16-byte
+       aligned (async 0). */
+    enum { F16, BF16, TF32 };
+    static const char *const type_names[] = {"f16", "bf16", "tf32"};
     static const struct {
-        int arch, bf16, ta, tb, async;
-    } builds[] = {{75, 0, 0, 0, 1}, {80, 0, 0, 0, 1}, {86, 0, 0, 0, 1}, {89, 0, 0, 0, 1}, {90, 0, 0, 0, 1},
-                  {80, 1, 0, 0, 1}, {90, 1, 0, 0, 1}, {90, 0, 1, 1, 1}, {90, 0, 0, 1, 0}, {80, 0, 1, 0, 0}};
+        int arch, type, ta, tb, async;
+    } builds[] = {{75, F16, 0, 0, 1},  {80, F16, 0, 0, 1},  {86, F16, 0, 0, 1},  {89, F16, 0, 0, 1},
+                  {90, F16, 0, 0, 1},  {80, BF16, 0, 0, 1}, {90, BF16, 0, 0, 1}, {90, F16, 1, 1, 1},
+                  {90, F16, 0, 1, 0},  {80, F16, 1, 0, 0},  {80, TF32, 0, 0, 1}, {86, TF32, 0, 0, 1},
+                  {89, TF32, 0, 0, 1}, {90, TF32, 0, 0, 1}, {90, TF32, 1, 1, 1}, {80, TF32, 0, 1, 1},
+                  {80, TF32, 1, 0, 0}, {90, TF32, 0, 1, 0}};
     for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
-        const int arch = builds[i].arch;
+        const int arch = builds[i].arch, tf32 = builds[i].type == TF32;
         char type[32];
-        snprintf(type, sizeof type, "%s%s%s%s", builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "",
+        snprintf(type, sizeof type, "%s%s%s%s", type_names[builds[i].type], builds[i].ta ? " A^T" : "",
                  builds[i].tb ? " B^T" : "", builds[i].async ? "" : " loads");
         char options[200];
-        snprintf(options, sizeof options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d%s", builds[i].ta,
-                 builds[i].tb, builds[i].async, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
+        snprintf(options, sizeof options,
+                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_MMA_BF16=%d -DKILN_MMA_TF32=%d",
+                 builds[i].ta, builds[i].tb, builds[i].async, builds[i].type == BF16, tf32);
         struct sass_report r = compile_and_read(&api, tool, dir, "gemm_f16_mma.cu", source, arch, options);
         if (!r.sass) {
             printf("# gemm_f16_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
             continue;
         }
         const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
-        /* bf16 multiplies show as HMMA with a .BF16 suffix. */
-        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        /* bf16 multiplies show as HMMA with a .BF16 suffix, TF32 ones as
+           HMMA.1688.F32.TF32. */
+        const int typed =
+            (strstr(r.sass, "BF16") != NULL) == (builds[i].type == BF16) && (strstr(r.sass, "TF32") != NULL) == tf32;
         printf("# gemm_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d bytes static shared, "
                "%d local, %d stack\n",
                type, arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.shared, r.local, r.stack);
-        /* Fragments by ldmatrix; asynchronous copies from sm_80 where asked. */
+        /* Fragments by ldmatrix, but for TF32 operands stored along M (A^T)
+           or N (B), read value by value; asynchronous copies from sm_80
+           where asked. */
+        const int ldsm_ok = tf32 && builds[i].ta && !builds[i].tb ? ldsm == 0 : ldsm > 0;
         const int copies_ok = (builds[i].async && arch >= 80) == (ldgsts > 0);
-        if (ldsm == 0 || !copies_ok)
+        if (!ldsm_ok || !copies_ok)
             fail_msg("gemm_f16_mma %s on sm_%d: %d LDSM, %d LDGSTS", type, arch, ldsm, ldgsts);
         if (hmma == 0 || !typed || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0 || r.shared > 48 * 1024)
             fail_msg("gemm_f16_mma %s on sm_%d: %d HMMA (%s), %d registers, %d local and %d stack bytes (spills), %d "
@@ -708,6 +813,7 @@ struct nvrtc_sweep {
     const struct kiln_cuda_api *api;
     int programs, failures;
     double ms;
+    int first_arch; /* the oldest architecture a program builds for (0: every one) */
 };
 
 static void compile_for_each_arch(void *user, const char *label, const char *source, size_t length, const char *options)
@@ -721,7 +827,7 @@ static void compile_for_each_arch(void *user, const char *label, const char *sou
     /* A program that names its target (wgmma's sm_90a) builds for it alone. */
     const int named = strstr(options, "--gpu-architecture=sm_90a") != NULL;
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
-        if (named && archs[i] != 90)
+        if ((named && archs[i] != 90) || archs[i] < w->first_arch)
             continue;
         void *cubin = NULL;
         size_t size = 0;
@@ -835,7 +941,7 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
         kiln_context *ctx = kt_profile_context(profiles[i]);
         assert_false(ctx->vector_kernels);
         build_shared_programs(ctx);
-        struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
+        struct nvrtc_sweep sweep = {&api, 0, 0, 0.0, 0};
         kiln_program_cache_each(ctx, compile_for_each_arch, &sweep);
         printf("# %s: %d programs, each compiled by NVRTC for sm_75, 80, 86, 89 and 90 in %.1f s, %d failed\n",
                profiles[i], sweep.programs, sweep.ms / 1e3, sweep.failures);
@@ -851,8 +957,18 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
     size_t length = 0;
     kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "gemm/gemm_f16_mma.cu", &text, &length), KILN_SUCCESS);
     assert_non_null(strstr(text, "kiln_mma_ldsm_down_row"));
-    struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
+    struct nvrtc_sweep sweep = {&api, 0, 0, 0.0, 0};
     compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, "-DKILN_TRANS_A=1 -DKILN_MMA_ASYNC=1");
+    /* TF32 (sm_80 on), each transpose. */
+    sweep.first_arch = 80;
+    for (int t = 0; t < 4; t++) {
+        char options[100];
+        snprintf(options, sizeof options, "-DKILN_MMA_TF32=1 -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=1",
+                 t & 1, t >> 1);
+        compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, options);
+    }
+    printf("# gemm_f16_mma.cu: fp16 for sm_75 to 90, TF32 in each transpose for sm_80 to 90, in %.1f s, %d failed\n",
+           sweep.ms / 1e3, sweep.failures);
     assert_int_equal(sweep.failures, 0);
     free(text);
     kiln_cuda_unload(&api);

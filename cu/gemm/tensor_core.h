@@ -1,9 +1,10 @@
 /*
  * What kiln's two tensor-core GEMM kernels (gemm_f16_mma.cu, gemm_f16_wgmma.cu)
- * share: the multiplies' type for PTX (MMA_TYPE: "f16", or "bf16" with
- * KILN_MMA_BF16=1), a generic pointer's shared-memory address, and a stored
- * 16-bit value of C to fp32 and back (round to nearest even; NaN stays
- * NaN).
+ * share: the storage type of A, B and C (storage_t: 16-bit patterns, or
+ * fp32 with KILN_MMA_TF32=1), the multiplies' type for PTX (MMA_TYPE:
+ * "f16", "bf16" with KILN_MMA_BF16=1, "tf32" with KILN_MMA_TF32=1), a
+ * generic pointer's shared-memory address, and a stored value of C to fp32
+ * and back (16-bit: round to nearest even; NaN stays NaN).
  */
 #ifndef KILN_CU_TENSOR_CORE_H
 #define KILN_CU_TENSOR_CORE_H
@@ -11,17 +12,30 @@
 #ifndef KILN_MMA_BF16
 #define KILN_MMA_BF16 0
 #endif
-#if KILN_MMA_BF16
+#ifndef KILN_MMA_TF32
+#define KILN_MMA_TF32 0
+#endif
+#if KILN_MMA_TF32
+#define MMA_TYPE "tf32"
+typedef float storage_t;
+#elif KILN_MMA_BF16
 #define MMA_TYPE "bf16"
+typedef unsigned short storage_t;
 #else
 #define MMA_TYPE "f16"
+typedef unsigned short storage_t;
 #endif
+
+/* Stored values in 16 bytes, the unit of the copies. */
+#define CHUNK (16 / (int)sizeof(storage_t))
 
 __device__ __forceinline__ unsigned shared_address(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
 
-__device__ __forceinline__ float from_storage(unsigned short h)
+__device__ __forceinline__ float from_storage(storage_t h)
 {
-#if KILN_MMA_BF16
+#if KILN_MMA_TF32
+    return h;
+#elif KILN_MMA_BF16
     return __int_as_float((int)((unsigned)h << 16));
 #else
     float f;
@@ -30,8 +44,11 @@ __device__ __forceinline__ float from_storage(unsigned short h)
 #endif
 }
 
-__device__ __forceinline__ unsigned short to_storage(float f)
+__device__ __forceinline__ storage_t to_storage(float f)
 {
+#if KILN_MMA_TF32
+    return f;
+#else
     unsigned short h;
 #if KILN_MMA_BF16
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
@@ -39,6 +56,7 @@ __device__ __forceinline__ unsigned short to_storage(float f)
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
 #endif
     return h;
+#endif
 }
 
 #endif /* KILN_CU_TENSOR_CORE_H */

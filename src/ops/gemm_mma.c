@@ -8,15 +8,19 @@
  * capability 7.5 and newer (8.0 for bf16). The products of fp16 and of bf16
  * values are exact in fp32, so the family computes as precisely as the
  * fp32-arithmetic families on the same data, up to the order of the
- * additions; fp32 storage keeps fp32 arithmetic and never comes here.
+ * additions. fp32 storage comes here only where the descriptor allows TF32
+ * (KILN_MATH_TF32), on compute capability 8.0 and newer: the same kernel
+ * with -DKILN_MMA_TF32=1 rounds A and B to TF32 and multiplies on
+ * m16n8k8; with KILN_MATH_FP32 it keeps exact fp32 arithmetic elsewhere.
  *
  * It reads A, B and C in place with the in-place GEMM's arguments
  * (kiln_gemm_inplace_args). Operands whose rows all start 16-byte aligned
- * (leading dimensions, batch strides and offsets multiples of 8 halves) are
- * copied with cp.async; others with plain loads, a second kernel built at
- * the first execution whose offsets need it (or at planning, where the
- * leading dimensions or strides already do). Its blocks, warps and pipeline
- * depth are the profile's gemm.mma group.
+ * (leading dimensions, batch strides and offsets multiples of 16 bytes: 8
+ * 16-bit values, 4 fp32 ones) are copied with cp.async; others with plain
+ * loads, a second kernel built at the first execution whose offsets need it
+ * (or at planning, where the leading dimensions or strides already do). Its
+ * blocks, warps and pipeline depth are the profile's gemm.mma group (with
+ * TF32 a K step of bk/2 fp32 values: the same bytes as bk 16-bit ones).
  *
  * wgmma: the same products on wgmma.mma_async, for compute capability 9.0
  * only (the instruction is sm_90a's, which no other architecture has); its
@@ -42,17 +46,25 @@ enum { NO_TMA = 0, TMA = 1, TMA_REFUSED = 2 /* the TMA kernel, whose maps the dr
 
 static const char *mma_unsupported(const struct kiln_gemm_problem *p)
 {
-    if (p->dtype == KILN_F32)
-        return "the tensor-core families take fp16 or bf16 storage (fp32 storage keeps fp32 arithmetic)";
+    if (p->dtype == KILN_F32 && p->math != KILN_MATH_TF32)
+        return "the tensor-core families take fp16 or bf16 storage, or fp32 storage whose descriptor allows TF32 "
+               "(math KILN_MATH_TF32); exact fp32 arithmetic runs on the other families";
     if (p->epi.bias || p->epi.residual || p->epi.act)
         return "the tensor-core families have no fused epilogue";
     return NULL;
 }
 
+static const char *wgmma_unsupported(const struct kiln_gemm_problem *p)
+{
+    if (p->dtype == KILN_F32)
+        return "the wgmma family takes fp16 or bf16 storage (fp32 storage with TF32 allowed runs on the mma family)";
+    return mma_unsupported(p);
+}
+
 int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype)
 {
     const int cc = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
-    return ctx->backend->native_sources && cc >= (dtype == KILN_BF16 ? 80 : 75);
+    return ctx->backend->native_sources && cc >= (dtype == KILN_F16 ? 75 : 80);
 }
 
 int kiln_gemm_wgmma_runs_on(const kiln_context *ctx)
@@ -60,11 +72,15 @@ int kiln_gemm_wgmma_runs_on(const kiln_context *ctx)
     return ctx->backend->native_sources && ctx->desc.cc_major == 9 && ctx->desc.cc_minor == 0;
 }
 
+/* Stored values in 16 bytes, the unit of the kernels' copies. */
+static size_t chunk(const struct kiln_gemm_problem *p) { return 16 / kiln_dtype_size(p->dtype); }
+
 /* Whether every operand row starts 16-byte aligned whatever the offsets. */
 static int rows_aligned(const struct kiln_gemm_problem *p)
 {
-    return p->lda % 8 == 0 && p->ldb % 8 == 0 && (p->batch == 1 || p->stride_a % 8 == 0) &&
-           (p->batch == 1 || p->stride_b % 8 == 0);
+    const size_t c = chunk(p);
+    return p->lda % c == 0 && p->ldb % c == 0 && (p->batch == 1 || p->stride_a % c == 0) &&
+           (p->batch == 1 || p->stride_b % c == 0);
 }
 
 /* Whether the wgmma family's tensor maps can describe the operands as
@@ -124,8 +140,10 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
         return kiln_error(KILN_ERROR_UNSUPPORTED,
                           "gemm: the tensor-core family needs the CUDA backend on compute capability %s or newer (%s "
                           "backend, %s)",
-                          plan->p.dtype == KILN_BF16 ? "8.0 for bf16" : "7.5", ctx->backend->name,
-                          d->arch[0] ? d->arch : "no compute capability");
+                          plan->p.dtype == KILN_BF16  ? "8.0 for bf16"
+                          : plan->p.dtype == KILN_F32 ? "8.0 for TF32"
+                                                      : "7.5",
+                          ctx->backend->name, d->arch[0] ? d->arch : "no compute capability");
     const struct kiln_param_gemm_mma *t;
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_mma, &t);
     if (st != KILN_SUCCESS)
@@ -135,16 +153,18 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
     /* The schema's check (run by kiln_gemm_params) has fitted the largest
        layout's shared memory to the device. */
     const long shared = kiln_gemm_mma_shared_bytes(t, p->trans_a, p->trans_b);
+    const int tf32 = p->dtype == KILN_F32;
     struct kiln_options options = {0};
-    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d", p->trans_a, p->trans_b,
-                     p->dtype == KILN_BF16);
+    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d -DKILN_MMA_TF32=%d", p->trans_a,
+                     p->trans_b, p->dtype == KILN_BF16, tf32);
     kiln_profile_defines(&options, KILN_GROUP_gemm_mma, t);
     st = finish(plan, &options, "gemm_f16_mma", t->bm, t->bn, threads, shared);
     if (st != KILN_SUCCESS)
         return st;
     snprintf(plan->base.params, sizeof plan->base.params,
-             "tile %dx%dx%d, %dx%d warps, %d stages, %ld bytes of shared memory%s", t->bm, t->bn, t->bk, t->warps_m,
-             t->warps_n, t->stages, shared, rows_aligned(p) ? "" : ", plain loads (rows unaligned)");
+             "tile %dx%dx%d, %dx%d warps, %d stages, %ld bytes of shared memory%s%s", t->bm, t->bn,
+             tf32 ? t->bk / 2 : t->bk, t->warps_m, t->warps_n, t->stages, shared, tf32 ? ", TF32 multiplies" : "",
+             rows_aligned(p) ? "" : ", plain loads (rows unaligned)");
     return KILN_SUCCESS;
 }
 
@@ -186,7 +206,8 @@ static kiln_status mma_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
 {
     struct kiln_args a = {0};
     kiln_gemm_inplace_args(&a, &plan->p, x);
-    const int aligned = plan->base.kernels[ASYNC] && x->off_a % 8 == 0 && x->off_b % 8 == 0;
+    const size_t c = chunk(&plan->p);
+    const int aligned = plan->base.kernels[ASYNC] && x->off_a % c == 0 && x->off_b % c == 0;
     kiln_status st = aligned || plan->base.kernels[LOADS] ? KILN_SUCCESS : build(plan, LOADS);
     if (st != KILN_SUCCESS)
         return st;
@@ -267,5 +288,5 @@ static void mma_release(struct kiln_gemm_plan *plan) { free(plan->base.impl); }
 
 const struct kiln_gemm_algorithm kiln_gemm_mma = {"mma",       KILN_GEMM_MMA, mma_unsupported,
                                                   mma_prepare, mma_execute,   mma_release};
-const struct kiln_gemm_algorithm kiln_gemm_wgmma = {"wgmma",       KILN_GEMM_WGMMA, mma_unsupported,
+const struct kiln_gemm_algorithm kiln_gemm_wgmma = {"wgmma",       KILN_GEMM_WGMMA, wgmma_unsupported,
                                                     wgmma_prepare, wgmma_execute,   mma_release};
