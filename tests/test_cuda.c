@@ -491,51 +491,62 @@ static void test_mma_tiling_model(void **state)
 }
 
 /* gemm_f16_wgmma's layout, in C: one block of 128 x 256 by one K step of
-   64, tiles stored as the operands are (transposed or not) at
-   wgmma_layout.h's swizzled offsets; each warpgroup's four m64n256k16 read
-   their operands through wgmma_layout.h's descriptor fields as the PTX ISA
+   128 bytes (64 16-bit values, or 32 fp32 ones for TF32), tiles stored as
+   the operands are (transposed or not) at wgmma_layout.h's swizzled
+   offsets; each warpgroup's four m64n256k16 (k8 for TF32) read their
+   operands through wgmma_layout.h's descriptor fields as the PTX ISA
    defines the 128-byte-swizzled canonical layouts (K-major: 8 rows of 128
-   bytes, 8-row groups the stride byte offset apart, k along a row;
-   M- or N-major: 64 values of m or n in a row, 64-wide groups the leading
-   byte offset apart, rows of k 128 bytes apart and 8-row groups the stride
-   byte offset apart; then bits 4-6 of the address XOR bits 7-9), and C is
-   written through its accumulator mapping, checked against the ISA's
-   m64nNk16 D fragments (row 16 warp + lane / 4 + 8 for registers 2 and 3 of
-   each 4, column 8 (i / 4) + 2 (lane % 4) + i % 2). */
-enum { WG_M = 128, WG_N = 256, WG_K = KILN_WGMMA_BK };
+   bytes, 8-row groups the stride byte offset apart, k along a row, `size`
+   bytes a value; M- or N-major, 16-bit only: 64 values of m or n in a row,
+   64-wide groups the leading byte offset apart, rows of k 128 bytes apart
+   and 8-row groups the stride byte offset apart; then bits 4-6 of the
+   address XOR bits 7-9), and C is written through its accumulator mapping,
+   checked against the ISA's m64nNk16 and m64nNk8 D fragments (row
+   16 warp + lane / 4 + 8 for registers 2 and 3 of each 4, column
+   8 (i / 4) + 2 (lane % 4) + i % 2). */
+enum { WG_M = 128, WG_N = 256, WG_K = 64 /* the most values of K a step holds */ };
 
-/* The 16-bit value wgmma reads at byte `addr` of shared memory. */
-static float swizzled(const float *shared, int addr) { return shared[(addr ^ ((addr >> 7 & 7) << 4)) / 2]; }
-
-/* Operand element (mn, k) of a wgmma through a descriptor's fields. */
-static float operand(const float *shared, int mn_major, int start, int lbo, int sbo, int mn, int k)
+/* The value of `size` bytes wgmma reads at byte `addr` of shared memory
+   (one float a value, at its byte offset / size). */
+static float swizzled(const float *shared, int addr, int size)
 {
-    return swizzled(shared, mn_major ? start + mn % 64 * 2 + mn / 64 * lbo + k % 8 * 128 + k / 8 * sbo
-                                     : start + mn % 8 * 128 + mn / 8 * sbo + k * 2);
+    return shared[(addr ^ ((addr >> 7 & 7) << 4)) / size];
 }
 
-static void model_wgmma(const float *A, const float *B, float *C, int ta, int tb)
+/* Operand element (mn, k) of a wgmma through a descriptor's fields. */
+static float operand(const float *shared, int size, int mn_major, int start, int lbo, int sbo, int mn, int k)
+{
+    return swizzled(shared,
+                    mn_major ? start + mn % 64 * 2 + mn / 64 * lbo + k % 8 * 128 + k / 8 * sbo
+                             : start + mn % 8 * 128 + mn / 8 * sbo + k * size,
+                    size);
+}
+
+/* A is WG_M x bk, B bk x WG_N, row-major, bk = KILN_WGMMA_BK(size). */
+static void model_wgmma(const float *A, const float *B, float *C, int ta, int tb, int size)
 {
     static float as[WG_M * WG_K], bs[WG_N * WG_K], d[WG_M / 64][4][32][WG_N / 2];
+    const int bk = KILN_WGMMA_BK(size), kstep = 32 / size;
     /* The stored tiles: A M x K (K x M transposed), B K x N (N x K). */
     for (int i = 0; i < WG_M; i++)
-        for (int k = 0; k < WG_K; k++)
-            as[(ta ? kiln_wgmma_offset(WG_K, k, i) : kiln_wgmma_offset(WG_M, i, k)) / 2] = A[i * WG_K + k];
-    for (int k = 0; k < WG_K; k++)
+        for (int k = 0; k < bk; k++)
+            as[(ta ? kiln_wgmma_offset(bk, k, i, size) : kiln_wgmma_offset(WG_M, i, k, size)) / size] = A[i * bk + k];
+    for (int k = 0; k < bk; k++)
         for (int j = 0; j < WG_N; j++)
-            bs[(tb ? kiln_wgmma_offset(WG_N, j, k) : kiln_wgmma_offset(WG_K, k, j)) / 2] = B[k * WG_N + j];
+            bs[(tb ? kiln_wgmma_offset(WG_N, j, k, size) : kiln_wgmma_offset(bk, k, j, size)) / size] = B[k * WG_N + j];
     memset(d, 0, sizeof d);
     for (int wg = 0; wg < WG_M / 64; wg++)
-        for (int kk = 0; kk < WG_K; kk += 16) {
-            const int a0 = kiln_wgmma_desc_start(0, ta, wg * 64, kk), b0 = kiln_wgmma_desc_start(0, !tb, 0, kk);
+        for (int kk = 0; kk < bk; kk += kstep) {
+            const int a0 = kiln_wgmma_desc_start(0, ta, wg * 64, kk, size),
+                      b0 = kiln_wgmma_desc_start(0, !tb, 0, kk, size);
             for (int w = 0; w < 4; w++)
                 for (int l = 0; l < 32; l++)
                     for (int i = 0; i < WG_N / 2; i++) {
                         const int row = 16 * w + l / 4 + 8 * (i % 4 >= 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
-                        for (int k = 0; k < 16; k++)
+                        for (int k = 0; k < kstep; k++)
                             d[wg][w][l][i] +=
-                                operand(as, ta, a0, kiln_wgmma_desc_lbo(ta), kiln_wgmma_desc_sbo(ta), row, k) *
-                                operand(bs, !tb, b0, kiln_wgmma_desc_lbo(!tb), kiln_wgmma_desc_sbo(!tb), col, k);
+                                operand(as, size, ta, a0, kiln_wgmma_desc_lbo(ta), kiln_wgmma_desc_sbo(ta), row, k) *
+                                operand(bs, size, !tb, b0, kiln_wgmma_desc_lbo(!tb), kiln_wgmma_desc_sbo(!tb), col, k);
                     }
         }
     for (int wg = 0; wg < WG_M / 64; wg++)
@@ -556,20 +567,24 @@ static void test_wgmma_layout_model(void **state)
         A[i] = floorf(A[i]);
     for (int i = 0; i < WG_K * WG_N; i++)
         B[i] = floorf(B[i]);
-    for (int variant = 0; variant < 4; variant++) {
-        const int ta = variant & 1, tb = variant >> 1;
+    /* 16-bit values in the four transposes; fp32 ones (TF32) K-major. */
+    static const struct {
+        int size, ta, tb;
+    } variants[] = {{2, 0, 0}, {2, 1, 0}, {2, 0, 1}, {2, 1, 1}, {4, 0, 1}};
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+        const int size = variants[v].size, ta = variants[v].ta, tb = variants[v].tb, bk = KILN_WGMMA_BK(size);
         for (int i = 0; i < WG_M * WG_N; i++)
             C[i] = NAN;
-        model_wgmma(A, B, C, ta, tb);
+        model_wgmma(A, B, C, ta, tb, size);
         for (int i = 0; i < WG_M; i++)
             for (int j = 0; j < WG_N; j++) {
                 double ref = 0;
-                for (int k = 0; k < WG_K; k++)
-                    ref += (double)A[i * WG_K + k] * B[k * WG_N + j];
+                for (int k = 0; k < bk; k++)
+                    ref += (double)A[i * bk + k] * B[k * WG_N + j];
                 if (C[i * WG_N + j] != ref)
-                    fail_msg("wgmma model (A%s, B%s) C(%d, %d) = %g, the product %g: wgmma_layout.h disagrees with "
-                             "the PTX ISA",
-                             ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * WG_N + j], ref);
+                    fail_msg("wgmma model (%s, A%s, B%s) C(%d, %d) = %g, the product %g: wgmma_layout.h disagrees "
+                             "with the PTX ISA",
+                             size == 4 ? "tf32" : "16-bit", ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * WG_N + j], ref);
             }
     }
 }
@@ -749,10 +764,10 @@ static void test_mma_kernel_sass(void **state)
 }
 
 /* The wgmma kernels for sm_90a, in each transpose (the four descriptor
-   layouts), bf16, each way of copying (the tensor memory accelerator,
-   cp.async, plain loads), and block shapes of the schema: warpgroup
-   multiplies (HGMMA, four a K step) and no HMMA, the copies asked for, no
-   spills. */
+   layouts), bf16, TF32 (A and B K-major), each way of copying (the tensor
+   memory accelerator, cp.async, plain loads), and block shapes of the
+   schema: warpgroup multiplies (HGMMA, four a K step) of the storage's type
+   and no HMMA, the copies asked for, no spills. */
 static void test_wgmma_kernel_sass(void **state)
 {
     (void)state;
@@ -766,24 +781,29 @@ static void test_wgmma_kernel_sass(void **state)
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     char *dir = kt_temp_dir();
     enum { LOADS, ASYNC, TMA };
+    enum { F16, BF16, TF32 };
+    static const char *const type_names[] = {"f16", "bf16", "tf32"};
     static const struct {
-        int bm, bn, stages, bf16, ta, tb, copies;
-    } builds[] = {{128, 256, 4, 0, 0, 0, TMA},   {128, 256, 4, 0, 1, 1, TMA},   {128, 256, 4, 0, 0, 1, TMA},
-                  {128, 256, 4, 1, 1, 0, TMA},   {64, 256, 5, 0, 0, 0, TMA},    {64, 64, 3, 1, 0, 1, TMA},
-                  {128, 256, 4, 0, 0, 0, ASYNC}, {128, 256, 4, 0, 1, 1, ASYNC}, {128, 128, 6, 0, 0, 0, ASYNC},
-                  {128, 256, 4, 0, 0, 0, LOADS}, {64, 64, 3, 1, 0, 1, LOADS}};
+        int bm, bn, stages, type, ta, tb, copies;
+    } builds[] = {{128, 256, 4, F16, 0, 0, TMA},    {128, 256, 4, F16, 1, 1, TMA},   {128, 256, 4, F16, 0, 1, TMA},
+                  {128, 256, 4, BF16, 1, 0, TMA},   {64, 256, 5, F16, 0, 0, TMA},    {64, 64, 3, BF16, 0, 1, TMA},
+                  {128, 256, 4, F16, 0, 0, ASYNC},  {128, 256, 4, F16, 1, 1, ASYNC}, {128, 128, 6, F16, 0, 0, ASYNC},
+                  {128, 256, 4, F16, 0, 0, LOADS},  {64, 64, 3, BF16, 0, 1, LOADS},  {128, 256, 4, TF32, 0, 1, TMA},
+                  {64, 256, 5, TF32, 0, 1, TMA},    {64, 64, 3, TF32, 0, 1, TMA},    {128, 256, 4, TF32, 0, 1, ASYNC},
+                  {128, 128, 6, TF32, 0, 1, ASYNC}, {128, 256, 4, TF32, 0, 1, LOADS}};
     static const char *const copy_names[] = {"loads", "cp.async", "TMA"};
     for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
         char type[80];
         snprintf(type, sizeof type, "%dx%d %d stages %s%s%s %s", builds[i].bm, builds[i].bn, builds[i].stages,
-                 builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "", builds[i].tb ? " B^T" : "",
+                 type_names[builds[i].type], builds[i].ta ? " A^T" : "", builds[i].tb ? " B^T" : "",
                  copy_names[builds[i].copies]);
         char options[300];
         snprintf(options, sizeof options,
                  "--gpu-architecture=sm_90a -DKILN_WGMMA_BM=%d -DKILN_WGMMA_BN=%d -DKILN_WGMMA_STAGES=%d "
-                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_WGMMA_TMA=%d -DKILN_MMA_BF16=%d",
+                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_WGMMA_TMA=%d -DKILN_MMA_BF16=%d "
+                 "-DKILN_MMA_TF32=%d",
                  builds[i].bm, builds[i].bn, builds[i].stages, builds[i].ta, builds[i].tb, builds[i].copies != LOADS,
-                 builds[i].copies == TMA, builds[i].bf16);
+                 builds[i].copies == TMA, builds[i].type == BF16, builds[i].type == TF32);
         struct sass_report r = compile_and_read(&api, tool, dir, "gemm_f16_wgmma.cu", source, 90, options);
         if (!r.sass) {
             printf("# gemm_f16_wgmma %s sm_90a: compiled in %.0f ms\n", type, r.ms);
@@ -791,7 +811,9 @@ static void test_wgmma_kernel_sass(void **state)
         }
         const int hgmma = count_of(r.sass, "HGMMA"), hmma = count_of(r.sass, "HMMA"),
                   ldgsts = count_of(r.sass, "LDGSTS"), utmaldg = count_of(r.sass, "UTMALDG");
-        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        /* bf16 and TF32 multiplies show as HGMMA with .BF16 and .TF32. */
+        const int typed = (strstr(r.sass, "BF16") != NULL) == (builds[i].type == BF16) &&
+                          (strstr(r.sass, "TF32") != NULL) == (builds[i].type == TF32);
         const int copies_ok = (builds[i].copies == ASYNC) == (ldgsts > 0) && (builds[i].copies == TMA) == (utmaldg > 0);
         printf("# gemm_f16_wgmma %s sm_90a: %.0f ms, %d HGMMA, %d LDGSTS, %d UTMALDG, %d registers, %d local, %d "
                "stack\n",
@@ -967,7 +989,15 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
                  t & 1, t >> 1);
         compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, options);
     }
-    printf("# gemm_f16_mma.cu: fp16 for sm_75 to 90, TF32 in each transpose for sm_80 to 90, in %.1f s, %d failed\n",
+    free(text);
+    /* The copy the wgmma family's TF32 plans make of operands stored along
+       M or N, from the embedded tree too. */
+    sweep.first_arch = 0;
+    kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "gemm/gemm_f32_transpose.cu", &text, &length),
+                     KILN_SUCCESS);
+    compile_for_each_arch(&sweep, "gemm/gemm_f32_transpose.cu", text, length, "");
+    printf("# gemm_f16_mma.cu: fp16 for sm_75 to 90, TF32 in each transpose for sm_80 to 90; "
+           "gemm_f32_transpose.cu for sm_75 to 90: %.1f s, %d failed\n",
            sweep.ms / 1e3, sweep.failures);
     assert_int_equal(sweep.failures, 0);
     free(text);

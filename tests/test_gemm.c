@@ -277,14 +277,16 @@ static const struct row rows[] = {
     {SHAPE("wgmma", RM, TR, NO, 200, 264, 520), .dtype = KILN_F16, .all_scalars = 1},
     {SHAPE("wgmma", RM, NO, NO, 150, 270, 330), .dtype = KILN_BF16, .pad = {3, 5, 1}},
     /* fp32 storage with TF32 allowed: the tensor-core families on CUDA
-       (compute capability 8.0 on), exact fp32 elsewhere; gr_bound allows
-       the rounding of A and B to TF32. The mma family's blocks (128 x 128
-       by 16 fp32 values of K; 32 in nvidia-hopper) with rows 16-byte aligned
-       (leading dimensions multiples of 4) and K not a multiple of 4, each
-       transpose, offsets, batches with a shared operand, many K steps,
+       (compute capability 8.0 on, wgmma 9.0), exact fp32 elsewhere; gr_bound
+       allows the rounding of A and B to TF32. The mma family's blocks (128 x
+       128 by 16 fp32 values of K; 32 in nvidia-hopper) with rows 16-byte
+       aligned (leading dimensions multiples of 4) and K not a multiple of 4,
+       each transpose, offsets, batches with a shared operand, many K steps,
        scalars, column major; unaligned rows for the plain-loads kernel, and
-       aligned rows at offsets that take it at execution; then the wgmma
-       family's blocks. */
+       aligned rows at offsets that take it at execution. Then the wgmma
+       family's blocks (nvidia-hopper: 128 x 256 by 32 fp32 values of K): A
+       and B read K-major as stored (row-major A, B^T), or copied K-major
+       first (A^T, B), a shared B copied once, unaligned rows. */
     {SHAPE("tf32", RM, NO, NO, 130, 140, 50), .math = TF32, .pad = {2, 4, 0}},
     {SHAPE("tf32", RM, TR, TR, 200, 72, 63), .math = TF32, .pad = {0, 1, 0}, .off = {4, 8, 3}},
     {SHAPE("tf32", RM, TR, NO, 129, 257, 40), .math = TF32, .batch = 3, .gap = {4, SHARED, 5}},
@@ -298,6 +300,7 @@ static const struct row rows[] = {
     {SHAPE("tf32-wgmma", RM, TR, NO, 200, 264, 520), .math = TF32, .all_scalars = 1},
     {SHAPE("tf32-wgmma", CM, TR, TR, 257, 300, 333), .math = TF32},
     {SHAPE("tf32-wgmma", RM, NO, NO, 150, 270, 330), .math = TF32, .pad = {3, 5, 1}},
+    {SHAPE("tf32-wgmma", RM, TR, NO, 130, 270, 101), .math = TF32, .batch = 3, .gap = {4, SHARED, 7}, .off = {1, 2, 3}},
 };
 
 static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
@@ -1023,9 +1026,9 @@ int main(void)
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
             /* The tensor-core families take 16-bit storage, or fp32 with TF32
-               allowed (the wgmma family: 16-bit storage only). */
+               allowed. */
             if ((algos[a] == KILN_GEMM_MMA || algos[a] == KILN_GEMM_WGMMA) && rows[i].dtype == KILN_F32 &&
-                (rows[i].math != TF32 || algos[a] == KILN_GEMM_WGMMA))
+                rows[i].math != TF32)
                 continue;
             const struct row_test rt = {&rows[i], algos[a]};
             char name[160];

@@ -130,7 +130,8 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_wgmma, bm, INT, 64, 256, DEF, "block tile in M (rows of C): bm/64 warpgroups of 64 rows each")              \
     F(gemm_wgmma, bn, INT, 64, 256, DEF, "block tile in N (columns of C): 64, 128 or 256, one wgmma's width")          \
     F(gemm_wgmma, stages, INT, 3, 8, DEF,                                                                              \
-      "shared-memory buffers of 64 steps of K (copies run stages-2 steps ahead, one step's multiplies in flight)")     \
+      "shared-memory buffers of one step of K: 64 16-bit values or 32 fp32 (copies run stages-2 steps ahead, one "     \
+      "step's multiplies in flight)")                                                                                  \
     F(gemm_wgmma, group_m, INT, 1, 64, DEF,                                                                            \
       "block rows of C taken together by consecutive blocks (their B tiles shared in L2); 1: row by row")              \
     F(gemm_wgmma, tma, INT, 0, 1, HOST,                                                                                \
@@ -257,7 +258,7 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
       "or TF32 on fp32 storage")                                                                                       \
     G(gemm_wgmma, "gemm.wgmma", "KILN_WGMMA_", KILN_DIMS_GEMM, check_gemm_wgmma,                                       \
       "Hopper's warpgroup tensor-core GEMM family (cu/gemm/gemm_f16_wgmma.cu, the CUDA backend, sm_90): wgmma on "     \
-      "fp16 or bf16 storage")                                                                                          \
+      "fp16 or bf16 storage, or TF32 on fp32 storage")                                                                 \
     G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                 \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
       "8 rows")
