@@ -1,7 +1,7 @@
 /*
  * kiln-bench conv: one 2-D convolution on kiln (one or every algorithm) and
- * its peers (oneDNN, CLBlast), measured in one run on the same random data,
- * each output checked against a double-precision reference on sampled
+ * its peers (oneDNN, CLBlast, cuDNN), measured in one run on the same random
+ * data, each output checked against a double-precision reference on sampled
  * entries.
  *
  * bench_conv_run() measures one case; kiln-bench conv --model runs it over a
@@ -20,16 +20,18 @@
 enum { ERROR_SAMPLES = 256 };
 
 /* Errors are relative to sum |x||w| (plus |bias| and |beta z|). Direct
-   summation in fp32 stays far below 1e-4 for any reduction here; Winograd's
-   transforms multiply rounding errors by their matrix norms (entries up to
-   8 for F(4x4,3x3)), which costs about a decimal digit. */
-static double error_limit(kiln_conv_algo algo)
+   summation in fp32 stays far below 1e-4 for any reduction here; 16-bit
+   storage adds the rounding of y, up to 2^-11 (fp16) or 2^-8 (bf16) of it.
+   Winograd's transforms multiply rounding errors by their matrix norms
+   (entries up to 8 for F(4x4,3x3)), which costs about a decimal digit. */
+static double error_limit(kiln_conv_algo algo, kiln_dtype dtype)
 {
-    return algo == KILN_CONV_WINOGRAD_2X2 || algo == KILN_CONV_WINOGRAD_4X4 ? 1e-3 : 1e-4;
+    double limit = dtype == KILN_F16 ? 1e-3 : dtype == KILN_BF16 ? 8e-3 : 1e-4;
+    return algo == KILN_CONV_WINOGRAD_2X2 || algo == KILN_CONV_WINOGRAD_4X4 ? 10.0 * limit : limit;
 }
 
 static const char *const algo_names[] = {"auto",   "implicit-gemm", "winograd-2x2", "winograd-4x4",
-                                         "direct", "im2col",        "gemm-1x1"};
+                                         "direct", "im2col",        "gemm-1x1",     "implicit-gemm-mma"};
 
 const char *bench_conv_algo_name(kiln_conv_algo algo)
 {
@@ -79,11 +81,15 @@ static size_t y_index(const kiln_conv2d_desc *d, size_t p_count, size_t q_count,
 
 /* ---- operands ---- */
 
-/* Host copies, and the device buffers kiln and device peers run on. bias and
-   z exist only when the epilogue reads them. */
+/* Host copies (fp32 values, exactly representable in the storage type), and
+   the device buffers kiln and device peers run on: x, w, z and y in the
+   storage type, bias in fp32 as kiln takes it (its values too in the storage
+   type's, so a peer may hold it in that type exactly). bias and z exist only
+   when the epilogue reads them. */
 struct operands {
     size_t p, q, nx, nw, ny;
     float *x, *w, *bias, *z, *y;
+    uint16_t *halves; /* staging for 16-bit storage */
     kiln_buffer *dx, *dw, *dbias, *dz, *dy;
 };
 
@@ -99,6 +105,7 @@ static void release_operands(struct operands *o)
     free(o->bias);
     free(o->z);
     free(o->y);
+    free(o->halves);
 }
 
 static int prepare_operands(kiln_context *ctx, const kiln_conv2d_desc *d, struct operands *o, struct bench_result *r)
@@ -116,12 +123,32 @@ static int prepare_operands(kiln_context *ctx, const kiln_conv2d_desc *d, struct
     o->nx = d->n * d->c * d->h * d->w;
     o->nw = d->k * (d->c / d->groups) * d->r * d->s;
     o->ny = d->n * d->k * o->p * o->q;
+    size_t most = o->nx > o->nw ? o->nx : o->nw;
+    most = most > o->ny ? most : o->ny;
+    o->x = malloc(o->nx * sizeof *o->x);
+    o->w = malloc(o->nw * sizeof *o->w);
+    o->bias = d->has_bias ? malloc(d->k * sizeof *o->bias) : NULL;
+    o->z = d->beta != 0.0f ? malloc(o->ny * sizeof *o->z) : NULL;
+    o->y = malloc(o->ny * sizeof *o->y);
+    o->halves = d->dtype != KILN_F32 ? malloc(most * sizeof *o->halves) : NULL;
+    if (!o->x || !o->w || (d->has_bias && !o->bias) || (d->beta != 0.0f && !o->z) || !o->y ||
+        (d->dtype != KILN_F32 && !o->halves)) {
+        r->state = BENCH_FAILED;
+        snprintf(r->error, sizeof r->error, "out of host memory");
+        return 1;
+    }
     uint64_t rng = 42;
-    return bench_operand(ctx, o->nx, &rng, &o->x, &o->dx, r, "x") ||
-           bench_operand(ctx, o->nw, &rng, &o->w, &o->dw, r, "w") ||
-           (d->has_bias && bench_operand(ctx, d->k, &rng, &o->bias, &o->dbias, r, "bias")) ||
-           (d->beta != 0.0f && bench_operand(ctx, o->ny, &rng, &o->z, &o->dz, r, "z")) ||
-           bench_operand(ctx, o->ny, NULL, &o->y, &o->dy, r, "y");
+    bench_fill_random(o->x, o->nx, d->dtype, &rng);
+    bench_fill_random(o->w, o->nw, d->dtype, &rng);
+    if (o->bias)
+        bench_fill_random(o->bias, d->k, d->dtype, &rng);
+    if (o->z)
+        bench_fill_random(o->z, o->ny, d->dtype, &rng);
+    return bench_fail(bench_upload(ctx, o->x, o->nx, d->dtype, o->halves, &o->dx), r, "x") ||
+           bench_fail(bench_upload(ctx, o->w, o->nw, d->dtype, o->halves, &o->dw), r, "w") ||
+           (o->bias && bench_fail(bench_upload(ctx, o->bias, d->k, KILN_F32, NULL, &o->dbias), r, "bias")) ||
+           (o->z && bench_fail(bench_upload(ctx, o->z, o->ny, d->dtype, o->halves, &o->dz), r, "z")) ||
+           bench_fail(bench_upload(ctx, NULL, o->ny, d->dtype, o->halves, &o->dy), r, "y");
 }
 
 /* ---- checking ---- */
@@ -231,7 +258,7 @@ static int measure_kiln(kiln_context *ctx, const struct bench_conv_options *opt,
     }
     if (bench_fail(st, r, "plan") || bench_fail(kiln_conv2d_plan_describe(call.plan, &rep->plan), r, "describe") ||
         bench_fail(kiln_context_get_cache_info(ctx, &after), r, "cache info") ||
-        bench_fail(bench_poison(o->dy, KILN_F32), r, "poison y")) {
+        bench_fail(bench_poison(o->dy, d->dtype), r, "poison y")) {
         kiln_conv2d_plan_destroy(call.plan);
         return 1;
     }
@@ -242,7 +269,7 @@ static int measure_kiln(kiln_context *ctx, const struct bench_conv_options *opt,
     kiln_conv2d_plan_destroy(call.plan);
     if (rc != 0)
         return bench_fail(call.st, r, "execute");
-    if (bench_fail(bench_download(o->dy, o->ny, KILN_F32, NULL, o->y), r, "y"))
+    if (bench_fail(bench_download(o->dy, o->ny, d->dtype, o->halves, o->y), r, "y"))
         return 1;
     finish_result(d, &t, o, r);
     return 0;
@@ -283,6 +310,7 @@ int bench_nn_peer_time(enum bench_nn_peer peer, const struct bench_nn_op *op, in
         r->state = BENCH_MEASURED;
         r->median_ms = t.median_ms;
         r->reps = t.reps;
+        r->has_workspace = bench_nn_peer_workspace(prepared, &r->workspace_bytes);
     }
     bench_nn_peer_release(prepared);
     return r->state != BENCH_MEASURED;
@@ -300,8 +328,17 @@ static void measure_peer(kiln_context *ctx, enum bench_nn_peer peer, const kiln_
                              .dst = o->y,
                              .src_mem = kiln_buffer_get_cl(o->dx),
                              .weights_mem = kiln_buffer_get_cl(o->dw),
-                             .dst_mem = kiln_buffer_get_cl(o->dy)};
-    if (bench_nn_peer_on_device(peer)) {
+                             .dst_mem = kiln_buffer_get_cl(o->dy),
+                             .ctx = ctx,
+                             .kx = o->dx,
+                             .kw = o->dw,
+                             .kz = o->dz,
+                             .ky = o->dy};
+    const int cuda = peer == BENCH_NN_PEER_CUDNN; /* on kiln's own operands, after kiln's y was checked */
+    if (cuda) {
+        if (bench_fail(bench_poison(o->dy, d->dtype), r, "poison y"))
+            return;
+    } else if (bench_nn_peer_on_device(peer)) {
         if (bench_fail(kiln_context_get_cl(ctx, NULL, NULL, &op.queue), r, "OpenCL queue") ||
             bench_fail(bench_poison(o->dy, KILN_F32), r, "poison y"))
             return;
@@ -310,7 +347,8 @@ static void measure_peer(kiln_context *ctx, enum bench_nn_peer peer, const kiln_
     }
     if (bench_nn_peer_time(peer, &op, opt->warmup, opt->peer_reps[peer], opt->budget_ms, 1, r) != 0)
         return;
-    if (bench_nn_peer_on_device(peer) && bench_fail(bench_download(o->dy, o->ny, KILN_F32, NULL, o->y), r, "y"))
+    if ((cuda || bench_nn_peer_on_device(peer)) &&
+        bench_fail(bench_download(o->dy, o->ny, d->dtype, o->halves, o->y), r, "y"))
         return;
     struct bench_timing t = {r->median_ms, r->reps};
     finish_result(d, &t, o, r);
@@ -386,14 +424,15 @@ void bench_conv_check_errors(const struct bench_conv_report *rep)
 {
     char shape[128];
     bench_conv_shape(&rep->desc, shape, sizeof shape);
-    double limit = error_limit(rep->plan.algo);
+    double limit = error_limit(rep->plan.algo, rep->desc.dtype),
+           peer_limit = error_limit(KILN_CONV_AUTO, rep->desc.dtype);
     if (rep->kiln.state == BENCH_MEASURED && !(rep->kiln.max_rel_err <= limit))
         fprintf(stderr, "kiln-bench: warning: conv %s: kiln %s max_rel_err %.3g exceeds %.0e\n", shape, rep->kiln.algo,
                 rep->kiln.max_rel_err, limit);
     for (int p = 0; p < BENCH_NN_PEER_COUNT; p++)
-        if (rep->peers[p].state == BENCH_MEASURED && !(rep->peers[p].max_rel_err <= error_limit(KILN_CONV_AUTO)))
+        if (rep->peers[p].state == BENCH_MEASURED && !(rep->peers[p].max_rel_err <= peer_limit))
             fprintf(stderr, "kiln-bench: warning: conv %s: %s max_rel_err %.3g exceeds %.0e\n", shape,
-                    bench_nn_peer_name((enum bench_nn_peer)p), rep->peers[p].max_rel_err, error_limit(KILN_CONV_AUTO));
+                    bench_nn_peer_name((enum bench_nn_peer)p), rep->peers[p].max_rel_err, peer_limit);
 }
 
 void bench_conv_print_json(FILE *out, const kiln_device_info *device, const struct bench_conv_report *rep,
@@ -408,9 +447,10 @@ void bench_conv_print_json(FILE *out, const kiln_device_info *device, const stru
     fprintf(out,
             ",\"n\":%zu,\"c\":%zu,\"h\":%zu,\"w\":%zu,\"k\":%zu,\"r\":%zu,\"s\":%zu,\"stride_h\":%zu,\"stride_w\":%zu,"
             "\"pad_top\":%zu,\"pad_bottom\":%zu,\"pad_left\":%zu,\"pad_right\":%zu,\"dilation_h\":%zu,"
-            "\"dilation_w\":%zu,\"groups\":%zu,\"layout\":\"%s\",\"dtype\":\"f32\",\"epilogue\":\"%s\"",
+            "\"dilation_w\":%zu,\"groups\":%zu,\"layout\":\"%s\",\"dtype\":\"%s\",\"epilogue\":\"%s\"",
             d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride_h, d->stride_w, d->pad_top, d->pad_bottom, d->pad_left,
-            d->pad_right, d->dilation_h, d->dilation_w, d->groups, d->layout == KILN_NHWC ? "nhwc" : "nchw", epilogue);
+            d->pad_right, d->dilation_h, d->dilation_w, d->groups, d->layout == KILN_NHWC ? "nhwc" : "nchw",
+            bench_dtype_name(d->dtype), epilogue);
     fputs(",\"device\":", out);
     bench_json_string(out, device->name);
     fprintf(out, ",\"requested\":\"%s\"", bench_conv_algo_name(d->algo));
@@ -456,8 +496,9 @@ static void print_table(const kiln_device_info *device, const struct bench_conv_
     char shape[128], epilogue[64];
     bench_conv_shape(d, shape, sizeof shape);
     epilogue_name(d, epilogue, sizeof epilogue);
-    printf("conv %s, %s, epilogue %s, fp32, on %s (profile %s)\n", shape, d->layout == KILN_NHWC ? "NHWC" : "NCHW",
-           epilogue, device->name, device->profile);
+    printf("conv %s, %s, epilogue %s, %s storage, on %s (profile %s)\n", shape,
+           d->layout == KILN_NHWC ? "NHWC" : "NCHW", epilogue, bench_dtype_name(d->dtype), device->name,
+           device->profile);
     printf("%.3f GFLOP per call (direct-convolution count, used for every GFLOP/s below)\n", bench_conv_flops(d) / 1e9);
     printf("kiln plans (compile ms: plan creation, not in the medians):\n");
     for (size_t i = 0; i < count; i++) {
@@ -482,20 +523,24 @@ static void print_table(const kiln_device_info *device, const struct bench_conv_
 
 static const char conv_usage[] =
     "usage: kiln-bench conv --n N --c C --h H --w W --k K --r R --s S [--stride S] [--pad P] [--dilation D]\n"
-    "                       [--groups G] [--layout nchw|nhwc] [--bias] [--relu] [--residual] [--find]\n"
-    "                       [--constant-weights]\n"
-    "                       [--algo auto|implicit-gemm|winograd-2x2|winograd-4x4|direct|im2col|gemm-1x1|all]\n"
-    "                       [--reps R] [--warmup W] [--compare clblast,onednn] [--json]\n"
-    "       kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc] [--compare onednn|none]\n"
-    "                       [--json]\n"
-    "y = act(conv(x, w) + bias + z) on random fp32 data: x NCHW with KCRS weights, or NHWC with KRSC\n"
-    "(C per group). --residual adds z (beta 1), --relu applies ReLU. --algo all runs every algorithm\n"
-    "(UNSUPPORTED where one does not apply); --find lets AUTO time the applicable ones at plan creation.\n"
+    "                       [--groups G] [--layout nchw|nhwc] [--dtype f32|f16|bf16] [--bias] [--relu]\n"
+    "                       [--residual] [--find] [--constant-weights]\n"
+    "                       [--algo auto|implicit-gemm|winograd-2x2|winograd-4x4|direct|im2col|gemm-1x1|\n"
+    "                               implicit-gemm-mma|all]\n"
+    "                       [--reps R] [--warmup W] [--compare clblast,cudnn,onednn] [--json]\n"
+    "       kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc]\n"
+    "                       [--compare onednn|cudnn|none] [--json]\n"
+    "y = act(conv(x, w) + bias + z) on random data: x NCHW with KCRS weights, or NHWC with KRSC (C per\n"
+    "group); x, w, z and y in the --dtype storage (default f32), bias in fp32. --residual adds z (beta 1),\n"
+    "--relu applies ReLU. --algo all runs every algorithm (UNSUPPORTED where one does not apply);\n"
+    "--find lets AUTO time the applicable ones at plan creation.\n"
     "--constant-weights lets plans pack or transform the weights once, as inference does (--model sets it).\n"
     "kiln and each peer: W warm-up calls (default 1), then R timed calls (default: as many as fit in\n"
     "about 1 s, at least 5), each to completion; medians reported. GFLOP/s count 2*N*K*P*Q*(C/G)*R*S.\n"
     "Peers, same data: onednn (its CPU engine, default threads, layouts of its choice with reorders\n"
-    "outside the timed runs) and clblast (CLBlastSconvgemm on kiln's queue: NCHW, one group, no epilogue).\n"
+    "outside the timed runs) and clblast (CLBlastSconvgemm on kiln's queue: NCHW, one group, no epilogue),\n"
+    "both fp32 only; cudnn (CUDA contexts: kiln's stream and buffers, any storage type, the epilogue\n"
+    "fused by cudnnConvolutionBiasActivationForward).\n"
     "--model runs a network's layers with their inference epilogues; see kiln-bench conv --model help.\n";
 
 static int parse_algo(const char *s, int *all, kiln_conv_algo *out)
@@ -517,6 +562,7 @@ int bench_conv(int argc, char **argv)
     size_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, stride = 1, pad = 0, dilation = 1, groups = 1;
     int json = 0, bias = 0, relu = 0, residual = 0, find = 0, constant = 0, all = 0;
     kiln_tensor_layout layout = KILN_NCHW;
+    kiln_dtype dtype = KILN_F32;
     kiln_conv_algo algo = KILN_CONV_AUTO;
     struct bench_conv_options opt = {.warmup = 1, .budget_ms = 1000.0};
     for (int i = 0; i < argc; i++) {
@@ -554,6 +600,8 @@ int bench_conv(int argc, char **argv)
             pad = (size_t)p;
         } else if (strcmp(a, "--layout") == 0 && (strcmp(v, "nchw") == 0 || strcmp(v, "nhwc") == 0))
             layout = strcmp(v, "nhwc") == 0 ? KILN_NHWC : KILN_NCHW;
+        else if (strcmp(a, "--dtype") == 0)
+            bad = bench_parse_dtype(v, &dtype);
         else if (strcmp(a, "--algo") == 0)
             bad = parse_algo(v, &all, &algo);
         else if (strcmp(a, "--reps") == 0) {
@@ -584,6 +632,7 @@ int bench_conv(int argc, char **argv)
 
     kiln_conv2d_desc desc;
     kiln_conv2d_desc_init(&desc, layout, n, c, h, w, k, r, s);
+    desc.dtype = dtype;
     desc.stride_h = desc.stride_w = stride;
     desc.pad_top = desc.pad_bottom = desc.pad_left = desc.pad_right = pad;
     desc.dilation_h = desc.dilation_w = dilation;

@@ -1,8 +1,8 @@
 /*
  * kiln-bench conv --model: the layers of an inference network at 224x224,
- * each on kiln and oneDNN with the epilogue inference fuses into it, and the
- * network's total (each distinct layer timed once, weighted by how often it
- * occurs).
+ * each on kiln and a peer (oneDNN, or cuDNN for its convolutions) with the
+ * epilogue inference fuses into it, and the network's total (each distinct
+ * layer timed once, weighted by how often it occurs).
  *
  * MobileNet v1 (1.0, 224): every convolution with batch norm folded into a
  * bias, then ReLU. ResNet-50 (v1.5: a block's stride sits on its 3x3):
@@ -122,7 +122,7 @@ static int runs_for(double flops)
 struct row {
     char shape[128];
     char algo[32]; /* kiln's algorithm or operator */
-    struct bench_result kiln, onednn;
+    struct bench_result kiln, peer;
 };
 
 /* ---- convolutions ---- */
@@ -158,13 +158,14 @@ static kiln_pool2d_desc pool_desc(const struct layer *l, size_t n, kiln_tensor_l
                               .mode = l->kind == MAXPOOL ? KILN_POOL_MAX : KILN_POOL_AVG};
 }
 
+/* `peer` is BENCH_NN_PEER_COUNT for none. */
 static int run_conv(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
-                    size_t n, kiln_tensor_layout layout, unsigned peers, int json, struct row *row)
+                    size_t n, kiln_tensor_layout layout, enum bench_nn_peer peer, int json, struct row *row)
 {
     kiln_conv2d_desc d;
     conv_desc(l, n, layout, &d);
     int runs = runs_for(bench_conv_flops(&d));
-    struct bench_conv_options opt = {.warmup = 1, .reps = runs, .peers = peers};
+    struct bench_conv_options opt = {.warmup = 1, .reps = runs, .peers = peer < BENCH_NN_PEER_COUNT ? 1u << peer : 0};
     for (int p = 0; p < BENCH_NN_PEER_COUNT; p++)
         opt.peer_reps[p] = runs;
     const kiln_conv_algo algo = KILN_CONV_AUTO;
@@ -173,7 +174,8 @@ static int run_conv(kiln_context *ctx, const kiln_device_info *device, const cha
     bench_conv_shape(&d, row->shape, sizeof row->shape);
     snprintf(row->algo, sizeof row->algo, "%s", rep.kiln.state == BENCH_MEASURED ? rep.plan.name : "-");
     row->kiln = rep.kiln;
-    row->onednn = rep.peers[BENCH_NN_PEER_ONEDNN];
+    if (peer < BENCH_NN_PEER_COUNT)
+        row->peer = rep.peers[peer];
     if (json) {
         char extra[160];
         snprintf(extra, sizeof extra, "\"model\":\"%s\",\"layer\":\"%s\",\"repeat\":%u,", model, l->name, l->repeat);
@@ -213,7 +215,7 @@ static int other_run(void *arg)
 }
 
 static void print_other_json(const kiln_device_info *device, const char *model, const struct layer *l,
-                             const struct row *row)
+                             enum bench_nn_peer peer, const struct row *row)
 {
     static const char *const ops[] = {[MAXPOOL] = "pool", [AVGPOOL] = "pool", [FC] = "fc", [SOFTMAX] = "softmax"};
     fprintf(stdout, "{\"op\":\"%s\",\"model\":\"%s\",\"layer\":\"%s\",\"repeat\":%u,\"shape\":", ops[l->kind], model,
@@ -231,16 +233,16 @@ static void print_other_json(const kiln_device_info *device, const char *model, 
         bench_json_string(stdout, row->kiln.error);
     }
     fputs(",\"peers\":{", stdout);
-    if (row->onednn.state != BENCH_NOT_REQUESTED) {
-        fputs("\"onednn\":", stdout);
-        bench_json_result(stdout, &row->onednn, bench_nn_peer_threads(BENCH_NN_PEER_ONEDNN));
+    if (row->peer.state != BENCH_NOT_REQUESTED) {
+        fprintf(stdout, "\"%s\":", bench_nn_peer_name(peer));
+        bench_json_result(stdout, &row->peer, bench_nn_peer_threads(peer));
     }
     fputs("}}\n", stdout);
     fflush(stdout);
 }
 
 static int run_other(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
-                     size_t n, kiln_tensor_layout layout, unsigned peers, int json, struct row *row)
+                     size_t n, kiln_tensor_layout layout, enum bench_nn_peer peer, int json, struct row *row)
 {
     struct other o = {.ctx = ctx, .l = l, .n = n};
     struct bench_nn_op op = {.rows = n, .in = l->c, .out = l->k};
@@ -287,13 +289,13 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
                                               .max_rel_err = NAN};
         snprintf(row->kiln.algo, sizeof row->kiln.algo, "%s", row->algo);
     }
-    if (have_operands && (peers >> BENCH_NN_PEER_ONEDNN & 1u)) {
+    if (have_operands && peer < BENCH_NN_PEER_COUNT) {
         op.src = o.x;
         op.weights = o.w;
         op.dst = o.y;
-        if (bench_nn_peer_time(BENCH_NN_PEER_ONEDNN, &op, 1, MAX_RUNS, 0.0, 0, &row->onednn) == 0) {
-            row->onednn.gflops = flops / (row->onednn.median_ms * 1e6);
-            row->onednn.max_rel_err = NAN;
+        if (bench_nn_peer_time(peer, &op, 1, MAX_RUNS, 0.0, 0, &row->peer) == 0) {
+            row->peer.gflops = flops / (row->peer.median_ms * 1e6);
+            row->peer.max_rel_err = NAN;
         }
     }
     kiln_gemm_plan_destroy(o.gemm);
@@ -304,7 +306,7 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
     free(o.w);
     free(o.y);
     if (json)
-        print_other_json(device, model, l, row);
+        print_other_json(device, model, l, peer, row);
     return row->kiln.state != BENCH_MEASURED;
 }
 
@@ -441,13 +443,13 @@ static void print_ms(const struct bench_result *r)
         printf(" %10s", r->state == BENCH_NOT_APPLICABLE ? "n/a" : r->state == BENCH_NOT_REQUESTED ? "" : "-");
 }
 
-static void print_row(const struct layer *l, const struct row *row)
+static void print_row(const struct layer *l, enum bench_nn_peer peer, const struct row *row)
 {
     printf("%-17s %-46s %3u %-14s", l->name, row->shape, l->repeat, row->algo);
     print_ms(&row->kiln);
-    print_ms(&row->onednn);
-    if (row->kiln.state == BENCH_MEASURED && row->onednn.state == BENCH_MEASURED)
-        printf(" %7.2f", row->onednn.median_ms / row->kiln.median_ms);
+    print_ms(&row->peer);
+    if (row->kiln.state == BENCH_MEASURED && row->peer.state == BENCH_MEASURED)
+        printf(" %7.2f", row->peer.median_ms / row->kiln.median_ms);
     else
         printf(" %7s", "-");
     if (row->kiln.state == BENCH_MEASURED && l->kind == CONV)
@@ -455,21 +457,22 @@ static void print_row(const struct layer *l, const struct row *row)
     printf("\n");
     if (row->kiln.state == BENCH_FAILED || row->kiln.state == BENCH_NOT_APPLICABLE)
         printf("%17s kiln: %s\n", "", row->kiln.error);
-    if (row->onednn.state == BENCH_FAILED || row->onednn.state == BENCH_NOT_APPLICABLE)
-        printf("%17s onednn: %s\n", "", row->onednn.error);
+    if (row->peer.state == BENCH_FAILED || row->peer.state == BENCH_NOT_APPLICABLE)
+        printf("%17s %s: %s\n", "", bench_nn_peer_name(peer), row->peer.error);
     fflush(stdout);
 }
 
 static const char models_usage[] =
-    "usage: kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc] [--compare onednn|none]\n"
-    "                       [--json]\n"
+    "usage: kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc]\n"
+    "                       [--compare onednn|cudnn|none] [--json]\n"
     "The network's layers at 224x224, batch N (default 1), fp32, each with its inference epilogue: kiln\n"
-    "(convolution algorithm AUTO) against oneDNN (default: compared when built). Each distinct layer is\n"
-    "timed once (median of 5-50 runs after a warm-up, a wait after each run) and counted as often as the\n"
-    "network runs it; the totals are these weighted sums. Then the whole network: every layer enqueued in\n"
-    "turn, as often as it occurs, and one wait at the end (median of passes for about a second), beside\n"
-    "oneDNN's sum. kiln's plan creation is not in the times; nor are oneDNN's reorders to its preferred\n"
-    "layouts.\n";
+    "(convolution algorithm AUTO) against one peer: oneDNN (the default when built) or, on a CUDA\n"
+    "context, cuDNN (convolutions only: the other layers are n/a and left out of its total). Each\n"
+    "distinct layer is timed once (median of 5-50 runs after a warm-up, a wait after each run) and\n"
+    "counted as often as the network runs it; the totals are these weighted sums. Then the whole\n"
+    "network: every layer enqueued in turn, as often as it occurs, and one wait at the end (median of\n"
+    "passes for about a second), beside the peer's sum. kiln's plan creation is not in the times; nor\n"
+    "are oneDNN's reorders to its preferred layouts or cuDNN's algorithm search.\n";
 
 int bench_conv_models(int argc, char **argv)
 {
@@ -478,6 +481,7 @@ int bench_conv_models(int argc, char **argv)
     int json = 0;
     kiln_tensor_layout layout = KILN_NCHW;
     unsigned peers = bench_nn_peer_built(BENCH_NN_PEER_ONEDNN) ? 1u << BENCH_NN_PEER_ONEDNN : 0;
+    const unsigned allowed = 1u << BENCH_NN_PEER_ONEDNN | 1u << BENCH_NN_PEER_CUDNN;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         int bad = 0;
@@ -495,7 +499,7 @@ int bench_conv_models(int argc, char **argv)
         else if (strcmp(a, "--layout") == 0 && (strcmp(v, "nchw") == 0 || strcmp(v, "nhwc") == 0))
             layout = strcmp(v, "nhwc") == 0 ? KILN_NHWC : KILN_NCHW;
         else if (strcmp(a, "--compare") == 0)
-            bad = bench_nn_peer_parse(v, &peers) || (peers & ~(1u << BENCH_NN_PEER_ONEDNN));
+            bad = bench_nn_peer_parse(v, &peers) || (peers & ~allowed) || (peers & (peers - 1)); /* one peer */
         else
             bad = 1;
         if (bad) {
@@ -512,6 +516,11 @@ int bench_conv_models(int argc, char **argv)
         return 2;
     }
 
+    enum bench_nn_peer peer = BENCH_NN_PEER_COUNT; /* none */
+    for (int p = 0; p < BENCH_NN_PEER_COUNT; p++)
+        if (peers >> p & 1u)
+            peer = (enum bench_nn_peer)p;
+    const char *peer_name = bench_nn_peer_name(peer);
     /* The largest activation of either network: 64 x 112 x 112 per image. */
     if (bench_check_elements("conv", "the largest activation", (double)n * 64 * 112 * 112 * 4))
         return 2;
@@ -523,26 +532,28 @@ int bench_conv_models(int argc, char **argv)
         printf("%s, batch %zu, %s, fp32, on %s (profile %s)\n", models[m].name, n,
                layout == KILN_NHWC ? "NHWC" : "NCHW", device.name, device.profile);
         bench_nn_peer_print_config(stdout, peers);
-        printf("\n%-17s %-46s %3s %-14s %10s %10s %7s %11s\n", "layer", "shape", "x", "kiln algo", "kiln ms",
-               "onednn ms", "kiln/x", "max rel err");
+        char peer_ms[32];
+        snprintf(peer_ms, sizeof peer_ms, "%s ms", peers ? peer_name : "peer");
+        printf("\n%-17s %-46s %3s %-14s %10s %10s %7s %11s\n", "layer", "shape", "x", "kiln algo", "kiln ms", peer_ms,
+               "kiln/x", "max rel err");
     }
-    double start = bench_now_ms(), kiln_total = 0.0, onednn_total = 0.0;
-    int failures = 0, kiln_missing = 0, onednn_missing = 0;
+    double start = bench_now_ms(), kiln_total = 0.0, peer_total = 0.0;
+    int failures = 0, kiln_missing = 0, peer_missing = 0;
     for (size_t i = 0; i < models[m].count; i++) {
         const struct layer *l = &models[m].layers[i];
         struct row row = {0};
-        failures += (l->kind == CONV ? run_conv : run_other)(ctx, &device, models[m].name, l, n, layout, peers, json,
-                                                             &row) != 0;
+        failures +=
+            (l->kind == CONV ? run_conv : run_other)(ctx, &device, models[m].name, l, n, layout, peer, json, &row) != 0;
         if (row.kiln.state == BENCH_MEASURED)
             kiln_total += row.kiln.median_ms * l->repeat;
         else
             kiln_missing++;
-        if (row.onednn.state == BENCH_MEASURED)
-            onednn_total += row.onednn.median_ms * l->repeat;
+        if (row.peer.state == BENCH_MEASURED)
+            peer_total += row.peer.median_ms * l->repeat;
         else
-            onednn_missing++;
+            peer_missing++;
         if (!json)
-            print_row(l, &row);
+            print_row(l, peer, &row);
     }
     const struct bench_result whole = run_network(ctx, models[m].layers, models[m].count, n, layout);
     kiln_context_destroy(ctx);
@@ -561,28 +572,30 @@ int bench_conv_models(int argc, char **argv)
             bench_json_string(stdout, whole.error);
         }
         if (peers) {
-            bench_json_number(stdout, "onednn_ms", onednn_total);
-            printf(",\"onednn_missing\":%d", onednn_missing);
+            char key[32];
+            snprintf(key, sizeof key, "%s_ms", peer_name);
+            bench_json_number(stdout, key, peer_total);
+            printf(",\"%s_missing\":%d", peer_name, peer_missing);
         }
         printf("}\n");
     } else {
         printf("%-17s %-46s %3s %-14s %10.3f", "total", "(ms x repeat, summed)", "", "", kiln_total);
         if (peers)
-            printf(" %10.3f %7.2f", onednn_total, kiln_total > 0.0 ? onednn_total / kiln_total : 0.0);
+            printf(" %10.3f %7.2f", peer_total, kiln_total > 0.0 ? peer_total / kiln_total : 0.0);
         printf("\n");
         if (whole.state == BENCH_MEASURED) {
             printf("%-17s %-46s %3s %-14s %10.3f", "whole network", "(every layer enqueued, one wait)", "", "",
                    whole.median_ms);
             if (peers)
-                printf(" %10.3f %7.2f", onednn_total, onednn_total / whole.median_ms);
+                printf(" %10.3f %7.2f", peer_total, peer_total / whole.median_ms);
             printf("\n");
         } else {
             printf("whole network: %s\n", whole.error);
         }
-        if (kiln_missing || (peers && onednn_missing))
-            printf("(totals leave out unmeasured layers: kiln %d, onednn %d)\n", kiln_missing,
-                   peers ? onednn_missing : 0);
-        printf("(kiln/x: oneDNN's time over kiln's, above 1 when kiln is faster; %.1f s in all)\n",
+        if (kiln_missing || (peers && peer_missing))
+            printf("(totals leave out unmeasured layers: kiln %d, %s %d)\n", kiln_missing, peers ? peer_name : "peer",
+                   peers ? peer_missing : 0);
+        printf("(kiln/x: the peer's time over kiln's, above 1 when kiln is faster; %.1f s in all)\n",
                (bench_now_ms() - start) / 1e3);
     }
     return failures ? 1 : 0;

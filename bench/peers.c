@@ -1,7 +1,8 @@
 /*
  * kiln-bench peers: OpenBLAS (cblas_sgemm on the host, its default thread
  * count), CLBlast (CLBlastSgemm and CLBlastSconvgemm on kiln's own OpenCL
- * queue and buffers) and oneDNN (its CPU engine, default threads).
+ * queue and buffers) and oneDNN (its CPU engine, default threads); cuBLAS
+ * and cuDNN, loaded at run time, live in peer_cublas.c and peer_cudnn.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,7 +221,7 @@ int bench_peer_gemm(enum bench_peer peer, const struct bench_peer_gemm *g, char 
 
 /* ---- peers of the neural-network operators ---- */
 
-static const char *const nn_peer_names[BENCH_NN_PEER_COUNT] = {"clblast", "onednn"};
+static const char *const nn_peer_names[BENCH_NN_PEER_COUNT] = {"clblast", "cudnn", "onednn"};
 
 const char *bench_nn_peer_name(enum bench_nn_peer peer)
 {
@@ -238,6 +239,8 @@ int bench_nn_peer_built(enum bench_nn_peer peer)
     case BENCH_NN_PEER_ONEDNN:
         return 1;
 #endif
+    case BENCH_NN_PEER_CUDNN: /* loaded when run */
+        return 1;
     default:
         return 0;
     }
@@ -277,6 +280,8 @@ void bench_nn_peer_print_config(FILE *out, unsigned mask)
         else if (p == BENCH_NN_PEER_CLBLAST)
             fprintf(out, "clblast: CLBlastSconvgemm (im2col + GEMM) on kiln's OpenCL queue and buffers; NCHW, one "
                          "group, symmetric padding, no epilogue\n");
+        else if (p == BENCH_NN_PEER_CUDNN)
+            fprintf(out, "%s\n", bench_peer_cudnn_status());
 #ifdef KILN_BENCH_WITH_ONEDNN
         else {
             const dnnl_version_t *v = dnnl_version();
@@ -646,6 +651,7 @@ static void onednn_release(struct onednn_state *o)
 struct bench_nn_prepared {
     enum bench_nn_peer peer;
     const struct bench_nn_op *op;
+    struct bench_peer_cudnn *cudnn;
 #ifdef KILN_BENCH_WITH_ONEDNN
     struct onednn_state onednn;
 #endif
@@ -655,10 +661,19 @@ void bench_nn_peer_release(bench_nn_prepared *prepared)
 {
     if (!prepared)
         return;
+    bench_peer_cudnn_release(prepared->cudnn);
 #ifdef KILN_BENCH_WITH_ONEDNN
     onednn_release(&prepared->onednn);
 #endif
     free(prepared);
+}
+
+int bench_nn_peer_workspace(const bench_nn_prepared *prepared, size_t *bytes)
+{
+    if (!prepared->cudnn)
+        return 0;
+    *bytes = bench_peer_cudnn_workspace(prepared->cudnn);
+    return 1;
 }
 
 int bench_nn_peer_prepare(enum bench_nn_peer peer, const struct bench_nn_op *op, bench_nn_prepared **out, char *routine,
@@ -678,6 +693,8 @@ int bench_nn_peer_prepare(enum bench_nn_peer peer, const struct bench_nn_op *op,
     p->peer = peer;
     p->op = op;
     int rc = BENCH_NN_FAILED;
+    if (peer == BENCH_NN_PEER_CUDNN)
+        rc = bench_peer_cudnn_prepare(op, &p->cudnn, routine, routine_size, err, err_size);
 #ifdef KILN_BENCH_WITH_CLBLAST
     if (peer == BENCH_NN_PEER_CLBLAST) {
         rc = clblast_conv_check(op, err, err_size) ? BENCH_NN_UNSUPPORTED : BENCH_NN_READY;
@@ -717,6 +734,8 @@ int bench_nn_peer_run(bench_nn_prepared *prepared, char *err, size_t err_size)
     case BENCH_NN_PEER_CLBLAST:
         return clblast_conv(prepared->op, err, err_size);
 #endif
+    case BENCH_NN_PEER_CUDNN:
+        return bench_peer_cudnn_run(prepared->cudnn, err, err_size);
 #ifdef KILN_BENCH_WITH_ONEDNN
     case BENCH_NN_PEER_ONEDNN:
         return onednn_run(&prepared->onednn, err, err_size);

@@ -1,8 +1,9 @@
 /*
  * kiln-bench peers: the libraries kiln is measured against, each compiled in
  * only when CMake found it (KILN_BENCH_WITH_OPENBLAS, KILN_BENCH_WITH_CLBLAST,
- * KILN_BENCH_WITH_ONEDNN). GEMM has one set of peers, the neural-network
- * operators (convolution and what a model needs around it) another.
+ * KILN_BENCH_WITH_ONEDNN) or, for the CUDA peers (cuBLAS, cuDNN), loaded at
+ * run time. GEMM has one set of peers, the neural-network operators
+ * (convolution and what a model needs around it) another.
  */
 #ifndef KILN_BENCH_PEERS_H
 #define KILN_BENCH_PEERS_H
@@ -83,9 +84,9 @@ const char *bench_peer_cublas_status(void);
 
 /* ---- Peers of the neural-network operators (kiln-bench conv) ---- */
 
-/* In the order they are measured and printed: the device peer first, as for
-   GEMM (oneDNN's OpenMP threads also spin for a while after a call). */
-enum bench_nn_peer { BENCH_NN_PEER_CLBLAST, BENCH_NN_PEER_ONEDNN, BENCH_NN_PEER_COUNT };
+/* In the order they are measured and printed: the device peers first, as
+   for GEMM (oneDNN's OpenMP threads also spin for a while after a call). */
+enum bench_nn_peer { BENCH_NN_PEER_CLBLAST, BENCH_NN_PEER_CUDNN, BENCH_NN_PEER_ONEDNN, BENCH_NN_PEER_COUNT };
 
 enum bench_nn_kind {
     BENCH_NN_CONV,   /* `conv`, with its epilogue (bias, beta * residual, activation) */
@@ -95,9 +96,12 @@ enum bench_nn_kind {
 };
 
 /* One operation as a peer runs it, on the data kiln runs on. Tensors use the
-   layouts of the descriptors, fp32. A host peer reads src, weights, bias and
-   residual (NULL when unused) and writes dst; a device peer uses the buffers
-   on `queue` (the queue kiln runs on). */
+   layouts of the descriptors. A host peer reads src, weights, bias and
+   residual (NULL when unused; fp32 values, exactly representable in the
+   storage type) and writes dst; an OpenCL device peer uses the fp32 buffers
+   on `queue` (the queue kiln runs on); the CUDA peer (cuDNN) runs on kiln's
+   own buffers kx, kw, kz (NULL without a residual) and ky of context ctx, in
+   the descriptor's storage type, and takes the bias from `bias`. */
 struct bench_nn_op {
     enum bench_nn_kind kind;
     const kiln_conv2d_desc *conv;
@@ -107,6 +111,9 @@ struct bench_nn_op {
     float *dst;
     cl_command_queue queue;
     cl_mem src_mem, weights_mem, dst_mem;
+    kiln_context *ctx;
+    const kiln_buffer *kx, *kw, *kz;
+    kiln_buffer *ky;
 };
 
 /* An operation prepared on a peer: primitives created, weights and inputs
@@ -116,13 +123,14 @@ typedef struct bench_nn_prepared bench_nn_prepared;
 /* What bench_nn_peer_prepare() returns. */
 enum { BENCH_NN_READY = 0, BENCH_NN_FAILED = 1, BENCH_NN_UNSUPPORTED = 2 };
 
-/* "clblast", "onednn". */
+/* "clblast", "cudnn", "onednn". */
 const char *bench_nn_peer_name(enum bench_nn_peer peer);
 
 /* Non-zero when the peer was compiled in. */
 int bench_nn_peer_built(enum bench_nn_peer peer);
 
-/* Non-zero when the peer works on device buffers rather than host arrays. */
+/* Non-zero when the peer works on OpenCL device buffers (src_mem, ...)
+   rather than host arrays; cuDNN, on kiln's own buffers, is neither. */
 int bench_nn_peer_on_device(enum bench_nn_peer peer);
 
 /* Parse a comma-separated list of peer names (or "none") into bits
@@ -152,13 +160,29 @@ int bench_nn_peer_prepare(enum bench_nn_peer peer, const struct bench_nn_op *op,
 int bench_nn_peer_run(bench_nn_prepared *prepared, char *err, size_t err_size);
 
 /* Leave the result of a run from the operation's original inputs in
-   op->dst (host peers, converted to the caller's layout) or op->dst_mem
-   (device peers), running once more when a residual made the runs
-   accumulate. Returns 0, or 1 with `err` filled. */
+   op->dst (host peers, converted to the caller's layout), op->dst_mem
+   (OpenCL device peers) or op->ky (cuDNN, which reads the residual from kz
+   and so never accumulates), running once more when a residual made the
+   runs accumulate. Returns 0, or 1 with `err` filled. */
 int bench_nn_peer_output(bench_nn_prepared *prepared, char *err, size_t err_size);
+
+/* Device memory the prepared operation uses beyond its operands, in *bytes;
+   returns non-zero when the peer says (cuDNN's workspace), 0 otherwise. */
+int bench_nn_peer_workspace(const bench_nn_prepared *prepared, size_t *bytes);
 
 /* Release a prepared operation. NULL is ignored. */
 void bench_nn_peer_release(bench_nn_prepared *prepared);
+
+/* cuDNN (peer_cudnn.c), loaded at run time: its convolution, prepared, run
+   and released as above, and a line on where it was loaded from or why it
+   was not. */
+struct bench_peer_cudnn;
+int bench_peer_cudnn_prepare(const struct bench_nn_op *op, struct bench_peer_cudnn **out, char *routine,
+                             size_t routine_size, char *err, size_t err_size);
+int bench_peer_cudnn_run(struct bench_peer_cudnn *c, char *err, size_t err_size);
+size_t bench_peer_cudnn_workspace(const struct bench_peer_cudnn *c);
+void bench_peer_cudnn_release(struct bench_peer_cudnn *c);
+const char *bench_peer_cudnn_status(void);
 
 /* ---- The host peer of attention (kiln-bench attention, peer_attention.c) ---- */
 

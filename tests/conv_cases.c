@@ -18,16 +18,16 @@ const struct cc_row cc_epilogue_shapes[2][2] = {
 const char *cc_algo_name(kiln_conv_algo algo)
 {
     static const char *const names[] = {"auto",   "implicit-gemm", "winograd-2x2", "winograd-4x4",
-                                        "direct", "im2col",        "gemm-1x1"};
+                                        "direct", "im2col",        "gemm-1x1",     "implicit-gemm-mma"};
     return (unsigned)algo < sizeof names / sizeof *names ? names[algo] : "?";
 }
 
 /* The library's object for a concrete algorithm; NULL for AUTO. */
 static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
 {
-    static const struct kiln_conv_algorithm *const all[] = {&kiln_conv_igemm,     &kiln_conv_im2col,
-                                                            &kiln_conv_gemm1x1,   &kiln_conv_winograd2,
-                                                            &kiln_conv_winograd4, &kiln_conv_direct};
+    static const struct kiln_conv_algorithm *const all[] = {
+        &kiln_conv_igemm,     &kiln_conv_im2col, &kiln_conv_gemm1x1,  &kiln_conv_winograd2,
+        &kiln_conv_winograd4, &kiln_conv_direct, &kiln_conv_igemm_mma};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (all[i]->algo == (int)algo)
             return all[i];
@@ -71,7 +71,7 @@ kiln_conv_algo cc_assert_plan_describes(const kiln_conv2d_plan *plan, kiln_conte
     memset(&info, 0, sizeof info);
     kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
     if (algo == KILN_CONV_AUTO)
-        assert_true(info.algo > KILN_CONV_AUTO && info.algo <= KILN_CONV_GEMM_1X1);
+        assert_true(info.algo > KILN_CONV_AUTO && info.algo <= KILN_CONV_IGEMM_MMA);
     else
         assert_int_equal(info.algo, algo);
     assert_true(info.name[0] && info.kernel[0] && info.profile[0] && info.reason[0]);

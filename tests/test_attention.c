@@ -145,6 +145,26 @@ static void run_case(kiln_attention_plan *plan, const kiln_attention_desc *d, fl
     run_case_on(kt_ctx, plan, d, logits, label);
 }
 
+/* Whether ctx's device runs `d` on the CUDA backend's decoding kernel: at
+   most 8 rows per (batch, kv head), a head dimension of whole vectors of 4
+   up to 256, bf16 from compute capability 8.0 (src/ops/attention_decode.c). */
+static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
+{
+    const int cc = kt_cuda_cc(ctx);
+    return cc > 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
+           (d->dtype != KILN_BF16 || cc >= 80);
+}
+
+/* Whether ctx's device runs `d` on the tensor-core kernel (and not the
+   decoding one): the CUDA backend
+   on compute capability 8.0 or newer, 16-bit storage, a head dimension a
+   multiple of 8 up to 128 (src/ops/attention_mma.c). */
+static int mma_runs_here(kiln_context *ctx, const kiln_attention_desc *d)
+{
+    return kt_cuda_cc(ctx) >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 && d->head_dim <= 128 &&
+           !cuda_decodes_here(ctx, d);
+}
+
 static void test_row(void **state)
 {
     const struct row_test *rt = *state;
@@ -162,8 +182,12 @@ static void test_row(void **state)
     kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
     kiln_attention_plan_info info;
     kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-    if (strncmp(info.kernel, "attention_f32_flash_", 20) != 0 ||
-        (info.workspace_bytes != 0) != (strstr(info.params, "splits=") != NULL))
+    /* The CUDA backend's decoding and tensor-core kernels whatever the route. */
+    const char *want = cuda_decodes_here(ctx, &d) ? "attention_decode_"
+                       : mma_runs_here(ctx, &d)   ? "attention_f16_mma_"
+                                                  : "attention_f32_flash_";
+    const int split = strstr(info.params, "splits=") && !strstr(info.params, "splits=1 ");
+    if (strncmp(info.kernel, want, strlen(want)) != 0 || (info.workspace_bytes != 0) != split)
         fail_msg("the flash route planned %s (%s, %s), workspace %zu", info.kernel, info.params, info.reason,
                  info.workspace_bytes);
     run_case_on(ctx, plan, &d, rt->row->logits, rt->row->what);
@@ -201,7 +225,7 @@ static void split_kv_on(kiln_context *ctx, const struct ar_row *r, const char *k
         /* The length asked for, rounded up to the kernel's step (the
            decoding kernel's VW keys, the flash kernel's BN), at most all
            the keys rounded so. */
-        const char *step_at = strstr(info.params, kernel[14] == 'd' ? "VW=" : "BN=");
+        const char *step_at = strstr(info.params, strstr(info.params, "VW=") ? "VW=" : "BN=");
         assert_non_null(step_at);
         const long step = atol(step_at + 3), whole = ((long)d.seq_kv + step - 1) / step * step;
         long want = (atol(lengths[i]) + step - 1) / step * step;
@@ -224,6 +248,52 @@ static void test_split_kv(void **state)
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
     split_kv_on(ctx, r, "attention_f32_flash");
     kiln_context_destroy(ctx);
+    /* The CUDA backend's decoding kernel, and the tensor-core kernel in
+       16-bit storage, where this device runs them. */
+    kiln_attention_desc d = ar_desc_of(r, KILN_ATTENTION_AUTO);
+    if (cuda_decodes_here(kt_ctx, &d))
+        split_kv_on(kt_ctx, r, "attention_decode_");
+    struct ar_row h = *r;
+    h.dtype = r->dtype == KILN_F32 ? KILN_F16 : r->dtype;
+    d = ar_desc_of(&h, KILN_ATTENTION_AUTO);
+    if (mma_runs_here(kt_ctx, &d))
+        split_kv_on(kt_ctx, &h, "attention_f16_mma");
+}
+
+/* 16-bit storage takes the tensor-core kernel wherever it runs: every row
+   of the table in fp16 and in bf16 (the rows whose head dimension it
+   takes), the plan naming it. Skipped elsewhere. */
+static void test_rows_on_tensor_cores(void **state)
+{
+    (void)state;
+    kiln_attention_desc probe = ar_desc_of(&rows[0], KILN_ATTENTION_AUTO);
+    probe.dtype = KILN_F16;
+    if (!mma_runs_here(kt_ctx, &probe)) {
+        printf("# skipped: the device has no tensor-core attention kernel (the CUDA backend, compute capability "
+               "8.0 on)\n");
+        skip();
+    }
+    int ran = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        for (int dtype = KILN_F16; dtype <= KILN_BF16; dtype++) {
+            struct ar_row h = rows[i];
+            h.dtype = (kiln_dtype)dtype;
+            kiln_attention_desc d = ar_desc_of(&h, KILN_ATTENTION_AUTO);
+            if (!mma_runs_here(kt_ctx, &d))
+                continue;
+            kiln_attention_plan *plan = NULL;
+            kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+            kiln_attention_plan_info info;
+            kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+            if (strncmp(info.kernel, "attention_f16_mma_", 18) != 0)
+                fail_msg("%s in %s: planned %s (%s)", h.what, kt_dtype_name(h.dtype), info.kernel, info.reason);
+            char label[120];
+            snprintf(label, sizeof label, "%s in %s on %s", h.what, kt_dtype_name(h.dtype), info.kernel);
+            run_case(plan, &d, h.logits, label);
+            kiln_attention_plan_destroy(plan);
+            ran++;
+        }
+    printf("# %d rows on the tensor-core kernel\n", ran);
 }
 
 static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attention_algo algo, int flash)
@@ -725,6 +795,7 @@ int main(void)
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_desc_init));
     kt_add(&tests, cmocka_unit_test(test_auto_is_fused));
+    kt_add(&tests, cmocka_unit_test(test_rows_on_tensor_cores));
     kt_add(&tests, cmocka_unit_test(test_event_completes_the_work));
     kt_add(&tests, cmocka_unit_test(test_plan_reuse));
     kt_add(&tests, cmocka_unit_test(test_one_shot));

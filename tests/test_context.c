@@ -107,6 +107,7 @@ static void test_devices_are_listed_with_profiles(void **state)
         kiln_backend_info opencl;
         kt_assert_status(kiln_backend_get_info(0, &opencl), KILN_SUCCESS);
         assert_string_equal(info.backend, i < opencl.devices ? "opencl" : "cuda");
+        assert_int_equal(info.backend_index, i < opencl.devices ? i : i - opencl.devices);
         assert_true(strlen(info.name) > 0 && strlen(info.platform) > 0);
         assert_true(info.compute_units >= 1 && info.global_mem_bytes > 0 && info.max_work_group_size >= 1);
         assert_true(strlen(info.profile) > 0 && strlen(info.profile_reason) > 0);
@@ -153,6 +154,13 @@ static void test_default_context_is_the_best_device(void **state)
     kt_assert_status(kiln_device_get_info(info.index, &listed), KILN_SUCCESS);
     assert_string_equal(listed.name, info.name);
     assert_string_equal(listed.profile, info.profile);
+    /* Why it is the default, the same said of it listed and opened. */
+    printf("# default: %s\n", info.selection);
+    char name[48];
+    snprintf(name, sizeof name, "%s:%zu, ", info.backend, info.backend_index);
+    assert_ptr_equal(strstr(info.selection, name), info.selection);
+    assert_string_equal(listed.selection, info.selection);
+    assert_string_equal(listed.same_device, info.same_device);
     kt_assert_status(kiln_context_finish(ctx), KILN_SUCCESS);
     kiln_context_destroy(ctx);
     kiln_context_destroy(NULL);
@@ -212,6 +220,11 @@ static void test_environment_selects_device_and_options_win(void **state)
     kiln_context_destroy(ctx);
     setenv("KILN_DEVICE", "0", 1);
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+    kiln_device_info info;
+    kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
+    assert_string_equal(info.selection, "selected by KILN_DEVICE \"0\", an index");
+    kt_assert_status(kiln_device_get_info(0, &info), KILN_SUCCESS);
+    assert_string_equal(info.selection, "selected by KILN_DEVICE \"0\", an index");
     kiln_context_destroy(ctx);
     setenv("KILN_DEVICE", "", 1); /* empty is unset */
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);

@@ -133,6 +133,17 @@ static const struct cc_row pool_misfits[] = {
     {CONV("1x1 pool", NHWC, 2, 8, 6, 7, 8, 1, 1), .pool = 1},
 };
 
+/* The tensor-core implicit GEMM outside fp16/bf16 NHWC, one group, channels
+   a multiple of 8, no pool: UNSUPPORTED on every device (elsewhere than the
+   CUDA backend at compute capability 8.0 on, for the device too). */
+static const struct cc_row mma_misfits[] = {
+    {CONV("nchw", NCHW, 1, 8, 9, 9, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
+    {CONV("fp32", NHWC, 1, 8, 9, 9, 8, 3, 3), PAD(1, 1, 1, 1)},
+    {CONV("12 channels", NHWC, 1, 12, 9, 9, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
+    {CONV("groups2", NHWC, 1, 16, 9, 9, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 2, .dtype = KILN_BF16},
+    {CONV("pool", NHWC, 1, 8, 9, 9, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16, .pool = 1},
+};
+
 struct misfit_test {
     kiln_conv_algo algo;
     const struct cc_row *rows;
@@ -207,7 +218,7 @@ static const struct bad_desc {
     {"dtype = 3", F_DTYPE, 3, F_NONE, 0},
     {"math = 2", F_MATH, 2, F_NONE, 0},
     {"activation = 7", F_ACT, 7, F_NONE, 0},
-    {"algo = 7", F_ALGO, 7, F_NONE, 0},
+    {"algo = 8", F_ALGO, 8, F_NONE, 0},
     {"pool with p = 1 (h 1 + pads 2, r 3)", F_POOL, 1, F_H, 1},
     {"pool with q = 1 (w 1 + pads 2, s 3)", F_POOL, 1, F_W, 1},
 };
@@ -431,6 +442,7 @@ static const struct misfit_test misfits[] = {
     {KILN_CONV_GEMM_1X1, pool_misfits, sizeof pool_misfits / sizeof *pool_misfits},
     {KILN_CONV_IMPLICIT_GEMM, pool_misfits, sizeof pool_misfits / sizeof *pool_misfits},
     {KILN_CONV_IM2COL, pool_misfits, sizeof pool_misfits / sizeof *pool_misfits},
+    {KILN_CONV_IGEMM_MMA, mma_misfits, sizeof mma_misfits / sizeof *mma_misfits},
 };
 
 int main(void)

@@ -8,6 +8,9 @@
  *
  * Algorithms still being written answer UNSUPPORTED "not implemented"; their
  * rows are reported as skipped.
+ *
+ * The tensor-core implicit GEMM (implicit-gemm-mma) has a table of its own,
+ * run where the device runs it (below).
  */
 #include <stdio.h>
 
@@ -154,6 +157,94 @@ static const struct cc_row rows[] = {
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_BF16, D},
 };
 
+/*
+ * The tensor-core implicit GEMM, fp16 and bf16 NHWC (each row in both, one
+ * test each), on the CUDA backend at compute capability 8.0 and newer: AUTO
+ * must choose it, and its result must be within the reference's bound
+ * (fp16 and bf16 products are exact in fp32, so the bound of every
+ * fp32-summing algorithm holds). Its blocks are 128 pixels by 128 filters
+ * in steps of 32 (64 on nvidia-hopper) of K = channels x taps, so the rows
+ * leave partial pixel blocks, fewer filters than a block (and 256: two),
+ * K steps that hold several taps (8 and 16 channels) or start inside one
+ * (24, 40), K not a multiple of the step, an odd filter count (the kernel
+ * stores pairs of filters where K is even), padding on each side, strides,
+ * dilations and the epilogue's switches. Elsewhere an explicit request
+ * must answer UNSUPPORTED, and the test is skipped saying why.
+ */
+enum mma_epilogue { MMA_BIAS, MMA_PLAIN, MMA_RESIDUAL_RELU, MMA_RESIDUAL_GELU, MMA_RESIDUAL_LEAKY };
+
+static const struct mma_row {
+    struct cc_row row;
+    enum mma_epilogue epilogue;
+} mma_rows[] = {
+    {{CONV("3x3 pad1 128 channels, 128 filters", NHWC, 1, 128, 28, 28, 128, 3, 3), PAD(1, 1, 1, 1)}, MMA_BIAS},
+    {{CONV("3x3 pad1 429 pixels, 40 filters", NHWC, 3, 24, 13, 11, 40, 3, 3), PAD(1, 1, 1, 1)}, MMA_PLAIN},
+    {{CONV("3x3 stride2 pad1", NHWC, 2, 32, 15, 17, 72, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, MMA_RESIDUAL_RELU},
+    {{CONV("1x1", NHWC, 2, 64, 7, 9, 96, 1, 1)}, MMA_PLAIN},
+    {{CONV("1x1 stride2 13 filters", NHWC, 1, 16, 9, 11, 13, 1, 1), .sh = 2, .sw = 2}, MMA_RESIDUAL_LEAKY},
+    {{CONV("3x3 dilation2 pad2", NHWC, 1, 16, 13, 13, 24, 3, 3), PAD(2, 2, 2, 2), .dh = 2, .dw = 2}, MMA_RESIDUAL_GELU},
+    {{CONV("3x3 pad t1b0l2r1 8 channels", NHWC, 1, 8, 9, 11, 8, 3, 3), PAD(1, 0, 2, 1)}, MMA_BIAS},
+    {{CONV("5x5 stride1x2 pad2 8 channels", NHWC, 2, 8, 11, 12, 20, 5, 5), PAD(2, 2, 2, 2), .sw = 2},
+     MMA_RESIDUAL_RELU},
+    {{CONV("3x3 pad1 256 filters", NHWC, 2, 64, 14, 14, 256, 3, 3), PAD(1, 1, 1, 1)}, MMA_BIAS},
+    {{CONV("7x7 stride2 pad3 8-channel stem", NHWC, 1, 8, 16, 16, 32, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2},
+     MMA_RESIDUAL_RELU},
+};
+
+static const char *const mma_epilogue_names[] = {"bias", "no bias", "bias+residual relu alpha1.5",
+                                                 "bias+residual gelu alpha1.5", "residual leaky0.1 beta-0.75"};
+
+struct mma_test {
+    const struct mma_row *r;
+    kiln_dtype dtype;
+    char name[192];
+};
+
+static kiln_conv2d_desc mma_desc(const struct mma_test *t, kiln_conv_algo algo)
+{
+    kiln_conv2d_desc d = cc_desc_of(&t->r->row, algo);
+    d.dtype = t->dtype;
+    switch (t->r->epilogue) {
+    case MMA_PLAIN:
+        d.has_bias = 0;
+        break;
+    case MMA_RESIDUAL_RELU:
+        d.alpha = 1.5f, d.beta = 0.5f, d.activation = KILN_ACT_RELU;
+        break;
+    case MMA_RESIDUAL_GELU:
+        d.alpha = 1.5f, d.beta = 0.5f, d.activation = KILN_ACT_GELU;
+        break;
+    case MMA_RESIDUAL_LEAKY:
+        d.has_bias = 0, d.beta = -0.75f, d.activation = KILN_ACT_LEAKY_RELU, d.leaky_slope = 0.1f;
+        break;
+    default:
+        break;
+    }
+    return d;
+}
+
+static void test_mma_row(void **state)
+{
+    const struct mma_test *t = *state;
+    kiln_conv2d_desc d = mma_desc(t, KILN_CONV_IGEMM_MMA);
+    kiln_conv2d_plan *plan = NULL;
+    if (kt_cuda_cc(kt_ctx) < 80) {
+        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_ERROR_UNSUPPORTED);
+        printf("# skipped: no tensor-core convolution on this device (the CUDA backend, compute capability 8.0 on): "
+               "%s\n",
+               kiln_last_error_detail());
+        skip();
+    }
+    kiln_conv2d_desc automatic = mma_desc(t, KILN_CONV_AUTO);
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &automatic, &plan), KILN_SUCCESS);
+    kiln_conv2d_plan_info info;
+    kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+    if (info.algo != KILN_CONV_IGEMM_MMA)
+        fail_msg("%s: AUTO planned %s (%s), not implicit-gemm-mma", t->name, info.name, info.reason);
+    kiln_conv2d_plan_destroy(plan);
+    cc_run_case(kt_ctx, &d, t->name);
+}
+
 static void row_name(char *buf, size_t size, const struct cc_row *r, kiln_conv_algo algo)
 {
     kiln_conv2d_desc d = cc_desc_of(r, algo);
@@ -188,6 +279,16 @@ int main(void)
             struct row_test rt = {&rows[i], algo, ""};
             row_name(rt.name, sizeof rt.name, &rows[i], algo);
             kt_add_copy(&tests, test_row, &rt, sizeof rt, "%s", rt.name);
+        }
+    for (size_t i = 0; i < sizeof mma_rows / sizeof *mma_rows; i++)
+        for (int dtype = KILN_F16; dtype <= KILN_BF16; dtype++) {
+            struct mma_test t = {&mma_rows[i], (kiln_dtype)dtype, ""};
+            struct cc_row r = mma_rows[i].row;
+            r.dtype = t.dtype;
+            char shape[160];
+            row_name(shape, sizeof shape, &r, KILN_CONV_IGEMM_MMA);
+            snprintf(t.name, sizeof t.name, "%s, %s", shape, mma_epilogue_names[mma_rows[i].epilogue]);
+            kt_add_copy(&tests, test_mma_row, &t, sizeof t, "%s", t.name);
         }
     return kt_run("conv_shapes", &tests);
 }

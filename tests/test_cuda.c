@@ -19,6 +19,14 @@
  * registers and shared memory within the limits, as cuobjdump reads them
  * (installed from PyPI; skipped without it).
  *
+ * The tensor-core convolution (cu/conv/conv_f16_igemm_mma.cu): a plain-C
+ * model of a block, its A tiles gathered from an NHWC input through
+ * cu/conv/igemm_gather.h as the kernel's threads gather them and multiplied
+ * as above, must give a direct convolution exactly (padding, strides,
+ * dilations, taps across and within a K step); the kernel compiles for
+ * sm_80 to sm_90 in fp16 and bf16, with and without its epilogue, to the
+ * expected HMMA and LDSM counts, cp.async copies and no spills.
+ *
  * The CUDA backend compiles kiln's shared OpenCL C kernels through
  * cl/common/portability.h: on the test device, with an NVIDIA profile forced
  * and KILN_CUDA_ROUTES=1 (the operators choose as they do on the CUDA
@@ -40,10 +48,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cu/gemm/mma_layout.h"
-#include "../cu/gemm/wgmma_layout.h"
+#include "conv/igemm_gather.h"
 #include "core/context.h"
 #include "cuda/cuda_api.h"
+#include "gemm/mma_layout.h"
+#include "gemm/wgmma_layout.h"
 #include "jit/disk_cache.h"
 #include "jit/program_cache.h"
 #include "kiln/kiln_attention.h"
@@ -52,6 +61,7 @@
 #include "profiles/profile.h"
 #include "test_util.h"
 #include "tune/peaks.h"
+#include "util/options.h"
 
 static const char kernel[] = "extern \"C\" __global__ void scale(float *x, float a, int n)\n"
                              "{\n"
@@ -316,7 +326,12 @@ static void emulated_ldmatrix(const uint16_t *shared, const int row_at[32], int 
    mapping; C stored through its element mapping. Small integers stand for
    16-bit values, exact in every mode. */
 enum { MB = 128, NB = 128, KB = 32, WARPS_M = 2, WARPS_N = 4, WM = MB / WARPS_M, WN = NB / WARPS_N };
+enum { WARPS = WARPS_M * WARPS_N, THREADS = WARPS * 32 };
 enum mma_mode { MODE_F16, MODE_TURING, MODE_TF32 };
+
+/* A block's accumulators: each warp's (WM / 16) x (WN / 8) mma tiles, as
+   its lanes hold them. */
+typedef float model_acc[WARPS][WM / 16][WN / 8][32][4];
 
 /* Value i of a shared tile: 16-bit units `w` a value. */
 static void put(uint16_t *shared, int w, int i, float v)
@@ -345,13 +360,96 @@ static void registers_of(const uint16_t out[32][8], int w, float regs[32][8])
             regs[l][e] = w == 2 ? get(out[l], 2, e) : get(out[l], 1, e);
 }
 
+/* One staged step (gemm/mma_pipeline.h's mma_warp_step) for every warp of
+   the block: A's tile `as` stored MB x KB (KB x MB with ta), B's `bs`
+   KB x NB (NB x KB with tb), KB 16-bit values of K or half as many fp32
+   ones (MODE_TF32), rows ald and bld values apart. */
+static void model_step(const uint16_t *as, int ald, const uint16_t *bs, int bld, int ta, int tb, enum mma_mode mode,
+                       model_acc acc)
+{
+    const int w = mode == MODE_TF32 ? 2 : 1, chunk = 8 / w, kv = KB / w;
+    for (int wi = 0; wi < WARPS; wi++) {
+        const int wr = kiln_mma_warp_row(wi, WARPS_N, WM), wc = kiln_mma_warp_col(wi, WARPS_N, WN);
+        for (int kk = 0; kk < kv; kk += 2 * chunk) {
+            float a[WM / 16][32][8], b[WN / 8][32][4];
+            uint16_t out[32][8];
+            int at[32];
+            for (int mi = 0; mi < WM / 16; mi++) {
+                const int r0 = wr + mi * 16;
+                if (w == 2 && ta) {
+                    for (int l = 0; l < 32; l++)
+                        for (int e = 0; e < 4; e++)
+                            a[mi][l][e] =
+                                get(as, w, (kk + kiln_mma_tf32_a_k(l, e)) * ald + r0 + kiln_mma_tf32_a_row(l, e));
+                    continue;
+                }
+                for (int l = 0; l < 32; l++)
+                    at[l] = w * (ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + r0 + kiln_mma_ldsm_across_col(l, chunk)
+                                    : (r0 + kiln_mma_ldsm_down_row(l)) * ald + kk + kiln_mma_ldsm_down_col(l, chunk));
+                emulated_ldmatrix(as, at, ta, out);
+                registers_of((const uint16_t(*)[8])out, w, a[mi]);
+            }
+            for (int ni = 0; ni < WN / 8; ni += 2) {
+                const int c0 = wc + ni * 8;
+                if (w == 2 && !tb) {
+                    for (int l = 0; l < 32; l++)
+                        for (int e = 0; e < 2; e++) {
+                            const int at_k = (kk + kiln_mma_tf32_b_k(l, e)) * bld;
+                            b[ni][l][e] = get(bs, w, at_k + c0 + kiln_mma_tf32_b_col(l));
+                            b[ni + 1][l][e] = get(bs, w, at_k + c0 + 8 + kiln_mma_tf32_b_col(l));
+                        }
+                    continue;
+                }
+                float r[32][8];
+                for (int l = 0; l < 32; l++)
+                    at[l] = w * (tb ? (c0 + kiln_mma_ldsm_across_row(l)) * bld + kk + kiln_mma_ldsm_across_col(l, chunk)
+                                    : (kk + kiln_mma_ldsm_down_row(l)) * bld + c0 + kiln_mma_ldsm_down_col(l, chunk));
+                emulated_ldmatrix(bs, at, !tb, out);
+                registers_of((const uint16_t(*)[8])out, w, r);
+                /* Registers 0-1 of the x4 are b[ni]'s, 2-3 b[ni + 1]'s. */
+                for (int l = 0; l < 32; l++)
+                    for (int e = 0; e < 4 / w; e++)
+                        b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 / w + e];
+            }
+            for (int mi = 0; mi < WM / 16; mi++)
+                for (int ni = 0; ni < WN / 8; ni++) {
+                    const float(*fa)[8] = (const float(*)[8])a[mi], (*fb)[4] = (const float(*)[4])b[ni];
+                    if (mode == MODE_TURING)
+                        emulated_mma_turing(fa, fb, acc[wi][mi][ni]);
+                    else if (mode == MODE_TF32)
+                        emulated_mma_tf32(fa, fb, acc[wi][mi][ni]);
+                    else
+                        emulated_mma(fa, fb, acc[wi][mi][ni]);
+                }
+        }
+    }
+}
+
+/* The block at (m0, n0) of C (M x N, row-major) from its accumulators,
+   through the C fragment's element mapping. */
+static void model_store(model_acc acc, int m0, int n0, int M, int N, float *C)
+{
+    for (int w = 0; w < WARPS; w++)
+        for (int mi = 0; mi < WM / 16; mi++)
+            for (int ni = 0; ni < WN / 8; ni++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int e = 0; e < 4; e++) {
+                        const int r = m0 + kiln_mma_warp_row(w, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
+                        const int c = n0 + kiln_mma_warp_col(w, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
+                        if (r < M && c < N)
+                            C[r * N + c] = acc[w][mi][ni][lane][e];
+                    }
+}
+
 static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb,
                        enum mma_mode mode)
 {
+    /* The stored tiles: A MB x KB (KB x MB transposed), B KB x NB (NB x KB),
+       rows along K padded by 16 bytes, along M or N by 8 values. */
     const int w = mode == MODE_TF32 ? 2 : 1, chunk = 8 / w, kv = KB / w;
     const int ald = ta ? MB + 8 : kv + chunk, bld = tb ? kv + chunk : NB + 8;
     static uint16_t as[2 * MB * (MB + 8)], bs[2 * NB * (NB + 8)];
-    static float acc[WARPS_M * WARPS_N][WM / 16][WN / 8][32][4];
+    static model_acc acc;
     for (int m0 = 0; m0 < M; m0 += MB)
         for (int n0 = 0; n0 < N; n0 += NB) {
             memset(acc, 0, sizeof acc);
@@ -370,79 +468,9 @@ static void model_gemm(int M, int N, int K, const float *A, const float *B, floa
                                             : 0.0f;
                         put(bs, w, tb ? j * bld + k : k * bld + j, v);
                     }
-                for (int wi = 0; wi < WARPS_M * WARPS_N; wi++) {
-                    const int wr = kiln_mma_warp_row(wi, WARPS_N, WM), wc = kiln_mma_warp_col(wi, WARPS_N, WN);
-                    for (int kk = 0; kk < kv; kk += 2 * chunk) {
-                        float a[WM / 16][32][8], b[WN / 8][32][4];
-                        uint16_t out[32][8];
-                        int at[32];
-                        for (int mi = 0; mi < WM / 16; mi++) {
-                            const int r0 = wr + mi * 16;
-                            if (w == 2 && ta) {
-                                for (int l = 0; l < 32; l++)
-                                    for (int e = 0; e < 4; e++)
-                                        a[mi][l][e] =
-                                            get(as, w,
-                                                (kk + kiln_mma_tf32_a_k(l, e)) * ald + r0 + kiln_mma_tf32_a_row(l, e));
-                                continue;
-                            }
-                            for (int l = 0; l < 32; l++)
-                                at[l] = w * (ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + r0 +
-                                                      kiln_mma_ldsm_across_col(l, chunk)
-                                                : (r0 + kiln_mma_ldsm_down_row(l)) * ald + kk +
-                                                      kiln_mma_ldsm_down_col(l, chunk));
-                            emulated_ldmatrix(as, at, ta, out);
-                            registers_of((const uint16_t(*)[8])out, w, a[mi]);
-                        }
-                        for (int ni = 0; ni < WN / 8; ni += 2) {
-                            const int c0 = wc + ni * 8;
-                            if (w == 2 && !tb) {
-                                for (int l = 0; l < 32; l++)
-                                    for (int e = 0; e < 2; e++) {
-                                        const int at_k = (kk + kiln_mma_tf32_b_k(l, e)) * bld;
-                                        b[ni][l][e] = get(bs, w, at_k + c0 + kiln_mma_tf32_b_col(l));
-                                        b[ni + 1][l][e] = get(bs, w, at_k + c0 + 8 + kiln_mma_tf32_b_col(l));
-                                    }
-                                continue;
-                            }
-                            float r[32][8];
-                            for (int l = 0; l < 32; l++)
-                                at[l] = w * (tb ? (c0 + kiln_mma_ldsm_across_row(l)) * bld + kk +
-                                                      kiln_mma_ldsm_across_col(l, chunk)
-                                                : (kk + kiln_mma_ldsm_down_row(l)) * bld + c0 +
-                                                      kiln_mma_ldsm_down_col(l, chunk));
-                            emulated_ldmatrix(bs, at, !tb, out);
-                            registers_of((const uint16_t(*)[8])out, w, r);
-                            /* Registers 0-1 of the x4 are b[ni]'s, 2-3 b[ni + 1]'s. */
-                            for (int l = 0; l < 32; l++)
-                                for (int e = 0; e < 4 / w; e++)
-                                    b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 / w + e];
-                        }
-                        for (int mi = 0; mi < WM / 16; mi++)
-                            for (int ni = 0; ni < WN / 8; ni++) {
-                                const float(*fa)[8] = (const float(*)[8])a[mi], (*fb)[4] = (const float(*)[4])b[ni];
-                                if (mode == MODE_TURING)
-                                    emulated_mma_turing(fa, fb, acc[wi][mi][ni]);
-                                else if (mode == MODE_TF32)
-                                    emulated_mma_tf32(fa, fb, acc[wi][mi][ni]);
-                                else
-                                    emulated_mma(fa, fb, acc[wi][mi][ni]);
-                            }
-                    }
-                }
+                model_step(as, ald, bs, bld, ta, tb, mode, acc);
             }
-            for (int wi = 0; wi < WARPS_M * WARPS_N; wi++)
-                for (int mi = 0; mi < WM / 16; mi++)
-                    for (int ni = 0; ni < WN / 8; ni++)
-                        for (int lane = 0; lane < 32; lane++)
-                            for (int e = 0; e < 4; e++) {
-                                const int r =
-                                    m0 + kiln_mma_warp_row(wi, WARPS_N, WM) + mi * 16 + kiln_mma_c_row(lane, e);
-                                const int c =
-                                    n0 + kiln_mma_warp_col(wi, WARPS_N, WN) + ni * 8 + kiln_mma_c_col(lane, e);
-                                if (r < M && c < N)
-                                    C[r * N + c] = acc[wi][mi][ni][lane][e];
-                            }
+            model_store(acc, m0, n0, M, N, C);
         }
 }
 
@@ -487,6 +515,142 @@ static void test_mma_tiling_model(void **state)
                              "PTX ISA",
                              names[mode], ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * N + j], ref);
             }
+    }
+}
+
+/* ---- the tensor-core convolution ------------------------------------------ */
+
+/* A convolution, NHWC with KRSC weights: pads top, bottom, left, right. */
+struct conv_case {
+    const char *what;
+    int n, c, h, w, k, r, s, sh, sw, pad[4], dh, dw;
+};
+
+static int conv_p(const struct conv_case *d)
+{
+    return (d->h + d->pad[0] + d->pad[1] - (d->r - 1) * d->dh - 1) / d->sh + 1;
+}
+static int conv_q(const struct conv_case *d)
+{
+    return (d->w + d->pad[2] + d->pad[3] - (d->s - 1) * d->dw - 1) / d->sw + 1;
+}
+
+/* conv_f16_igemm_mma's block in C, at the tiling of model_gemm (128 x 128
+   by 32 of K, 256 threads): each thread copies its pieces of 8 channels of
+   the A tile where conv/igemm_gather.h says (its pixels decoded once per
+   block, its tap advanced by KB a step, zeros in the padding and past
+   Kdim) and its pieces of the weights as stored (the GEMM's B transposed),
+   then the warps multiply (model_step) and store y, M x K (NHWC). */
+static void model_conv(const struct conv_case *d, const float *x, const float *wt, float *y)
+{
+    enum { LD = KB + 8, A_PIECES = MB * (KB / 8) / THREADS, B_PIECES = NB * (KB / 8) / THREADS };
+    const int P = conv_p(d), Q = conv_q(d), M = d->n * P * Q, KK = d->r * d->s * d->c;
+    static uint16_t as[MB * LD], bs[NB * LD];
+    static model_acc acc;
+    static struct kiln_igemm_pixel px[THREADS][A_PIECES];
+    static struct kiln_igemm_tap tap[THREADS];
+    for (int m0 = 0; m0 < M; m0 += MB)
+        for (int n0 = 0; n0 < d->k; n0 += NB) {
+            memset(acc, 0, sizeof acc);
+            for (int t = 0; t < THREADS; t++) {
+                for (int i = 0; i < A_PIECES; i++)
+                    px[t][i] = kiln_igemm_pixel_of(m0 + kiln_igemm_piece_row(t, i, KB, THREADS), M, P, Q, d->h, d->w,
+                                                   d->c, d->sh, d->sw, d->pad[0], d->pad[2]);
+                tap[t] = kiln_igemm_tap_of(kiln_igemm_piece_col(t, KB), d->c, d->s);
+            }
+            for (int k0 = 0; k0 < KK; k0 += KB) {
+                for (int t = 0; t < THREADS; t++) {
+                    const int col = kiln_igemm_piece_col(t, KB), k = k0 + col;
+                    for (int i = 0; i < A_PIECES; i++) {
+                        const int row = kiln_igemm_piece_row(t, i, KB, THREADS);
+                        const int inside = kiln_igemm_inside(px[t][i], tap[t], d->r, d->h, d->w, d->dh, d->dw);
+                        const unsigned at = inside ? kiln_igemm_at(px[t][i], tap[t], d->w, d->c, d->dh, d->dw) : 0;
+                        for (int j = 0; j < 8; j++)
+                            put(as, 1, row * LD + col + j, inside ? x[at + j] : 0.0f);
+                    }
+                    kiln_igemm_tap_next(&tap[t], KB, d->c, d->s);
+                    for (int i = 0; i < B_PIECES; i++) {
+                        const int row = kiln_igemm_piece_row(t, i, KB, THREADS), f = n0 + row;
+                        for (int j = 0; j < 8; j++)
+                            put(bs, 1, row * LD + col + j, f < d->k && k < KK ? wt[f * KK + k + j] : 0.0f);
+                    }
+                }
+                model_step(as, LD, bs, LD, 0, 1, MODE_F16, acc);
+            }
+            model_store(acc, m0, n0, M, d->k, y);
+        }
+}
+
+/* y(image, oh, ow, f) by the convolution's definition, in double. */
+static double direct_conv(const struct conv_case *d, const float *x, const float *wt, int image, int oh, int ow, int f)
+{
+    double sum = 0.0;
+    for (int r = 0; r < d->r; r++)
+        for (int s = 0; s < d->s; s++) {
+            const int ih = oh * d->sh - d->pad[0] + r * d->dh, iw = ow * d->sw - d->pad[2] + s * d->dw;
+            if (ih < 0 || ih >= d->h || iw < 0 || iw >= d->w)
+                continue;
+            for (int c = 0; c < d->c; c++)
+                sum += (double)x[((image * d->h + ih) * d->w + iw) * d->c + c] *
+                       wt[((f * d->r + r) * d->s + s) * d->c + c];
+        }
+    return sum;
+}
+
+static void test_conv_mma_gather_model(void **state)
+{
+    (void)state;
+    /* Small integers, so every sum is exact. Several pixel blocks with a
+       partial one; steps that hold several taps (8 and 16 channels) or
+       start inside one (40 channels: 5 pieces a tap, 4 a step); Kdim not a
+       multiple of the step; two blocks of filters; asymmetric padding,
+       strides and dilations. */
+    static const struct conv_case cases[] = {
+        {"3x3 stride 2 dilation 2 pad t2 b1 l1 r2, 16 channels", 3, 16, 17, 15, 24, 3, 3, 2, 2, {2, 1, 1, 2}, 2, 2},
+        {"3x3 pad 1, 40 channels", 1, 40, 12, 13, 20, 3, 3, 1, 1, {1, 1, 1, 1}, 1, 1},
+        {"5x3 stride 2x1 dilation 1x3 pad 2 2 3 3, 8 channels, 140 filters",
+         2,
+         8,
+         9,
+         10,
+         140,
+         5,
+         3,
+         2,
+         1,
+         {2, 2, 3, 3},
+         1,
+         3},
+        {"1x1 stride 2, 24 channels", 2, 24, 9, 11, 16, 1, 1, 2, 2, {0, 0, 0, 0}, 1, 1},
+    };
+    uint64_t seed = kt_group_seed;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const struct conv_case *d = &cases[i];
+        const int P = conv_p(d), Q = conv_q(d), nx = d->n * d->h * d->w * d->c, nw = d->k * d->r * d->s * d->c;
+        const int ny = d->n * P * Q * d->k;
+        float *x = malloc(nx * sizeof *x), *wt = malloc(nw * sizeof *wt), *y = malloc(ny * sizeof *y);
+        assert_true(x && wt && y);
+        kt_fill_uniform(x, (size_t)nx, -3.0f, 4.0f, &seed);
+        kt_fill_uniform(wt, (size_t)nw, -3.0f, 4.0f, &seed);
+        for (int j = 0; j < nx; j++)
+            x[j] = floorf(x[j]);
+        for (int j = 0; j < nw; j++)
+            wt[j] = floorf(wt[j]);
+        for (int j = 0; j < ny; j++)
+            y[j] = NAN;
+        model_conv(d, x, wt, y);
+        for (int image = 0; image < d->n; image++)
+            for (int oh = 0; oh < P; oh++)
+                for (int ow = 0; ow < Q; ow++)
+                    for (int f = 0; f < d->k; f++) {
+                        const double ref = direct_conv(d, x, wt, image, oh, ow, f);
+                        const float got = y[((image * P + oh) * Q + ow) * d->k + f];
+                        if (got != ref)
+                            fail_msg("conv model, %s: y[%d][%d][%d][%d] = %g, the convolution %g: "
+                                     "conv/igemm_gather.h gathers the wrong input",
+                                     d->what, image, oh, ow, f, got, ref);
+                    }
+        free(x), free(wt), free(y);
     }
 }
 
@@ -630,13 +794,13 @@ static char *run_tool(const char *tool, const char *args, const char *file)
     return out;
 }
 
-/* A kernel source of cu/gemm, read whole. */
+/* A kernel source of cu/ ("gemm/gemm_f16_mma.cu"), read whole. */
 static void read_kernel(const char *name, char *source, size_t size)
 {
     char file[1200];
     snprintf(file, sizeof file, "%s", __FILE__);
     *strrchr(file, '/') = '\0';
-    strcat(file, "/../cu/gemm/");
+    strcat(file, "/../cu/");
     strcat(file, name);
     FILE *f = fopen(file, "rb");
     assert_non_null(f);
@@ -652,16 +816,17 @@ struct sass_report {
     char *sass; /* NULL where cuobjdump is missing */
 };
 
-/* Compile `source` for sm_`arch` with `options` (the cu/ include path
-   added), check the CUBIN's arch and, where cuobjdump was found, read its
-   SASS and resources. */
+/* Compile `source` for sm_`arch` with `options` as the backend does
+   (-default-device, includes from cu/ first, then cl/), check the CUBIN's
+   arch and, where cuobjdump was found, read its SASS and resources. */
 static struct sass_report compile_and_read(const struct kiln_cuda_api *api, const char *tool, const char *dir,
                                            const char *name, const char *source, int arch, const char *options)
 {
-    char root[1024], all[1600];
+    char root[1024], all[3200];
     snprintf(root, sizeof root, "%s", __FILE__);
     *strrchr(root, '/') = '\0';
-    snprintf(all, sizeof all, "--include-path=%s/../cu %s", root, options);
+    snprintf(all, sizeof all, "-default-device --include-path=%s/../cu --include-path=%s/../cl %s", root, root,
+             options);
     struct sass_report r = {0, -1, -1, -1, -1, NULL};
     void *cubin = NULL;
     size_t size = 0;
@@ -691,6 +856,32 @@ static struct sass_report compile_and_read(const struct kiln_cuda_api *api, cons
     return r;
 }
 
+/* What each SASS test starts with: NVRTC (else the test is skipped), the
+   source of cu/ `name`, cuobjdump's path ("" without it: compiling only) and a
+   scratch directory for the CUBINs; sass_end releases them. */
+struct sass_test {
+    struct kiln_cuda_api api;
+    char source[1 << 16], tool[1024];
+    char *dir;
+};
+
+static void sass_begin(struct sass_test *t, const char *name)
+{
+    load_nvrtc_or_skip(&t->api);
+    read_kernel(name, t->source, sizeof t->source);
+    find_cuobjdump(t->tool, sizeof t->tool);
+    if (!t->tool[0])
+        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
+    t->dir = kt_temp_dir();
+}
+
+static void sass_end(struct sass_test *t)
+{
+    kt_remove_tree(t->dir);
+    free(t->dir);
+    kiln_cuda_unload(&t->api);
+}
+
 static int count_of(const char *text, const char *what)
 {
     int n = 0;
@@ -702,15 +893,8 @@ static int count_of(const char *text, const char *what)
 static void test_mma_kernel_sass(void **state)
 {
     (void)state;
-    struct kiln_cuda_api api;
-    load_nvrtc_or_skip(&api);
-    static char source[1 << 16];
-    read_kernel("gemm_f16_mma.cu", source, sizeof source);
-    char tool[1024];
-    find_cuobjdump(tool, sizeof tool);
-    if (!tool[0])
-        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
-    char *dir = kt_temp_dir();
+    static struct sass_test t;
+    sass_begin(&t, "gemm/gemm_f16_mma.cu");
     /* fp16 from sm_75, bf16 (KILN_MMA_BF16) and TF32 (KILN_MMA_TF32) from
        sm_80; transposed operands; plain loads where rows are not 16-byte
        aligned (async 0). */
@@ -732,7 +916,7 @@ static void test_mma_kernel_sass(void **state)
         snprintf(options, sizeof options,
                  "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_MMA_BF16=%d -DKILN_MMA_TF32=%d",
                  builds[i].ta, builds[i].tb, builds[i].async, builds[i].type == BF16, tf32);
-        struct sass_report r = compile_and_read(&api, tool, dir, "gemm_f16_mma.cu", source, arch, options);
+        struct sass_report r = compile_and_read(&t.api, t.tool, t.dir, "gemm_f16_mma.cu", t.source, arch, options);
         if (!r.sass) {
             printf("# gemm_f16_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
             continue;
@@ -758,9 +942,7 @@ static void test_mma_kernel_sass(void **state)
                      type, arch, hmma, typed ? "of its type" : "not of its type", r.reg, r.local, r.stack, r.shared);
         free(r.sass);
     }
-    kt_remove_tree(dir);
-    free(dir);
-    kiln_cuda_unload(&api);
+    sass_end(&t);
 }
 
 /* The wgmma kernels for sm_90a, in each transpose (the four descriptor
@@ -771,15 +953,8 @@ static void test_mma_kernel_sass(void **state)
 static void test_wgmma_kernel_sass(void **state)
 {
     (void)state;
-    struct kiln_cuda_api api;
-    load_nvrtc_or_skip(&api);
-    static char source[1 << 16];
-    read_kernel("gemm_f16_wgmma.cu", source, sizeof source);
-    char tool[1024];
-    find_cuobjdump(tool, sizeof tool);
-    if (!tool[0])
-        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
-    char *dir = kt_temp_dir();
+    static struct sass_test t;
+    sass_begin(&t, "gemm/gemm_f16_wgmma.cu");
     enum { LOADS, ASYNC, TMA };
     enum { F16, BF16, TF32 };
     static const char *const type_names[] = {"f16", "bf16", "tf32"};
@@ -804,7 +979,7 @@ static void test_wgmma_kernel_sass(void **state)
                  "-DKILN_MMA_TF32=%d",
                  builds[i].bm, builds[i].bn, builds[i].stages, builds[i].ta, builds[i].tb, builds[i].copies != LOADS,
                  builds[i].copies == TMA, builds[i].type == BF16, builds[i].type == TF32);
-        struct sass_report r = compile_and_read(&api, tool, dir, "gemm_f16_wgmma.cu", source, 90, options);
+        struct sass_report r = compile_and_read(&t.api, t.tool, t.dir, "gemm_f16_wgmma.cu", t.source, 90, options);
         if (!r.sass) {
             printf("# gemm_f16_wgmma %s sm_90a: compiled in %.0f ms\n", type, r.ms);
             continue;
@@ -826,16 +1001,238 @@ static void test_wgmma_kernel_sass(void **state)
                      r.stack);
         free(r.sass);
     }
-    kt_remove_tree(dir);
-    free(dir);
-    kiln_cuda_unload(&api);
+    sass_end(&t);
+}
+
+/* ---- attention on tensor cores ------------------------------------------- */
+
+/* attention_f16_mma's multiplies for one warp's 16 rows, in C: S = Q K^T
+   over AT_D of the head dimension, with Q's fragments by ldmatrix (rows of
+   the query tile) and K's by ldmatrix without .trans (keys stored as rows),
+   then S's accumulators reused as the A fragments of P V (mma_layout.h's
+   C-as-A mapping) with V's fragments by ldmatrix.trans, tiles padded by 8
+   as the kernel's. P is S itself here (no softmax): the model checks where
+   the values go. */
+enum { AT_KEYS = 32, AT_D = 32, AT_LD = AT_D + 8 };
+
+static void model_attention_warp(const float *Q, const float *K, const float *V, float *O)
+{
+    static uint16_t qs[16 * AT_LD], ks[AT_KEYS * AT_LD], vs[AT_KEYS * AT_LD];
+    for (int r = 0; r < 16; r++)
+        for (int d = 0; d < AT_D; d++)
+            put(qs, 1, r * AT_LD + d, Q[r * AT_D + d]);
+    for (int j = 0; j < AT_KEYS; j++)
+        for (int d = 0; d < AT_D; d++)
+            put(ks, 1, j * AT_LD + d, K[j * AT_D + d]), put(vs, 1, j * AT_LD + d, V[j * AT_D + d]);
+    uint16_t out[32][8];
+    float sc[AT_KEYS / 8][32][4], o[AT_D / 8][32][4];
+    memset(sc, 0, sizeof sc);
+    memset(o, 0, sizeof o);
+    int at[32];
+    for (int kk = 0; kk < AT_D; kk += 16) {
+        float a[32][8], r[32][8];
+        for (int l = 0; l < 32; l++)
+            at[l] = kiln_mma_ldsm_down_row(l) * AT_LD + kk + kiln_mma_ldsm_down_col(l, 8);
+        emulated_ldmatrix(qs, at, 0, out);
+        registers_of((const uint16_t(*)[8])out, 1, a);
+        for (int nt = 0; nt < AT_KEYS / 8; nt += 2) {
+            for (int l = 0; l < 32; l++)
+                at[l] = (nt * 8 + kiln_mma_ldsm_across_row(l)) * AT_LD + kk + kiln_mma_ldsm_across_col(l, 8);
+            emulated_ldmatrix(ks, at, 0, out);
+            registers_of((const uint16_t(*)[8])out, 1, r);
+            float b0[32][4], b1[32][4];
+            for (int l = 0; l < 32; l++)
+                for (int e = 0; e < 4; e++)
+                    b0[l][e] = r[l][e], b1[l][e] = r[l][4 + e];
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b0, sc[nt]);
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b1, sc[nt + 1]);
+        }
+    }
+    for (int kk = 0; kk < AT_KEYS / 16; kk++) {
+        float a[32][8], r[32][8];
+        for (int l = 0; l < 32; l++)
+            for (int e = 0; e < 8; e++)
+                a[l][e] = sc[2 * kk + kiln_mma_a_from_c_tile(e)][l][kiln_mma_a_from_c_elem(e)];
+        for (int dt = 0; dt < AT_D / 8; dt += 2) {
+            for (int l = 0; l < 32; l++)
+                at[l] = (kk * 16 + kiln_mma_ldsm_down_row(l)) * AT_LD + dt * 8 + kiln_mma_ldsm_down_col(l, 8);
+            emulated_ldmatrix(vs, at, 1, out);
+            registers_of((const uint16_t(*)[8])out, 1, r);
+            float b0[32][4], b1[32][4];
+            for (int l = 0; l < 32; l++)
+                for (int e = 0; e < 4; e++)
+                    b0[l][e] = r[l][e], b1[l][e] = r[l][4 + e];
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b0, o[dt]);
+            emulated_mma((const float(*)[8])a, (const float(*)[4])b1, o[dt + 1]);
+        }
+    }
+    for (int dt = 0; dt < AT_D / 8; dt++)
+        for (int l = 0; l < 32; l++)
+            for (int e = 0; e < 4; e++)
+                O[kiln_mma_c_row(l, e) * AT_D + dt * 8 + kiln_mma_c_col(l, e)] = o[dt][l][e];
+}
+
+static void test_attention_mma_model(void **state)
+{
+    (void)state;
+    /* Small integers: S and (Q K^T) V are exact in float. */
+    static float Q[16 * AT_D], K[AT_KEYS * AT_D], V[AT_KEYS * AT_D], O[16 * AT_D];
+    uint64_t seed = kt_group_seed;
+    kt_fill_uniform(Q, 16 * AT_D, -2.0f, 3.0f, &seed);
+    kt_fill_uniform(K, AT_KEYS * AT_D, -2.0f, 3.0f, &seed);
+    kt_fill_uniform(V, AT_KEYS * AT_D, -2.0f, 3.0f, &seed);
+    for (int i = 0; i < 16 * AT_D; i++)
+        Q[i] = floorf(Q[i]);
+    for (int i = 0; i < AT_KEYS * AT_D; i++)
+        K[i] = floorf(K[i]), V[i] = floorf(V[i]);
+    for (int i = 0; i < 16 * AT_D; i++)
+        O[i] = NAN;
+    model_attention_warp(Q, K, V, O);
+    for (int i = 0; i < 16; i++)
+        for (int x = 0; x < AT_D; x++) {
+            double ref = 0;
+            for (int j = 0; j < AT_KEYS; j++) {
+                double s = 0;
+                for (int d = 0; d < AT_D; d++)
+                    s += (double)Q[i * AT_D + d] * K[j * AT_D + d];
+                ref += s * V[j * AT_D + x];
+            }
+            if (O[i * AT_D + x] != ref)
+                fail_msg("attention model O(%d, %d) = %g, (Q K^T) V = %g: mma_layout.h disagrees with the PTX ISA", i,
+                         x, O[i * AT_D + x], ref);
+        }
+}
+
+/* The CUDA backend's own attention kernels for sm_80 to sm_90, fp16 and
+   bf16 (and fp32 for decoding), each switch and split: the tensor-core
+   kernel at the shipped blocks and the smallest (HMMA of its type,
+   fragments by ldmatrix, cp.async copies), the decoding kernel at 1, 4 and
+   8 rows and head dimensions to 256 (no HMMA); no spills. */
+static void test_attention_kernels_sass(void **state)
+{
+    (void)state;
+    static struct sass_test t;
+    sass_begin(&t, "attention/attention_f16_mma.cu");
+    static char decode_source[1 << 16];
+    read_kernel("attention/attention_decode.cu", decode_source, sizeof decode_source);
+    enum { F32, F16, BF16 };
+    static const struct {
+        int decode, arch, bq, bk, warps, d, dtype, causal, mask, lengths, lse, split;
+    } builds[] = {
+        /* decode, arch, block_q (rows), block_kv, warps, d, dtype, causal, mask, lengths, lse, split */
+        {0, 80, 64, 64, 4, 128, F16, 0, 0, 0, 0, 0},   {0, 86, 64, 64, 4, 64, F16, 1, 0, 0, 1, 0},
+        {0, 89, 64, 64, 4, 80, BF16, 0, 1, 1, 0, 0},   {0, 90, 128, 64, 8, 128, F16, 0, 0, 0, 0, 0},
+        {0, 90, 128, 64, 8, 128, BF16, 1, 1, 1, 1, 1}, {0, 90, 128, 64, 4, 64, F16, 1, 0, 0, 1, 0},
+        {0, 90, 16, 64, 1, 128, F16, 0, 0, 1, 1, 1},   {0, 80, 32, 16, 1, 8, BF16, 1, 1, 1, 0, 1},
+        {1, 80, 4, 0, 4, 128, F32, 0, 0, 0, 0, 1},     {1, 90, 8, 0, 4, 128, F16, 1, 1, 1, 1, 1},
+        {1, 86, 1, 0, 8, 256, BF16, 0, 0, 0, 1, 0},    {1, 89, 4, 0, 2, 20, F32, 1, 1, 0, 0, 1},
+    };
+    static const char *const types[] = {"f32", "f16", "bf16"};
+    for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
+        const int arch = builds[i].arch, decode = builds[i].decode;
+        const char *what = decode ? "attention_decode" : "attention_f16_mma";
+        char type[120], options[500], switches[200];
+        snprintf(type, sizeof type, "%d%s %d warps%s d%d %s%s%s%s%s%s", builds[i].bq, decode ? " rows" : "",
+                 builds[i].warps,
+                 decode  ? ""
+                 : i % 2 ? " 2 stages"
+                         : " 1 stage",
+                 builds[i].d, types[builds[i].dtype], builds[i].causal ? " causal" : "", builds[i].mask ? " mask" : "",
+                 builds[i].lengths ? " key-lengths" : "", builds[i].lse ? " lse" : "", builds[i].split ? " split" : "");
+        snprintf(switches, sizeof switches,
+                 "-DKILN_F16=%d -DKILN_BF16=%d -DKILN_MMA_BF16=%d -DKILN_ATTN_CAUSAL=%d -DKILN_ATTN_MASK=%d "
+                 "-DKILN_ATTN_KEY_LENGTHS=%d -DKILN_ATTN_LSE=%d",
+                 builds[i].dtype == F16, builds[i].dtype == BF16, builds[i].dtype == BF16, builds[i].causal,
+                 builds[i].mask, builds[i].lengths, builds[i].lse);
+        if (decode)
+            snprintf(options, sizeof options,
+                     "-DKILN_DECODE_WARPS=%d -DKILN_DECODE_ROWS=%d -DKILN_DECODE_D=%d -DKILN_DECODE_SPLIT=%d %s",
+                     builds[i].warps, builds[i].bq, builds[i].d, builds[i].split, switches);
+        else
+            snprintf(options, sizeof options,
+                     "-DKILN_AMMA_BLOCK_Q=%d -DKILN_AMMA_BLOCK_KV=%d -DKILN_AMMA_WARPS=%d -DKILN_AMMA_D=%d "
+                     "-DKILN_AMMA_SPLIT=%d -DKILN_AMMA_STAGES=%d %s",
+                     builds[i].bq, builds[i].bk, builds[i].warps, builds[i].d, builds[i].split, 1 + (int)(i % 2),
+                     switches);
+        char file[64];
+        snprintf(file, sizeof file, "%s.cu", what);
+        struct sass_report r =
+            compile_and_read(&t.api, t.tool, t.dir, file, decode ? decode_source : t.source, arch, options);
+        if (!r.sass) {
+            printf("# %s %s sm_%d: compiled in %.0f ms\n", what, type, arch, r.ms);
+            continue;
+        }
+        const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
+        const int typed = builds[i].dtype == BF16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        printf("# %s %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d local, %d stack\n", what, type,
+               arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.local, r.stack);
+        const int shape_ok = decode ? hmma == 0 : hmma > 0 && typed && ldsm > 0 && ldgsts > 0;
+        if (!shape_ok || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0)
+            fail_msg("%s %s on sm_%d: %d HMMA (%s), %d LDSM, %d LDGSTS, %d registers, %d local and %d stack bytes "
+                     "(spills)",
+                     what, type, arch, hmma, typed ? "of its type" : "not of its type", ldsm, ldgsts, r.reg, r.local,
+                     r.stack);
+        free(r.sass);
+    }
+    sass_end(&t);
+}
+
+/* The tensor-core convolution for sm_80 to sm_90, fp16 and bf16, without
+   and with its epilogue (bias, residual, an activation), with the -D
+   options of its conv.mma group in the NVIDIA profile of each architecture
+   (the roots' blocks, nvidia-hopper's): one HMMA of its type per mma tile
+   and 16 of K, fragments by ldmatrix (4 for A and 2 for B per 16 of K, for
+   warps of 4 x 4 tiles), cp.async copies, no spills. */
+static void test_conv_mma_kernel_sass(void **state)
+{
+    (void)state;
+    static struct sass_test t;
+    sass_begin(&t, "conv/conv_f16_igemm_mma.cu");
+    static const struct {
+        int arch;
+        const char *profile;
+    } archs[] = {{80, "nvidia-ampere-ga100"}, {86, "nvidia-ampere"}, {89, "nvidia-ada"}, {90, "nvidia-hopper"}};
+    for (size_t i = 0; i < sizeof archs / sizeof *archs * 4; i++) {
+        const int arch = archs[i / 4].arch, bf16 = i & 1, epilogue = i >> 1 & 1;
+        kiln_context *ctx = kt_profile_context(archs[i / 4].profile);
+        const struct kiln_param_conv_mma *p = &kiln_profile_params(ctx->profile)->conv_mma;
+        const int bk = p->bk, mi = p->bm / p->warps_m / 16, ni = p->bn / p->warps_n / 8;
+        struct kiln_options o = {0};
+        kiln_profile_defines(&o, KILN_GROUP_conv_mma, p);
+        kiln_options_add(&o, "-DKILN_MMA_BF16=%d -DKILN_HAS_BIAS=%d -DKILN_HAS_Z=%d -DKILN_ACT=%d", bf16, epilogue,
+                         epilogue, epilogue ? (bf16 ? KILN_ACT_LEAKY_RELU : KILN_ACT_GELU) : 0);
+        char type[160];
+        snprintf(type, sizeof type, "%s %dx%dx%d %s%s", archs[i / 4].profile, p->bm, p->bn, bk, bf16 ? "bf16" : "f16",
+                 epilogue ? (bf16 ? " bias+residual leaky" : " bias+residual gelu") : "");
+        struct sass_report r =
+            compile_and_read(&t.api, t.tool, t.dir, "conv_f16_igemm_mma.cu", t.source, arch, kiln_options_text(&o));
+        kiln_options_free(&o);
+        kiln_context_destroy(ctx);
+        if (!r.sass) {
+            printf("# conv_f16_igemm_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
+            continue;
+        }
+        const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
+        const int typed = bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        printf("# conv_f16_igemm_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d local, %d "
+               "stack\n",
+               type, arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.local, r.stack);
+        /* Per 16 of K, a warp's mi x ni mma tiles and mi + ni/2 ldmatrix. */
+        if (hmma != mi * ni * bk / 16 || !typed || ldsm != (mi + ni / 2) * bk / 16 || ldgsts == 0 || r.reg < 0 ||
+            r.reg > 255 || r.local != 0 || r.stack != 0)
+            fail_msg("conv_f16_igemm_mma %s on sm_%d: %d HMMA (%s), %d LDSM, %d LDGSTS, %d registers, %d local and "
+                     "%d stack bytes (spills)",
+                     type, arch, hmma, typed ? "of its type" : "not of its type", ldsm, ldgsts, r.reg, r.local,
+                     r.stack);
+        free(r.sass);
+    }
+    sass_end(&t);
 }
 
 struct nvrtc_sweep {
     const struct kiln_cuda_api *api;
     int programs, failures;
     double ms;
-    int first_arch; /* the oldest architecture a program builds for (0: every one) */
 };
 
 static void compile_for_each_arch(void *user, const char *label, const char *source, size_t length, const char *options)
@@ -846,10 +1243,13 @@ static void compile_for_each_arch(void *user, const char *label, const char *sou
     assert_true(text && opts);
     sprintf(opts, "-default-device %s", options);
     w->programs++;
-    /* A program that names its target (wgmma's sm_90a) builds for it alone. */
+    /* A program that names its target (wgmma's sm_90a) builds for it alone;
+       one that states its oldest (KILN_MIN_ARCH) for that and newer. */
     const int named = strstr(options, "--gpu-architecture=sm_90a") != NULL;
+    const char *min = strstr(options, "-DKILN_MIN_ARCH=");
+    const int oldest = min ? atoi(min + 16) : 0;
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
-        if ((named && archs[i] != 90) || archs[i] < w->first_arch)
+        if ((named && archs[i] != 90) || archs[i] < oldest)
             continue;
         void *cubin = NULL;
         size_t size = 0;
@@ -963,7 +1363,7 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
         kiln_context *ctx = kt_profile_context(profiles[i]);
         assert_false(ctx->vector_kernels);
         build_shared_programs(ctx);
-        struct nvrtc_sweep sweep = {&api, 0, 0, 0.0, 0};
+        struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
         kiln_program_cache_each(ctx, compile_for_each_arch, &sweep);
         printf("# %s: %d programs, each compiled by NVRTC for sm_75, 80, 86, 89 and 90 in %.1f s, %d failed\n",
                profiles[i], sweep.programs, sweep.ms / 1e3, sweep.failures);
@@ -979,20 +1379,19 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
     size_t length = 0;
     kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "gemm/gemm_f16_mma.cu", &text, &length), KILN_SUCCESS);
     assert_non_null(strstr(text, "kiln_mma_ldsm_down_row"));
-    struct nvrtc_sweep sweep = {&api, 0, 0, 0.0, 0};
+    struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
     compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, "-DKILN_TRANS_A=1 -DKILN_MMA_ASYNC=1");
     /* TF32 (sm_80 on), each transpose. */
-    sweep.first_arch = 80;
     for (int t = 0; t < 4; t++) {
-        char options[100];
-        snprintf(options, sizeof options, "-DKILN_MMA_TF32=1 -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=1",
-                 t & 1, t >> 1);
+        char options[120];
+        snprintf(options, sizeof options,
+                 "-DKILN_MMA_TF32=1 -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=1 -DKILN_MIN_ARCH=80", t & 1,
+                 t >> 1);
         compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, options);
     }
     free(text);
     /* The copy the wgmma family's TF32 plans make of operands stored along
        M or N, from the embedded tree too. */
-    sweep.first_arch = 0;
     kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "gemm/gemm_f32_transpose.cu", &text, &length),
                      KILN_SUCCESS);
     compile_for_each_arch(&sweep, "gemm/gemm_f32_transpose.cu", text, length, "");
@@ -1000,6 +1399,27 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
            "gemm_f32_transpose.cu for sm_75 to 90: %.1f s, %d failed\n",
            sweep.ms / 1e3, sweep.failures);
     assert_int_equal(sweep.failures, 0);
+    free(text);
+    /* conv_f16_igemm_mma.cu: its includes from cu/ (the gather, the
+       pipeline) and from the shared tree cl/ (the epilogue, the shape
+       arguments); sm_80 on. */
+    kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "conv/conv_f16_igemm_mma.cu", &text, &length),
+                     KILN_SUCCESS);
+    assert_true(strstr(text, "kiln_igemm_tap_next") && strstr(text, "mma_warp_step") &&
+                strstr(text, "KILN_ACTIVATION_FUNCTION") && strstr(text, "IGEMM_SHAPE_ARGS"));
+    static const int conv_archs[] = {80, 86, 89, 90};
+    for (size_t i = 0; i < sizeof conv_archs / sizeof *conv_archs; i++) {
+        void *cubin = NULL;
+        size_t size = 0;
+        kt_assert_status(kiln_cuda_compile(&api, text, "conv/conv_f16_igemm_mma.cu", conv_archs[i],
+                                           "-default-device -DKILN_CONV_MMA_BM=64 -DKILN_CONV_MMA_BN=64 "
+                                           "-DKILN_CONV_MMA_BK=32 -DKILN_CONV_MMA_WARPS_M=2 -DKILN_CONV_MMA_WARPS_N=2 "
+                                           "-DKILN_CONV_MMA_STAGES=2 -DKILN_ACT=4 -DKILN_HAS_BIAS=1",
+                                           &cubin, &size),
+                         KILN_SUCCESS);
+        assert_int_equal(kiln_cuda_cubin_arch(cubin, size), conv_archs[i]);
+        free(cubin);
+    }
     free(text);
     kiln_cuda_unload(&api);
 }
@@ -1194,6 +1614,10 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_wgmma_layout_model));
     kt_add(&tests, cmocka_unit_test(test_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_wgmma_kernel_sass));
+    kt_add(&tests, cmocka_unit_test(test_attention_mma_model));
+    kt_add(&tests, cmocka_unit_test(test_attention_kernels_sass));
+    kt_add(&tests, cmocka_unit_test(test_conv_mma_gather_model));
+    kt_add(&tests, cmocka_unit_test(test_conv_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));
     kt_add(&tests, cmocka_unit_test(test_interop_elsewhere));
     kt_add(&tests, cmocka_unit_test(test_interop_on_a_cuda_device));

@@ -372,7 +372,7 @@ static void assert_tensor_core_choice(const kiln_gemm_plan *plan, const kiln_gem
     const int tensor_cores = info.algo == KILN_GEMM_MMA || info.algo == KILN_GEMM_WGMMA;
     if (d->math != KILN_MATH_TF32)
         assert_false(tensor_cores);
-    else if (kiln_gemm_mma_runs_on(kt_ctx, KILN_F32) && info.algo != KILN_GEMM_DIRECT && !tensor_cores)
+    else if (kiln_gemm_mma_runs_on(kt_ctx, KILN_F32, NULL, 0) && info.algo != KILN_GEMM_DIRECT && !tensor_cores)
         fail_msg("AUTO chose %s for fp32 storage with TF32 allowed on %s (%s)", info.family, kt_ctx->desc.arch,
                  info.reason);
 }
@@ -388,7 +388,7 @@ static void test_row(void **state)
        8.0, wgmma on 9.0 only. */
     if (((rt->algo == KILN_GEMM_MMA &&
           (!kt_ctx->backend->native_sources || (rt->row->dtype != KILN_F16 && kt_ctx->desc.cc_major < 8))) ||
-         (rt->algo == KILN_GEMM_WGMMA && !kiln_gemm_wgmma_runs_on(kt_ctx))) &&
+         (rt->algo == KILN_GEMM_WGMMA && !kiln_gemm_wgmma_runs_on(kt_ctx, NULL, 0))) &&
         st == KILN_ERROR_UNSUPPORTED) {
         printf("# %s\n", kiln_last_error_detail());
         skip();

@@ -23,7 +23,7 @@ extern char **environ;
 struct cli_case {
     const char *name;
     const char *program;  /* "info", "bench" or "tune" */
-    const char *args[16]; /* NULL-terminated */
+    const char *args[20]; /* NULL-terminated */
     const char *env[3];   /* "NAME=value" settings, NULL-terminated */
     int status;           /* the exit status wanted */
     const char *out;      /* in stderr; with status 0, in stdout or stderr */
@@ -80,7 +80,7 @@ static int run(const struct cli_case *c)
     const char *program = "";
     return 0;
 #endif
-    const char *argv[18] = {program};
+    const char *argv[22] = {program};
     for (size_t i = 0; c->args[i]; i++)
         argv[i + 1] = c->args[i];
     char out_path[4200], err_path[4200];
@@ -232,6 +232,18 @@ static const struct cli_case cases[] = {
     {"bench conv negative pad", BENCH, {"conv", "--pad", "-1"}, {NULL}, 2, "bad argument \"--pad -1\""},
     {"bench conv zero groups", BENCH, {"conv", "--groups", "0"}, {NULL}, 2, "bad argument \"--groups 0\""},
     {"bench conv bad algo", BENCH, {"conv", "--algo", "fft"}, {NULL}, 2, "bad argument \"--algo fft\""},
+    {"bench conv bad dtype", BENCH, {"conv", "--dtype", "f64"}, {NULL}, 2, "bad argument \"--dtype f64\""},
+    {"bench conv unknown peer", BENCH, {"conv", "--compare", "cudnn,mkl"}, {NULL}, 2, "bad argument \"--compare"},
+    /* The cuDNN peer off the CUDA backend: its row says why and the run ends
+       well, its line printed after the table (cuDNN's path, or why it is
+       missing or, without a driver, cudnnCreate's refusal). */
+    {"bench conv cudnn off CUDA",
+     BENCH,
+     {"conv", "--n", "1", "--c", "4", "--h", "6", "--w", "6", "--k", "4", "--r", "3", "--s", "3", "--reps", "1",
+      "--compare", "cudnn"},
+     {"KILN_DEVICE=opencl", NULL},
+     0,
+     "n/a: kiln does not run on the CUDA backend here"},
     {"bench conv too large",
      BENCH,
      {"conv", "--n", "65536", "--c", "65536", "--h", "65536", "--w", "1", "--k", "1", "--r", "1", "--s", "1"},
@@ -240,6 +252,12 @@ static const struct cli_case cases[] = {
      "x would hold"},
     {"bench conv --model missing", BENCH, {"conv", "--model"}, {NULL}, 2, "--model needs a value"},
     {"bench conv --model unknown", BENCH, {"conv", "--model", "vgg"}, {NULL}, 2, "unknown model \"vgg\""},
+    {"bench conv --model two peers",
+     BENCH,
+     {"conv", "--model", "resnet50", "--compare", "onednn,cudnn"},
+     {NULL},
+     2,
+     "bad argument \"--compare onednn,cudnn\""},
     {"bench conv --model huge batch",
      BENCH,
      {"conv", "--model", "resnet50", "--n", "2147483648"},
@@ -284,6 +302,15 @@ static const struct cli_case cases[] = {
     {"tune budget not a number", TUNE, {"--budget", "soon"}, {NULL}, 2, "--budget: not a number of seconds"},
     {"tune ops unknown", TUNE, {"--ops", "gemm,softmax"}, {NULL}, 2, "a comma-separated list of gemm, conv, attention"},
     {"tune ops empty item", TUNE, {"--ops", "gemm,"}, {NULL}, 2, "a comma-separated list of gemm, conv, attention"},
+    {"tune groups unknown",
+     TUNE,
+     {"--groups", "gemm.wgmma,gemm.bogus"},
+     {NULL},
+     2,
+     "kiln-tune: --groups: \"gemm.bogus\" is not a kernel group"},
+    {"tune groups not a kernel group", TUNE, {"--groups", "device"}, {NULL}, 2, "\"device\" is not a kernel group"},
+    {"tune groups empty item", TUNE, {"--groups", "gemm.mma,"}, {NULL}, 2, "\"\" is not a kernel group"},
+    {"tune groups missing", TUNE, {"--groups"}, {NULL}, 2, "kiln-tune: --groups needs a value"},
     {"tune out under a file", TUNE, {"--out", "/dev/null/kiln"}, {NULL}, 1, "cannot create the output directory"},
     {"info KILN_CACHE_DIR a device", INFO, {NULL}, {"KILN_CACHE_DIR=/dev/null", NULL}, 0, "memory only"},
     {"info KILN_CACHE_DIR under a file", INFO, {NULL}, {"KILN_CACHE_DIR=/dev/null/kiln", NULL}, 0, "memory only"},

@@ -224,6 +224,61 @@ static void test_unwritable_output_is_an_error(void **state)
     free(dir);
 }
 
+/* The tensor-core families, searched alone (groups): where this device runs
+   one, its own fp16/bf16 shapes are tuned; where it does not, the family is
+   reported as skipped with the reason (its backend, its arch), no shape
+   takes it and nothing is tried. A run with the tests' fp32 shapes reports
+   the same skips. */
+static void test_tensor_core_families(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    struct kiln_tune_family fam[KILN_TUNE_FAMILIES];
+    kiln_tune_families(kt_ctx, fam);
+    struct kiln_tune_options o;
+    kiln_tune_options_init(&o);
+    o.budget_s = 5;
+    o.out = dir;
+    o.ops = 1u << KILN_TUNE_GEMM;
+    o.groups = "gemm.mma,gemm.wgmma";
+    o.seed = kt_group_seed;
+    o.min_gain = 1e9; /* nothing written */
+    o.log = stdout;
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    size_t skipped = 0;
+    for (int f = 0; f < KILN_TUNE_FAMILIES; f++) {
+        const char *group = kiln_param_groups[fam[f].group].name;
+        size_t taken = 0;
+        for (size_t i = 0; i < r.shape_count; i++)
+            taken += strcmp(r.shapes[i].group, group) == 0;
+        int reported = 0;
+        for (size_t k = 0; k < r.skipped_count; k++)
+            if (strcmp(r.skipped[k].group, group) == 0) {
+                printf("# %s skipped: %s\n", group, r.skipped[k].reason);
+                assert_string_equal(r.skipped[k].reason, fam[f].why_not);
+                assert_non_null(strstr(r.skipped[k].reason, kt_ctx->backend->name));
+                reported = 1;
+            }
+        assert_int_equal(reported, !fam[f].runs);
+        assert_int_equal(taken, fam[f].runs ? KILN_TUNE_FAMILY_SHAPES : 0);
+        skipped += (size_t)!fam[f].runs;
+    }
+    assert_int_equal(r.skipped_count, skipped);
+    assert_int_equal(r.shape_count, (KILN_TUNE_FAMILIES - skipped) * KILN_TUNE_FAMILY_SHAPES);
+    if (skipped == KILN_TUNE_FAMILIES)
+        assert_int_equal(r.trials, 0);
+    assert_string_equal(r.profile, "");
+
+    options(&o, 1);
+    o.out = dir;
+    o.min_gain = 1e9;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    assert_int_equal(r.skipped_count, skipped);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 /* The journal line of `overlay` in `dir`'s journal (a cJSON the caller
    deletes), or NULL. */
 static cJSON *journal_line(const char *dir, const char *overlay)
@@ -399,6 +454,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_confirmation_alternates));
     kt_add(&tests, cmocka_unit_test(test_resume_runs_no_trial_twice));
     kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
+    kt_add(&tests, cmocka_unit_test(test_tensor_core_families));
     kt_add(&tests, cmocka_unit_test(test_wrong_candidate_is_rejected));
     return kt_run("tune", &tests);
 }

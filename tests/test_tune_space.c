@@ -2,7 +2,9 @@
    fields are tuned, their ladders, and for every kernel group of every
    shipped profile on the default device, neighbours and random candidates
    that all pass the group's check and fit the device, refusals with their
-   reasons, overlays that round-trip, and determinism for a seed. */
+   reasons, overlays that round-trip, and determinism for a seed; and the
+   tensor-core GEMM families' spaces on NVIDIA GPUs described by hand
+   (Turing, an A100, an H100), whose shared memory bounds them. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "profiles/profile.h"
 #include "profiles/profile_impl.h"
 #include "tune/space.h"
+#include "tune/tune.h"
 
 /* Random candidates drawn per group, the tries each may take, and the seed
    of their generator (fixed: the sample is the same on every run). */
@@ -367,9 +370,166 @@ static void test_coupled_fields(void **state)
     assert_true(distinct >= 90);
 }
 
+/* An NVIDIA GPU as the CUDA backend describes it: compute capability
+   major.minor, `optin` bytes of shared memory a block may take. */
+static struct kiln_device_desc nvidia_gpu(const char *name, int major, int minor, unsigned long long optin)
+{
+    struct kiln_device_desc d = {0};
+    snprintf(d.platform, sizeof d.platform, "CUDA");
+    snprintf(d.name, sizeof d.name, "%s", name);
+    snprintf(d.vendor, sizeof d.vendor, "NVIDIA Corporation");
+    d.vendor_id = 0x10de;
+    d.type = KILN_DEVICE_GPU;
+    d.cc_major = major, d.cc_minor = minor;
+    d.compute_units = 100, d.clock_mhz = 1500;
+    d.global_mem_bytes = d.max_alloc_bytes = 16ull << 30;
+    d.local_mem_bytes = 48 << 10;
+    d.shared_optin_bytes = optin;
+    d.max_work_group_size = 1024;
+    d.fp16 = d.fp64 = 1;
+    kiln_device_derive_arch(&d);
+    return d;
+}
+
+static const struct kiln_backend *cuda_backend(void)
+{
+    for (const struct kiln_backend *const *be = kiln_backends; *be; be++)
+        if (strcmp((*be)->name, "cuda") == 0)
+            return *be;
+    fail_msg("no cuda backend in the registry");
+    return NULL;
+}
+
+/* The profiles that give values to the tensor-core groups: the root every
+   GPU profile inherits and the NVIDIA families. */
+static const char *const nvidia_profiles[] = {"generic-gpu",         "nvidia",     "nvidia-turing", "nvidia-ampere",
+                                              "nvidia-ampere-ga100", "nvidia-ada", "nvidia-hopper"};
+
+/* Field f's value in candidate c lies on its ladder in s. */
+static int on_ladder(const struct kiln_space *s, const union kiln_space_values *c, size_t i)
+{
+    const int v = (int)kiln_param_get((int)s->group, s->fields[i].field, c);
+    for (size_t k = 0; k < s->fields[i].count; k++)
+        if (s->fields[i].ladder[k] == v)
+            return 1;
+    return 0;
+}
+
+/* For each described GPU: the families the tuner searches there (the CUDA
+   backend on its compute capability), the shapes it adds for them, and for
+   each family it searches the space around the matched profile's values
+   with the GPU's limits: non-empty, every neighbour and random candidate
+   passing the group's check with the device, and every shipped NVIDIA
+   profile's values that fit the GPU passing it and lying on the ladders. */
+static void test_tensor_core_spaces(void **state)
+{
+    (void)state;
+    static const struct gpu {
+        const char *name;
+        int major, minor;
+        unsigned long long optin;
+        const char *profile;
+        int mma, bf16, wgmma;
+    } gpus[] = {
+        {"Tesla T4", 7, 5, 64 << 10, "nvidia-turing", 1, 0, 0},
+        {"NVIDIA A100-SXM4-80GB", 8, 0, 163 << 10, "nvidia-ampere-ga100", 1, 1, 0},
+        {"NVIDIA H100 80GB HBM3", 9, 0, 227 << 10, "nvidia-hopper", 1, 1, 1},
+    };
+    for (size_t gi = 0; gi < sizeof gpus / sizeof *gpus; gi++) {
+        const struct gpu *g = &gpus[gi];
+        struct kiln_context fake = {.backend = cuda_backend(),
+                                    .desc = nvidia_gpu(g->name, g->major, g->minor, g->optin)};
+        char reason[256];
+        const struct kiln_profile *p = kiln_profile_match(embedded, &fake.desc, reason, sizeof reason);
+        assert_non_null(p);
+        printf("# %s (%s): profile %s\n", g->name, fake.desc.arch, kiln_profile_name(p));
+        assert_string_equal(kiln_profile_name(p), g->profile);
+
+        struct kiln_tune_family fam[KILN_TUNE_FAMILIES];
+        kiln_tune_families(&fake, fam);
+        assert_int_equal(fam[0].group, KILN_GROUP_gemm_mma);
+        assert_int_equal(fam[1].group, KILN_GROUP_gemm_wgmma);
+        assert_int_equal(fam[0].runs, g->mma);
+        assert_int_equal(fam[0].bf16, g->bf16);
+        assert_int_equal(fam[1].runs, g->wgmma);
+        if (!g->wgmma) {
+            printf("#   gemm.wgmma not searched: %s\n", fam[1].why_not);
+            assert_non_null(strstr(fam[1].why_not, "compute capability 9.0"));
+            assert_non_null(strstr(fam[1].why_not, fake.desc.arch));
+        }
+        for (int f = 0; f < KILN_TUNE_FAMILIES; f++) {
+            if (!fam[f].runs)
+                continue;
+            const enum kiln_group_id gid = fam[f].group;
+            const struct kiln_param_group *grp = &kiln_param_groups[gid];
+            assert_string_equal(fam[f].why_not, "");
+
+            /* The shapes the tuner adds, forced to the family. */
+            struct kiln_tune_shape shapes[KILN_TUNE_FAMILY_SHAPES];
+            kiln_tune_family_shapes(&fam[f], shapes);
+            int bf16 = 0;
+            for (int i = 0; i < KILN_TUNE_FAMILY_SHAPES; i++) {
+                assert_int_equal(shapes[i].op, KILN_TUNE_GEMM);
+                assert_int_equal(shapes[i].gemm.algo, fam[f].algo);
+                assert_true(shapes[i].gemm.dtype == KILN_F16 || shapes[i].gemm.dtype == KILN_BF16);
+                assert_ptr_equal(strstr(shapes[i].name, grp->name), shapes[i].name);
+                assert_non_null(strstr(shapes[i].name, shapes[i].gemm.dtype == KILN_BF16 ? " bf16 " : " f16 "));
+                bf16 |= shapes[i].gemm.dtype == KILN_BF16;
+            }
+            assert_int_equal(bf16, fam[f].bf16);
+
+            struct refusals r = {(int)gid, 0, 0};
+            struct kiln_space s;
+            kt_assert_status(kiln_space_init(&s, gid, (const char *)kiln_profile_params(p) + grp->offset, &fake.desc),
+                             KILN_SUCCESS);
+            s.on_reject = on_reject;
+            s.user = &r;
+            assert_true(s.count > 0);
+            assert_admitted(&s, &s.seed, "the matched profile's values");
+            const size_t neighbours = check_neighbours(&s, &s.seed);
+            assert_true(neighbours > 0);
+            uint64_t rng = SPACE_SEED;
+            int distinct = 0;
+            char why[512];
+            for (int i = 0; i < SAMPLES; i++) {
+                union kiln_space_values c;
+                if (kiln_space_random(&s, &rng, TRIES, &c) != 0)
+                    fail_msg("%s %s: no random candidate passed in %d tries", g->name, grp->name, TRIES);
+                assert_admitted(&s, &c, "a random candidate");
+                /* Within this GPU's shared memory, whatever the space kept. */
+                if (grp->check(&c, &fake.desc, why, sizeof why) != 0)
+                    fail_msg("%s: a random candidate does not fit: %s", g->name, why);
+                distinct += differences((int)gid, &c, &s.seed) > 0;
+            }
+            assert_true(distinct > 0);
+            size_t shipped = 0;
+            for (size_t k = 0; k < sizeof nvidia_profiles / sizeof *nvidia_profiles; k++) {
+                const struct kiln_profile *q = kiln_profile_find(embedded, nvidia_profiles[k]);
+                assert_non_null(q);
+                const union kiln_space_values *v = (const void *)((const char *)kiln_profile_params(q) + grp->offset);
+                if (grp->check(v, &fake.desc, why, sizeof why) != 0) {
+                    printf("#   %s of %s does not fit: %s\n", grp->name, nvidia_profiles[k], why);
+                    continue;
+                }
+                assert_int_equal(kiln_space_check(&s, v, why, sizeof why, NULL), 0);
+                for (size_t i = 0; i < s.count; i++)
+                    if (!on_ladder(&s, v, i))
+                        fail_msg("%s %s: %s's %s is on no ladder", g->name, grp->name, nvidia_profiles[k],
+                                 grp->fields[s.fields[i].field].key);
+                shipped++;
+            }
+            assert_true(shipped > 0);
+            printf("#   %s: %zu fields, %zu neighbours of the seed, %d of %d samples away from it, %zu refused by "
+                   "the schema and %zu by the device, %zu shipped profiles' values in the space\n",
+                   grp->name, s.count, neighbours, distinct, SAMPLES, r.schema, r.device, shipped);
+        }
+    }
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_tensor_core_spaces));
     kt_add(&tests, cmocka_unit_test(test_rule_and_ladders));
     kt_add(&tests, cmocka_unit_test(test_refusals));
     kt_add(&tests, cmocka_unit_test(test_coupled_fields));

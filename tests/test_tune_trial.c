@@ -54,8 +54,25 @@ static void test_bad_arguments(void **state)
     kt_assert_status(kiln_trial_gemm(NULL, &d, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_trial_gemm(kt_ctx, NULL, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
     kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 1, 0.0, 1, NULL), KILN_ERROR_INVALID_ARGUMENT);
-    d.dtype = KILN_F16;
-    kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 1, 0.0, 1, &t), KILN_ERROR_INVALID_ARGUMENT);
+}
+
+/* fp16 and bf16 storage, as the tensor-core families take it: operands
+   drawn in the storage type, C checked with its own rounding added to the
+   bound. */
+static void test_16_bit_storage(void **state)
+{
+    (void)state;
+    for (kiln_dtype t = KILN_F16; t <= KILN_BF16; t++) {
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, 67, 45, 130);
+        d.dtype = t;
+        struct kiln_trial trial;
+        kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 2, 0.0, kt_group_seed + t, &trial), KILN_SUCCESS);
+        printf("# %s: %s %s, worst error %.3g of the bound\n", t == KILN_F16 ? "fp16" : "bf16", trial.kernel,
+               trial.params, trial.worst);
+        tc_assert_timed(&trial);
+        assert_true(trial.worst > 0.0 && trial.worst <= 1.0);
+    }
 }
 
 /* A trial of the CPU GEMM with register tiles `mr` rows high. */
@@ -108,6 +125,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_right_parameters_are_timed));
     kt_add(&tests, cmocka_unit_test(test_cutoff_stops_after_one_run));
     kt_add(&tests, cmocka_unit_test(test_bad_arguments));
+    kt_add(&tests, cmocka_unit_test(test_16_bit_storage));
     kt_add(&tests, cmocka_unit_test(test_wrong_and_broken_variants_are_rejected));
     return kt_run("tune_trial", &tests);
 }

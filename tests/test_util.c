@@ -126,43 +126,9 @@ void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, 
 size_t kt_elem_size(kiln_dtype t) { return t == KILN_F32 ? 4 : 2; }
 
 /* fp32 -> fp16, round to nearest even, NaN and overflow kept. */
-uint16_t kt_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) /* 65520 and above round to infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    uint32_t e = a >> 23, mant = (a & 0x7fffffu) | 0x800000u, shift, h;
-    if (e >= 113) { /* normal half: drop 13 mantissa bits */
-        shift = 13;
-        h = ((e - 112) << 10) | ((a & 0x7fffffu) >> 13);
-    } else { /* subnormal half: units of 2^-24 */
-        shift = 126 - e;
-        if (shift > 24)
-            return (uint16_t)sign;
-        h = mant >> shift;
-    }
-    uint32_t rem = (shift == 13 ? a : mant) & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1)))
-        h++; /* a carry into the exponent is the correct rounding */
-    return (uint16_t)(sign | h);
-}
+uint16_t kt_to_half(float f) { return kiln_ref_to_f16(f); }
 
-float kt_from_half(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
-    if (e == 0) {
-        float v = (float)mant * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    x = sign | (e == 31 ? 0x7f800000u | (mant << 13) : ((e + 112) << 23) | (mant << 13));
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
+float kt_from_half(uint16_t h) { return kiln_ref_from_f16(h); }
 
 uint16_t kt_to_bf16(float f) { return kiln_ref_to_bf16(f); }
 
@@ -277,6 +243,15 @@ kiln_context *kt_overlay_context(const char *fmt, ...)
 }
 
 int kt_vector_kernels(const kiln_context *ctx) { return ctx->vector_kernels; }
+
+int kt_cuda_cc(kiln_context *ctx)
+{
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
+    if (strcmp(dev.backend, "cuda") != 0 || strncmp(dev.arch, "sm_", 3) != 0)
+        return 0;
+    return atoi(dev.arch + 3);
+}
 
 int kt_unsupported_here(const kiln_context *ctx, kiln_status status)
 {

@@ -70,6 +70,10 @@ void kt_assert_status_(kiln_status got, kiln_status expected, const char *file, 
    KILN_CUDA_ROUTES=1: no OpenCL vector syntax); the detail is printed as a
    comment. kt_skip_unsupported_here skips the test then. */
 int kt_unsupported_here(const kiln_context *ctx, kiln_status status);
+/* The compute capability of ctx's device times 10 (80 for sm_80) where it is
+   the CUDA backend's, as kiln_context_get_device_info reports it (backend
+   "cuda", arch "sm_XY"); 0 elsewhere. The tensor-core kernels run from 80. */
+int kt_cuda_cc(kiln_context *ctx);
 /* Whether ctx's operators may choose kernels in OpenCL's vector syntax (the
    CPU GEMM, direct and Winograd convolutions, pooling...): not on the CUDA
    backend or under KILN_CUDA_ROUTES=1. */

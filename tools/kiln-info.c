@@ -1,5 +1,6 @@
-/* kiln-info: every device kiln can use, the profile each matches and why,
-   its peaks, which device is the default, and the program cache. */
+/* kiln-info: every backend and device kiln can use, the profile each device
+   matches and why, its peaks, which device is the default and why, and the
+   program cache. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,13 @@ static const char *type_name(kiln_device_type t)
 static void print_device(const kiln_device_info *d, int is_default)
 {
     printf("  [%zu] %s%s\n", d->index, d->name, is_default ? "  (default)" : "");
-    printf("      backend    %s\n", d->backend);
+    if (d->backend_index == SIZE_MAX)
+        printf("      backend    %s\n", d->backend);
+    else
+        printf("      backend    %s (%s:%zu%s%s)\n", d->backend, d->backend, d->backend_index,
+               d->pci_address[0] ? ", PCI " : "", d->pci_address);
+    if (d->same_device[0])
+        printf("      same as    %s\n", d->same_device);
     printf("      platform   %s\n", d->platform);
     printf("      vendor     %s\n", d->vendor);
     printf("      type       %s, %u compute units @ %u MHz\n", type_name(d->type), d->compute_units, d->clock_mhz);
@@ -64,9 +71,12 @@ static int print_profile(void)
 }
 
 static const char usage[] = "usage: kiln-info [--profile]\n"
-                            "Lists every device kiln can use with its matched profile (why it matched, the\n"
-                            "file it came from, its parents and provenance) and peaks, the default device\n"
-                            "(KILN_DEVICE selects another) and the program cache.\n"
+                            "Lists every backend, what it loaded or why it has no device, and every device\n"
+                            "kiln can use with its matched profile (why it matched, the file it came from,\n"
+                            "its parents and provenance) and peaks; the default device and why it is the\n"
+                            "default (KILN_DEVICE selects another); a device two backends list, once per\n"
+                            "backend (the default takes a GPU through its vendor's own API); the program\n"
+                            "cache.\n"
                             "--profile prints the default device's profile as resolved: every parameter group\n"
                             "with its parameter sets (classes of shapes), as JSON.\n"
                             "Exit status: 0 success, 1 a failure (no device, a bad KILN_DEVICE or KILN_PROFILE,\n"
@@ -112,6 +122,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; kiln_backend_get_info(i, &be) != KILN_ERROR_NOT_FOUND; i++)
         printf("  %-7s %zu device%s%s%s\n", be.name, be.devices, be.devices == 1 ? "" : "s", be.status[0] ? ": " : "",
                be.status);
+    printf("default: [%zu] %s\n", def.index, def.selection);
     printf("devices: %zu\n", count);
     int failed = 0;
     for (size_t i = 0; i < count; i++) {

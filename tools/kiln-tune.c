@@ -10,13 +10,20 @@
 #include "tune/tune.h"
 
 static const char usage[] =
-    "usage: kiln-tune [--budget SECONDS] [--ops LIST] [--device SEL] [--out DIR] [--resume] [--seed N] [--json]\n"
+    "usage: kiln-tune [--budget SECONDS] [--ops LIST] [--groups LIST] [--device SEL] [--out DIR] [--resume]\n"
+    "                 [--seed N] [--json]\n"
     "Searches the kernel parameters of a device's matched profile on representative shapes,\n"
     "checking every candidate against a reference before timing it, then the thresholds\n"
     "between its algorithms, and writes what beats the profile by more than 3% as the\n"
-    "profile \"<matched>-tuned\" that kiln loads from then on.\n"
+    "profile \"<matched>-tuned\" that kiln loads from then on. Where the device runs the\n"
+    "tensor-core GEMM families (gemm.mma; gemm.wgmma on Hopper: the CUDA backend), GEMMs of\n"
+    "their own in fp16 and bf16 storage are added; a family it does not run is reported\n"
+    "as not searched, with the reason.\n"
     "--budget SECONDS  wall-clock time of the whole run (default 600)\n"
     "--ops LIST        operations to tune, comma-separated: gemm, conv, attention (default all)\n"
+    "--groups LIST     kernel groups to search, comma-separated (gemm.wgmma, gemm.tiled, ...;\n"
+    "                  select for the thresholds): only the shapes that take one are run\n"
+    "                  (default: every group the shapes take, and the thresholds)\n"
     "--device SEL      the device, as KILN_DEVICE selects it (default: KILN_DEVICE, else the default)\n"
     "--out DIR         where the profile and the journal go (default: the user's profile\n"
     "                  directory, $XDG_CONFIG_HOME/kiln/profiles or ~/.config/kiln/profiles)\n"
@@ -72,6 +79,8 @@ static void print_table(const struct kiln_tune_result *r)
         else
             printf("%-36s %-28s %9s %9s %7s\n", s->name, s->group, "-", "-", "-");
     }
+    for (size_t i = 0; i < r->skipped_count; i++)
+        printf("%s: not searched: %s\n", r->skipped[i].group, r->skipped[i].reason);
     for (size_t i = 0; i < r->threshold_count; i++) {
         const struct kiln_tune_threshold *t = &r->thresholds[i];
         if (t->measured)
@@ -104,6 +113,9 @@ static void print_json(const struct kiln_tune_result *r)
                i ? ", " : "", s->name, s->group, s->set_after, gflops(s->gflop, s->before_ms),
                gflops(s->gflop, s->after_ms));
     }
+    printf("], \"skipped\": [");
+    for (size_t i = 0; i < r->skipped_count; i++)
+        printf("%s{\"group\": \"%s\", \"reason\": \"%s\"}", i ? ", " : "", r->skipped[i].group, r->skipped[i].reason);
     printf("], \"thresholds\": [");
     for (size_t i = 0; i < r->threshold_count; i++) {
         const struct kiln_tune_threshold *t = &r->thresholds[i];
@@ -121,7 +133,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int takes = strcmp(a, "--budget") == 0 || strcmp(a, "--ops") == 0 || strcmp(a, "--out") == 0 ||
-                    strcmp(a, "--seed") == 0 || strcmp(a, "--device") == 0;
+                    strcmp(a, "--seed") == 0 || strcmp(a, "--device") == 0 || strcmp(a, "--groups") == 0;
         if (takes && i + 1 == argc)
             return bad("%s needs a value", a);
         double v;
@@ -144,6 +156,10 @@ int main(int argc, char **argv)
                 return bad("--out: empty directory%s", "");
         } else if (strcmp(a, "--device") == 0) {
             o.device = argv[++i];
+        } else if (strcmp(a, "--groups") == 0) {
+            o.groups = argv[++i];
+            if (kiln_tune_check_groups(o.groups) != KILN_SUCCESS)
+                return bad("--%s", kiln_last_error_detail());
         } else if (strcmp(a, "--resume") == 0) {
             o.resume = 1;
         } else if (strcmp(a, "--json") == 0) {

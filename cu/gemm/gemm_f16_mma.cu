@@ -31,9 +31,10 @@
  * Each warp multiplies its WM x WN part as (WM / 16) x (WN / 8) mma tiles
  * per 16 of K (8 with TF32), its fragments read by ldmatrix (.trans where
  * the stored layout is the other way round) at the addresses of
- * gemm/mma_layout.h, which the host model checks; ldmatrix moves 16-bit
- * values, so TF32 fragments of an operand stored along M or N are read
- * value by value at that header's element mapping.
+ * gemm/mma_layout.h, which the host model checks (the steps of
+ * gemm/mma_pipeline.h); ldmatrix moves 16-bit values, so TF32 fragments of
+ * an operand stored along M or N are read value by value at that header's
+ * element mapping.
  *
  * Parameters (-D): KILN_MMA_BM, BN, BK (multiples of 16, 32 for BK),
  * KILN_MMA_WARPS_M, WARPS_N (WM a multiple of 16, WN of 16), KILN_MMA_STAGES
@@ -47,8 +48,6 @@
  * (kiln_gemm_mma_shared_bytes, the host's formula: the same for 16-bit and
  * fp32 storage).
  */
-#include "gemm/mma_layout.h"
-#include "gemm/tensor_core.h"
 
 #ifndef KILN_MMA_BM
 #define KILN_MMA_BM 128
@@ -87,8 +86,6 @@
 #define WN (BN / KILN_MMA_WARPS_N)
 #define MI (WM / 16)
 #define NI (WN / 8)
-/* K of one mma: 16 16-bit values or 8 fp32 ones, 32 bytes. */
-#define MMA_K (2 * CHUNK)
 
 /* The stored tiles: A as BM rows of BK (or BK rows of BM, transposed), B as
    BK rows of BN (or BN rows of BK). Rows along K are padded by 16 bytes,
@@ -119,53 +116,7 @@
 #undef KILN_MMA_ASYNC
 #define KILN_MMA_ASYNC 0
 #endif
-
-#if KILN_MMA_TF32
-
-/* d += a b for one 16 x 8 x 8 tile of TF32 values. */
-__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/* An fp32 value rounded to TF32: to nearest, ties away from zero. */
-__device__ __forceinline__ unsigned tf32(const unsigned bits)
-{
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(bits)));
-    return r;
-}
-
-#else
-
-/* d += a b for one 16 x 8 x 16 tile. Turing (sm_75) has no m16n8k16 for
-   f16: there it is two m16n8k8, the first on A's registers 0-1 and B's
-   register 0 (k 0-7), the second on A's 2-3 and B's 1 (k 8-15): the
-   m16n8k8 fragments are exactly those halves of the m16n8k16 ones (the
-   host model checks both). */
-__device__ __forceinline__ void mma_tile(float d[4], const unsigned a[4], const unsigned b[2])
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 "
-                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
-                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[2]), "r"(a[3]), "r"(b[1]));
-#endif
-}
-
-#endif
+#include "gemm/mma_pipeline.h"
 
 /* Copy a ROWS x COLS tile of a stored matrix (rows from row0, columns from
    col0, ld apart; rows >= rows_end and columns >= cols_end read as 0) into
@@ -182,74 +133,13 @@ __device__ __forceinline__ void stage(storage_t *dst, const storage_t *src, cons
         storage_t *d = dst + r * LD + c;
 #if KILN_MMA_ASYNC
         const int valid = row < rows_end ? min(max(cols_end - col, 0), CHUNK) : 0;
-        const storage_t *s = valid ? src + (size_t)row * ld + col : src;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(d)), "l"(s),
-                     "r"(valid * (int)sizeof(storage_t)));
+        copy16(d, valid ? src + (size_t)row * ld + col : src, valid * (int)sizeof(storage_t));
 #else
 #pragma unroll
         for (int j = 0; j < CHUNK; j++)
             d[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (storage_t)0;
 #endif
     }
-}
-
-/* ldmatrix .x4 (.trans with TRANS): four 8 x 8 matrices of 16-bit values,
-   rows from the lanes' addresses (gemm/mma_layout.h); fp32 values rounded
-   to TF32 as the multiply takes them. */
-template <bool TRANS> __device__ __forceinline__ void ldsm_x4(unsigned r[4], const storage_t *p)
-{
-    if (TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(shared_address(p)));
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(shared_address(p)));
-#if KILN_MMA_TF32
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        r[i] = tf32(r[i]);
-#endif
-}
-
-#if KILN_MMA_TF32
-/* TF32 fragments of an operand stored along M or N, which ldmatrix would
-   split: value by value at gemm/mma_layout.h's element mapping, rounded.
-   A's of rows m0 to m0 + 15 from A stored K x M; B's of columns n0 to
-   n0 + 7 (b0) and n0 + 8 to n0 + 15 (b1) from B stored K x N. */
-__device__ __forceinline__ void load_a_values(unsigned a[4], const storage_t *at, const int kk, const int m0,
-                                              const int lane)
-{
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        a[i] = tf32(__float_as_uint(at[(kk + kiln_mma_tf32_a_k(lane, i)) * A_LD + m0 + kiln_mma_tf32_a_row(lane, i)]));
-}
-__device__ __forceinline__ void load_b_values(unsigned b0[2], unsigned b1[2], const storage_t *bt, const int kk,
-                                              const int n0, const int lane)
-{
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const storage_t *p = bt + (kk + kiln_mma_tf32_b_k(lane, i)) * B_LD + n0 + kiln_mma_tf32_b_col(lane);
-        b0[i] = tf32(__float_as_uint(p[0]));
-        b1[i] = tf32(__float_as_uint(p[8]));
-    }
-}
-#endif
-
-__device__ __forceinline__ void commit()
-{
-#if KILN_MMA_ASYNC
-    asm volatile("cp.async.commit_group;");
-#endif
-}
-
-__device__ __forceinline__ void wait_stage()
-{
-#if KILN_MMA_ASYNC
-    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 2));
-#endif
-    __syncthreads();
 }
 
 /* The signature keeps one line per operand. */
@@ -272,13 +162,7 @@ gemm_f16_mma(const int M, const int N, const int K, const float alpha, const flo
     const int wr = kiln_mma_warp_row(warp, WARPS_N, WM), wc = kiln_mma_warp_col(warp, WARPS_N, WN);
 
     float acc[MI][NI][4];
-#pragma unroll
-    for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-        for (int ni = 0; ni < NI; ni++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[mi][ni][i] = 0.0f;
+    mma_zero(acc);
 
     /* Step s's tiles into buffer s % STAGES; alpha == 0 reads neither A nor B. */
     const int steps = alpha != 0.0f ? (K + BK - 1) / BK : 0;
@@ -295,57 +179,10 @@ gemm_f16_mma(const int M, const int N, const int K, const float alpha, const flo
         stage<BK, BN, B_LD>(bs + buf * B_TILE, B, ldb, k0, n0, K, N, tid);
 #endif
     };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < steps)
-            load(s);
-        commit();
-    }
-
-    for (int s = 0; s < steps; s++) {
-        wait_stage(); /* step s has landed; every warp is done with step s - 1 */
-        if (s + STAGES - 1 < steps)
-            load(s + STAGES - 1); /* into step s - 1's buffer */
-        commit();
-        const storage_t *at = as + s % STAGES * A_TILE, *bt = bs + s % STAGES * B_TILE;
-#pragma unroll
-        for (int kk = 0; kk < BK; kk += MMA_K) {
-            unsigned a[MI][4], b[NI][2];
-#pragma unroll
-            for (int mi = 0; mi < MI; mi++) {
-#if KILN_MMA_TF32 && KILN_TRANS_A
-                load_a_values(a[mi], at, kk, wr + mi * 16, lane);
-#elif KILN_TRANS_A
-                ldsm_x4<true>(a[mi], at + (kk + kiln_mma_ldsm_across_row(lane)) * A_LD + wr + mi * 16 +
-                                         kiln_mma_ldsm_across_col(lane, CHUNK));
-#else
-                ldsm_x4<false>(a[mi], at + (wr + mi * 16 + kiln_mma_ldsm_down_row(lane)) * A_LD + kk +
-                                          kiln_mma_ldsm_down_col(lane, CHUNK));
-#endif
-            }
-#pragma unroll
-            for (int ni = 0; ni < NI; ni += 2) {
-#if KILN_MMA_TF32 && !KILN_TRANS_B
-                load_b_values(b[ni], b[ni + 1], bt, kk, wc + ni * 8, lane);
-#else
-                unsigned r[4];
-#if KILN_TRANS_B
-                ldsm_x4<false>(r, bt + (wc + ni * 8 + kiln_mma_ldsm_across_row(lane)) * B_LD + kk +
-                                      kiln_mma_ldsm_across_col(lane, CHUNK));
-#else
-                ldsm_x4<true>(r, bt + (kk + kiln_mma_ldsm_down_row(lane)) * B_LD + wc + ni * 8 +
-                                     kiln_mma_ldsm_down_col(lane, CHUNK));
-#endif
-                b[ni][0] = r[0], b[ni][1] = r[1], b[ni + 1][0] = r[2], b[ni + 1][1] = r[3];
-#endif
-            }
-#pragma unroll
-            for (int mi = 0; mi < MI; mi++)
-#pragma unroll
-                for (int ni = 0; ni < NI; ni++)
-                    mma_tile(acc[mi][ni], a[mi], b[ni]);
-        }
-    }
+    mma_pipeline<STAGES>(steps, load, [&](int s) {
+        mma_warp_step<BK, MI, NI, A_LD, B_LD, KILN_TRANS_A, KILN_TRANS_B>(acc, as + s % STAGES * A_TILE,
+                                                                          bs + s % STAGES * B_TILE, wr, wc, lane);
+    });
 
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)

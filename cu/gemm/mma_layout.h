@@ -62,6 +62,14 @@ KILN_MMA_FN int kiln_mma_tf32_b_col(int lane) { return lane >> 2; }
 KILN_MMA_FN int kiln_mma_c_row(int lane, int i) { return (lane >> 2) + 8 * (i >> 1); }
 KILN_MMA_FN int kiln_mma_c_col(int lane, int i) { return (lane & 3) * 2 + (i & 1); }
 
+/* C reused as A (attention's P V after Q K^T): the accumulators of two
+   16 x 8 C tiles, columns 0-7 and 8-15 of a 16 x 16 block, are that
+   block's A fragment as they stand. A's element e (register e / 2, low
+   half first) is element kiln_mma_a_from_c_elem(e) of C tile
+   kiln_mma_a_from_c_tile(e). */
+KILN_MMA_FN int kiln_mma_a_from_c_tile(int e) { return e >> 2; }
+KILN_MMA_FN int kiln_mma_a_from_c_elem(int e) { return e & 3; }
+
 /* The block's warps: WARPS_M x WARPS_N warps, each WM x WN of C as
    (WM / 16) x (WN / 8) mma tiles; warp w at (w / WARPS_N, w % WARPS_N). */
 KILN_MMA_FN int kiln_mma_warp_row(int warp, int warps_n, int wm) { return warp / warps_n * wm; }

@@ -124,6 +124,18 @@ typedef struct kiln_device_info {
     double peak_gbps;              /**< memory bandwidth peak, GB/s */
     char peak_source[32];          /**< "measured" when the profile is one kiln-tune wrote
                                         with the peaks it measured, else "profile" */
+    size_t backend_index;          /**< its index among its backend's devices
+                                        (KILN_DEVICE=<backend>:N); SIZE_MAX for a
+                                        wrapped device kiln does not list */
+    char pci_address[16];          /**< "0000:65:00.0" (domain:bus:device.function),
+                                        "0000:65" where the backend gives the bus alone,
+                                        "" where it gives none */
+    char same_device[192];         /**< the other backend's listing of this very
+                                        device, "[1] cuda:0 (PCI 0000:65:00.0)", or "" */
+    char selection[384];           /**< why a context opened without a device option
+                                        takes this device ("cuda:0, the only GPU; opencl:0
+                                        is the same GPU ...", "selected by KILN_DEVICE ...");
+                                        "" for a device it does not take */
 } kiln_device_info;
 
 /** A backend compiled into kiln: its name, how many devices it lists, and

@@ -37,7 +37,10 @@ typedef enum kiln_conv_algo {
     KILN_CONV_WINOGRAD_4X4 = 3,  /**< F(4x4,3x3): 3x3, stride 1, dilation 1, groups = 1 only */
     KILN_CONV_DIRECT = 4,        /**< direct loops: depthwise, few channels */
     KILN_CONV_IM2COL = 5,        /**< explicit im2col matrix, then GEMM (no fused pool) */
-    KILN_CONV_GEMM_1X1 = 6       /**< 1x1, stride 1, no padding: a plain GEMM (no fused pool) */
+    KILN_CONV_GEMM_1X1 = 6,      /**< 1x1, stride 1, no padding: a plain GEMM (no fused pool) */
+    KILN_CONV_IGEMM_MMA = 7      /**< implicit GEMM on tensor cores: the CUDA backend on compute
+                                      capability 8.0 on, fp16 or bf16 NHWC, one group, c a
+                                      multiple of 8 (no fused pool); AUTO takes it there */
 } kiln_conv_algo;
 
 /**

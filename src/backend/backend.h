@@ -46,6 +46,12 @@ struct kiln_device_desc {
     size_t max_work_group_size;
     int fp16, fp64;
     char arch[64]; /* filled by kiln_device_derive_arch() */
+    /* The device's PCI location where its backend reports one (pci_known):
+       domain, bus and device number (pci_device -1 where only the bus is
+       known). A discrete GPU has a bus of its own, so the domain and bus
+       say that two backends list one device (src/core/device_choice.c). */
+    int pci_known;
+    int pci_domain, pci_bus, pci_device;
 };
 
 /* A kernel argument: a buffer handle or a scalar by value. */
@@ -79,6 +85,13 @@ struct kiln_backend {
        tree, always the embedded copy), named with their extension
        ("gemm/gemm_f16_mma.cu"); includes inside them resolve there too. */
     const struct kiln_embedded_file *native_sources;
+    /* optional (0, NULL): the PCI vendor id of the devices whose vendor's
+       own API this backend is (the CUDA backend: NVIDIA's), and what that
+       gives them, for kiln-info. The default device is such a device's
+       listing by this backend rather than another backend's listing of
+       the same device (src/core/device_choice.c). */
+    unsigned native_vendor_id;
+    const char *native_reason;
 
     /* optional: what the backend loaded, or why it lists no device. */
     void (*status)(char *text, size_t size);

@@ -9,8 +9,9 @@
 
 extern const struct kiln_backend kiln_opencl_backend, kiln_cuda_backend;
 
-/* OpenCL first: where a GPU is listed by both, the first of equal rank is the
-   default (docs/cuda.md#choosing-the-device). */
+/* OpenCL first, so that the OpenCL devices keep their indices whether or not
+   a CUDA driver is present. A GPU listed by both is the default through CUDA
+   (src/core/device_choice.c, docs/cuda.md#choosing-the-device). */
 const struct kiln_backend *const kiln_backends[] = {
     &kiln_opencl_backend,
     &kiln_cuda_backend,

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/device_choice.h"
 #include "core/diag.h"
 #include "jit/disk_cache.h"
 #include "profiles/profile.h"
@@ -24,17 +25,9 @@ static const char *env(const char *name)
     return v && *v ? v : NULL;
 }
 
-/* A device of kiln's enumeration: its description, the backend that lists
-   it and its index in that backend's list. */
-struct device {
-    struct kiln_device_desc desc;
-    const struct kiln_backend *backend;
-    size_t index;
-};
-
 /* Every device of every backend in the registry, in kiln's order (backend 0's
-   devices, then backend 1's, ...); *devices is malloc'd. */
-static kiln_status list_devices(struct device **devices, size_t *count)
+   devices, then backend 1's, ...), without peaks; *devices is malloc'd. */
+static kiln_status list_devices(struct kiln_listing **devices, size_t *count)
 {
     *devices = NULL;
     *count = 0;
@@ -45,7 +38,7 @@ static kiln_status list_devices(struct device **devices, size_t *count)
         if (st != KILN_SUCCESS || n == 0)
             continue;
         struct kiln_device_desc *descs = calloc(n, sizeof *descs);
-        struct device *grown = descs ? realloc(*devices, (*count + n) * sizeof *grown) : NULL;
+        struct kiln_listing *grown = descs ? realloc(*devices, (*count + n) * sizeof *grown) : NULL;
         if (!grown) {
             free(descs);
             st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating %zu device descriptions", *count + n);
@@ -55,7 +48,7 @@ static kiln_status list_devices(struct device **devices, size_t *count)
         size_t listed = n;
         st = (*be)->list_devices(descs, n, &listed);
         for (size_t i = 0; st == KILN_SUCCESS && i < n && i < listed; i++, ++*count)
-            grown[*count] = (struct device){descs[i], *be, i};
+            grown[*count] = (struct kiln_listing){descs[i], *be, i, 0.0};
         free(descs);
     }
     if (st != KILN_SUCCESS) {
@@ -137,6 +130,7 @@ void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, co
     info->local_mem_bytes = desc->local_mem_bytes;
     info->max_alloc_bytes = desc->max_alloc_bytes;
     info->max_work_group_size = desc->max_work_group_size;
+    kiln_pci_address(desc, info->pci_address, sizeof info->pci_address);
     info->fp16 = desc->fp16;
     info->fp64 = desc->fp64;
     snprintf(info->profile, sizeof info->profile, "%s", kiln_profile_name(profile));
@@ -188,45 +182,29 @@ kiln_status kiln_backend_get_info(size_t index, kiln_backend_info *info)
     return be->list_devices(NULL, 0, &info->devices);
 }
 
-kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
-{
-    kiln_error_clear();
-    KILN_CHECK_ARG(info);
-    struct device *devices;
-    size_t count;
-    struct kiln_profile_set *set = NULL;
-    kiln_status st = list_devices(&devices, &count);
-    if (st == KILN_SUCCESS && index >= count)
-        st = kiln_error(KILN_ERROR_NOT_FOUND, "device index %zu: there are %zu devices", index, count);
-    if (st == KILN_SUCCESS)
-        st = load_profiles(&set);
-    if (st == KILN_SUCCESS) {
-        const struct kiln_profile *profile;
-        char reason[256];
-        const struct device *d = &devices[index];
-        st = choose_profile(set, &d->desc, env("KILN_PROFILE"), "KILN_PROFILE", &profile, reason, sizeof reason);
-        if (st == KILN_SUCCESS)
-            kiln_device_info_fill(&d->desc, index, d->backend->name, set, profile, reason, info);
-    }
-    kiln_profile_set_release(set);
-    free(devices);
-    return st;
-}
-
-/* Preference for "best device": GPUs, then accelerators, then CPUs; within a
-   kind, a backend that runs every operator (vector_kernels: the OpenCL one)
-   before one that does not yet (the CUDA backend, chosen by name), so one
-   GPU listed by both is chosen through the same backend whatever its
-   profiles say; then the highest profile peak. */
-static double device_rank(const struct device *d, const struct kiln_profile_set *set)
+/* Each listing's matched profile's fp32 peak, by which devices rank. */
+static void add_peaks(struct kiln_listing *devices, size_t count, const struct kiln_profile_set *set)
 {
     char reason[256];
-    const struct kiln_profile *p = kiln_profile_match(set, &d->desc, reason, sizeof reason);
-    double peak = p ? kiln_profile_peak_gflops(p, &d->desc) : 0.0;
-    int kind = d->desc.type == KILN_DEVICE_GPU           ? 3
-               : d->desc.type == KILN_DEVICE_ACCELERATOR ? 2
-                                                         : d->desc.type == KILN_DEVICE_CPU;
-    return kind * 1e12 + (d->backend->vector_kernels ? 1e11 : 0.0) + (peak < 1e11 ? peak : 1e11);
+    for (size_t i = 0; i < count; i++) {
+        const struct kiln_profile *p = kiln_profile_match(set, &devices[i].desc, reason, sizeof reason);
+        devices[i].peak_gflops = p ? kiln_profile_peak_gflops(p, &devices[i].desc) : 0.0;
+    }
+}
+
+/* Listing i's index in its backend's list and the other listing of the same
+   device ("[1] cuda:0 (PCI 0000:65:00.0)", "" if none). */
+static void listing_facts(const struct kiln_listing *devices, size_t count, size_t i, size_t *backend_index, char *same,
+                          size_t size)
+{
+    char how[192], name[48];
+    *backend_index = devices[i].index;
+    const size_t twin = kiln_listing_twin(devices, count, i, how, sizeof how);
+    same[0] = '\0';
+    if (twin != SIZE_MAX) {
+        kiln_listing_name(&devices[twin], name, sizeof name);
+        snprintf(same, size, "[%zu] %.40s (%.120s)", twin, name, how);
+    }
 }
 
 static int contains_nocase(const char *haystack, const char *needle)
@@ -261,22 +239,34 @@ static const struct kiln_backend *selector_backend(const char *sel, size_t *inde
     return NULL;
 }
 
-static int selector_accepts(const char *sel, const struct kiln_device_desc *d)
+/* A selector other than an index: a backend's devices (all, or its N-th),
+   a kind, or a substring of "platform device". */
+struct selector {
+    const char *text;
+    const struct kiln_backend *backend; /* NULL: a kind or a name */
+    size_t in_backend;                  /* SIZE_MAX: any of the backend's devices */
+};
+
+static int selector_accepts(const void *user, const struct kiln_listing *l)
 {
-    if (strcasecmp(sel, "cpu") == 0)
+    const struct selector *s = user;
+    const struct kiln_device_desc *d = &l->desc;
+    if (s->backend)
+        return l->backend == s->backend && (s->in_backend == SIZE_MAX || l->index == s->in_backend);
+    if (strcasecmp(s->text, "cpu") == 0)
         return d->type == KILN_DEVICE_CPU;
-    if (strcasecmp(sel, "gpu") == 0)
+    if (strcasecmp(s->text, "gpu") == 0)
         return d->type == KILN_DEVICE_GPU;
-    if (strcasecmp(sel, "accelerator") == 0)
+    if (strcasecmp(s->text, "accelerator") == 0)
         return d->type == KILN_DEVICE_ACCELERATOR;
     char full[300];
     snprintf(full, sizeof full, "%s %s", d->platform, d->name);
-    return contains_nocase(full, sel);
+    return contains_nocase(full, s->text);
 }
 
 /* Append the devices to the error detail, or each backend's hint when there
    are none. */
-static void list_for_detail(const struct device *devices, size_t count)
+static void list_for_detail(const struct kiln_listing *devices, size_t count)
 {
     char line[320];
     if (!count) {
@@ -297,10 +287,10 @@ static void list_for_detail(const struct device *devices, size_t count)
     }
 }
 
-/* Pick the device index for a selector (NULL: the best device); `origin`
-   names where the selector came from. */
-static kiln_status select_device(const struct device *devices, size_t count, const struct kiln_profile_set *set,
-                                 const char *sel, const char *origin, size_t *index)
+/* Pick the device index for a selector (NULL: the default device); `origin`
+   names where the selector came from; `why` says how it was chosen. */
+static kiln_status select_device(const struct kiln_listing *devices, size_t count, const char *sel, const char *origin,
+                                 size_t *index, char *why, size_t why_size)
 {
     if (sel && !*sel)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s is empty (NULL selects the best device)", origin);
@@ -320,35 +310,28 @@ static kiln_status select_device(const struct device *devices, size_t count, con
             return KILN_ERROR_NOT_FOUND;
         }
         *index = (size_t)i;
+        snprintf(why, why_size, "selected by %s \"%s\", an index", origin, sel);
         return KILN_SUCCESS;
     }
-    size_t in_backend;
-    int bad_index;
-    const struct kiln_backend *backend = sel ? selector_backend(sel, &in_backend, &bad_index) : NULL;
-    if (backend && bad_index)
+    struct selector s = {sel, NULL, SIZE_MAX};
+    int bad_index = 0;
+    if (sel)
+        s.backend = selector_backend(sel, &s.in_backend, &bad_index);
+    if (s.backend && bad_index)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "%s \"%.64s%s\": after \"%s:\" comes a device index", origin,
-                          sel, more, backend->name);
-    double best = -1.0;
-    for (size_t i = 0; i < count; i++) {
-        if (backend ? devices[i].backend != backend || (in_backend != SIZE_MAX && devices[i].index != in_backend)
-                    : sel && !selector_accepts(sel, &devices[i].desc))
-            continue;
-        double r = device_rank(&devices[i], set);
-        if (r > best) {
-            best = r;
-            *index = i;
-        }
-    }
-    if (best < 0.0) {
+                          sel, more, s.backend->name);
+    *index = sel ? kiln_device_best(devices, count, selector_accepts, &s)
+                 : kiln_device_default(devices, count, why, why_size);
+    if (*index == SIZE_MAX) {
         if (sel)
             kiln_error(KILN_ERROR_NOT_FOUND, "%s \"%.64s%s\": no device matches", origin, sel, more);
         else
             kiln_error(KILN_ERROR_NOT_FOUND, "no device to select");
-        if (backend && backend->status) {
+        if (s.backend && s.backend->status) {
             char status[1024];
-            backend->status(status, sizeof status);
+            s.backend->status(status, sizeof status);
             kiln_error_append(" (");
-            kiln_error_append(backend->name);
+            kiln_error_append(s.backend->name);
             kiln_error_append(": ");
             kiln_error_append(status);
             kiln_error_append(")");
@@ -356,7 +339,51 @@ static kiln_status select_device(const struct device *devices, size_t count, con
         list_for_detail(devices, count);
         return KILN_ERROR_NOT_FOUND;
     }
+    if (sel && s.backend && s.in_backend != SIZE_MAX)
+        snprintf(why, why_size, "selected by %s \"%.64s%s\"", origin, sel, more);
+    else if (sel)
+        snprintf(why, why_size,
+                 "selected by %s \"%.64s%s\": of the devices it takes, GPUs first, then a backend that compiles "
+                 "OpenCL's vector syntax, then the higher profile peak",
+                 origin, sel, more);
     return KILN_SUCCESS;
+}
+
+kiln_status kiln_device_get_info(size_t index, kiln_device_info *info)
+{
+    kiln_error_clear();
+    KILN_CHECK_ARG(info);
+    struct kiln_listing *devices;
+    size_t count;
+    struct kiln_profile_set *set = NULL;
+    kiln_status st = list_devices(&devices, &count);
+    if (st == KILN_SUCCESS && index >= count)
+        st = kiln_error(KILN_ERROR_NOT_FOUND, "device index %zu: there are %zu devices", index, count);
+    if (st == KILN_SUCCESS)
+        st = load_profiles(&set);
+    if (st == KILN_SUCCESS) {
+        const struct kiln_profile *profile;
+        char reason[256];
+        const struct kiln_listing *d = &devices[index];
+        st = choose_profile(set, &d->desc, env("KILN_PROFILE"), "KILN_PROFILE", &profile, reason, sizeof reason);
+        if (st == KILN_SUCCESS) {
+            kiln_device_info_fill(&d->desc, index, d->backend->name, set, profile, reason, info);
+            listing_facts(devices, count, index, &info->backend_index, info->same_device, sizeof info->same_device);
+            /* Why a context opened without a device option takes it, if
+               it does; a KILN_DEVICE that selects nothing says so there. */
+            add_peaks(devices, count, set);
+            size_t chosen;
+            char why[sizeof info->selection];
+            if (select_device(devices, count, env("KILN_DEVICE"), "KILN_DEVICE", &chosen, why, sizeof why) ==
+                    KILN_SUCCESS &&
+                chosen == index)
+                snprintf(info->selection, sizeof info->selection, "%s", why);
+            kiln_error_clear();
+        }
+    }
+    kiln_profile_set_release(set);
+    free(devices);
+    return st;
 }
 
 void kiln_context_options_init(kiln_context_options *options)
@@ -451,6 +478,15 @@ kiln_status kiln_context_wrap_native(const struct kiln_backend *backend, size_t 
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
     ctx->backend = backend;
     ctx->device_index = device_index;
+    snprintf(ctx->selection, sizeof ctx->selection, "the caller's own %s objects", backend->name);
+    /* Where the enumeration has it, its place there. */
+    struct kiln_listing *devices = NULL;
+    size_t count = 0;
+    ctx->backend_index = SIZE_MAX;
+    if (device_index != SIZE_MAX && list_devices(&devices, &count) == KILN_SUCCESS && device_index < count)
+        listing_facts(devices, count, device_index, &ctx->backend_index, ctx->same_device, sizeof ctx->same_device);
+    free(devices);
+    kiln_error_clear();
     kiln_status st = backend->wrap(native, &ctx->dev);
     if (st == KILN_SUCCESS)
         st = kiln_context_init(ctx, options);
@@ -472,31 +508,32 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
     (void)kiln_env_flag("KILN_FIND");
     const char *sel = options && options->device ? options->device : env("KILN_DEVICE");
     const char *origin = options && options->device ? "the device option" : "KILN_DEVICE";
-    struct device *devices = NULL;
+    struct kiln_listing *devices = NULL;
     struct kiln_profile_set *set = NULL;
     size_t count = 0, index = 0;
+    kiln_context *ctx = NULL;
     kiln_status st = list_devices(&devices, &count);
     if (st == KILN_SUCCESS)
         st = load_profiles(&set);
-    if (st == KILN_SUCCESS)
-        st = select_device(devices, count, set, sel, origin, &index);
-    kiln_profile_set_release(set);
-    const struct kiln_backend *be = NULL;
-    size_t backend_index = 0;
     if (st == KILN_SUCCESS) {
-        be = devices[index].backend;
-        backend_index = devices[index].index;
+        add_peaks(devices, count, set);
+        ctx = calloc(1, sizeof *ctx);
+        st = ctx ? KILN_SUCCESS : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
+    }
+    if (st == KILN_SUCCESS)
+        st = select_device(devices, count, sel, origin, &index, ctx->selection, sizeof ctx->selection);
+    kiln_profile_set_release(set);
+    if (st == KILN_SUCCESS) {
+        ctx->backend = devices[index].backend;
+        ctx->device_index = index;
+        listing_facts(devices, count, index, &ctx->backend_index, ctx->same_device, sizeof ctx->same_device);
     }
     free(devices);
-    if (st != KILN_SUCCESS)
+    if (st != KILN_SUCCESS) {
+        free(ctx);
         return st;
-
-    kiln_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a context");
-    ctx->backend = be;
-    ctx->device_index = index;
-    st = be->open(backend_index, &ctx->dev);
+    }
+    st = ctx->backend->open(ctx->backend_index, &ctx->dev);
     if (st != KILN_SUCCESS) {
         free(ctx);
         return st;
@@ -539,6 +576,9 @@ kiln_status kiln_context_get_device_info(const kiln_context *ctx, kiln_device_in
     KILN_CHECK_ARG(info);
     kiln_device_info_fill(&ctx->desc, ctx->device_index, ctx->backend->name, ctx->profiles, ctx->profile,
                           ctx->profile_reason, info);
+    info->backend_index = ctx->backend_index;
+    snprintf(info->same_device, sizeof info->same_device, "%s", ctx->same_device);
+    snprintf(info->selection, sizeof info->selection, "%s", ctx->selection);
     return KILN_SUCCESS;
 }
 

@@ -15,6 +15,12 @@ struct kiln_context {
     const struct kiln_backend *backend;
     void *dev;           /* backend device handle */
     size_t device_index; /* in kiln's enumeration; SIZE_MAX if unknown */
+    /* Its index in its backend's list (SIZE_MAX if unknown), the other
+       backend's listing of the same device, and why it was chosen
+       (kiln_device_info's backend_index, same_device and selection). */
+    size_t backend_index;
+    char same_device[192];
+    char selection[384];
     struct kiln_device_desc desc;
     struct kiln_profile_set *profiles;
     const struct kiln_profile *profile; /* matched or forced (owned by profiles), or overlay */

@@ -133,6 +133,11 @@ static kiln_status describe_ordinal(int ordinal, struct kiln_device_desc *d, CUd
     d->max_alloc_bytes = d->global_mem_bytes;
     d->max_work_group_size = (size_t)attribute(dev, KILN_CU_ATTR_MAX_THREADS_PER_BLOCK);
     d->fp16 = d->fp64 = 1;
+    int v = 0;
+    d->pci_known = api.cuDeviceGetAttribute(&v, KILN_CU_ATTR_PCI_BUS_ID, dev) == KILN_CUDA_SUCCESS;
+    d->pci_bus = v;
+    d->pci_domain = attribute(dev, KILN_CU_ATTR_PCI_DOMAIN_ID);
+    d->pci_device = attribute(dev, KILN_CU_ATTR_PCI_DEVICE_ID);
     kiln_device_derive_arch(d);
     return KILN_SUCCESS;
 }
@@ -618,6 +623,8 @@ const struct kiln_backend kiln_cuda_backend = {
     .kernel_extension = ".cl",
     .vector_kernels = 0,
     .native_sources = kiln_embedded_cu_kernels,
+    .native_vendor_id = KILN_CUDA_VENDOR_ID,
+    .native_reason = "the CUDA backend alone has kiln's tensor-core GEMMs (mma from sm_75, wgmma on sm_90)",
     .status = cuda_status,
     .list_devices = cuda_list_devices,
     .open = cuda_open,

@@ -3,7 +3,9 @@
  * (the backend's kernel_sources), or files under $KILN_KERNEL_DIR while
  * developing. `#include "path"` lines (paths relative to the backend's source
  * tree, e.g. cl/) are expanded here, since an embedded source has no
- * directory for the device compiler to search.
+ * directory for the device compiler to search. A native source (cu/) includes
+ * from its own tree first, then from the shared one (the epilogue and shape
+ * headers of cl/common and cl/conv), so that both APIs' kernels share them.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -167,7 +169,7 @@ static kiln_status expand(const struct kiln_backend *backend, const char *name, 
             else
                 snprintf(included, sizeof included, "%.*s", (int)name_len, line + sizeof directive - 1);
             if (st == KILN_SUCCESS)
-                st = expand(backend, included, native, out, depth + 1);
+                st = expand(backend, included, native && native_name(backend, included), out, depth + 1);
             if (st == KILN_SUCCESS && !append(out, "\n", 1))
                 st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "expanding kernel source %s", name);
         } else if (!append(out, line, (size_t)(next - line))) {

@@ -19,8 +19,15 @@
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
 #define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
 #endif
+#ifndef CL_DEVICE_PCI_BUS_ID_NV
+#define CL_DEVICE_PCI_BUS_ID_NV 0x4008
+#define CL_DEVICE_PCI_DOMAIN_ID_NV 0x400A
+#endif
 #ifndef CL_DEVICE_BOARD_NAME_AMD
 #define CL_DEVICE_BOARD_NAME_AMD 0x4038
+#endif
+#ifndef CL_DEVICE_PCI_BUS_INFO_KHR
+#define CL_DEVICE_PCI_BUS_INFO_KHR 0x410F
 #endif
 
 #define KILN_CL_MAX_PLATFORMS 16
@@ -88,6 +95,29 @@ static int has_extension(const char *extensions, const char *name)
     return 0;
 }
 
+/* The device's PCI location: cl_khr_pci_bus_info's, else NVIDIA's
+   attribute query's bus and domain (its slot id is left out: drivers differ
+   on whether it holds the device number alone or with the function). */
+static void pci_location(cl_device_id dev, const char *extensions, struct kiln_device_desc *d)
+{
+    struct {
+        cl_uint domain, bus, device, function;
+    } khr;
+    cl_uint bus = 0, domain = 0;
+    if (has_extension(extensions, "cl_khr_pci_bus_info") &&
+        clGetDeviceInfo(dev, CL_DEVICE_PCI_BUS_INFO_KHR, sizeof khr, &khr, NULL) == CL_SUCCESS) {
+        d->pci_known = 1;
+        d->pci_domain = (int)khr.domain, d->pci_bus = (int)khr.bus, d->pci_device = (int)khr.device;
+    } else if (has_extension(extensions, "cl_nv_device_attribute_query") &&
+               clGetDeviceInfo(dev, CL_DEVICE_PCI_BUS_ID_NV, sizeof bus, &bus, NULL) == CL_SUCCESS) {
+        /* The domain query came with later drivers; before it, domain 0. */
+        if (clGetDeviceInfo(dev, CL_DEVICE_PCI_DOMAIN_ID_NV, sizeof domain, &domain, NULL) != CL_SUCCESS)
+            domain = 0;
+        d->pci_known = 1;
+        d->pci_domain = (int)domain, d->pci_bus = (int)(bus & 0xff), d->pci_device = -1;
+    }
+}
+
 static void describe_device(cl_platform_id platform, cl_device_id dev, struct kiln_device_desc *d)
 {
     memset(d, 0, sizeof *d);
@@ -141,6 +171,7 @@ static void describe_device(cl_platform_id platform, cl_device_id dev, struct ki
             }
             if (has_extension(ext, "cl_amd_device_attribute_query"))
                 device_string(dev, CL_DEVICE_BOARD_NAME_AMD, d->board_name, sizeof d->board_name);
+            pci_location(dev, ext, d);
         }
         free(ext);
     }

@@ -43,7 +43,9 @@ struct kiln_attention_plan {
     struct kiln_attention_shape s;
     const struct kiln_attention_algorithm *algorithm;
     size_t global[3], local[3]; /* launch geometry of the main kernel */
-    int decoding, flash;        /* the fused algorithm runs the decoding kernel, the flash kernel */
+    int decoding, flash;        /* the fused algorithm runs the decoding kernel, the flash kernel (or
+                                   the tensor-core one, which takes the same arguments) */
+    size_t shared;              /* dynamic shared memory of the main kernel's launch, bytes */
     /* Keys split over work-items (attention_decode.c): splits of split_len
        keys; with more than one, the combine kernel in slot combine_slot,
        of combine_local work-items per work-group. */
@@ -58,16 +60,18 @@ extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attentio
 
 /* Keys split over work-items (attention_decode.c). split_keys: the keys
    per split for `units` work-items (or work-groups) without splitting,
-   about four per compute unit, at least min_split, a multiple of step (or
+   about per_cu per compute unit, at least min_split, a multiple of step (or
    KILN_ATTENTION_SPLIT_KV's), and `why`. split_prepare: the plan's splits,
    and with more than one the combine kernel (in kernel slot `slot`) and
    the workspace. split_launch: the plan's kernel `kernel` over `dims`
    dimensions of its geometry, with the fused kernel's arguments and the
    split ones (cl/attention/args.h), then the combine where there are
    splits; `event` receives the last launch's. */
-int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, long min_split, long step,
-                              const char **why);
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
+                              long step, const char **why);
 kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int split_len, int slot);
+/* Append " splits=S of L keys (why)" to the plan's params where it splits. */
+void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_len, const char *why);
 kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsigned dims, int kernel,
                                         const struct kiln_attention_args *x, void **event);
 
@@ -76,6 +80,12 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
    runs by kiln_attention_split_launch). */
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan);
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
+
+/* The fused algorithm on tensor cores (attention_mma.c): whether it takes
+   the plan's problem, and its prepare (it runs by
+   kiln_attention_split_launch). */
+int kiln_attention_mma_applies(const struct kiln_attention_plan *plan);
+kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan);
 
 /* Append the shape's switches to compiler options: KILN_F16,
    KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS, KILN_ATTN_LSE. */

@@ -10,6 +10,11 @@
  * (attention_fused.c). KILN_ATTENTION_SPLIT_KV sets the keys per split
  * instead of the plan (tests, measurements).
  *
+ * On the CUDA backend, the same problems take cu/attention/attention_decode.cu
+ * instead: a block of warps per split of a (batch, kv head), each warp
+ * reading whole rows of keys and values, the splits giving about eight
+ * blocks per compute unit.
+ *
  * The decoding kernel (cl/attention/attention_f32_decode.cl): where a
  * (batch, kv head) has at most KILN_DECODE_MAX_ROWS rows (query heads per kv
  * head times query positions: decoding, speculative and short query
@@ -33,8 +38,8 @@
 #define KILN_DECODE_MAX_ROWS 8
 enum { WS_PART = 0, WS_PART_LSE = 1 }; /* workspace slots */
 
-int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, long min_split, long step,
-                              const char **why)
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
+                              long step, const char **why)
 {
     const kiln_attention_desc *d = &plan->s.d;
     const long forced = kiln_env_long("KILN_ATTENTION_SPLIT_KV", 1, 1L << 30, "a number of keys from 1 to 2^30");
@@ -44,12 +49,12 @@ int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t uni
         len = forced;
         *why = "KILN_ATTENTION_SPLIT_KV";
     } else {
-        const size_t wanted = 4 * (size_t)plan->base.ctx->desc.compute_units;
+        const size_t wanted = (size_t)per_cu * plan->base.ctx->desc.compute_units;
         const size_t splits = units >= wanted ? 1 : (wanted + units - 1) / units;
         len = (long)((d->seq_kv + splits - 1) / splits);
         if (len < min_split)
             len = min_split;
-        *why = "4 work-items per compute unit";
+        *why = per_cu == 1 ? "a work-group per compute unit" : "4 work-items per compute unit";
     }
     len = (len + step - 1) / step * step;
     /* No more splits than KILN_ATTENTION_MAX_SPLITS. */
@@ -86,6 +91,15 @@ kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int s
     return st;
 }
 
+void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_len, const char *why)
+{
+    if (plan->splits <= 1)
+        return;
+    const size_t n = strlen(plan->base.params);
+    snprintf(plan->base.params + n, sizeof plan->base.params - n, " splits=%d of %d keys (%s)", plan->splits, split_len,
+             why);
+}
+
 /* The split arguments after the fused kernel's: the partial outputs, their
    log-sum-exps (O stands in without splits, never written), split_len. */
 static void split_args(const struct kiln_attention_plan *plan, const struct kiln_attention_args *x, struct kiln_args *a)
@@ -106,7 +120,7 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
     split_args(plan, x, &a);
     const int split = plan->splits > 1;
     kiln_status st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[kernel], &a, dims, plan->global, plan->local,
-                                        0, split ? NULL : event);
+                                        plan->shared, split ? NULL : event);
     if (st != KILN_SUCCESS || !split)
         return st;
     struct kiln_args c = {0};
@@ -126,15 +140,63 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[plan->combine_slot], &c, 1, &global, &local, 0, event);
 }
 
+/* The CUDA backend's decoding kernel: a head dimension of whole vectors of
+   four up to 256; bf16 from compute capability 8.0 (its conversions). */
+static int cuda_decode_applies(const struct kiln_attention_plan *plan)
+{
+    const kiln_context *ctx = plan->base.ctx;
+    const kiln_attention_desc *d = &plan->s.d;
+    return ctx->backend->native_sources && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
+           (d->dtype != KILN_BF16 || ctx->desc.cc_major >= 8);
+}
+
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
 {
-    /* A CPU's kernel (a work-item a work-group, vectors for lanes): GPUs keep
-       their route's kernels, the flash kernel splitting the keys the same
-       way, until the decoding kernel is measured on one. */
+    /* A CPU's kernel (a work-item a work-group, vectors for lanes) where the
+       profile does not route attention to flash, or the CUDA backend's
+       (warps over the keys). GPUs of the OpenCL backend keep their route's
+       kernels, the flash kernel splitting the keys the same way. */
     const kiln_context *ctx = plan->base.ctx;
-    return ctx->vector_kernels && ctx->desc.type == KILN_DEVICE_CPU &&
-           plan->s.group * plan->s.d.seq_q <= KILN_DECODE_MAX_ROWS &&
-           kiln_profile_params(ctx->profile)->select.attention_route != KILN_ATTENTION_ROUTE_FLASH;
+    if (plan->s.group * plan->s.d.seq_q > KILN_DECODE_MAX_ROWS)
+        return 0;
+    return (ctx->vector_kernels && ctx->desc.type == KILN_DEVICE_CPU &&
+            kiln_profile_params(ctx->profile)->select.attention_route != KILN_ATTENTION_ROUTE_FLASH) ||
+           cuda_decode_applies(plan);
+}
+
+/* The CUDA decoding kernel's plan: blocks of the profile's warps, splits
+   giving about eight blocks per compute unit, none shorter than split_kv
+   keys. */
+static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a)
+{
+    const struct kiln_attention_shape *s = &plan->s;
+    const kiln_attention_desc *d = &s->d;
+    const long warps = a->warps;
+    const char *why = NULL;
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 8, a->split_kv, warps, &why);
+    kiln_status st;
+    if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
+        (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
+        return st;
+    struct kiln_options options = {0};
+    kiln_options_add(
+        &options, "-DKILN_DECODE_WARPS=%ld -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_D=%zu -DKILN_DECODE_SPLIT=%d%s", warps,
+        s->group * d->seq_q, d->head_dim, plan->splits > 1, d->dtype == KILN_BF16 ? " -DKILN_MIN_ARCH=80" : "");
+    kiln_attention_switches(s, &options);
+    st = kiln_plan_kernel(&plan->base, 0, "attention/attention_decode.cu", &options, "attention_decode");
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
+    plan->decoding = 1;
+    plan->global[0] = (size_t)plan->splits * (size_t)warps * 32, plan->global[1] = d->batch * d->kv_heads;
+    plan->local[0] = (size_t)warps * 32, plan->local[1] = 1;
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_decode_%zux%ld", s->group * d->seq_q, warps);
+    snprintf(plan->base.params, sizeof plan->base.params, "rows=%zu warps=%ld BN=%ld D=%zu splits=%d of %d keys (%s)",
+             s->group * d->seq_q, warps, warps, d->head_dim, plan->splits, split_len, why);
+    size_t len = strlen(plan->base.reason);
+    snprintf(plan->base.reason + len, sizeof plan->base.reason - len,
+             "; decoding: %zu rows per kv head, warps over the keys", s->group * d->seq_q);
+    return KILN_SUCCESS;
 }
 
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
@@ -145,13 +207,15 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     kiln_status st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a);
     if (st != KILN_SUCCESS)
         return st;
+    if (!plan->base.ctx->vector_kernels && cuda_decode_applies(plan))
+        return cuda_decode_prepare(plan, a);
     /* The profile's vector width, halved until it divides the head
        dimension; the kernel's steps are one vector of keys. */
     long vw = a->vw;
     while (d->head_dim % (size_t)vw != 0)
         vw /= 2;
     const char *why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, a->split_kv, vw, &why);
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 4, a->split_kv, vw, &why);
     /* The combine kernel in slot 1; it consults util, so the decoding group
        is consulted again last (the plan's param_set names it). */
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||

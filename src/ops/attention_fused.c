@@ -15,6 +15,9 @@
  * whose backend runs vector kernels and whose profile does not route
  * attention to flash; the flash kernel splits such problems' keys too.
  *
+ * On the CUDA backend, fp16 and bf16 storage take the tensor-core kernel
+ * where it applies (attention_mma.c), whatever the route.
+ *
  * Where the profile's select.attention_route is "flash", the same algorithm
  * runs cl/attention/attention_f32_flash.cl instead (the same arguments): a
  * work-group per block of rows staging keys and values in local memory,
@@ -145,7 +148,7 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
        again: the plan's param_set names it. */
     const size_t blocks = (s->group * d->seq_q + (size_t)bm - 1) / (size_t)bm;
     const char *split_why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, 4 * bn, bn, &split_why);
+    const int split_len = kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, 4, 4 * bn, bn, &split_why);
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_flash, &f)) != KILN_SUCCESS)
         return st;
@@ -164,11 +167,7 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
              bn, wg, f->s_rows, bn / (wg / (bm / f->s_rows)), f->o_rows,
              ((long)dmax + wg / (bm / f->o_rows) - 1) / (wg / (bm / f->o_rows)),
              kiln_flash_local_bytes(bm, bn, (long)dmax), exact ? "D" : "DMAX", dmax);
-    if (plan->splits > 1) {
-        const size_t n = strlen(plan->base.params);
-        snprintf(plan->base.params + n, sizeof plan->base.params - n, " splits=%d of %d keys (%s)", plan->splits,
-                 split_len, split_why);
-    }
+    kiln_attention_split_describe(plan, split_len, split_why);
     plan->local[0] = (size_t)wg, plan->local[1] = plan->local[2] = 1;
     plan->global[0] = blocks * (size_t)wg;
     plan->global[1] = d->batch * d->kv_heads;
@@ -184,6 +183,8 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
     const kiln_context *ctx = plan->base.ctx;
     if (kiln_attention_decode_applies(plan))
         return kiln_attention_decode_prepare(plan);
+    if (kiln_attention_mma_applies(plan))
+        return kiln_attention_mma_prepare(plan);
     if (kiln_profile_params(ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH ||
         !ctx->vector_kernels) {
         char why[160];

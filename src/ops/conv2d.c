@@ -58,7 +58,7 @@ static size_t out_dim(const char *axis, size_t in, size_t f, size_t stride, size
 static kiln_status validate(const kiln_conv2d_desc *d, struct kiln_conv_shape *s)
 {
     if ((unsigned)d->layout > KILN_NHWC || (unsigned)d->dtype > KILN_BF16 || (unsigned)d->activation > KILN_ACT_GELU ||
-        (unsigned)d->algo > KILN_CONV_GEMM_1X1 || (unsigned)d->math > KILN_MATH_TF32)
+        (unsigned)d->algo > KILN_CONV_IGEMM_MMA || (unsigned)d->math > KILN_MATH_TF32)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
                           "conv2d: layout, dtype, activation, algo or math is not a valid value");
     const size_t sizes[] = {d->n, d->c,        d->h,        d->w,          d->k,          d->r,
@@ -117,8 +117,8 @@ kiln_status kiln_conv_shape_of(const kiln_conv2d_desc *desc, struct kiln_conv_sh
 
 /* The algorithms this build has, in the order `find` tries them. */
 static const struct kiln_conv_algorithm *const algorithms[] = {
-    &kiln_conv_igemm,   &kiln_conv_winograd4, &kiln_conv_winograd2,
-    &kiln_conv_gemm1x1, &kiln_conv_im2col,    &kiln_conv_direct,
+    &kiln_conv_igemm_mma, &kiln_conv_igemm,  &kiln_conv_winograd4, &kiln_conv_winograd2,
+    &kiln_conv_gemm1x1,   &kiln_conv_im2col, &kiln_conv_direct,
 };
 enum { ALGORITHM_COUNT = sizeof algorithms / sizeof *algorithms };
 
@@ -239,10 +239,13 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)
     return 1;
 }
 
-/* Whether ctx's backend compiles the algorithm's kernels: all of them with
+/* Whether ctx's backend compiles the algorithm's kernels: the tensor-core
+   implicit GEMM where kiln_conv_mma_runs_on says; the others all with
    OpenCL's vector syntax, else (CUDA) implicit GEMM and direct. */
 static int compiled_here(const kiln_context *ctx, const struct kiln_conv_algorithm *a)
 {
+    if (a == &kiln_conv_igemm_mma)
+        return kiln_conv_mma_runs_on(ctx);
     return ctx->vector_kernels || a == &kiln_conv_igemm || a == &kiln_conv_direct;
 }
 
@@ -252,6 +255,11 @@ kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape 
     const char *why_not = algorithm->unsupported(s);
     if (why_not)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
+    if (algorithm == &kiln_conv_igemm_mma && !compiled_here(ctx, algorithm))
+        return kiln_error(KILN_ERROR_UNSUPPORTED,
+                          "conv2d: %s runs on the CUDA backend at compute capability 8.0 or newer (%s backend, %s)",
+                          algorithm->name, ctx->backend->name,
+                          ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability");
     if (!compiled_here(ctx, algorithm))
         return kiln_error(KILN_ERROR_UNSUPPORTED,
                           "conv2d: %s's kernels use OpenCL vector syntax, which the %s backend does not compile "
@@ -384,9 +392,13 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
     } else {
         int find = desc->find || kiln_env_flag("KILN_FIND");
         algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
-        /* The CUDA backend's algorithms: implicit GEMM where it applies, else
-           direct (which takes every shape and epilogue). */
-        if (!compiled_here(ctx, algorithm)) {
+        /* Tensor cores wherever they run and apply; else the CUDA backend's
+           algorithms: implicit GEMM where it applies, else direct (which
+           takes every shape and epilogue). */
+        if (compiled_here(ctx, &kiln_conv_igemm_mma) && usable(&kiln_conv_igemm_mma, &s)) {
+            algorithm = &kiln_conv_igemm_mma;
+            snprintf(reason, sizeof reason, "%s: the tensor cores take 16-bit NHWC storage here", algorithm->name);
+        } else if (!compiled_here(ctx, algorithm)) {
             algorithm = usable(&kiln_conv_igemm, &s) ? &kiln_conv_igemm : &kiln_conv_direct;
             snprintf(reason, sizeof reason, "%s: of the %s backend's two algorithms, the one that applies",
                      algorithm->name, ctx->backend->name);

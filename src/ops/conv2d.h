@@ -50,7 +50,18 @@ struct kiln_conv2d_plan {
 };
 
 extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_conv_gemm1x1, kiln_conv_winograd2,
-    kiln_conv_winograd4, kiln_conv_direct;
+    kiln_conv_winograd4, kiln_conv_direct, kiln_conv_igemm_mma;
+
+/* Whether ctx runs the tensor-core implicit GEMM (conv_mma.c): the CUDA
+   backend's own sources on compute capability 8.0 or newer. */
+int kiln_conv_mma_runs_on(const kiln_context *ctx);
+
+/* The arguments the implicit-GEMM kernels start with (conv/igemm_shape.h's
+   shape, alpha, beta, the leaky slope, x, the weights as the kernel reads
+   them `w`, bias, z, y; y stands in for an unused bias or z). The tiled
+   kernel and the tensor-core one take exactly these. */
+void kiln_conv_igemm_args(struct kiln_args *a, const struct kiln_conv_shape *s, const struct kiln_conv_args *x,
+                          void *w);
 
 /* The shape of `desc` as plan creation validates it: INVALID_ARGUMENT or
    UNSUPPORTED, with a detail, where plan creation would refuse the

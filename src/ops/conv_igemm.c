@@ -257,25 +257,30 @@ static void shape_args(struct kiln_args *a, const struct kiln_conv_shape *s)
         kiln_args_int(a, (int32_t)shape[i]);
 }
 
-/* Launch the main kernel of any variant: the arguments all start with
-   (shape, epilogue scalars, x, the weights as the kernel reads them `w`,
-   bias, z, y), then the CPU kernels' block_panels (the row variant's tiles
-   per work-group) and the row variant's padded planes Hp and Wp; the panel
-   variant's local panel is the launch's dynamic local memory
-   (plan->local_bytes, 0 for the others). */
+void kiln_conv_igemm_args(struct kiln_args *a, const struct kiln_conv_shape *s, const struct kiln_conv_args *x, void *w)
+{
+    const kiln_conv2d_desc *d = &s->d;
+    shape_args(a, s);
+    kiln_args_float(a, d->alpha);
+    kiln_args_float(a, d->beta);
+    kiln_args_float(a, d->leaky_slope);
+    kiln_args_buffer(a, x->x);
+    kiln_args_buffer(a, w);
+    kiln_args_buffer_or(a, x->bias, x->y); /* unused bias and z: y stands in, never read */
+    kiln_args_buffer_or(a, x->z, x->y);
+    kiln_args_buffer(a, x->y);
+}
+
+/* Launch the main kernel of any variant: the arguments of
+   kiln_conv_igemm_args, then the CPU kernels' block_panels (the row
+   variant's tiles per work-group) and the row variant's padded planes Hp
+   and Wp; the panel variant's local panel is the launch's dynamic local
+   memory (plan->local_bytes, 0 for the others). */
 static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
 {
     const kiln_conv2d_desc *d = &plan->s.d;
     struct kiln_args a = {0};
-    shape_args(&a, &plan->s);
-    kiln_args_float(&a, d->alpha);
-    kiln_args_float(&a, d->beta);
-    kiln_args_float(&a, d->leaky_slope);
-    kiln_args_buffer(&a, x->x);
-    kiln_args_buffer(&a, w);
-    kiln_args_buffer_or(&a, x->bias, x->y); /* unused bias and z: y stands in, never read */
-    kiln_args_buffer_or(&a, x->z, x->y);
-    kiln_args_buffer(&a, x->y);
+    kiln_conv_igemm_args(&a, &plan->s, x, w);
     if (!plan->tiled)
         kiln_args_int(&a, (int32_t)plan->block_panels);
     if (plan->rows) {

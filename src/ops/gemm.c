@@ -145,11 +145,11 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
     const char *storage = p->dtype == KILN_BF16  ? "bf16 storage"
                           : p->dtype == KILN_F16 ? "fp16 storage"
                                                  : "fp32 storage as TF32";
-    if (!why_not(&kiln_gemm_wgmma, p) && kiln_gemm_wgmma_runs_on(ctx)) {
+    if (!why_not(&kiln_gemm_wgmma, p) && kiln_gemm_wgmma_runs_on(ctx, NULL, 0)) {
         snprintf(reason, size, "%s on Hopper's warpgroup tensor cores (%s)", storage, ctx->desc.arch);
         return &kiln_gemm_wgmma;
     }
-    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype)) {
+    if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype, NULL, 0)) {
         snprintf(reason, size, "%s on tensor cores (%s)", storage, ctx->desc.arch);
         return &kiln_gemm_mma;
     }

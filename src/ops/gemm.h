@@ -68,13 +68,14 @@ struct kiln_gemm_algorithm {
 kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc *desc,
                                         const struct kiln_gemm_epilogue *epi, kiln_gemm_plan **out);
 
-/* Whether the tensor-core family (gemm_mma.c) runs on ctx for `dtype`: a
-   backend with native CUDA sources on compute capability 7.5 or newer (8.0
-   for bf16 and for fp32 storage's TF32). */
-int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype);
+/* Whether the tensor-core family (gemm_mma.c) runs `dtype` storage on ctx:
+   a backend with native CUDA sources on compute capability 7.5 or newer
+   (8.0 for bf16 and for fp32 storage's TF32). If not, why (when `why` is
+   not NULL). */
+int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size);
 /* Whether the wgmma family runs on ctx: native CUDA sources on compute
-   capability 9.0. */
-int kiln_gemm_wgmma_runs_on(const kiln_context *ctx);
+   capability 9.0. If not, why (when `why` is not NULL). */
+int kiln_gemm_wgmma_runs_on(const kiln_context *ctx, char *why, size_t size);
 
 /* Queue a plan on operands the caller has already checked. */
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event);

@@ -60,15 +60,34 @@ static const char *mma_unsupported(const struct kiln_gemm_problem *p)
     return NULL;
 }
 
-int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype)
+/* The device's arch for a reason, or what it lacks. */
+static const char *arch_of(const kiln_context *ctx)
 {
-    const int cc = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
-    return ctx->backend->native_sources && cc >= (dtype == KILN_F16 ? 75 : 80);
+    return ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability";
 }
 
-int kiln_gemm_wgmma_runs_on(const kiln_context *ctx)
+int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size)
 {
-    return ctx->backend->native_sources && ctx->desc.cc_major == 9 && ctx->desc.cc_minor == 0;
+    const int cc = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
+    const int runs = ctx->backend->native_sources && cc >= (dtype == KILN_F16 ? 75 : 80);
+    if (!runs && why)
+        snprintf(why, size,
+                 "the tensor-core family needs the CUDA backend on compute capability %s or newer (%s "
+                 "backend, %s)",
+                 dtype == KILN_BF16  ? "8.0 for bf16"
+                 : dtype == KILN_F32 ? "8.0 for TF32"
+                                     : "7.5",
+                 ctx->backend->name, arch_of(ctx));
+    return runs;
+}
+
+int kiln_gemm_wgmma_runs_on(const kiln_context *ctx, char *why, size_t size)
+{
+    const int runs = ctx->backend->native_sources && ctx->desc.cc_major == 9 && ctx->desc.cc_minor == 0;
+    if (!runs && why)
+        snprintf(why, size, "the wgmma family needs the CUDA backend on compute capability 9.0 (%s backend, %s)",
+                 ctx->backend->name, arch_of(ctx));
+    return runs;
 }
 
 /* Stored values in 16 bytes, the unit of the kernels' copies. */
@@ -214,15 +233,9 @@ static kiln_status stage_operands(struct kiln_gemm_plan *plan, const struct kiln
 static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
-    const struct kiln_device_desc *d = &ctx->desc;
-    if (!kiln_gemm_mma_runs_on(ctx, plan->p.dtype))
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "gemm: the tensor-core family needs the CUDA backend on compute capability %s or newer (%s "
-                          "backend, %s)",
-                          plan->p.dtype == KILN_BF16  ? "8.0 for bf16"
-                          : plan->p.dtype == KILN_F32 ? "8.0 for TF32"
-                                                      : "7.5",
-                          ctx->backend->name, d->arch[0] ? d->arch : "no compute capability");
+    char why[256];
+    if (!kiln_gemm_mma_runs_on(ctx, plan->p.dtype, why, sizeof why))
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: %s", why);
     const struct kiln_param_gemm_mma *t;
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_mma, &t);
     if (st != KILN_SUCCESS)
@@ -250,10 +263,9 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
 static kiln_status wgmma_prepare(struct kiln_gemm_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
-    if (!kiln_gemm_wgmma_runs_on(ctx))
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "gemm: the wgmma family needs the CUDA backend on compute capability 9.0 (%s backend, %s)",
-                          ctx->backend->name, ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability");
+    char why[256];
+    if (!kiln_gemm_wgmma_runs_on(ctx, why, sizeof why))
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "gemm: %s", why);
     const struct kiln_param_gemm_wgmma *t;
     kiln_status st = kiln_gemm_params(plan, KILN_GROUP_gemm_wgmma, &t);
     if (st != KILN_SUCCESS)

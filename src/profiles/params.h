@@ -138,11 +138,32 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "1: a producer warpgroup copies tiles with the tensor memory accelerator where the operands allow (bm 64 or "    \
       "128); 0: every thread copies with cp.async")
 
+#define KILN_FIELDS_attention_mma(F)                                                                                   \
+    F(attention_mma, block_q, INT, 16, 256, DEF,                                                                       \
+      "query rows per block (halved for problems of fewer rows): warps x 16 or warps x 32")                            \
+    F(attention_mma, block_kv, INT, 16, 256, DEF, "keys per step, staged in shared memory (a multiple of 16)")         \
+    F(attention_mma, warps, INT, 1, 16, DEF, "warps of a block, each owning block_q/warps query rows")                 \
+    F(attention_mma, stages, INT, 1, 2, DEF,                                                                           \
+      "shared-memory buffers of keys and of values: 2, the next step's copied while this one multiplies; 1, the "      \
+      "values copied while S is computed and the next keys while P V is")
+
+#define KILN_FIELDS_conv_mma(F)                                                                                        \
+    F(conv_mma, bm, INT, 16, 256, DEF, "block tile in output pixels (rows of the implicit GEMM)")                      \
+    F(conv_mma, bn, INT, 16, 256, DEF, "block tile in filters")                                                        \
+    F(conv_mma, bk, INT, 32, 128, DEF,                                                                                 \
+      "K step: channels x taps of the gathered input and the weights staged per buffer")                               \
+    F(conv_mma, warps_m, INT, 1, 8, DEF, "warps of a block along the pixels")                                          \
+    F(conv_mma, warps_n, INT, 1, 8, DEF, "warps of a block along the filters")                                         \
+    F(conv_mma, stages, INT, 2, 5, DEF, "shared-memory buffers of the copy pipeline (copies run stages-1 steps ahead)")
+
 #define KILN_FIELDS_attention_decode(F)                                                                                \
     F(attention_decode, vw, VW, 1, 16, HOST,                                                                           \
       "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")         \
     F(attention_decode, split_kv, INT, 1, 1 << 20, HOST,                                                               \
-      "fewest keys per split when a problem's keys are split to give each compute unit four work-items")
+      "fewest keys per split when a problem's keys are split to give each compute unit four work-items")               \
+    F(attention_decode, warps, INT, 1, 32, HOST,                                                                       \
+      "warps of a block of the CUDA backend's decoding kernel (cu/attention/attention_decode.cu), each taking every "  \
+      "warps-th key of the block's split")
 
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
@@ -259,6 +280,12 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(gemm_wgmma, "gemm.wgmma", "KILN_WGMMA_", KILN_DIMS_GEMM, check_gemm_wgmma,                                       \
       "Hopper's warpgroup tensor-core GEMM family (cu/gemm/gemm_f16_wgmma.cu, the CUDA backend, sm_90): wgmma on "     \
       "fp16 or bf16 storage, or TF32 on fp32 storage")                                                                 \
+    G(attention_mma, "attention.mma", "KILN_AMMA_", KILN_DIMS_ATTENTION, check_attention_mma,                          \
+      "fused attention on tensor cores (cu/attention/attention_f16_mma.cu, the CUDA backend, sm_80 on): mma.sync on "  \
+      "fp16 or bf16 storage")                                                                                          \
+    G(conv_mma, "conv.mma", "KILN_CONV_MMA_", KILN_DIMS_GEMM, check_conv_mma,                                          \
+      "implicit-GEMM convolution on tensor cores (cu/conv/conv_f16_igemm_mma.cu, the CUDA backend, sm_80 on): "        \
+      "mma.sync on fp16 or bf16 NHWC storage; m pixels, n filters, k channels x taps")                                 \
     G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                 \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
       "8 rows")

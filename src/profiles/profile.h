@@ -125,6 +125,10 @@ int kiln_profile_fits(const struct kiln_profile *p, const struct kiln_device_des
 long kiln_gemm_mma_shared_bytes(const struct kiln_param_gemm_mma *p, int trans_a, int trans_b);
 /* Dynamic shared memory of the wgmma GEMM kernel (cu/gemm/gemm_f16_wgmma.cu). */
 long kiln_gemm_wgmma_shared_bytes(const struct kiln_param_gemm_wgmma *p);
+/* Dynamic shared memory of the tensor-core convolution (cu/conv/conv_f16_igemm_mma.cu). */
+long kiln_conv_mma_shared_bytes(const struct kiln_param_conv_mma *p);
+/* The attention.mma kernel's dynamic shared memory at a head dimension. */
+long kiln_attention_mma_shared_bytes(long block_q, long block_kv, long stages, long head_dim);
 
 /* A child of `parent` holding the parameters of `overlay`, a JSON object
    with the optional keys "device", "select" and "kernels" of a profile file

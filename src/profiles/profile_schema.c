@@ -256,6 +256,65 @@ static int check_gemm_wgmma(const void *values, const struct kiln_device_desc *d
     return fits("gemm.wgmma", dev, "(bm/64+tma)*128", threads, 0, why, size);
 }
 
+long kiln_attention_mma_shared_bytes(long block_q, long block_kv, long stages, long head_dim)
+{
+    /* The queries and `stages` buffers of keys and of values, 16-bit values
+       in rows of the head dimension rounded up to 16 and padded by 8. */
+    return (block_q + 2 * stages * block_kv) * ((head_dim + 15) / 16 * 16 + 8) * 2;
+}
+
+static int check_attention_mma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_attention_mma *p = values;
+    MULTIPLE("attention.mma", p->block_q, p->warps * 16);
+    MULTIPLE("attention.mma", p->block_kv, 16);
+    const long tiles = p->block_q / (p->warps * 16);
+    if (tiles > 2)
+        return fail(why, size, "attention.mma: block_q/(warps*16) is %ld; a warp owns 16 or 32 rows", tiles);
+    /* A lane's accumulators at head dimension 64: its rows' scores of a
+       step and their outputs (past 64 the plan gives a warp one row tile). */
+    if (bounded(why, size, "attention.mma", "block_q/(warps*16)*(block_kv/2 + 32)", tiles * (p->block_kv / 2 + 32),
+                "accumulators per lane", 128))
+        return -1;
+    const long bytes = kiln_attention_mma_shared_bytes(p->block_q, p->block_kv, p->stages, 128);
+    if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
+        return fail(why, size,
+                    "attention.mma: (block_q + 2*stages*block_kv)*136*2 = %ld bytes of shared memory at head "
+                    "dimension 128, more than the device's %llu",
+                    bytes, dev->shared_optin_bytes);
+    return fits("attention.mma", dev, "warps*32", (long)p->warps * 32, 0, why, size);
+}
+
+long kiln_conv_mma_shared_bytes(const struct kiln_param_conv_mma *p)
+{
+    /* Tiles of the gathered input and of the weights, bk values a row
+       padded by 8, stages of each. */
+    return 2L * p->stages * (p->bm + p->bn) * (p->bk + 8);
+}
+
+static int check_conv_mma(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_conv_mma *p = values;
+    const long threads = (long)p->warps_m * p->warps_n * 32;
+    MULTIPLE("conv.mma", p->bm, p->warps_m * 16);
+    MULTIPLE("conv.mma", p->bn, p->warps_n * 16);
+    MULTIPLE("conv.mma", p->bk, 32);
+    /* A thread's 16-byte pieces of each tile: always the same column of
+       bk/8, so the tiles split evenly into them. */
+    MULTIPLE("conv.mma", threads, p->bk / 8);
+    MULTIPLE("conv.mma", (long)p->bm * (p->bk / 8), threads);
+    MULTIPLE("conv.mma", (long)p->bn * (p->bk / 8), threads);
+    if (bounded(why, size, "conv.mma", "(bm/warps_m)*(bn/warps_n)/32",
+                (long)p->bm / p->warps_m * p->bn / p->warps_n / 32, "accumulators per lane", 128))
+        return -1;
+    const long bytes = kiln_conv_mma_shared_bytes(p);
+    if (dev && dev->shared_optin_bytes && (unsigned long long)bytes > dev->shared_optin_bytes)
+        return fail(why, size,
+                    "conv.mma: 2*stages*(bm + bn)*(bk + 8) = %ld bytes of shared memory, more than the device's %llu",
+                    bytes, dev->shared_optin_bytes);
+    return fits("conv.mma", dev, "warps_m*warps_n*32", threads, 0, why, size);
+}
+
 static int check_igemm_tiled(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_conv_igemm_tiled *p = values;

@@ -124,9 +124,13 @@ struct kiln_attention_row {
  * a weighted mean of v_jd, by at most 2 E max_j |v_jd|; summing n visible
  * keys (with one rescale per block) adds (n + 4) * 4u * max_j |v_jd|. The
  * lse is max + ln(sum p_j): the score error, plus (n + 4) * 4u for the sum
- * and the rounding of the result. fp16 storage adds the rounding of each
- * output to fp16 (2^-11 relative, 2^-25 absolute); inputs are rounded before
- * the reference sees them.
+ * and the rounding of the result. 16-bit storage lets a kernel round the
+ * weights to the storage type before P V, as the tensor-core kernel and
+ * FlashAttention do: a relative error of u in each (2^-11 in fp16, with
+ * 2^-25 absolute below its normal range; 2^-8 in bf16), which moves an
+ * output by at most u max_j |v_jd|, doubled for the margin. 16-bit storage
+ * also adds the rounding of each output (2^-11 relative, 2^-25 absolute in
+ * fp16); inputs are rounded before the reference sees them.
  */
 static inline void kiln_attention_reference_row(const kiln_attention_desc *d, const struct kiln_attention_inputs *in,
                                                 size_t b, size_t h, size_t i, double *scores,
@@ -172,9 +176,12 @@ static inline void kiln_attention_reference_row(const kiln_attention_desc *d, co
         }
     const double score_err = (double)(D + 4) * 0x1p-22 * a_max + 0x1p-20;
     const double sum_err = (double)(n + 4) * 0x1p-22;
+    const double weight_err = d->dtype == KILN_F16    ? 0x1p-11 + (double)n * 0x1p-25
+                              : d->dtype == KILN_BF16 ? 0x1p-8
+                                                      : 0.0;
     for (size_t x = 0; x < D; x++) {
         out[x] = sum > 0.0 ? out[x] / sum : 0.0;
-        bound[x] = (2.0 * score_err + sum_err) * bound[x] + FLT_MIN;
+        bound[x] = (2.0 * score_err + sum_err + 2.0 * weight_err) * bound[x] + FLT_MIN;
         bound[x] += kiln_ref_storage_bound(d->dtype, out[x], bound[x]);
     }
     row->lse = sum > 0.0 ? top + log(sum) : -INFINITY;

@@ -44,13 +44,15 @@ struct kiln_trial {
 #define KILN_TRIAL_CHECKS 512
 
 /*
- * Try `ctx`'s parameters on the fp32 GEMM `desc` (alpha 1, beta 0): every
- * element of C must be written, the checked ones within k * 2^-22 *
- * sum |a b| (+ FLT_MIN) of the reference (the bound of tests/gemm_ref.h),
+ * Try `ctx`'s parameters on the GEMM `desc` (alpha 1, beta 0) in its
+ * storage type (fp32, or fp16 or bf16: the operands drawn in that type,
+ * whose products are exact in fp32): every element of C must be written,
+ * the checked ones within k * 2^-22 * sum |a b| (+ FLT_MIN), and C's own
+ * rounding for a 16-bit C, of the reference (the bound of tests/gemm_ref.h),
  * then `reps` timed runs cut short past cutoff_ms (0: never). Returns
  * KILN_SUCCESS when the trial could be carried out, whatever its verdict;
- * INVALID_ARGUMENT for NULL pointers or fp16; OUT_OF_MEMORY for the host
- * or device memory of the operands.
+ * INVALID_ARGUMENT for NULL pointers; OUT_OF_MEMORY for the host or device
+ * memory of the operands.
  */
 kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int reps, double cutoff_ms, uint64_t seed,
                             struct kiln_trial *out);

@@ -93,11 +93,12 @@ kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int
     for (int i = KILN_CONV_X; i < KILN_CONV_TENSORS && st == KILN_SUCCESS; i++) {
         r.count[i] = kiln_conv_tensor_count(desc, &r.m, i);
         if (kiln_conv_tensor_used(desc, i))
-            st = kiln_trial_operand(ctx, names[i], r.count[i], i == KILN_CONV_Y, &r.rng, &r.host[i], &r.buf[i]);
+            st = kiln_trial_operand(ctx, names[i], r.count[i], i == KILN_CONV_Y, KILN_F32, &r.rng, &r.host[i],
+                                    &r.buf[i]);
     }
     if (st == KILN_SUCCESS)
-        kiln_trial_check_and_time(ctx, run_once, &r, r.buf[KILN_CONV_Y], r.host[KILN_CONV_Y], r.count[KILN_CONV_Y],
-                                  check, reps, cutoff_ms, out);
+        kiln_trial_check_and_time(ctx, run_once, &r, r.buf[KILN_CONV_Y], KILN_F32, r.host[KILN_CONV_Y],
+                                  r.count[KILN_CONV_Y], check, reps, cutoff_ms, out);
     for (int i = KILN_CONV_X; i < KILN_CONV_TENSORS; i++) {
         kiln_buffer_destroy(r.buf[i]);
         free(r.host[i]);

@@ -13,6 +13,7 @@
 #include "core/diag.h"
 #include "kiln/kiln.h"
 #include "ops/find.h"
+#include "ref/storage.h"
 #include "tune/trial.h"
 
 /* splitmix64: the next of the sequence `*state` walks. */
@@ -82,35 +83,64 @@ static inline void kiln_trial_describe(struct kiln_trial *t, const char *kernel,
     snprintf(t->param_set, sizeof t->param_set, "%s", param_set);
 }
 
-/* `count` floats in *host and in a new buffer *buf of `ctx`: uniform in
-   [-1, 1) drawn from *rng, or NaN for an output (poisoned before it runs).
-   OUT_OF_MEMORY, naming `what`, when the host memory cannot be had; the
-   buffer's own status when it cannot be made or written. */
+/* Copy `count` values between `host` (fp32) and `buf` (elements of storage
+   type t): to the buffer when `to_buffer`, else back. A 16-bit type goes
+   through a staging array (OUT_OF_MEMORY when it cannot be had). */
+static inline kiln_status kiln_trial_transfer(kiln_buffer *buf, kiln_dtype t, float *host, size_t count, int to_buffer)
+{
+    if (t == KILN_F32)
+        return to_buffer ? kiln_buffer_write(buf, 0, count * sizeof(float), host)
+                         : kiln_buffer_read(buf, 0, count * sizeof(float), host);
+    uint16_t *bits = malloc(count * sizeof *bits);
+    if (!bits)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: staging %zu 16-bit values", count);
+    kiln_status st = KILN_SUCCESS;
+    if (to_buffer) {
+        for (size_t i = 0; i < count; i++)
+            bits[i] = kiln_ref_to_16(t, host[i]);
+        st = kiln_buffer_write(buf, 0, count * sizeof *bits, bits);
+    } else {
+        st = kiln_buffer_read(buf, 0, count * sizeof *bits, bits);
+        for (size_t i = 0; st == KILN_SUCCESS && i < count; i++)
+            host[i] = kiln_ref_from_16(t, bits[i]);
+    }
+    free(bits);
+    return st;
+}
+
+/* `count` values of storage type t in *host (as floats) and in a new buffer
+   *buf of `ctx`: uniform in [-1, 1) drawn from *rng and rounded to t, or NaN
+   for an output (poisoned before it runs). OUT_OF_MEMORY, naming `what`,
+   when the host memory cannot be had; the buffer's own status when it
+   cannot be made or written. */
 static inline kiln_status kiln_trial_operand(kiln_context *ctx, const char *what, size_t count, int output,
-                                             uint64_t *rng, float **host, kiln_buffer **buf)
+                                             kiln_dtype t, uint64_t *rng, float **host, kiln_buffer **buf)
 {
     *host = count && count <= SIZE_MAX / sizeof(float) ? malloc(count * sizeof(float)) : NULL;
     if (!*host)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "%s: %zu elements", what, count);
     for (size_t i = 0; i < count; i++)
-        (*host)[i] = output ? NAN : kiln_trial_uniform(rng);
-    kiln_status st = kiln_buffer_create(ctx, count * sizeof(float), buf);
+        (*host)[i] = output          ? NAN
+                     : t == KILN_F32 ? kiln_trial_uniform(rng)
+                                     : kiln_ref_from_16(t, kiln_ref_to_16(t, kiln_trial_uniform(rng)));
+    kiln_status st = kiln_buffer_create(ctx, count * (t == KILN_F32 ? sizeof(float) : sizeof(uint16_t)), buf);
     if (st == KILN_SUCCESS)
-        st = kiln_buffer_write(*buf, 0, count * sizeof(float), *host);
+        st = kiln_trial_transfer(*buf, t, *host, count, 1);
     return st;
 }
 
-/* A planned candidate's verdict: run(cookie) once, read the `count` floats
-   of its output `y` back into `host`, check(cookie, t) them, and if right
-   time `reps` runs cut short past cutoff_ms (kiln_time_runs). */
+/* A planned candidate's verdict: run(cookie) once, read the `count` values
+   of its output `y` (of storage type `yt`) back into `host` as floats,
+   check(cookie, t) them, and if right time `reps` runs cut short past
+   cutoff_ms (kiln_time_runs). */
 static inline void kiln_trial_check_and_time(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie,
-                                             kiln_buffer *y, float *host, size_t count,
+                                             kiln_buffer *y, kiln_dtype yt, float *host, size_t count,
                                              void (*check)(void *cookie, struct kiln_trial *t), int reps,
                                              double cutoff_ms, struct kiln_trial *t)
 {
     kiln_status st = run(cookie);
     if (st == KILN_SUCCESS)
-        st = kiln_buffer_read(y, 0, count * sizeof(float), host);
+        st = kiln_trial_transfer(y, yt, host, count, 0);
     if (st != KILN_SUCCESS) {
         kiln_trial_reject(t, KILN_TRIAL_RUN_FAILED, st, "run");
         return;

@@ -142,6 +142,37 @@ const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *co
     return out;
 }
 
+void kiln_tune_families(const kiln_context *ctx, struct kiln_tune_family out[KILN_TUNE_FAMILIES])
+{
+    out[0] = (struct kiln_tune_family){.group = KILN_GROUP_gemm_mma, .algo = KILN_GEMM_MMA};
+    out[0].runs = kiln_gemm_mma_runs_on(ctx, KILN_F16, out[0].why_not, sizeof out[0].why_not);
+    out[0].bf16 = kiln_gemm_mma_runs_on(ctx, KILN_BF16, NULL, 0);
+    out[1] = (struct kiln_tune_family){.group = KILN_GROUP_gemm_wgmma, .algo = KILN_GEMM_WGMMA};
+    out[1].runs = out[1].bf16 = kiln_gemm_wgmma_runs_on(ctx, out[1].why_not, sizeof out[1].why_not);
+}
+
+void kiln_tune_family_shapes(const struct kiln_tune_family *f, struct kiln_tune_shape *out)
+{
+    /* Square, long K (bf16 where the family runs it), and wide M over few
+       columns: a whole H100 at a few tens of microseconds each. */
+    static const size_t sizes[KILN_TUNE_FAMILY_SHAPES][3] = {{2048, 2048, 4096}, {1024, 1024, 8192}, {4096, 512, 2048}};
+    static const char *const names[KILN_TUNE_FAMILIES][KILN_TUNE_FAMILY_SHAPES][2] = {
+        {{"gemm.mma f16 2048x2048x4096", NULL},
+         {"gemm.mma f16 1024x1024x8192", "gemm.mma bf16 1024x1024x8192"},
+         {"gemm.mma f16 4096x512x2048", NULL}},
+        {{"gemm.wgmma f16 2048x2048x4096", NULL},
+         {"gemm.wgmma f16 1024x1024x8192", "gemm.wgmma bf16 1024x1024x8192"},
+         {"gemm.wgmma f16 4096x512x2048", NULL}},
+    };
+    const int family = f->group == KILN_GROUP_gemm_wgmma;
+    for (int i = 0; i < KILN_TUNE_FAMILY_SHAPES; i++) {
+        const int bf16 = f->bf16 && names[family][i][1];
+        out[i] = gemm_shape(names[family][i][bf16], sizes[i][0], sizes[i][1], sizes[i][2], 1);
+        out[i].gemm.dtype = bf16 ? KILN_BF16 : KILN_F16;
+        out[i].gemm.algo = f->algo;
+    }
+}
+
 int kiln_tune_parse_ops(const char *list, unsigned *ops)
 {
     static const char *const names[KILN_TUNE_OP_COUNT] = {"gemm", "conv", "attention"};
@@ -287,8 +318,9 @@ struct candidate {
 struct search {
     const struct kiln_tune_options *o;
     struct kiln_tune_result *r;
-    const struct kiln_tune_shape *shapes;
+    const struct kiln_tune_shape *shapes; /* store */
     size_t shape_count;
+    struct kiln_tune_shape store[KILN_TUNE_SHAPES_MAX];
     struct kiln_dims dims[KILN_TUNE_SHAPES_MAX];
     double start, end; /* of the run */
     FILE *journal;
@@ -1344,6 +1376,90 @@ static kiln_status plan_groups(kiln_context *ctx, struct search *s)
     return KILN_SUCCESS;
 }
 
+/* Whether `name` is one of the comma-separated `list`. */
+static int listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+kiln_status kiln_tune_check_groups(const char *list)
+{
+    for (const char *p = list;; p++) {
+        const size_t len = strcspn(p, ",");
+        char name[48];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : 0), p);
+        const int g = kiln_param_group_find(name);
+        if (len == 0 || len >= sizeof name ||
+            (strcmp(name, "select") != 0 && (g < 0 || !kiln_space_kernel_group((enum kiln_group_id)g))))
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                              "groups: \"%.*s%s\" is not a kernel group (gemm.tiled, gemm.mma, gemm.wgmma, ...) "
+                              "or select",
+                              (int)(len < 64 ? len : 64), p, len > 64 ? "..." : "");
+        p += len;
+        if (!*p)
+            return KILN_SUCCESS;
+    }
+}
+
+/* The shapes of the run: the options' or the representative ones, and
+   where GEMMs are tuned the tensor-core families' that the context runs;
+   each family it does not run is reported as skipped, with the reason
+   (a family outside the groups option is neither). */
+static void gather_shapes(struct search *s, const kiln_context *ctx)
+{
+    const struct kiln_tune_options *o = s->o;
+    size_t n = o->shape_count;
+    const struct kiln_tune_shape *from =
+        o->shapes ? o->shapes : kiln_tune_shapes(o->ops, ctx->desc.type == KILN_DEVICE_GPU, &n);
+    memcpy(s->store, from, n * sizeof *from);
+    int gemm = 0;
+    for (size_t i = 0; i < n; i++)
+        gemm |= from[i].op == KILN_TUNE_GEMM;
+    struct kiln_tune_family families[KILN_TUNE_FAMILIES];
+    kiln_tune_families(ctx, families);
+    for (int f = 0; gemm && f < KILN_TUNE_FAMILIES; f++) {
+        const char *group = kiln_param_groups[families[f].group].name;
+        if (o->groups && !listed(o->groups, group))
+            continue;
+        if (!families[f].runs) {
+            struct kiln_tune_skip *k = &s->r->skipped[s->r->skipped_count++];
+            snprintf(k->group, sizeof k->group, "%s", group);
+            snprintf(k->reason, sizeof k->reason, "%s", families[f].why_not);
+            if (o->log)
+                fprintf(o->log, "%s: not searched: %s\n", k->group, k->reason);
+        } else if (!o->shapes && n + KILN_TUNE_FAMILY_SHAPES <= KILN_TUNE_SHAPES_MAX) {
+            kiln_tune_family_shapes(&families[f], &s->store[n]);
+            n += KILN_TUNE_FAMILY_SHAPES;
+        }
+    }
+    s->shapes = s->store;
+    s->shape_count = s->r->shape_count = n;
+}
+
+/* Only the shapes whose plans take a group of the groups option. */
+static void keep_listed(struct search *s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->shape_count; i++) {
+        if (!listed(s->o->groups, s->r->shapes[i].group)) {
+            if (s->o->log)
+                fprintf(s->o->log, "%s: its plan takes %s, which is not among the groups searched\n", s->shapes[i].name,
+                        s->r->shapes[i].group[0] ? s->r->shapes[i].group : "no group");
+            continue;
+        }
+        s->store[n] = s->store[i], s->dims[n] = s->dims[i], s->r->shapes[n] = s->r->shapes[i];
+        n++;
+    }
+    s->shape_count = s->r->shape_count = n;
+}
+
 static void free_search(struct search *s)
 {
     for (size_t c = 0; c < s->count; c++)
@@ -1373,6 +1489,9 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
                           KILN_TUNE_SHAPES_MAX);
     if (!o->shapes && (o->ops & KILN_TUNE_OPS_ALL) == 0)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_tune: no operation to tune");
+    if (o->groups && kiln_tune_check_groups(o->groups) != KILN_SUCCESS)
+        return KILN_ERROR_INVALID_ARGUMENT;
+    const int thresholds = o->thresholds && (!o->groups || listed(o->groups, "select"));
 
     /* The device first: a device that cannot be opened leaves no journal
        behind. */
@@ -1383,15 +1502,15 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     kiln_status st = kiln_context_create(&opts, &ctx);
     if (st != KILN_SUCCESS)
         return st;
-    s.shapes = o->shapes ? o->shapes : kiln_tune_shapes(o->ops, ctx->desc.type == KILN_DEVICE_GPU, &s.shape_count);
-    s.shape_count = o->shapes ? o->shape_count : s.shape_count;
-    r->shape_count = s.shape_count;
+    gather_shapes(&s, ctx);
     snprintf(r->matched, sizeof r->matched, "%s", kiln_profile_name(ctx->profile));
     char *dir = o->out ? strdup(o->out) : kiln_profile_user_dir();
     st = dir ? open_journal(&s, dir)
              : kiln_error(KILN_ERROR_IO, "kiln-tune: no output directory (neither XDG_CONFIG_HOME nor HOME is set)");
     if (st == KILN_SUCCESS)
         st = plan_groups(ctx, &s);
+    if (st == KILN_SUCCESS && o->groups)
+        keep_listed(&s);
 
     /* The groups in the order of their first shape; each gets an equal
        share of what is left of the groups' time when it starts. */
@@ -1403,7 +1522,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
         if (g >= 0 && !(seen & (1u << g)) && kiln_space_kernel_group((enum kiln_group_id)g))
             order[group_count++] = g, seen |= 1u << g;
     }
-    const double groups_end = s.start + (o->thresholds ? GROUPS_END : GROUPS_END_ALONE) * o->budget_s;
+    const double groups_end = s.start + (thresholds ? GROUPS_END : GROUPS_END_ALONE) * o->budget_s;
     char *parts[KILN_TUNE_SHAPES_MAX + 1];
     size_t part_count = 0;
     unsigned changed = 0;
@@ -1427,7 +1546,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     char *kernels = st == KILN_SUCCESS ? merge_overlays(parts, part_count) : NULL;
     if (st == KILN_SUCCESS && !kernels)
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
-    if (st == KILN_SUCCESS && o->thresholds) {
+    if (st == KILN_SUCCESS && thresholds) {
         char *select = NULL;
         s.deadline = s.start + THRESHOLDS_END * o->budget_s;
         st = tune_thresholds(&s, ctx->profile, kernels, &select);

@@ -8,6 +8,12 @@
  * shape that takes it, whatever the operation: the CPU register tile of
  * gemm.cpu is scored on the GEMMs and on the convolutions that run on it.
  *
+ * The tensor-core GEMM families (gemm.mma; gemm.wgmma on Hopper) run fp16
+ * and bf16 storage only, which none of those shapes has: where the context
+ * runs a family, shapes of its own are added (kiln_tune_families), forced
+ * to it, since AUTO takes wgmma over mma where both run; a family the
+ * context does not run is reported as skipped, with the reason.
+ *
  * Per group: the seed (the matched profile's values), its neighbours, then
  * a seeded random sample and the neighbours of the best few, in turn, until
  * the group's share of the budget is spent (the seed-and-refine scheme of
@@ -52,7 +58,7 @@
 #include "profiles/params.h"
 
 #define KILN_TUNE_JOURNAL "kiln-tune-journal.jsonl"
-#define KILN_TUNE_SHAPES_MAX 16
+#define KILN_TUNE_SHAPES_MAX 24
 #define KILN_TUNE_THRESHOLDS_MAX 4
 
 /* The gain past which a part of a group's shapes gets parameters of its
@@ -92,6 +98,11 @@ struct kiln_tune_options {
        since differences of a few percent are run-to-run noise on a CPU.
        Tests set it below -1 to keep whatever the search found best. */
     double min_gain;
+    /* Kernel groups to search, comma-separated ("gemm.wgmma"); NULL: every
+       group the shapes' plans take. With a list, only the shapes whose
+       plans take a listed group are run, and the thresholds are searched
+       only if it names "select". */
+    const char *groups;
     int measure_peaks; /* measure and write device.peak_gflops and peak_gbps */
     FILE *log;         /* a plain line per trial; NULL: quiet */
     void (*progress)(void *user, const struct kiln_tune_progress *p); /* after each trial; NULL: none */
@@ -114,6 +125,33 @@ const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *co
    an unknown name or an empty list. */
 int kiln_tune_parse_ops(const char *list, unsigned *ops);
 
+/* KILN_SUCCESS if every name of the comma-separated `list` is a kernel
+   group (space.h: kiln_space_kernel_group) or "select"; else
+   INVALID_ARGUMENT naming the first that is not. */
+kiln_status kiln_tune_check_groups(const char *list);
+
+/* The tensor-core GEMM families, in this order: gemm.mma, gemm.wgmma. */
+#define KILN_TUNE_FAMILIES 2
+/* Shapes of a family's own, sized for the GPUs it runs on. */
+#define KILN_TUNE_FAMILY_SHAPES 3
+
+struct kiln_tune_family {
+    enum kiln_group_id group; /* KILN_GROUP_gemm_mma, KILN_GROUP_gemm_wgmma */
+    kiln_gemm_algo algo;      /* what forces a plan onto it */
+    int runs;                 /* the context runs it in fp16 storage */
+    int bf16;                 /* ... and in bf16 */
+    char why_not[256];        /* when it does not run: why ("" when it does) */
+};
+
+/* Which tensor-core families `ctx` runs (kiln_gemm_mma_runs_on,
+   kiln_gemm_wgmma_runs_on), and why not where it does not. */
+void kiln_tune_families(const kiln_context *ctx, struct kiln_tune_family out[KILN_TUNE_FAMILIES]);
+
+/* Family f's shapes (KILN_TUNE_FAMILY_SHAPES into `out`), forced to it:
+   fp16 storage, the long-K one in bf16 where the family runs that; names
+   "<group> <type> MxNxK". */
+void kiln_tune_family_shapes(const struct kiln_tune_family *f, struct kiln_tune_shape *out);
+
 struct kiln_tune_shape_result {
     char name[48];
     char group[48];             /* the kernel group its plan takes ("" for none); "<group>:<set>" when it takes a
@@ -130,9 +168,19 @@ struct kiln_tune_threshold {
     char evidence[400]; /* the ladder: "m=1 0.012/0.020 ms, ..." (small-side/large-side ms) */
 };
 
+/* A kernel group the run could not search. */
+struct kiln_tune_skip {
+    char group[48];
+    char reason[256];
+};
+
 struct kiln_tune_result {
     struct kiln_tune_shape_result shapes[KILN_TUNE_SHAPES_MAX];
     size_t shape_count;
+    /* The tensor-core families the context does not run, when GEMMs are
+       tuned. */
+    struct kiln_tune_skip skipped[KILN_TUNE_FAMILIES];
+    size_t skipped_count;
     struct kiln_tune_threshold thresholds[KILN_TUNE_THRESHOLDS_MAX];
     size_t threshold_count;
     size_t trials;                 /* candidates tried, from the journal included */
@@ -186,7 +234,7 @@ struct kiln_tune_split kiln_tune_best_split(const double *ms, const int *ok, siz
                                             const struct kiln_dims *dims, unsigned dim_mask);
 
 /* Run the search and write the tuned profile. INVALID_ARGUMENT for bad
-   options; the statuses of opening the device; IO, before any trial, when
+   options (groups naming no kernel group among them); the statuses of opening the device; IO, before any trial, when
    the output directory or its journal cannot be written; the statuses of
    the trials' set-up; KILN_SUCCESS otherwise, with or without a profile
    written (r->profile says). */
