@@ -46,11 +46,21 @@ static inline size_t gr_tight_stride(const struct kiln_gemm_operand *op)
  * - 16-bit storage: the inputs are rounded to it before the reference sees
  *   them, so only the output's rounding is added (kiln_ref_storage_bound:
  *   2^-11 relative for fp16, 2^-8 for bf16).
+ * - fp32 storage with KILN_MATH_TF32: a kernel may round each value of A
+ *   and B to TF32 (10 explicit significand bits) before multiplying: at
+ *   most 2^-11 relative to nearest (the mma family), 2^-10 toward zero (the
+ *   wgmma family's tensor cores drop the low bits of what they read), and
+ *   the product of two TF32 values is exact in fp32. Each product is then
+ *   off by at most 2^-9 + 2^-20 of its magnitude, so the sum by that share
+ *   of sum |a||b|, whatever K, on top of the fp32 bound above (which
+ *   already covers the sums). 0x1.01p-9 rounds 2^-9 + 2^-20 up.
  */
 static inline double gr_bound(size_t k, double alpha, double abs_sum, double beta, double c0, kiln_dtype dtype,
-                              double ref)
+                              kiln_math math, double ref)
 {
     double b = (double)k * 0x1p-22 * fabs(alpha) * abs_sum + (beta != 0.0 ? fabs(beta * c0) * 0x1p-23 : 0.0) + FLT_MIN;
+    if (dtype == KILN_F32 && math == KILN_MATH_TF32)
+        b += 0x1.01p-9 * fabs(alpha) * abs_sum;
     return b + kiln_ref_storage_bound(dtype, ref, b);
 }
 
@@ -193,7 +203,7 @@ static inline void gr_case_check(const struct gr_case *t, float alpha, float bet
                 size_t at = t->off[GR_C] + bi * c.stride + kiln_gemm_operand_at(&c, i, j);
                 double c0 = t->val[GR_C][at];
                 double ref = (double)alpha * sum + (beta != 0.0f ? (double)beta * c0 : 0.0);
-                double bound = gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, ref);
+                double bound = gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, d->math, ref);
                 double v = gr_stored(t, got, at), err = fabs(v - ref);
                 if (!(err <= bound) && bad++ < 5)
                     print_error("batch %zu C(%zu,%zu) = %.9g, reference %.9g, error %.3g > bound %.3g\n", bi, i, j, v,

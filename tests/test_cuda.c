@@ -12,10 +12,12 @@
  * kernel does, multiplied by an emulated mma.m16n8k16 that reads and writes
  * registers as the PTX ISA lays them out, must give the exact product (a
  * swapped register in mma_layout.h fails it), also as the two m16n8k8 of
- * Turing; and the kernel compiles for sm_75, sm_80, sm_86, sm_89 and sm_90
- * with HMMA instructions, no local memory
- * (no spills) and registers and shared memory within the limits, as
- * cuobjdump reads them (installed from PyPI; skipped without it).
+ * Turing and, for fp32 storage, as TF32's m16n8k8 on fp32 values held in
+ * shared memory as pairs of 16-bit units (what ldmatrix moves); and the
+ * kernel compiles for sm_75, sm_80, sm_86, sm_89 and sm_90 (TF32: sm_80
+ * on) with HMMA instructions of its type, no local memory (no spills) and
+ * registers and shared memory within the limits, as cuobjdump reads them
+ * (installed from PyPI; skipped without it).
  *
  * The tensor-core convolution (cu/conv/conv_f16_igemm_mma.cu): a plain-C
  * model of a block, its A tiles gathered from an NHWC input through
@@ -262,7 +264,7 @@ static void emulated_mma_k8(const float a[32][4], const float b[32][2], float d[
     accumulate((const float(*)[16])am, (const float(*)[8])bm, 8, d);
 }
 
-/* The kernel's mma_16816 on sm_75: two m16n8k8, on A's registers 0-1
+/* The kernel's mma_tile on sm_75: two m16n8k8, on A's registers 0-1
    (elements 0-3) and B's register 0 (elements 0-1), then A's 2-3 and B's
    1. */
 static void emulated_mma_turing(const float a[32][8], const float b[32][4], float d[32][4])
@@ -279,13 +281,32 @@ static void emulated_mma_turing(const float a[32][8], const float b[32][4], floa
     }
 }
 
-/* ldmatrix.m8n8.x4 (.trans with `trans`) as the PTX ISA describes it:
-   lanes 8j to 8j + 7 give the shared-memory rows of 8 x 8 matrix j (here
-   an offset into `shared`); without .trans lane l receives row l / 4,
-   columns 2 (l % 4) and 2 (l % 4) + 1 of matrix j in register j, with
-   .trans the same of the transposed matrix. Register j is out[l][2j] (low
-   half) and out[l][2j + 1]. */
-static void emulated_ldmatrix(const float *shared, const int row_at[32], int trans, float out[32][8])
+/* mma.m16n8k8 with .tf32 A and B, from the PTX ISA's tables: A 16 x 8 in
+   four registers (row g for a0 and a2, g + 8 for a1 and a3; column t for
+   a0 and a1, t + 4 for a2 and a3), B 8 x 8 in two (row t for b0, t + 4 for
+   b1; column g), C as m16n8k16's. One value a register: a[lane][0-3],
+   b[lane][0-1]. */
+static void emulated_mma_tf32(const float a[32][8], const float b[32][4], float d[32][4])
+{
+    static const int a_row[4] = {0, 8, 0, 8}, a_col[4] = {0, 0, 4, 4}, b_row[2] = {0, 4};
+    float am[16][16], bm[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const int g = lane >> 2, t = lane % 4;
+        for (int e = 0; e < 4; e++)
+            am[g + a_row[e]][t + a_col[e]] = a[lane][e];
+        for (int e = 0; e < 2; e++)
+            bm[t + b_row[e]][g] = b[lane][e];
+    }
+    accumulate((const float(*)[16])am, (const float(*)[8])bm, 8, d);
+}
+
+/* ldmatrix.m8n8.x4.b16 (.trans with `trans`) as the PTX ISA describes it,
+   on shared memory as 16-bit units: lanes 8j to 8j + 7 give the rows of
+   8 x 8 matrix j (here offsets into `shared`); without .trans lane l
+   receives row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix j in
+   register j, with .trans the same of the transposed matrix. Register j is
+   out[l][2j] (low half) and out[l][2j + 1]. */
+static void emulated_ldmatrix(const uint16_t *shared, const int row_at[32], int trans, uint16_t out[32][8])
 {
     for (int l = 0; l < 32; l++)
         for (int j = 0; j < 4; j++)
@@ -296,48 +317,109 @@ static void emulated_ldmatrix(const float *shared, const int row_at[32], int tra
 }
 
 /* gemm_f16_mma's tiling at its default parameters, in C: blocks of 128 x 128
-   by 32 of K, 2 x 4 warps of 64 x 32, tiles stored as the operands are
-   (transposed or not) with rows padded by 8, fragments by ldmatrix at
-   mma_layout.h's addresses, C stored through its element mapping. */
+   by bk 32 (32 16-bit values of K a step, 16 fp32 ones with TF32), 2 x 4
+   warps of 64 x 32, tiles stored as the operands are (transposed or not)
+   with rows along K padded by 16 bytes and rows along M or N by 8 values,
+   in shared memory of 16-bit units (an fp32 value is two, low half first,
+   as on the GPU); fragments by ldmatrix at mma_layout.h's addresses, or
+   (TF32, operands stored along M or N) value by value at its element
+   mapping; C stored through its element mapping. Small integers stand for
+   16-bit values, exact in every mode. */
 enum { MB = 128, NB = 128, KB = 32, WARPS_M = 2, WARPS_N = 4, WM = MB / WARPS_M, WN = NB / WARPS_N };
 enum { WARPS = WARPS_M * WARPS_N, THREADS = WARPS * 32 };
+enum mma_mode { MODE_F16, MODE_TURING, MODE_TF32 };
 
 /* A block's accumulators: each warp's (WM / 16) x (WN / 8) mma tiles, as
    its lanes hold them. */
 typedef float model_acc[WARPS][WM / 16][WN / 8][32][4];
 
+/* Value i of a shared tile: 16-bit units `w` a value. */
+static void put(uint16_t *shared, int w, int i, float v)
+{
+    if (w == 2)
+        memcpy(shared + 2 * i, &v, sizeof v);
+    else
+        shared[i] = (uint16_t)(int16_t)v;
+}
+static float get(const uint16_t *shared, int w, int i)
+{
+    float v;
+    if (w == 2)
+        memcpy(&v, shared + 2 * i, sizeof v);
+    else
+        v = (float)(int16_t)shared[i];
+    return v;
+}
+
+/* The lanes' registers of one fragment load: 16-bit values one an element,
+   TF32 ones (w 2) one a register. */
+static void registers_of(const uint16_t out[32][8], int w, float regs[32][8])
+{
+    for (int l = 0; l < 32; l++)
+        for (int e = 0; e < 8 / w; e++)
+            regs[l][e] = w == 2 ? get(out[l], 2, e) : get(out[l], 1, e);
+}
+
 /* One staged step (gemm/mma_pipeline.h's mma_warp_step) for every warp of
    the block: A's tile `as` stored MB x KB (KB x MB with ta), B's `bs`
-   KB x NB (NB x KB with tb), rows ald and bld apart. */
-static void model_step(const float *as, int ald, const float *bs, int bld, int ta, int tb, int turing, model_acc acc)
+   KB x NB (NB x KB with tb), KB 16-bit values of K or half as many fp32
+   ones (MODE_TF32), rows ald and bld values apart. */
+static void model_step(const uint16_t *as, int ald, const uint16_t *bs, int bld, int ta, int tb, enum mma_mode mode,
+                       model_acc acc)
 {
-    for (int w = 0; w < WARPS; w++) {
-        const int wr = kiln_mma_warp_row(w, WARPS_N, WM), wc = kiln_mma_warp_col(w, WARPS_N, WN);
-        for (int kk = 0; kk < KB; kk += 16) {
+    const int w = mode == MODE_TF32 ? 2 : 1, chunk = 8 / w, kv = KB / w;
+    for (int wi = 0; wi < WARPS; wi++) {
+        const int wr = kiln_mma_warp_row(wi, WARPS_N, WM), wc = kiln_mma_warp_col(wi, WARPS_N, WN);
+        for (int kk = 0; kk < kv; kk += 2 * chunk) {
             float a[WM / 16][32][8], b[WN / 8][32][4];
+            uint16_t out[32][8];
             int at[32];
             for (int mi = 0; mi < WM / 16; mi++) {
+                const int r0 = wr + mi * 16;
+                if (w == 2 && ta) {
+                    for (int l = 0; l < 32; l++)
+                        for (int e = 0; e < 4; e++)
+                            a[mi][l][e] =
+                                get(as, w, (kk + kiln_mma_tf32_a_k(l, e)) * ald + r0 + kiln_mma_tf32_a_row(l, e));
+                    continue;
+                }
                 for (int l = 0; l < 32; l++)
-                    at[l] = ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + wr + mi * 16 + kiln_mma_ldsm_across_col(l)
-                               : (wr + mi * 16 + kiln_mma_ldsm_down_row(l)) * ald + kk + kiln_mma_ldsm_down_col(l);
-                emulated_ldmatrix(as, at, ta, a[mi]);
+                    at[l] = w * (ta ? (kk + kiln_mma_ldsm_across_row(l)) * ald + r0 + kiln_mma_ldsm_across_col(l, chunk)
+                                    : (r0 + kiln_mma_ldsm_down_row(l)) * ald + kk + kiln_mma_ldsm_down_col(l, chunk));
+                emulated_ldmatrix(as, at, ta, out);
+                registers_of((const uint16_t(*)[8])out, w, a[mi]);
             }
             for (int ni = 0; ni < WN / 8; ni += 2) {
+                const int c0 = wc + ni * 8;
+                if (w == 2 && !tb) {
+                    for (int l = 0; l < 32; l++)
+                        for (int e = 0; e < 2; e++) {
+                            const int at_k = (kk + kiln_mma_tf32_b_k(l, e)) * bld;
+                            b[ni][l][e] = get(bs, w, at_k + c0 + kiln_mma_tf32_b_col(l));
+                            b[ni + 1][l][e] = get(bs, w, at_k + c0 + 8 + kiln_mma_tf32_b_col(l));
+                        }
+                    continue;
+                }
                 float r[32][8];
                 for (int l = 0; l < 32; l++)
-                    at[l] = tb ? (wc + ni * 8 + kiln_mma_ldsm_across_row(l)) * bld + kk + kiln_mma_ldsm_across_col(l)
-                               : (kk + kiln_mma_ldsm_down_row(l)) * bld + wc + ni * 8 + kiln_mma_ldsm_down_col(l);
-                emulated_ldmatrix(bs, at, !tb, r);
+                    at[l] = w * (tb ? (c0 + kiln_mma_ldsm_across_row(l)) * bld + kk + kiln_mma_ldsm_across_col(l, chunk)
+                                    : (kk + kiln_mma_ldsm_down_row(l)) * bld + c0 + kiln_mma_ldsm_down_col(l, chunk));
+                emulated_ldmatrix(bs, at, !tb, out);
+                registers_of((const uint16_t(*)[8])out, w, r);
+                /* Registers 0-1 of the x4 are b[ni]'s, 2-3 b[ni + 1]'s. */
                 for (int l = 0; l < 32; l++)
-                    for (int e = 0; e < 4; e++)
-                        b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 + e];
+                    for (int e = 0; e < 4 / w; e++)
+                        b[ni][l][e] = r[l][e], b[ni + 1][l][e] = r[l][4 / w + e];
             }
             for (int mi = 0; mi < WM / 16; mi++)
                 for (int ni = 0; ni < WN / 8; ni++) {
-                    if (turing)
-                        emulated_mma_turing((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
+                    const float(*fa)[8] = (const float(*)[8])a[mi], (*fb)[4] = (const float(*)[4])b[ni];
+                    if (mode == MODE_TURING)
+                        emulated_mma_turing(fa, fb, acc[wi][mi][ni]);
+                    else if (mode == MODE_TF32)
+                        emulated_mma_tf32(fa, fb, acc[wi][mi][ni]);
                     else
-                        emulated_mma((const float(*)[8])a[mi], (const float(*)[4])b[ni], acc[w][mi][ni]);
+                        emulated_mma(fa, fb, acc[wi][mi][ni]);
                 }
         }
     }
@@ -359,31 +441,34 @@ static void model_store(model_acc acc, int m0, int n0, int M, int N, float *C)
                     }
 }
 
-static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb, int turing)
+static void model_gemm(int M, int N, int K, const float *A, const float *B, float *C, int ta, int tb,
+                       enum mma_mode mode)
 {
-    /* The stored tiles: A MB x KB (KB x MB transposed), B KB x NB (NB x KB). */
-    const int ald = (ta ? MB : KB) + 8, bld = (tb ? KB : NB) + 8;
-    static float as[MB * (MB + 8)], bs[NB * (NB + 8)];
+    /* The stored tiles: A MB x KB (KB x MB transposed), B KB x NB (NB x KB),
+       rows along K padded by 16 bytes, along M or N by 8 values. */
+    const int w = mode == MODE_TF32 ? 2 : 1, chunk = 8 / w, kv = KB / w;
+    const int ald = ta ? MB + 8 : kv + chunk, bld = tb ? kv + chunk : NB + 8;
+    static uint16_t as[2 * MB * (MB + 8)], bs[2 * NB * (NB + 8)];
     static model_acc acc;
     for (int m0 = 0; m0 < M; m0 += MB)
         for (int n0 = 0; n0 < N; n0 += NB) {
             memset(acc, 0, sizeof acc);
-            for (int k0 = 0; k0 < K; k0 += KB) {
+            for (int k0 = 0; k0 < K; k0 += kv) {
                 for (int i = 0; i < MB; i++)
-                    for (int k = 0; k < KB; k++) {
+                    for (int k = 0; k < kv; k++) {
                         const float v = m0 + i < M && k0 + k < K
                                             ? (ta ? A[(k0 + k) * M + m0 + i] : A[(m0 + i) * K + k0 + k])
                                             : 0.0f;
-                        as[ta ? k * ald + i : i * ald + k] = v;
+                        put(as, w, ta ? k * ald + i : i * ald + k, v);
                     }
-                for (int k = 0; k < KB; k++)
+                for (int k = 0; k < kv; k++)
                     for (int j = 0; j < NB; j++) {
                         const float v = k0 + k < K && n0 + j < N
                                             ? (tb ? B[(n0 + j) * K + k0 + k] : B[(k0 + k) * N + n0 + j])
                                             : 0.0f;
-                        bs[tb ? j * bld + k : k * bld + j] = v;
+                        put(bs, w, tb ? j * bld + k : k * bld + j, v);
                     }
-                model_step(as, ald, bs, bld, ta, tb, turing, acc);
+                model_step(as, ald, bs, bld, ta, tb, mode, acc);
             }
             model_store(acc, m0, n0, M, N, C);
         }
@@ -394,7 +479,8 @@ static void test_mma_tiling_model(void **state)
     (void)state;
     /* Edges in every dimension, several blocks and K steps; small integers,
        so every sum is exact. Operands stored M x K or K x M (A), K x N or
-       N x K (B). */
+       N x K (B); 16-bit values on m16n8k16 and on Turing's m16n8k8, fp32
+       ones on TF32's m16n8k8. */
     enum { M = 150, N = 140, K = 50 };
     static float A[M * K], B[K * N], C[M * N];
     uint64_t seed = kt_group_seed;
@@ -404,11 +490,21 @@ static void test_mma_tiling_model(void **state)
         A[i] = floorf(A[i]);
     for (int i = 0; i < K * N; i++)
         B[i] = floorf(B[i]);
-    for (int variant = 0; variant < 5; variant++) {
-        const int ta = variant & 1, tb = variant >> 1 & 1, turing = variant == 4;
+    static const char *const names[] = {"m16n8k16", "sm_75, two m16n8k8", "tf32 m16n8k8"};
+    const struct kiln_param_gemm_mma params = {
+        .bm = MB, .bn = NB, .bk = KB, .warps_m = WARPS_M, .warps_n = WARPS_N, .stages = 3};
+    for (int variant = 0; variant < 9; variant++) {
+        const int ta = variant & 1, tb = variant >> 1 & 1;
+        const enum mma_mode mode = variant < 4 ? MODE_F16 : variant == 4 ? MODE_TURING : MODE_TF32;
+        /* The model's tiles, the kernel's layout, take the bytes the host
+           reserves (3 buffers), fp32 ones as 16-bit ones. */
+        const int w = mode == MODE_TF32 ? 2 : 1, kv = KB / w;
+        const long tile_bytes =
+            2L * w * ((ta ? kv * (MB + 8) : MB * (kv + 8 / w)) + (tb ? NB * (kv + 8 / w) : kv * (NB + 8)));
+        assert_int_equal(3 * tile_bytes, kiln_gemm_mma_shared_bytes(&params, ta, tb));
         for (int i = 0; i < M * N; i++)
             C[i] = NAN;
-        model_gemm(M, N, K, A, B, C, ta, tb, turing);
+        model_gemm(M, N, K, A, B, C, ta, tb, mode);
         for (int i = 0; i < M; i++)
             for (int j = 0; j < N; j++) {
                 double ref = 0;
@@ -417,8 +513,7 @@ static void test_mma_tiling_model(void **state)
                 if (C[i * N + j] != ref)
                     fail_msg("model (%s, A%s, B%s) C(%d, %d) = %g, the product %g: mma_layout.h disagrees with the "
                              "PTX ISA",
-                             turing ? "sm_75, two m16n8k8" : "m16n8k16", ta ? "^T" : "", tb ? "^T" : "", i, j,
-                             C[i * N + j], ref);
+                             names[mode], ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * N + j], ref);
             }
     }
 }
@@ -450,7 +545,7 @@ static void model_conv(const struct conv_case *d, const float *x, const float *w
 {
     enum { LD = KB + 8, A_PIECES = MB * (KB / 8) / THREADS, B_PIECES = NB * (KB / 8) / THREADS };
     const int P = conv_p(d), Q = conv_q(d), M = d->n * P * Q, KK = d->r * d->s * d->c;
-    static float as[MB * LD], bs[NB * LD];
+    static uint16_t as[MB * LD], bs[NB * LD];
     static model_acc acc;
     static struct kiln_igemm_pixel px[THREADS][A_PIECES];
     static struct kiln_igemm_tap tap[THREADS];
@@ -471,16 +566,16 @@ static void model_conv(const struct conv_case *d, const float *x, const float *w
                         const int inside = kiln_igemm_inside(px[t][i], tap[t], d->r, d->h, d->w, d->dh, d->dw);
                         const unsigned at = inside ? kiln_igemm_at(px[t][i], tap[t], d->w, d->c, d->dh, d->dw) : 0;
                         for (int j = 0; j < 8; j++)
-                            as[row * LD + col + j] = inside ? x[at + j] : 0.0f;
+                            put(as, 1, row * LD + col + j, inside ? x[at + j] : 0.0f);
                     }
                     kiln_igemm_tap_next(&tap[t], KB, d->c, d->s);
                     for (int i = 0; i < B_PIECES; i++) {
                         const int row = kiln_igemm_piece_row(t, i, KB, THREADS), f = n0 + row;
                         for (int j = 0; j < 8; j++)
-                            bs[row * LD + col + j] = f < d->k && k < KK ? wt[f * KK + k + j] : 0.0f;
+                            put(bs, 1, row * LD + col + j, f < d->k && k < KK ? wt[f * KK + k + j] : 0.0f);
                     }
                 }
-                model_step(as, LD, bs, LD, 0, 1, 0, acc);
+                model_step(as, LD, bs, LD, 0, 1, MODE_F16, acc);
             }
             model_store(acc, m0, n0, M, d->k, y);
         }
@@ -560,51 +655,62 @@ static void test_conv_mma_gather_model(void **state)
 }
 
 /* gemm_f16_wgmma's layout, in C: one block of 128 x 256 by one K step of
-   64, tiles stored as the operands are (transposed or not) at
-   wgmma_layout.h's swizzled offsets; each warpgroup's four m64n256k16 read
-   their operands through wgmma_layout.h's descriptor fields as the PTX ISA
+   128 bytes (64 16-bit values, or 32 fp32 ones for TF32), tiles stored as
+   the operands are (transposed or not) at wgmma_layout.h's swizzled
+   offsets; each warpgroup's four m64n256k16 (k8 for TF32) read their
+   operands through wgmma_layout.h's descriptor fields as the PTX ISA
    defines the 128-byte-swizzled canonical layouts (K-major: 8 rows of 128
-   bytes, 8-row groups the stride byte offset apart, k along a row;
-   M- or N-major: 64 values of m or n in a row, 64-wide groups the leading
-   byte offset apart, rows of k 128 bytes apart and 8-row groups the stride
-   byte offset apart; then bits 4-6 of the address XOR bits 7-9), and C is
-   written through its accumulator mapping, checked against the ISA's
-   m64nNk16 D fragments (row 16 warp + lane / 4 + 8 for registers 2 and 3 of
-   each 4, column 8 (i / 4) + 2 (lane % 4) + i % 2). */
-enum { WG_M = 128, WG_N = 256, WG_K = KILN_WGMMA_BK };
+   bytes, 8-row groups the stride byte offset apart, k along a row, `size`
+   bytes a value; M- or N-major, 16-bit only: 64 values of m or n in a row,
+   64-wide groups the leading byte offset apart, rows of k 128 bytes apart
+   and 8-row groups the stride byte offset apart; then bits 4-6 of the
+   address XOR bits 7-9), and C is written through its accumulator mapping,
+   checked against the ISA's m64nNk16 and m64nNk8 D fragments (row
+   16 warp + lane / 4 + 8 for registers 2 and 3 of each 4, column
+   8 (i / 4) + 2 (lane % 4) + i % 2). */
+enum { WG_M = 128, WG_N = 256, WG_K = 64 /* the most values of K a step holds */ };
 
-/* The 16-bit value wgmma reads at byte `addr` of shared memory. */
-static float swizzled(const float *shared, int addr) { return shared[(addr ^ ((addr >> 7 & 7) << 4)) / 2]; }
-
-/* Operand element (mn, k) of a wgmma through a descriptor's fields. */
-static float operand(const float *shared, int mn_major, int start, int lbo, int sbo, int mn, int k)
+/* The value of `size` bytes wgmma reads at byte `addr` of shared memory
+   (one float a value, at its byte offset / size). */
+static float swizzled(const float *shared, int addr, int size)
 {
-    return swizzled(shared, mn_major ? start + mn % 64 * 2 + mn / 64 * lbo + k % 8 * 128 + k / 8 * sbo
-                                     : start + mn % 8 * 128 + mn / 8 * sbo + k * 2);
+    return shared[(addr ^ ((addr >> 7 & 7) << 4)) / size];
 }
 
-static void model_wgmma(const float *A, const float *B, float *C, int ta, int tb)
+/* Operand element (mn, k) of a wgmma through a descriptor's fields. */
+static float operand(const float *shared, int size, int mn_major, int start, int lbo, int sbo, int mn, int k)
+{
+    return swizzled(shared,
+                    mn_major ? start + mn % 64 * 2 + mn / 64 * lbo + k % 8 * 128 + k / 8 * sbo
+                             : start + mn % 8 * 128 + mn / 8 * sbo + k * size,
+                    size);
+}
+
+/* A is WG_M x bk, B bk x WG_N, row-major, bk = KILN_WGMMA_BK(size). */
+static void model_wgmma(const float *A, const float *B, float *C, int ta, int tb, int size)
 {
     static float as[WG_M * WG_K], bs[WG_N * WG_K], d[WG_M / 64][4][32][WG_N / 2];
+    const int bk = KILN_WGMMA_BK(size), kstep = 32 / size;
     /* The stored tiles: A M x K (K x M transposed), B K x N (N x K). */
     for (int i = 0; i < WG_M; i++)
-        for (int k = 0; k < WG_K; k++)
-            as[(ta ? kiln_wgmma_offset(WG_K, k, i) : kiln_wgmma_offset(WG_M, i, k)) / 2] = A[i * WG_K + k];
-    for (int k = 0; k < WG_K; k++)
+        for (int k = 0; k < bk; k++)
+            as[(ta ? kiln_wgmma_offset(bk, k, i, size) : kiln_wgmma_offset(WG_M, i, k, size)) / size] = A[i * bk + k];
+    for (int k = 0; k < bk; k++)
         for (int j = 0; j < WG_N; j++)
-            bs[(tb ? kiln_wgmma_offset(WG_N, j, k) : kiln_wgmma_offset(WG_K, k, j)) / 2] = B[k * WG_N + j];
+            bs[(tb ? kiln_wgmma_offset(WG_N, j, k, size) : kiln_wgmma_offset(bk, k, j, size)) / size] = B[k * WG_N + j];
     memset(d, 0, sizeof d);
     for (int wg = 0; wg < WG_M / 64; wg++)
-        for (int kk = 0; kk < WG_K; kk += 16) {
-            const int a0 = kiln_wgmma_desc_start(0, ta, wg * 64, kk), b0 = kiln_wgmma_desc_start(0, !tb, 0, kk);
+        for (int kk = 0; kk < bk; kk += kstep) {
+            const int a0 = kiln_wgmma_desc_start(0, ta, wg * 64, kk, size),
+                      b0 = kiln_wgmma_desc_start(0, !tb, 0, kk, size);
             for (int w = 0; w < 4; w++)
                 for (int l = 0; l < 32; l++)
                     for (int i = 0; i < WG_N / 2; i++) {
                         const int row = 16 * w + l / 4 + 8 * (i % 4 >= 2), col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
-                        for (int k = 0; k < 16; k++)
+                        for (int k = 0; k < kstep; k++)
                             d[wg][w][l][i] +=
-                                operand(as, ta, a0, kiln_wgmma_desc_lbo(ta), kiln_wgmma_desc_sbo(ta), row, k) *
-                                operand(bs, !tb, b0, kiln_wgmma_desc_lbo(!tb), kiln_wgmma_desc_sbo(!tb), col, k);
+                                operand(as, size, ta, a0, kiln_wgmma_desc_lbo(ta), kiln_wgmma_desc_sbo(ta), row, k) *
+                                operand(bs, size, !tb, b0, kiln_wgmma_desc_lbo(!tb), kiln_wgmma_desc_sbo(!tb), col, k);
                     }
         }
     for (int wg = 0; wg < WG_M / 64; wg++)
@@ -625,20 +731,24 @@ static void test_wgmma_layout_model(void **state)
         A[i] = floorf(A[i]);
     for (int i = 0; i < WG_K * WG_N; i++)
         B[i] = floorf(B[i]);
-    for (int variant = 0; variant < 4; variant++) {
-        const int ta = variant & 1, tb = variant >> 1;
+    /* 16-bit values in the four transposes; fp32 ones (TF32) K-major. */
+    static const struct {
+        int size, ta, tb;
+    } variants[] = {{2, 0, 0}, {2, 1, 0}, {2, 0, 1}, {2, 1, 1}, {4, 0, 1}};
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+        const int size = variants[v].size, ta = variants[v].ta, tb = variants[v].tb, bk = KILN_WGMMA_BK(size);
         for (int i = 0; i < WG_M * WG_N; i++)
             C[i] = NAN;
-        model_wgmma(A, B, C, ta, tb);
+        model_wgmma(A, B, C, ta, tb, size);
         for (int i = 0; i < WG_M; i++)
             for (int j = 0; j < WG_N; j++) {
                 double ref = 0;
-                for (int k = 0; k < WG_K; k++)
-                    ref += (double)A[i * WG_K + k] * B[k * WG_N + j];
+                for (int k = 0; k < bk; k++)
+                    ref += (double)A[i * bk + k] * B[k * WG_N + j];
                 if (C[i * WG_N + j] != ref)
-                    fail_msg("wgmma model (A%s, B%s) C(%d, %d) = %g, the product %g: wgmma_layout.h disagrees with "
-                             "the PTX ISA",
-                             ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * WG_N + j], ref);
+                    fail_msg("wgmma model (%s, A%s, B%s) C(%d, %d) = %g, the product %g: wgmma_layout.h disagrees "
+                             "with the PTX ISA",
+                             size == 4 ? "tf32" : "16-bit", ta ? "^T" : "", tb ? "^T" : "", i, j, C[i * WG_N + j], ref);
             }
     }
 }
@@ -785,34 +895,46 @@ static void test_mma_kernel_sass(void **state)
     (void)state;
     static struct sass_test t;
     sass_begin(&t, "gemm/gemm_f16_mma.cu");
-    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) from sm_80; transposed operands;
-       plain loads where rows are not 16-byte aligned (async 0). */
+    /* fp16 from sm_75, bf16 (KILN_MMA_BF16) and TF32 (KILN_MMA_TF32) from
+       sm_80; transposed operands; plain loads where rows are not 16-byte
+       aligned (async 0). */
+    enum { F16, BF16, TF32 };
+    static const char *const type_names[] = {"f16", "bf16", "tf32"};
     static const struct {
-        int arch, bf16, ta, tb, async;
-    } builds[] = {{75, 0, 0, 0, 1}, {80, 0, 0, 0, 1}, {86, 0, 0, 0, 1}, {89, 0, 0, 0, 1}, {90, 0, 0, 0, 1},
-                  {80, 1, 0, 0, 1}, {90, 1, 0, 0, 1}, {90, 0, 1, 1, 1}, {90, 0, 0, 1, 0}, {80, 0, 1, 0, 0}};
+        int arch, type, ta, tb, async;
+    } builds[] = {{75, F16, 0, 0, 1},  {80, F16, 0, 0, 1},  {86, F16, 0, 0, 1},  {89, F16, 0, 0, 1},
+                  {90, F16, 0, 0, 1},  {80, BF16, 0, 0, 1}, {90, BF16, 0, 0, 1}, {90, F16, 1, 1, 1},
+                  {90, F16, 0, 1, 0},  {80, F16, 1, 0, 0},  {80, TF32, 0, 0, 1}, {86, TF32, 0, 0, 1},
+                  {89, TF32, 0, 0, 1}, {90, TF32, 0, 0, 1}, {90, TF32, 1, 1, 1}, {80, TF32, 0, 1, 1},
+                  {80, TF32, 1, 0, 0}, {90, TF32, 0, 1, 0}};
     for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
-        const int arch = builds[i].arch;
+        const int arch = builds[i].arch, tf32 = builds[i].type == TF32;
         char type[32];
-        snprintf(type, sizeof type, "%s%s%s%s", builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "",
+        snprintf(type, sizeof type, "%s%s%s%s", type_names[builds[i].type], builds[i].ta ? " A^T" : "",
                  builds[i].tb ? " B^T" : "", builds[i].async ? "" : " loads");
         char options[200];
-        snprintf(options, sizeof options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d%s", builds[i].ta,
-                 builds[i].tb, builds[i].async, builds[i].bf16 ? " -DKILN_MMA_BF16=1" : "");
+        snprintf(options, sizeof options,
+                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_MMA_BF16=%d -DKILN_MMA_TF32=%d",
+                 builds[i].ta, builds[i].tb, builds[i].async, builds[i].type == BF16, tf32);
         struct sass_report r = compile_and_read(&t.api, t.tool, t.dir, "gemm_f16_mma.cu", t.source, arch, options);
         if (!r.sass) {
             printf("# gemm_f16_mma %s sm_%d: compiled in %.0f ms\n", type, arch, r.ms);
             continue;
         }
         const int hmma = count_of(r.sass, "HMMA"), ldsm = count_of(r.sass, "LDSM"), ldgsts = count_of(r.sass, "LDGSTS");
-        /* bf16 multiplies show as HMMA with a .BF16 suffix. */
-        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        /* bf16 multiplies show as HMMA with a .BF16 suffix, TF32 ones as
+           HMMA.1688.F32.TF32. */
+        const int typed =
+            (strstr(r.sass, "BF16") != NULL) == (builds[i].type == BF16) && (strstr(r.sass, "TF32") != NULL) == tf32;
         printf("# gemm_f16_mma %s sm_%d: %.0f ms, %d HMMA, %d LDSM, %d LDGSTS, %d registers, %d bytes static shared, "
                "%d local, %d stack\n",
                type, arch, r.ms, hmma, ldsm, ldgsts, r.reg, r.shared, r.local, r.stack);
-        /* Fragments by ldmatrix; asynchronous copies from sm_80 where asked. */
+        /* Fragments by ldmatrix, but for TF32 operands stored along M (A^T)
+           or N (B), read value by value; asynchronous copies from sm_80
+           where asked. */
+        const int ldsm_ok = tf32 && builds[i].ta && !builds[i].tb ? ldsm == 0 : ldsm > 0;
         const int copies_ok = (builds[i].async && arch >= 80) == (ldgsts > 0);
-        if (ldsm == 0 || !copies_ok)
+        if (!ldsm_ok || !copies_ok)
             fail_msg("gemm_f16_mma %s on sm_%d: %d LDSM, %d LDGSTS", type, arch, ldsm, ldgsts);
         if (hmma == 0 || !typed || r.reg < 0 || r.reg > 255 || r.local != 0 || r.stack != 0 || r.shared > 48 * 1024)
             fail_msg("gemm_f16_mma %s on sm_%d: %d HMMA (%s), %d registers, %d local and %d stack bytes (spills), %d "
@@ -824,34 +946,39 @@ static void test_mma_kernel_sass(void **state)
 }
 
 /* The wgmma kernels for sm_90a, in each transpose (the four descriptor
-   layouts), bf16, each way of copying (the tensor memory accelerator,
-   cp.async, plain loads), and block shapes of the schema: warpgroup
-   multiplies (HGMMA, four a K step) and no HMMA, the copies asked for, no
-   spills. */
+   layouts), bf16, TF32 (A and B K-major), each way of copying (the tensor
+   memory accelerator, cp.async, plain loads), and block shapes of the
+   schema: warpgroup multiplies (HGMMA, four a K step) of the storage's type
+   and no HMMA, the copies asked for, no spills. */
 static void test_wgmma_kernel_sass(void **state)
 {
     (void)state;
     static struct sass_test t;
     sass_begin(&t, "gemm/gemm_f16_wgmma.cu");
     enum { LOADS, ASYNC, TMA };
+    enum { F16, BF16, TF32 };
+    static const char *const type_names[] = {"f16", "bf16", "tf32"};
     static const struct {
-        int bm, bn, stages, bf16, ta, tb, copies;
-    } builds[] = {{128, 256, 4, 0, 0, 0, TMA},   {128, 256, 4, 0, 1, 1, TMA},   {128, 256, 4, 0, 0, 1, TMA},
-                  {128, 256, 4, 1, 1, 0, TMA},   {64, 256, 5, 0, 0, 0, TMA},    {64, 64, 3, 1, 0, 1, TMA},
-                  {128, 256, 4, 0, 0, 0, ASYNC}, {128, 256, 4, 0, 1, 1, ASYNC}, {128, 128, 6, 0, 0, 0, ASYNC},
-                  {128, 256, 4, 0, 0, 0, LOADS}, {64, 64, 3, 1, 0, 1, LOADS}};
+        int bm, bn, stages, type, ta, tb, copies;
+    } builds[] = {{128, 256, 4, F16, 0, 0, TMA},    {128, 256, 4, F16, 1, 1, TMA},   {128, 256, 4, F16, 0, 1, TMA},
+                  {128, 256, 4, BF16, 1, 0, TMA},   {64, 256, 5, F16, 0, 0, TMA},    {64, 64, 3, BF16, 0, 1, TMA},
+                  {128, 256, 4, F16, 0, 0, ASYNC},  {128, 256, 4, F16, 1, 1, ASYNC}, {128, 128, 6, F16, 0, 0, ASYNC},
+                  {128, 256, 4, F16, 0, 0, LOADS},  {64, 64, 3, BF16, 0, 1, LOADS},  {128, 256, 4, TF32, 0, 1, TMA},
+                  {64, 256, 5, TF32, 0, 1, TMA},    {64, 64, 3, TF32, 0, 1, TMA},    {128, 256, 4, TF32, 0, 1, ASYNC},
+                  {128, 128, 6, TF32, 0, 1, ASYNC}, {128, 256, 4, TF32, 0, 1, LOADS}};
     static const char *const copy_names[] = {"loads", "cp.async", "TMA"};
     for (size_t i = 0; i < sizeof builds / sizeof *builds; i++) {
         char type[80];
         snprintf(type, sizeof type, "%dx%d %d stages %s%s%s %s", builds[i].bm, builds[i].bn, builds[i].stages,
-                 builds[i].bf16 ? "bf16" : "f16", builds[i].ta ? " A^T" : "", builds[i].tb ? " B^T" : "",
+                 type_names[builds[i].type], builds[i].ta ? " A^T" : "", builds[i].tb ? " B^T" : "",
                  copy_names[builds[i].copies]);
         char options[300];
         snprintf(options, sizeof options,
                  "--gpu-architecture=sm_90a -DKILN_WGMMA_BM=%d -DKILN_WGMMA_BN=%d -DKILN_WGMMA_STAGES=%d "
-                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_WGMMA_TMA=%d -DKILN_MMA_BF16=%d",
+                 "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=%d -DKILN_WGMMA_TMA=%d -DKILN_MMA_BF16=%d "
+                 "-DKILN_MMA_TF32=%d",
                  builds[i].bm, builds[i].bn, builds[i].stages, builds[i].ta, builds[i].tb, builds[i].copies != LOADS,
-                 builds[i].copies == TMA, builds[i].bf16);
+                 builds[i].copies == TMA, builds[i].type == BF16, builds[i].type == TF32);
         struct sass_report r = compile_and_read(&t.api, t.tool, t.dir, "gemm_f16_wgmma.cu", t.source, 90, options);
         if (!r.sass) {
             printf("# gemm_f16_wgmma %s sm_90a: compiled in %.0f ms\n", type, r.ms);
@@ -859,7 +986,9 @@ static void test_wgmma_kernel_sass(void **state)
         }
         const int hgmma = count_of(r.sass, "HGMMA"), hmma = count_of(r.sass, "HMMA"),
                   ldgsts = count_of(r.sass, "LDGSTS"), utmaldg = count_of(r.sass, "UTMALDG");
-        const int typed = builds[i].bf16 ? strstr(r.sass, "BF16") != NULL : strstr(r.sass, "BF16") == NULL;
+        /* bf16 and TF32 multiplies show as HGMMA with .BF16 and .TF32. */
+        const int typed = (strstr(r.sass, "BF16") != NULL) == (builds[i].type == BF16) &&
+                          (strstr(r.sass, "TF32") != NULL) == (builds[i].type == TF32);
         const int copies_ok = (builds[i].copies == ASYNC) == (ldgsts > 0) && (builds[i].copies == TMA) == (utmaldg > 0);
         printf("# gemm_f16_wgmma %s sm_90a: %.0f ms, %d HGMMA, %d LDGSTS, %d UTMALDG, %d registers, %d local, %d "
                "stack\n",
@@ -888,13 +1017,14 @@ enum { AT_KEYS = 32, AT_D = 32, AT_LD = AT_D + 8 };
 
 static void model_attention_warp(const float *Q, const float *K, const float *V, float *O)
 {
-    static float qs[16 * AT_LD], ks[AT_KEYS * AT_LD], vs[AT_KEYS * AT_LD];
+    static uint16_t qs[16 * AT_LD], ks[AT_KEYS * AT_LD], vs[AT_KEYS * AT_LD];
     for (int r = 0; r < 16; r++)
         for (int d = 0; d < AT_D; d++)
-            qs[r * AT_LD + d] = Q[r * AT_D + d];
+            put(qs, 1, r * AT_LD + d, Q[r * AT_D + d]);
     for (int j = 0; j < AT_KEYS; j++)
         for (int d = 0; d < AT_D; d++)
-            ks[j * AT_LD + d] = K[j * AT_D + d], vs[j * AT_LD + d] = V[j * AT_D + d];
+            put(ks, 1, j * AT_LD + d, K[j * AT_D + d]), put(vs, 1, j * AT_LD + d, V[j * AT_D + d]);
+    uint16_t out[32][8];
     float sc[AT_KEYS / 8][32][4], o[AT_D / 8][32][4];
     memset(sc, 0, sizeof sc);
     memset(o, 0, sizeof o);
@@ -902,12 +1032,14 @@ static void model_attention_warp(const float *Q, const float *K, const float *V,
     for (int kk = 0; kk < AT_D; kk += 16) {
         float a[32][8], r[32][8];
         for (int l = 0; l < 32; l++)
-            at[l] = kiln_mma_ldsm_down_row(l) * AT_LD + kk + kiln_mma_ldsm_down_col(l);
-        emulated_ldmatrix(qs, at, 0, a);
+            at[l] = kiln_mma_ldsm_down_row(l) * AT_LD + kk + kiln_mma_ldsm_down_col(l, 8);
+        emulated_ldmatrix(qs, at, 0, out);
+        registers_of((const uint16_t(*)[8])out, 1, a);
         for (int nt = 0; nt < AT_KEYS / 8; nt += 2) {
             for (int l = 0; l < 32; l++)
-                at[l] = (nt * 8 + kiln_mma_ldsm_across_row(l)) * AT_LD + kk + kiln_mma_ldsm_across_col(l);
-            emulated_ldmatrix(ks, at, 0, r);
+                at[l] = (nt * 8 + kiln_mma_ldsm_across_row(l)) * AT_LD + kk + kiln_mma_ldsm_across_col(l, 8);
+            emulated_ldmatrix(ks, at, 0, out);
+            registers_of((const uint16_t(*)[8])out, 1, r);
             float b0[32][4], b1[32][4];
             for (int l = 0; l < 32; l++)
                 for (int e = 0; e < 4; e++)
@@ -923,8 +1055,9 @@ static void model_attention_warp(const float *Q, const float *K, const float *V,
                 a[l][e] = sc[2 * kk + kiln_mma_a_from_c_tile(e)][l][kiln_mma_a_from_c_elem(e)];
         for (int dt = 0; dt < AT_D / 8; dt += 2) {
             for (int l = 0; l < 32; l++)
-                at[l] = (kk * 16 + kiln_mma_ldsm_down_row(l)) * AT_LD + dt * 8 + kiln_mma_ldsm_down_col(l);
-            emulated_ldmatrix(vs, at, 1, r);
+                at[l] = (kk * 16 + kiln_mma_ldsm_down_row(l)) * AT_LD + dt * 8 + kiln_mma_ldsm_down_col(l, 8);
+            emulated_ldmatrix(vs, at, 1, out);
+            registers_of((const uint16_t(*)[8])out, 1, r);
             float b0[32][4], b1[32][4];
             for (int l = 0; l < 32; l++)
                 for (int e = 0; e < 4; e++)
@@ -1248,6 +1381,23 @@ static void test_shared_kernels_compile_with_nvrtc(void **state)
     assert_non_null(strstr(text, "kiln_mma_ldsm_down_row"));
     struct nvrtc_sweep sweep = {&api, 0, 0, 0.0};
     compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, "-DKILN_TRANS_A=1 -DKILN_MMA_ASYNC=1");
+    /* TF32 (sm_80 on), each transpose. */
+    for (int t = 0; t < 4; t++) {
+        char options[120];
+        snprintf(options, sizeof options,
+                 "-DKILN_MMA_TF32=1 -DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_ASYNC=1 -DKILN_MIN_ARCH=80", t & 1,
+                 t >> 1);
+        compile_for_each_arch(&sweep, "gemm/gemm_f16_mma.cu", text, length, options);
+    }
+    free(text);
+    /* The copy the wgmma family's TF32 plans make of operands stored along
+       M or N, from the embedded tree too. */
+    kt_assert_status(kiln_source_expand(&kiln_cuda_backend, "gemm/gemm_f32_transpose.cu", &text, &length),
+                     KILN_SUCCESS);
+    compile_for_each_arch(&sweep, "gemm/gemm_f32_transpose.cu", text, length, "");
+    printf("# gemm_f16_mma.cu: fp16 for sm_75 to 90, TF32 in each transpose for sm_80 to 90; "
+           "gemm_f32_transpose.cu for sm_75 to 90: %.1f s, %d failed\n",
+           sweep.ms / 1e3, sweep.failures);
     assert_int_equal(sweep.failures, 0);
     free(text);
     /* conv_f16_igemm_mma.cu: its includes from cu/ (the gather, the

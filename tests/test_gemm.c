@@ -1,7 +1,9 @@
 /*
  * GEMM through the public API against the plain-C reference of gemm_ref.h:
  * a shape table run over AUTO and each of the CPU, TILED, DIRECT and SMALLM
- * families (one test per row and family, named by its shape; AUTO's choice of
+ * families, and the tensor-core ones (MMA, WGMMA) for 16-bit storage and
+ * for fp32 storage with TF32 allowed (one test per row and family, named by
+ * its shape; AUTO's choice of
  * the small-M kernels checked against the profile on every row), CLBlast
  * where built, events, plan reuse, the one-shot call, and a table of bad
  * inputs that must fail with a specific status and write nothing.
@@ -56,6 +58,7 @@ struct row {
     kiln_transpose ta, tb;
     size_t m, n, k;
     kiln_dtype dtype;
+    kiln_math math;
     size_t pad[3], off[3], batch;
     long gap[3];
     int all_scalars; /* run every (alpha, beta) pair of gr_case_run(), not just two */
@@ -66,6 +69,7 @@ struct row {
 #define NO KILN_NO_TRANS
 #define TR KILN_TRANS
 #define SHARED LONG_MIN
+#define TF32 KILN_MATH_TF32
 #define SHAPE(what_, lay, a, b, m_, n_, k_) .what = what_, .layout = lay, .ta = a, .tb = b, .m = m_, .n = n_, .k = k_
 
 /* The CPU family's micro-tile here is 6x32 with a K block of 384 (x86-64-avx512,
@@ -272,6 +276,31 @@ static const struct row rows[] = {
     {SHAPE("wgmma", RM, NO, TR, 256, 512, 1024), .dtype = KILN_F16, .batch = 2},
     {SHAPE("wgmma", RM, TR, NO, 200, 264, 520), .dtype = KILN_F16, .all_scalars = 1},
     {SHAPE("wgmma", RM, NO, NO, 150, 270, 330), .dtype = KILN_BF16, .pad = {3, 5, 1}},
+    /* fp32 storage with TF32 allowed: the tensor-core families on CUDA
+       (compute capability 8.0 on, wgmma 9.0), exact fp32 elsewhere; gr_bound
+       allows the rounding of A and B to TF32. The mma family's blocks (128 x
+       128 by 16 fp32 values of K; 32 in nvidia-hopper) with rows 16-byte
+       aligned (leading dimensions multiples of 4) and K not a multiple of 4,
+       each transpose, offsets, batches with a shared operand, many K steps,
+       scalars, column major; unaligned rows for the plain-loads kernel, and
+       aligned rows at offsets that take it at execution. Then the wgmma
+       family's blocks (nvidia-hopper: 128 x 256 by 32 fp32 values of K): A
+       and B read K-major as stored (row-major A, B^T), or copied K-major
+       first (A^T, B), a shared B copied once, unaligned rows. */
+    {SHAPE("tf32", RM, NO, NO, 130, 140, 50), .math = TF32, .pad = {2, 4, 0}},
+    {SHAPE("tf32", RM, TR, TR, 200, 72, 63), .math = TF32, .pad = {0, 1, 0}, .off = {4, 8, 3}},
+    {SHAPE("tf32", RM, TR, NO, 129, 257, 40), .math = TF32, .batch = 3, .gap = {4, SHARED, 5}},
+    {SHAPE("tf32", RM, NO, TR, 128, 128, 2048), .math = TF32},
+    {SHAPE("tf32", CM, NO, NO, 64, 300, 40), .math = TF32, .all_scalars = 1},
+    {SHAPE("tf32", RM, NO, NO, 37, 70, 19), .math = TF32, .off = {1, 3, 5}, .pad = {3, 1, 2}},
+    {SHAPE("tf32", RM, TR, NO, 65, 63, 33), .math = TF32, .off = {1, 0, 2}, .all_scalars = 1},
+    {SHAPE("tf32", RM, NO, NO, 64, 64, 64), .math = TF32, .off = {1, 2, 0}},
+    {SHAPE("tf32-wgmma", RM, NO, NO, 300, 520, 700), .math = TF32},
+    {SHAPE("tf32-wgmma", RM, NO, TR, 256, 512, 1024), .math = TF32, .batch = 2},
+    {SHAPE("tf32-wgmma", RM, TR, NO, 200, 264, 520), .math = TF32, .all_scalars = 1},
+    {SHAPE("tf32-wgmma", CM, TR, TR, 257, 300, 333), .math = TF32},
+    {SHAPE("tf32-wgmma", RM, NO, NO, 150, 270, 330), .math = TF32, .pad = {3, 5, 1}},
+    {SHAPE("tf32-wgmma", RM, TR, NO, 130, 270, 101), .math = TF32, .batch = 3, .gap = {4, SHARED, 7}, .off = {1, 2, 3}},
 };
 
 static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
@@ -279,6 +308,7 @@ static kiln_gemm_desc desc_of(const struct row *r, kiln_gemm_algo algo)
     kiln_gemm_desc d;
     kiln_gemm_desc_init(&d, r->layout, r->ta, r->tb, r->m, r->n, r->k);
     d.dtype = r->dtype;
+    d.math = r->math;
     d.algo = algo;
     d.batch = r->batch ? r->batch : 1;
     size_t *ld[3] = {&d.lda, &d.ldb, &d.ldc}, *stride[3] = {&d.stride_a, &d.stride_b, &d.stride_c};
@@ -330,6 +360,23 @@ static void assert_small_m_choice(const kiln_gemm_plan *plan, const kiln_gemm_de
         assert_string_equal(info.kernel, tb == KILN_TRANS ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy");
 }
 
+/* AUTO never takes the tensor cores for fp32 storage without TF32; with
+   TF32 allowed it takes them where they run (the CUDA backend, compute
+   capability 8.0 on) for every product above the direct family's size. */
+static void assert_tensor_core_choice(const kiln_gemm_plan *plan, const kiln_gemm_desc *d)
+{
+    if (d->algo != KILN_GEMM_AUTO || d->dtype != KILN_F32)
+        return;
+    kiln_gemm_plan_info info;
+    kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+    const int tensor_cores = info.algo == KILN_GEMM_MMA || info.algo == KILN_GEMM_WGMMA;
+    if (d->math != KILN_MATH_TF32)
+        assert_false(tensor_cores);
+    else if (kiln_gemm_mma_runs_on(kt_ctx, KILN_F32, NULL, 0) && info.algo != KILN_GEMM_DIRECT && !tensor_cores)
+        fail_msg("AUTO chose %s for fp32 storage with TF32 allowed on %s (%s)", info.family, kt_ctx->desc.arch,
+                 info.reason);
+}
+
 static void test_row(void **state)
 {
     const struct row_test *rt = *state;
@@ -337,10 +384,10 @@ static void test_row(void **state)
     kiln_gemm_plan *plan = NULL;
     kiln_status st = kiln_gemm_plan_create(kt_ctx, &d, &plan);
     kt_skip_unsupported_here(kt_ctx, st);
-    /* The tensor cores: CUDA only, bf16 from compute capability 8.0, wgmma
-       on 9.0 only. */
+    /* The tensor cores: CUDA only, bf16 and TF32 from compute capability
+       8.0, wgmma on 9.0 only. */
     if (((rt->algo == KILN_GEMM_MMA &&
-          (!kt_ctx->backend->native_sources || (rt->row->dtype == KILN_BF16 && kt_ctx->desc.cc_major < 8))) ||
+          (!kt_ctx->backend->native_sources || (rt->row->dtype != KILN_F16 && kt_ctx->desc.cc_major < 8))) ||
          (rt->algo == KILN_GEMM_WGMMA && !kiln_gemm_wgmma_runs_on(kt_ctx, NULL, 0))) &&
         st == KILN_ERROR_UNSUPPORTED) {
         printf("# %s\n", kiln_last_error_detail());
@@ -349,14 +396,16 @@ static void test_row(void **state)
     kt_assert_status(st, KILN_SUCCESS);
     assert_plan_describes(plan, rt->algo);
     assert_small_m_choice(plan, &d);
+    assert_tensor_core_choice(plan, &d);
     run_row_plan(plan, &d, rt->row);
 }
 
 static void row_name(char *buf, size_t size, const struct row *r, kiln_gemm_algo algo)
 {
-    int n = snprintf(buf, size, "%s %s %zux%zux%zu %s-%c%c%s%s", algo_name(algo), r->what, r->m, r->n, r->k,
+    int n = snprintf(buf, size, "%s %s %zux%zux%zu %s-%c%c%s%s%s", algo_name(algo), r->what, r->m, r->n, r->k,
                      r->layout == RM ? "row" : "col", r->ta == TR ? 'T' : 'N', r->tb == TR ? 'T' : 'N',
-                     r->dtype != KILN_F32 ? " " : "", r->dtype != KILN_F32 ? kt_dtype_name(r->dtype) : "");
+                     r->dtype != KILN_F32 ? " " : "", r->dtype != KILN_F32 ? kt_dtype_name(r->dtype) : "",
+                     r->math == TF32 ? " math=tf32" : "");
     if (r->pad[0] || r->pad[1] || r->pad[2])
         n += snprintf(buf + n, size - (size_t)n, " ld+%zu,%zu,%zu", r->pad[0], r->pad[1], r->pad[2]);
     if (r->off[0] || r->off[1] || r->off[2])
@@ -976,8 +1025,11 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));
     for (size_t a = 0; a < ALGOS; a++)
         for (size_t i = 0; i < ROWS; i++) {
-            if ((algos[a] == KILN_GEMM_MMA || algos[a] == KILN_GEMM_WGMMA) && rows[i].dtype == KILN_F32)
-                continue; /* the tensor-core families take 16-bit storage only */
+            /* The tensor-core families take 16-bit storage, or fp32 with TF32
+               allowed. */
+            if ((algos[a] == KILN_GEMM_MMA || algos[a] == KILN_GEMM_WGMMA) && rows[i].dtype == KILN_F32 &&
+                rows[i].math != TF32)
+                continue;
             const struct row_test rt = {&rows[i], algos[a]};
             char name[160];
             row_name(name, sizeof name, &rows[i], algos[a]);

@@ -198,6 +198,7 @@ static const struct cli_case cases[] = {
     {"bench gemm warmup space", BENCH, {GEMM_OK, "--warmup", " 1"}, {NULL}, 2, "bad argument \"--warmup  1\""},
     {"bench gemm unknown option", BENCH, {GEMM_OK, "--bogus", "1"}, {NULL}, 2, "bad argument \"--bogus 1\""},
     {"bench gemm bad choice", BENCH, {GEMM_OK, "--layout", "diagonal"}, {NULL}, 2, "bad argument \"--layout"},
+    {"bench gemm bad math", BENCH, {GEMM_OK, "--math", "tf16"}, {NULL}, 2, "bad argument \"--math tf16\""},
     {"bench gemm empty compare", BENCH, {GEMM_OK, "--compare", ""}, {NULL}, 2, "bad argument \"--compare \""},
     {"bench gemm missing required", BENCH, {"gemm", "--m", "8"}, {NULL}, 2, "--m, --n and --k are required"},
     {"bench gemm KILN_DEVICE",

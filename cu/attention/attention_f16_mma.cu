@@ -231,18 +231,20 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
 #if Q_IN_REGISTERS
             unsigned(*a)[4] = qf + kk / 16;
             if (s == 0)
-                ldsm_x4(a[0], qs + (warp * 16 + kiln_mma_ldsm_down_row(lane)) * LD + kk + kiln_mma_ldsm_down_col(lane));
+                ldsm_x4(a[0], qs + (warp * 16 + kiln_mma_ldsm_down_row(lane)) * LD + kk +
+                                  kiln_mma_ldsm_down_col(lane, CHUNK));
 #else
             unsigned a[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
                 ldsm_x4(a[mt], qs + ((warp * MT + mt) * 16 + kiln_mma_ldsm_down_row(lane)) * LD + kk +
-                                   kiln_mma_ldsm_down_col(lane));
+                                   kiln_mma_ldsm_down_col(lane, CHUNK));
 #endif
 #pragma unroll
             for (int nt = 0; nt < NT; nt += 2) {
                 unsigned r[4];
-                ldsm_x4(r, kt + (nt * 8 + kiln_mma_ldsm_across_row(lane)) * LD + kk + kiln_mma_ldsm_across_col(lane));
+                ldsm_x4(r, kt + (nt * 8 + kiln_mma_ldsm_across_row(lane)) * LD + kk +
+                               kiln_mma_ldsm_across_col(lane, CHUNK));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma_16816(sc[mt][nt], a[mt], r);
@@ -315,7 +317,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
             for (int dt = 0; dt < DT; dt += 2) {
                 unsigned r[4];
                 ldsm_x4_trans(r, vt + (kk * 16 + kiln_mma_ldsm_down_row(lane)) * LD + dt * 8 +
-                                     kiln_mma_ldsm_down_col(lane));
+                                     kiln_mma_ldsm_down_col(lane, CHUNK));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     mma_16816(o[mt][dt], a[mt], r);

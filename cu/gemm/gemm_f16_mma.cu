@@ -6,6 +6,13 @@
  * this computes as precisely as the fp32-arithmetic GEMM on fp16 storage
  * does, up to the order of the additions.
  *
+ * With KILN_MMA_TF32=1 (sm_80 on) A, B and C are fp32 and the multiplies
+ * TF32 (mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32): each value of
+ * A and B is rounded to TF32 (cvt.rna.tf32.f32: 10 explicit significand
+ * bits, to nearest, ties away from zero) as its fragment is loaded, so a
+ * product is off by at most 2^-10 of its magnitude; the sums are fp32. The
+ * caller's descriptor allows it (KILN_MATH_TF32).
+ *
  * ABI: the in-place GEMM's (cl/gemm/gemm_f32_tiled.cl), in row-major terms:
  *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j)
  *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
@@ -14,27 +21,34 @@
  * any M, N, K >= 1; beta == 0: C is not read; alpha == 0: A and B are not.
  *
  * A block of WARPS_M x WARPS_N warps computes BM x BN of C in steps of BK
- * along K. Each step's tiles of A and B are copied to shared memory as
- * stored (A's M x BK rows, or BK x M for A transposed; B likewise), rows
- * padded by 8 halves so ldmatrix reads them without bank conflicts, through
+ * along K (KILN_MMA_BK 16-bit values, or half as many fp32 ones: the same
+ * bytes a row). Each step's tiles of A and B are copied to shared memory as
+ * stored (A's M x BK rows, or BK x M for A transposed; B likewise), through
  * a ring of STAGES buffers: with KILN_MMA_ASYNC (sm_80 on) by 16-byte
  * cp.async copies that zero-fill past the edges, issued STAGES - 1 steps
- * ahead, else by plain loads. Each warp multiplies its WM x WN part as
- * (WM / 16) x (WN / 8) mma tiles per 16 of K, its fragments read by
- * ldmatrix (.trans where the stored layout is the other way round) at the
- * addresses of gemm/mma_layout.h, which the host model checks (the steps
- * of gemm/mma_pipeline.h).
+ * ahead, else by plain loads. Rows along K are padded by 16 bytes, rows
+ * along M or N by 8 values, so the warps read them without bank conflicts.
+ * Each warp multiplies its WM x WN part as (WM / 16) x (WN / 8) mma tiles
+ * per 16 of K (8 with TF32), its fragments read by ldmatrix (.trans where
+ * the stored layout is the other way round) at the addresses of
+ * gemm/mma_layout.h, which the host model checks (the steps of
+ * gemm/mma_pipeline.h); ldmatrix moves 16-bit values, so TF32 fragments of
+ * an operand stored along M or N are read value by value at that header's
+ * element mapping.
  *
  * Parameters (-D): KILN_MMA_BM, BN, BK (multiples of 16, 32 for BK),
  * KILN_MMA_WARPS_M, WARPS_N (WM a multiple of 16, WN of 16), KILN_MMA_STAGES
- * (2 to 5), KILN_TRANS_A, KILN_TRANS_B, and KILN_MMA_ASYNC: 1 when every
- * operand row starts 16-byte aligned (base offsets, batch strides and
- * leading dimensions multiples of 8; the host checks).
+ * (2 to 5), KILN_TRANS_A, KILN_TRANS_B, KILN_MMA_BF16, KILN_MMA_TF32, and
+ * KILN_MMA_ASYNC: 1 when every operand row starts 16-byte aligned (base
+ * offsets, batch strides and leading dimensions multiples of 16 bytes; the
+ * host checks).
  *
  * Launch: block (WARPS_M * WARPS_N * 32), grid (ceil(N / BN), ceil(M / BM),
  * batch), dynamic shared memory STAGES * (A and B tile) bytes
- * (KILN_MMA_SHARED_BYTES, the host's formula).
+ * (kiln_gemm_mma_shared_bytes, the host's formula: the same for 16-bit and
+ * fp32 storage).
  */
+
 #ifndef KILN_MMA_BM
 #define KILN_MMA_BM 128
 #endif
@@ -64,7 +78,7 @@
 #endif
 #define BM KILN_MMA_BM
 #define BN KILN_MMA_BN
-#define BK KILN_MMA_BK
+#define BK (KILN_MMA_BK * 2 / (int)sizeof(storage_t))
 #define STAGES KILN_MMA_STAGES
 #define WARPS_N KILN_MMA_WARPS_N
 #define THREADS (KILN_MMA_WARPS_M * KILN_MMA_WARPS_N * 32)
@@ -74,24 +88,27 @@
 #define NI (WN / 8)
 
 /* The stored tiles: A as BM rows of BK (or BK rows of BM, transposed), B as
-   BK rows of BN (or BN rows of BK), each row padded by 8 halves. */
+   BK rows of BN (or BN rows of BK). Rows along K are padded by 16 bytes,
+   rows along M or N by 8 values: the 8 rows of 16 bytes an ldmatrix reads
+   fall in distinct banks, and so do TF32's value-by-value loads of lanes
+   (g, t) at row t, column g (rows 8 values more than a multiple of 16). */
 #define A_ROWS (KILN_TRANS_A ? BK : BM)
 #define A_COLS (KILN_TRANS_A ? BM : BK)
 #define B_ROWS (KILN_TRANS_B ? BN : BK)
 #define B_COLS (KILN_TRANS_B ? BK : BN)
-#define A_LD (A_COLS + 8)
-#define B_LD (B_COLS + 8)
+#define A_LD (A_COLS + (KILN_TRANS_A ? 8 : CHUNK))
+#define B_LD (B_COLS + (KILN_TRANS_B ? CHUNK : 8))
 #define A_TILE (A_ROWS * A_LD)
 #define B_TILE (B_ROWS * B_LD)
 
-#if BK % 32 || BM % 16 || BN % 16 || WM % 16 || WN % 16 || STAGES < 2 || STAGES > 5
+#if KILN_MMA_BK % 32 || BM % 16 || BN % 16 || WM % 16 || WN % 16 || STAGES < 2 || STAGES > 5
 #error "gemm_f16_mma: parameters break the constraints listed in device_profiles/README.md"
 #endif
 
 /* bf16 multiplies (KILN_MMA_BF16=1, MMA_TYPE of gemm/tensor_core.h) need
-   sm_80 and newer; the same fragment layout. */
-#if KILN_MMA_BF16 && __CUDA_ARCH__ < 800
-#error "gemm_f16_mma: bf16 needs sm_80 or newer"
+   sm_80 and newer, the same fragment layout; TF32 ones too. */
+#if (KILN_MMA_BF16 || KILN_MMA_TF32) && __CUDA_ARCH__ < 800
+#error "gemm_f16_mma: bf16 and tf32 need sm_80 or newer"
 #endif
 
 /* Asynchronous copies need sm_80. */
@@ -105,22 +122,22 @@
    col0, ld apart; rows >= rows_end and columns >= cols_end read as 0) into
    shared memory rows LD apart. */
 template <int ROWS, int COLS, int LD>
-__device__ __forceinline__ void stage(unsigned short *dst, const unsigned short *src, const int ld, const int row0,
+__device__ __forceinline__ void stage(storage_t *dst, const storage_t *src, const int ld, const int row0,
                                       const int col0, const int rows_end, const int cols_end, const int tid)
 {
-    constexpr int CHUNKS = ROWS * (COLS / 8);
+    constexpr int CHUNKS = ROWS * (COLS / CHUNK);
 #pragma unroll
     for (int e = tid; e < CHUNKS; e += THREADS) {
-        const int r = e / (COLS / 8), c = e % (COLS / 8) * 8;
+        const int r = e / (COLS / CHUNK), c = e % (COLS / CHUNK) * CHUNK;
         const int row = row0 + r, col = col0 + c;
-        unsigned short *d = dst + r * LD + c;
+        storage_t *d = dst + r * LD + c;
 #if KILN_MMA_ASYNC
-        const int valid = row < rows_end ? min(max(cols_end - col, 0), 8) : 0;
-        copy16(d, valid ? src + (size_t)row * ld + col : src, valid * 2);
+        const int valid = row < rows_end ? min(max(cols_end - col, 0), CHUNK) : 0;
+        copy16(d, valid ? src + (size_t)row * ld + col : src, valid * (int)sizeof(storage_t));
 #else
 #pragma unroll
-        for (int j = 0; j < 8; j++)
-            d[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (unsigned short)0;
+        for (int j = 0; j < CHUNK; j++)
+            d[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (storage_t)0;
 #endif
     }
 }
@@ -129,13 +146,13 @@ __device__ __forceinline__ void stage(unsigned short *dst, const unsigned short 
 /* clang-format off */
 extern "C" __global__ void __launch_bounds__(THREADS)
 gemm_f16_mma(const int M, const int N, const int K, const float alpha, const float beta,
-             const unsigned short *__restrict__ A, const unsigned long off_a, const int lda, const unsigned long stride_a,
-             const unsigned short *__restrict__ B, const unsigned long off_b, const int ldb, const unsigned long stride_b,
-             unsigned short *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
+             const storage_t *__restrict__ A, const unsigned long off_a, const int lda, const unsigned long stride_a,
+             const storage_t *__restrict__ B, const unsigned long off_b, const int ldb, const unsigned long stride_b,
+             storage_t *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
 /* clang-format on */
 {
-    extern __shared__ __align__(16) unsigned short shared[];
-    unsigned short *as = shared, *bs = shared + STAGES * A_TILE;
+    extern __shared__ __align__(16) storage_t shared[];
+    storage_t *as = shared, *bs = shared + STAGES * A_TILE;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
     const unsigned long batch = blockIdx.z;
@@ -176,7 +193,7 @@ gemm_f16_mma(const int M, const int N, const int K, const float alpha, const flo
                 const int r = m0 + wr + mi * 16 + kiln_mma_c_row(lane, i);
                 const int c = n0 + wc + ni * 8 + kiln_mma_c_col(lane, i);
                 if (r < M && c < N) {
-                    unsigned short *p = C + (size_t)r * ldc + c;
+                    storage_t *p = C + (size_t)r * ldc + c;
                     float v = alpha * acc[mi][ni][i];
                     if (beta != 0.0f)
                         v += beta * from_storage(*p);

@@ -6,6 +6,15 @@
  * fp32-arithmetic GEMM on the same storage, up to the order of the
  * additions.
  *
+ * With KILN_MMA_TF32=1 A, B and C are fp32 and the multiplies TF32
+ * (m64nNk8.f32.tf32.tf32), A and B K-major only (KILN_TRANS_A 0,
+ * KILN_TRANS_B 1: wgmma transposes 16-bit types alone; the host transposes
+ * other operands first). wgmma reads the fp32 values from shared memory as
+ * stored: the tensor cores take their TF32 part (sign, exponent and the 10
+ * high significand bits), dropping the 13 low bits, so a product is off by
+ * at most 2^-9 of its magnitude; the sums are fp32. The caller's descriptor
+ * allows it (KILN_MATH_TF32).
+ *
  * ABI: the in-place GEMM's, as gemm_f16_mma.cu's (row-major terms):
  *   C(i,j) = alpha * sum_k opA(i,k) * opB(k,j) + beta * C(i,j)
  *   opA(i,k) = KILN_TRANS_A ? A[k*lda + i] : A[i*lda + k]
@@ -14,10 +23,11 @@
  * any M, N, K >= 1; beta == 0: C is not read; alpha == 0: A and B are not.
  *
  * BM / 64 warpgroups compute a block's BM x BN of C, each warpgroup 64
- * rows by BN, in steps of 64 along K. Each step's tiles of A and B are
- * copied to shared memory as stored, in the 128-byte-swizzled layout of
- * gemm/wgmma_layout.h, through a ring of STAGES buffers. A warpgroup issues
- * a step's four m64nBNk16 wgmma on the buffers' descriptors (A K-major, or
+ * rows by BN, in steps of 128 bytes along K (64 16-bit values, 32 fp32).
+ * Each step's tiles of A and B are copied to shared memory as stored, in the
+ * 128-byte-swizzled layout of gemm/wgmma_layout.h, through a ring of STAGES
+ * buffers. A warpgroup issues a step's four m64nBNk16 (TF32: k8) wgmma on
+ * the buffers' descriptors (A K-major, or
  * M-major when transposed; B N-major, or K-major when transposed: the
  * instruction's transpose flags) and lets one step's group run while the
  * next is issued. C is written from the accumulators as the PTX ISA lays
@@ -47,14 +57,14 @@
  * Parameters (-D): KILN_WGMMA_BM (64, 128, 192 or 256: BM / 64
  * warpgroups), KILN_WGMMA_BN (64, 128 or 256), KILN_WGMMA_STAGES (3 to 8),
  * KILN_WGMMA_GROUP_M (1 to 64),
- * KILN_TRANS_A, KILN_TRANS_B, KILN_MMA_BF16, KILN_MMA_ASYNC: 1 when every
- * operand row starts 16-byte aligned (the host checks), and KILN_WGMMA_TMA:
- * 1 for the tensor memory accelerator's kernel, whose A and B arguments are
- * tensor maps (the host's, by value: 16-bit values, 3-D as stored, the
- * contiguous dimension first, then rows, then batch items; boxes of 64
- * values by BM (A, not transposed) or BN (B, transposed) rows, else 64 by
- * 64; 128-byte swizzle) in place of the pointer, offset, leading dimension
- * and batch stride of each.
+ * KILN_TRANS_A, KILN_TRANS_B, KILN_MMA_BF16, KILN_MMA_TF32, KILN_MMA_ASYNC:
+ * 1 when every operand row starts 16-byte aligned (the host checks), and
+ * KILN_WGMMA_TMA: 1 for the tensor memory accelerator's kernel, whose A and
+ * B arguments are tensor maps (the host's, by value: 16-bit or fp32 values,
+ * 3-D as stored, the contiguous dimension first, then rows, then batch
+ * items; boxes of 128 bytes of values by BM (A, not transposed) or BN (B,
+ * transposed) rows, else 64 values by 64; 128-byte swizzle) in place of the
+ * pointer, offset, leading dimension and batch stride of each.
  *
  * Launch: block (BM / 64 * 128, one more warpgroup with TMA), grid
  * (ceil(N / BN), ceil(M / BM), batch), dynamic shared memory
@@ -91,11 +101,11 @@
 #endif
 #define BM KILN_WGMMA_BM
 #define BN KILN_WGMMA_BN
-#define BK KILN_WGMMA_BK
+#define BK KILN_WGMMA_BK((int)sizeof(storage_t))
 #define STAGES KILN_WGMMA_STAGES
 #define THREADS (BM / 64 * 128)
-#define A_BYTES (BM * BK * 2)
-#define B_BYTES (BN * BK * 2)
+#define A_BYTES (BM * 128)
+#define B_BYTES (BN * 128)
 
 #if BM % 64 || BM > 256 || (BN != 64 && BN != 128 && BN != 256) || STAGES < 3 || STAGES > 8
 #error "gemm_f16_wgmma: parameters break the constraints listed in device_profiles/README.md"
@@ -103,16 +113,28 @@
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "gemm_f16_wgmma: wgmma needs sm_90a"
 #endif
+#if KILN_MMA_TF32 && (KILN_TRANS_A || !KILN_TRANS_B)
+#error "gemm_f16_wgmma: tf32 takes A and B K-major (KILN_TRANS_A 0, KILN_TRANS_B 1)"
+#endif
 
-/* d (64 x 64: 32 registers a lane) += A (64 x 16) B (16 x 64), both read from shared memory through
-   their descriptors. */
+/* The shape's K, and the transpose operands tf32 takes none of. */
+#if KILN_MMA_TF32
+#define WGMMA_K "k8"
+#define WGMMA_TRANS(a, b) ""
+#else
+#define WGMMA_K "k16"
+#define WGMMA_TRANS(a, b) ", %" #a ", %" #b
+#endif
+
+/* d (64 x 64: 32 registers a lane) += A (64 x K) B (K x 64), K of 32 bytes, both read from shared memory
+   through their descriptors. */
 __device__ __forceinline__ void wgmma_n64(float *d, const unsigned long long da, const unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." MMA_TYPE "." MMA_TYPE " {"
+                 "wgmma.mma_async.sync.aligned.m64n64" WGMMA_K ".f32." MMA_TYPE "." MMA_TYPE " {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-                 "}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+                 "}, %32, %33, p, 1, 1" WGMMA_TRANS(35, 36) ";\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -120,17 +142,17 @@ __device__ __forceinline__ void wgmma_n64(float *d, const unsigned long long da,
                  : "l"(da), "l"(db), "n"(1), "n"(KILN_TRANS_A), "n"(1 - KILN_TRANS_B));
 }
 
-/* d (64 x 128: 64 registers a lane) += A (64 x 16) B (16 x 128), both read from shared memory through
-   their descriptors. */
+/* d (64 x 128: 64 registers a lane) += A (64 x K) B (K x 128), K of 32 bytes, both read from shared memory
+   through their descriptors. */
 __device__ __forceinline__ void wgmma_n128(float *d, const unsigned long long da, const unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." MMA_TYPE "." MMA_TYPE " {"
+                 "wgmma.mma_async.sync.aligned.m64n128" WGMMA_K ".f32." MMA_TYPE "." MMA_TYPE " {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
                  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-                 "}, %64, %65, p, 1, 1, %67, %68;\n}\n"
+                 "}, %64, %65, p, 1, 1" WGMMA_TRANS(67, 68) ";\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -142,12 +164,12 @@ __device__ __forceinline__ void wgmma_n128(float *d, const unsigned long long da
                  : "l"(da), "l"(db), "n"(1), "n"(KILN_TRANS_A), "n"(1 - KILN_TRANS_B));
 }
 
-/* d (64 x 256: 128 registers a lane) += A (64 x 16) B (16 x 256), both read from shared memory through
-   their descriptors. */
+/* d (64 x 256: 128 registers a lane) += A (64 x K) B (K x 256), K of 32 bytes, both read from shared memory
+   through their descriptors. */
 __device__ __forceinline__ void wgmma_n256(float *d, const unsigned long long da, const unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." MMA_TYPE "." MMA_TYPE " {"
+                 "wgmma.mma_async.sync.aligned.m64n256" WGMMA_K ".f32." MMA_TYPE "." MMA_TYPE " {"
                  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
                  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
                  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
@@ -156,7 +178,7 @@ __device__ __forceinline__ void wgmma_n256(float *d, const unsigned long long da
                  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
                  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
                  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-                 "}, %128, %129, p, 1, 1, %131, %132;\n}\n"
+                 "}, %128, %129, p, 1, 1" WGMMA_TRANS(131, 132) ";\n}\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
                    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
                    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -193,27 +215,31 @@ __device__ __forceinline__ void hold(float &x) { asm volatile("" : "+f"(x)::"mem
    col0, ld apart; rows >= rows_end and columns >= cols_end read as 0) into
    the swizzled tile at dst. */
 template <int ROWS, int COLS>
-__device__ __forceinline__ void stage(unsigned char *dst, const unsigned short *src, const int ld, const int row0,
+__device__ __forceinline__ void stage(unsigned char *dst, const storage_t *src, const int ld, const int row0,
                                       const int col0, const int rows_end, const int cols_end, const int tid)
 {
-    constexpr int CHUNKS = ROWS * (COLS / 8);
+    constexpr int CHUNKS = ROWS * (COLS / CHUNK);
 #pragma unroll
     for (int e = tid; e < CHUNKS; e += THREADS) {
-        const int r = e / (COLS / 8), c = e % (COLS / 8) * 8;
+        const int r = e / (COLS / CHUNK), c = e % (COLS / CHUNK) * CHUNK;
         const int row = row0 + r, col = col0 + c;
-        unsigned char *d = dst + kiln_wgmma_offset(ROWS, r, c);
+        unsigned char *d = dst + kiln_wgmma_offset(ROWS, r, c, (int)sizeof(storage_t));
 #if KILN_MMA_ASYNC
-        const int valid = row < rows_end ? min(max(cols_end - col, 0), 8) : 0;
-        const unsigned short *s = valid ? src + (size_t)row * ld + col : src;
+        const int valid = row < rows_end ? min(max(cols_end - col, 0), CHUNK) : 0;
+        const storage_t *s = valid ? src + (size_t)row * ld + col : src;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(shared_address(d)), "l"(s),
-                     "r"(valid * 2));
+                     "r"(valid * (int)sizeof(storage_t)));
 #else
-        unsigned short v[8];
+        storage_t v[CHUNK];
 #pragma unroll
-        for (int j = 0; j < 8; j++)
-            v[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (unsigned short)0;
+        for (int j = 0; j < CHUNK; j++)
+            v[j] = row < rows_end && col + j < cols_end ? src[(size_t)row * ld + col + j] : (storage_t)0;
+#if KILN_MMA_TF32
+        *(float4 *)d = make_float4(v[0], v[1], v[2], v[3]);
+#else
         *(uint4 *)d = make_uint4(v[0] | (unsigned)v[1] << 16, v[2] | (unsigned)v[3] << 16, v[4] | (unsigned)v[5] << 16,
                                  v[6] | (unsigned)v[7] << 16);
+#endif
 #endif
     }
 }
@@ -229,12 +255,13 @@ __device__ __forceinline__ void multiply_step(float *acc, const unsigned at, con
         hold(acc[i]);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-    for (int kk = 0; kk < BK; kk += 16) {
+    for (int kk = 0; kk < BK; kk += BK / 4) {
         const unsigned long long da =
-            descriptor(kiln_wgmma_desc_start(at, KILN_TRANS_A, wg * 64, kk), kiln_wgmma_desc_lbo(KILN_TRANS_A),
-                       kiln_wgmma_desc_sbo(KILN_TRANS_A));
-        const unsigned long long db = descriptor(kiln_wgmma_desc_start(bt, !KILN_TRANS_B, 0, kk),
-                                                 kiln_wgmma_desc_lbo(!KILN_TRANS_B), kiln_wgmma_desc_sbo(!KILN_TRANS_B));
+            descriptor(kiln_wgmma_desc_start(at, KILN_TRANS_A, wg * 64, kk, (int)sizeof(storage_t)),
+                       kiln_wgmma_desc_lbo(KILN_TRANS_A), kiln_wgmma_desc_sbo(KILN_TRANS_A));
+        const unsigned long long db =
+            descriptor(kiln_wgmma_desc_start(bt, !KILN_TRANS_B, 0, kk, (int)sizeof(storage_t)),
+                       kiln_wgmma_desc_lbo(!KILN_TRANS_B), kiln_wgmma_desc_sbo(!KILN_TRANS_B));
 #if BN == 256
         wgmma_n256(acc, da, db);
 #elif BN == 128
@@ -255,9 +282,26 @@ template <int pending> __device__ __forceinline__ void multiplies_wait(float *ac
         hold(acc[i]);
 }
 
+/* Two neighbouring stored values of C as one store: 16-bit values in a
+   32-bit word, fp32 ones in a float2. */
+#if KILN_MMA_TF32
+typedef float2 storage_pair_t;
+__device__ __forceinline__ storage_t pair_lo(const storage_pair_t p) { return p.x; }
+__device__ __forceinline__ storage_t pair_hi(const storage_pair_t p) { return p.y; }
+__device__ __forceinline__ storage_pair_t pair_of(const storage_t lo, const storage_t hi) { return make_float2(lo, hi); }
+#else
+typedef unsigned storage_pair_t;
+__device__ __forceinline__ storage_t pair_lo(const storage_pair_t p) { return (unsigned short)(p & 0xffff); }
+__device__ __forceinline__ storage_t pair_hi(const storage_pair_t p) { return (unsigned short)(p >> 16); }
+__device__ __forceinline__ storage_pair_t pair_of(const storage_t lo, const storage_t hi)
+{
+    return lo | (unsigned)hi << 16;
+}
+#endif
+
 /* C = alpha acc + beta C for warpgroup wg's rows of the block at (m0, n0):
    accumulators i and i + 1 are neighbouring columns of one row. */
-__device__ __forceinline__ void store_c(const float *acc, unsigned short *C, const int ldc, const int M, const int N,
+__device__ __forceinline__ void store_c(const float *acc, storage_t *C, const int ldc, const int M, const int N,
                                         const int m0, const int n0, const int wg, const float alpha, const float beta)
 {
     const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
@@ -266,15 +310,15 @@ __device__ __forceinline__ void store_c(const float *acc, unsigned short *C, con
         const int r = m0 + wg * 64 + kiln_wgmma_c_row(warp, lane, i), c = n0 + kiln_wgmma_c_col(lane, i);
         if (r >= M || c >= N)
             continue;
-        unsigned short *p = C + (size_t)r * ldc + c;
+        storage_t *p = C + (size_t)r * ldc + c;
         float v0 = alpha * acc[i], v1 = alpha * acc[i + 1];
-        if (c + 1 < N && ((size_t)p & 3) == 0) {
+        if (c + 1 < N && ((size_t)p & (sizeof(storage_pair_t) - 1)) == 0) {
             if (beta != 0.0f) {
-                const unsigned old = *(const unsigned *)p;
-                v0 += beta * from_storage((unsigned short)(old & 0xffff));
-                v1 += beta * from_storage((unsigned short)(old >> 16));
+                const storage_pair_t old = *(const storage_pair_t *)p;
+                v0 += beta * from_storage(pair_lo(old));
+                v1 += beta * from_storage(pair_hi(old));
             }
-            *(unsigned *)p = to_storage(v0) | (unsigned)to_storage(v1) << 16;
+            *(storage_pair_t *)p = pair_of(to_storage(v0), to_storage(v1));
         } else {
             if (beta != 0.0f)
                 v0 += beta * from_storage(p[0]);
@@ -357,7 +401,7 @@ extern "C" __global__ void __launch_bounds__(THREADS + 128, 1)
 gemm_f16_wgmma(const int M, const int N, const int K, const float alpha, const float beta,
                const __grid_constant__ tensor_map ta,
                const __grid_constant__ tensor_map tb,
-               unsigned short *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
+               storage_t *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
 /* clang-format on */
 {
     extern __shared__ __align__(16) unsigned char shared_raw[];
@@ -429,9 +473,9 @@ gemm_f16_wgmma(const int M, const int N, const int K, const float alpha, const f
 /* clang-format off */
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_f16_wgmma(const int M, const int N, const int K, const float alpha, const float beta,
-               const unsigned short *__restrict__ A, const unsigned long off_a, const int lda, const unsigned long stride_a,
-               const unsigned short *__restrict__ B, const unsigned long off_b, const int ldb, const unsigned long stride_b,
-               unsigned short *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
+               const storage_t *__restrict__ A, const unsigned long off_a, const int lda, const unsigned long stride_a,
+               const storage_t *__restrict__ B, const unsigned long off_b, const int ldb, const unsigned long stride_b,
+               storage_t *__restrict__ C, const unsigned long off_c, const int ldc, const unsigned long stride_c)
 /* clang-format on */
 {
     extern __shared__ __align__(16) unsigned char shared_raw[];

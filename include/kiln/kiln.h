@@ -364,7 +364,10 @@ typedef enum kiln_dtype {
  *   (10 explicit significand bits, about 2^-11 relative) where a backend has
  *   tensor cores for it; sums stay fp32. A permission, not a demand: kernels
  *   without TF32 units (every OpenCL kernel) compute exactly as with FP32,
- *   which is at least as precise.
+ *   which is at least as precise. Today the GEMM's tensor-core families
+ *   take it (KILN_GEMM_MMA on the CUDA backend from compute capability 8.0,
+ *   rounding to nearest; KILN_GEMM_WGMMA on 9.0, dropping the low bits):
+ *   AUTO chooses them there for fp32 storage with TF32 allowed.
  */
 typedef enum kiln_math { KILN_MATH_FP32 = 0, KILN_MATH_TF32 = 1 } kiln_math;
 
@@ -387,10 +390,14 @@ typedef enum kiln_gemm_algo {
     KILN_GEMM_MMA = 6,     /**< tensor cores (mma.sync), fp16 storage (7.5 and
                                 newer) or bf16 (8.0 and newer): the CUDA
                                 backend; the products are exact in its fp32
-                                sums */
+                                sums. fp32 storage where math is
+                                KILN_MATH_TF32 (8.0 and newer): TF32
+                                multiplies, fp32 sums */
     KILN_GEMM_WGMMA = 7    /**< Hopper's warpgroup tensor cores (wgmma), fp16
                                 or bf16 storage, compute capability 9.0: the
-                                CUDA backend; as exact as MMA */
+                                CUDA backend; as exact as MMA. fp32 storage
+                                where math is KILN_MATH_TF32: TF32
+                                multiplies, fp32 sums */
 } kiln_gemm_algo;
 
 /**
@@ -434,8 +441,10 @@ typedef struct kiln_gemm_plan kiln_gemm_plan;
  *         a C stride that makes batch items overlap (0 with batch > 1
  *         included); KILN_ERROR_UNSUPPORTED for m, n, k or a leading dimension
  *         above 2^31 - 1, for KILN_GEMM_CLBLAST in a build without CLBlast or
- *         with fp16 (the CLBlast route is fp32 only); KILN_ERROR_BUILD if a
- *         kernel fails to compile.
+ *         with fp16 (the CLBlast route is fp32 only), for KILN_GEMM_MMA and
+ *         KILN_GEMM_WGMMA off their backend and devices or for fp32 storage
+ *         with math KILN_MATH_FP32; KILN_ERROR_BUILD if a kernel fails to
+ *         compile.
  */
 KILN_API kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan **out);
 

@@ -224,8 +224,8 @@ kiln_status kiln_cuda_device_native(const void *dev, CUdevice *device, CUstream 
 
 CUdeviceptr kiln_cuda_buffer_pointer(const void *buf) { return ((const struct cuda_buffer *)buf)->ptr; }
 
-kiln_status kiln_cuda_tensor_map(const void *buf, size_t offset, const uint64_t dims[3], const uint64_t strides[2],
-                                 const unsigned box[3], void *map)
+kiln_status kiln_cuda_tensor_map(const void *buf, size_t offset, size_t size, const uint64_t dims[3],
+                                 const uint64_t strides[2], const unsigned box[3], void *map)
 {
     if (!api.cuTensorMapEncodeTiled)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "CUDA: the driver has no cuTensorMapEncodeTiled");
@@ -236,8 +236,9 @@ kiln_status kiln_cuda_tensor_map(const void *buf, size_t offset, const uint64_t 
     if (st != KILN_SUCCESS)
         return st;
     CUresult r = api.cuTensorMapEncodeTiled(
-        map, KILN_CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, (void *)(uintptr_t)(b->ptr + offset), dims, strides, box, ones, 0,
-        KILN_CU_TENSOR_MAP_SWIZZLE_128B, KILN_CU_TENSOR_MAP_L2_PROMOTION_L2_128B, 0);
+        map, size == 4 ? KILN_CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : KILN_CU_TENSOR_MAP_DATA_TYPE_UINT16, 3,
+        (void *)(uintptr_t)(b->ptr + offset), dims, strides, box, ones, 0, KILN_CU_TENSOR_MAP_SWIZZLE_128B,
+        KILN_CU_TENSOR_MAP_L2_PROMOTION_L2_128B, 0);
     pop();
     if (r != KILN_CUDA_SUCCESS) {
         const char *name = NULL;

@@ -67,6 +67,7 @@ static kiln_status normalise(const kiln_gemm_desc *d, struct kiln_gemm_problem *
 
     memset(p, 0, sizeof *p);
     p->dtype = d->dtype;
+    p->math = d->math;
     p->k = d->k;
     p->batch = d->batch;
     p->ldc = d->ldc;
@@ -139,14 +140,17 @@ static const struct kiln_gemm_algorithm *choose(const kiln_context *ctx, const s
         snprintf(reason, size, "m*n*k = %.0f <= direct_max %ld", volume, direct_max);
         return &kiln_gemm_direct;
     }
+    /* Tensor cores: 16-bit storage, or fp32 storage whose descriptor allows
+       TF32 (the families refuse fp32 storage otherwise). */
+    const char *storage = p->dtype == KILN_BF16  ? "bf16 storage"
+                          : p->dtype == KILN_F16 ? "fp16 storage"
+                                                 : "fp32 storage as TF32";
     if (!why_not(&kiln_gemm_wgmma, p) && kiln_gemm_wgmma_runs_on(ctx, NULL, 0)) {
-        snprintf(reason, size, "%s storage on Hopper's warpgroup tensor cores (%s)",
-                 p->dtype == KILN_BF16 ? "bf16" : "fp16", ctx->desc.arch);
+        snprintf(reason, size, "%s on Hopper's warpgroup tensor cores (%s)", storage, ctx->desc.arch);
         return &kiln_gemm_wgmma;
     }
     if (!why_not(&kiln_gemm_mma, p) && kiln_gemm_mma_runs_on(ctx, p->dtype, NULL, 0)) {
-        snprintf(reason, size, "%s storage on tensor cores (%s)", p->dtype == KILN_BF16 ? "bf16" : "fp16",
-                 ctx->desc.arch);
+        snprintf(reason, size, "%s on tensor cores (%s)", storage, ctx->desc.arch);
         return &kiln_gemm_mma;
     }
     static const char *const routes[] = {KILN_GEMM_ROUTES};

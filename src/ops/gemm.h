@@ -29,6 +29,7 @@ struct kiln_gemm_epilogue {
 struct kiln_gemm_problem {
     int trans_a, trans_b;
     kiln_dtype dtype;
+    kiln_math math; /* KILN_MATH_TF32: fp32 storage may multiply in TF32 */
     struct kiln_gemm_epilogue epi;
     size_t m, n, k, batch;
     size_t lda, ldb, ldc;
@@ -69,7 +70,8 @@ kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc 
 
 /* Whether the tensor-core family (gemm_mma.c) runs `dtype` storage on ctx:
    a backend with native CUDA sources on compute capability 7.5 or newer
-   (8.0 for bf16). If not, why (when `why` is not NULL). */
+   (8.0 for bf16 and for fp32 storage's TF32). If not, why (when `why` is
+   not NULL). */
 int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size);
 /* Whether the wgmma family runs on ctx: native CUDA sources on compute
    capability 9.0. If not, why (when `why` is not NULL). */

@@ -119,7 +119,9 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
 #define KILN_FIELDS_gemm_mma(F)                                                                                        \
     F(gemm_mma, bm, INT, 16, 256, DEF, "block tile in M (rows of C)")                                                  \
     F(gemm_mma, bn, INT, 16, 256, DEF, "block tile in N (columns of C)")                                               \
-    F(gemm_mma, bk, INT, 32, 128, DEF, "K step: columns of A and rows of B staged per buffer")                         \
+    F(gemm_mma, bk, INT, 32, 128, DEF,                                                                                 \
+      "K step: columns of A and rows of B staged per buffer (16-bit storage; TF32 stages bk/2 fp32 values, the same "  \
+      "bytes)")                                                                                                        \
     F(gemm_mma, warps_m, INT, 1, 8, DEF, "warps of a block along M")                                                   \
     F(gemm_mma, warps_n, INT, 1, 8, DEF, "warps of a block along N")                                                   \
     F(gemm_mma, stages, INT, 2, 5, DEF, "shared-memory buffers of the copy pipeline (copies run stages-1 steps ahead)")
@@ -128,7 +130,8 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_wgmma, bm, INT, 64, 256, DEF, "block tile in M (rows of C): bm/64 warpgroups of 64 rows each")              \
     F(gemm_wgmma, bn, INT, 64, 256, DEF, "block tile in N (columns of C): 64, 128 or 256, one wgmma's width")          \
     F(gemm_wgmma, stages, INT, 3, 8, DEF,                                                                              \
-      "shared-memory buffers of 64 steps of K (copies run stages-2 steps ahead, one step's multiplies in flight)")     \
+      "shared-memory buffers of one step of K: 64 16-bit values or 32 fp32 (copies run stages-2 steps ahead, one "     \
+      "step's multiplies in flight)")                                                                                  \
     F(gemm_wgmma, group_m, INT, 1, 64, DEF,                                                                            \
       "block rows of C taken together by consecutive blocks (their B tiles shared in L2); 1: row by row")              \
     F(gemm_wgmma, tma, INT, 0, 1, HOST,                                                                                \
@@ -272,10 +275,11 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(attention_flash, "attention.flash", "KILN_FLASH_", KILN_DIMS_ATTENTION, check_flash,                             \
       "fused attention by work-groups (cl/attention/attention_f32_flash.cl)")                                          \
     G(gemm_mma, "gemm.mma", "KILN_MMA_", KILN_DIMS_GEMM, check_gemm_mma,                                               \
-      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage")     \
+      "the tensor-core GEMM family (cu/gemm/gemm_f16_mma.cu, the CUDA backend): mma.sync on fp16 or bf16 storage, "    \
+      "or TF32 on fp32 storage")                                                                                       \
     G(gemm_wgmma, "gemm.wgmma", "KILN_WGMMA_", KILN_DIMS_GEMM, check_gemm_wgmma,                                       \
       "Hopper's warpgroup tensor-core GEMM family (cu/gemm/gemm_f16_wgmma.cu, the CUDA backend, sm_90): wgmma on "     \
-      "fp16 or bf16 storage")                                                                                          \
+      "fp16 or bf16 storage, or TF32 on fp32 storage")                                                                 \
     G(attention_mma, "attention.mma", "KILN_AMMA_", KILN_DIMS_ATTENTION, check_attention_mma,                          \
       "fused attention on tensor cores (cu/attention/attention_f16_mma.cu, the CUDA backend, sm_80 on): mma.sync on "  \
       "fp16 or bf16 storage")                                                                                          \

@@ -119,7 +119,9 @@ int kiln_profile_fits(const struct kiln_profile *p, const struct kiln_device_des
 
 /* Bytes of shared memory a block of the tensor-core GEMM (gemm.mma) takes
    for operands stored as trans_a and trans_b say: stages buffers of the A
-   and B tiles, rows padded by 8 halves. */
+   and B tiles, rows padded by 16 bytes (8 halves). The same for TF32 on
+   fp32 storage, whose K step of bk/2 values pads rows along K by 16 bytes
+   and rows along M or N by 8 values (32 bytes). */
 long kiln_gemm_mma_shared_bytes(const struct kiln_param_gemm_mma *p, int trans_a, int trans_b);
 /* Dynamic shared memory of the wgmma GEMM kernel (cu/gemm/gemm_f16_wgmma.cu). */
 long kiln_gemm_wgmma_shared_bytes(const struct kiln_param_gemm_wgmma *p);

@@ -82,7 +82,7 @@ static void check_result(struct fz_pool *pool, const kiln_gemm_desc *d, const in
                 double c0 = fz_get(pool, slot[GR_C], at);
                 double ref = (double)alpha * sum + (beta != 0.0f ? (double)beta * c0 : 0.0);
                 fz_check_close(kt_stored(got, d->dtype, at), ref,
-                               gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, ref), "C", at);
+                               gr_bound(d->k, alpha, abs_sum, beta, c0, d->dtype, d->math, ref), "C", at);
             }
     free(got);
     fz_check_unchanged(pool, "GEMM (outside C)");
