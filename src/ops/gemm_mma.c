@@ -247,8 +247,9 @@ static kiln_status mma_prepare(struct kiln_gemm_plan *plan)
     const long shared = kiln_gemm_mma_shared_bytes(t, p->trans_a, p->trans_b);
     const int tf32 = p->dtype == KILN_F32;
     struct kiln_options options = {0};
-    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d -DKILN_MMA_TF32=%d", p->trans_a,
-                     p->trans_b, p->dtype == KILN_BF16, tf32);
+    kiln_options_add(&options, "-DKILN_TRANS_A=%d -DKILN_TRANS_B=%d -DKILN_MMA_BF16=%d -DKILN_MMA_TF32=%d%s",
+                     p->trans_a, p->trans_b, p->dtype == KILN_BF16, tf32,
+                     p->dtype == KILN_F16 ? "" : " -DKILN_MIN_ARCH=80"); /* bf16 and TF32 from sm_80 */
     kiln_profile_defines(&options, KILN_GROUP_gemm_mma, t);
     st = finish(plan, p, &options, "gemm_f16_mma", t->bm, t->bn, threads, shared);
     if (st != KILN_SUCCESS)
