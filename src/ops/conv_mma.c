@@ -73,7 +73,8 @@ static kiln_status mma_prepare(struct kiln_conv2d_plan *plan)
     const long shared = kiln_conv_mma_shared_bytes(t);
     struct kiln_options options = {0};
     kiln_conv_options(plan, &options);
-    kiln_options_add(&options, "-DKILN_MMA_BF16=%d", d->dtype == KILN_BF16);
+    kiln_options_add(&options, "-DKILN_MMA_BF16=%d -DKILN_MIN_ARCH=80",
+                     d->dtype == KILN_BF16); /* cp.async, bf16: sm_80 on */
     kiln_profile_defines(&options, KILN_GROUP_conv_mma, t);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "conv_f16_igemm_mma");
     kiln_options_free(&options);
