@@ -171,15 +171,10 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
         }
 
     float o[MT][DT][4], m[MT][2], l[MT][2];
+    mma_zero(o);
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-#pragma unroll
-        for (int dt = 0; dt < DT; dt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                o[mt][dt][e] = 0.0f;
+    for (int mt = 0; mt < MT; mt++)
         m[mt][0] = m[mt][1] = NEG_INF, l[mt][0] = l[mt][1] = 0.0f;
-    }
 
 #if Q_IN_REGISTERS
     unsigned qf[DP / 16][4]; /* the warp's query fragments, read at the first step */
@@ -219,13 +214,7 @@ attention_f16_mma(const unsigned short *__restrict__ Q, const unsigned short *__
 
         /* 1. S = Q K^T. */
         float sc[MT][NT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    sc[mt][nt][e] = 0.0f;
+        mma_zero(sc);
 #pragma unroll
         for (int kk = 0; kk < DP; kk += 16) {
 #if Q_IN_REGISTERS

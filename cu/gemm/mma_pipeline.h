@@ -133,17 +133,6 @@ __device__ __forceinline__ void mma_pipeline(const int steps, Load &&load, Multi
     }
 }
 
-template <int Mi, int Ni> __device__ __forceinline__ void mma_zero(float (&acc)[Mi][Ni][4])
-{
-#pragma unroll
-    for (int mi = 0; mi < Mi; mi++)
-#pragma unroll
-        for (int ni = 0; ni < Ni; ni++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[mi][ni][i] = 0.0f;
-}
-
 /* One staged step of Bk values of K: the warp whose part of the block
    starts at row wr and column wc adds its (Mi x 16) x (Ni x 8) of A B to
    acc, as Mi x Ni mma tiles per MMA_K of K. A's buffer `at` is stored

@@ -110,4 +110,16 @@ __device__ __forceinline__ void copy16(void *dst, const void *src, int bytes)
 }
 #endif
 
+/* Zero a warp's accumulators: Mi x Ni tiles of mma C fragments. */
+template <int Mi, int Ni> __device__ __forceinline__ void mma_zero(float (&acc)[Mi][Ni][4])
+{
+#pragma unroll
+    for (int mi = 0; mi < Mi; mi++)
+#pragma unroll
+        for (int ni = 0; ni < Ni; ni++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc[mi][ni][i] = 0.0f;
+}
+
 #endif /* KILN_CU_TENSOR_CORE_H */
