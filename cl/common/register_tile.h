@@ -24,6 +24,15 @@
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
 
+/* The float arguments a kernel's epilogue reads after the tile (alpha,
+   beta, an activation's slope), held in a volatile private array from entry
+   and read back after the k loop: passed by value, they are loaded at entry
+   and would stay in vector registers through the loop. AVX2 has 16 of them;
+   the 6 x 16 tile (12 accumulators, 2 vectors of B, 1 broadcast) leaves
+   one, so POCL's code spilled an accumulator through the stack at every k,
+   the GEMM's main cost on AVX2 machines. */
+#define KILN_TILE_HOLD(held, a, b, c) volatile float held[3] = {(a), (b), (c)}
+
 /* VEC acc[MR][NV] = sum over k < count of a[k * a_step + i] * b[k][v*VW ..]:
    a packed panel (a_step MR) or, for the CPU GEMM's direct operand, the
    matrix itself (a_step its distance between k). The k loop is unrolled by

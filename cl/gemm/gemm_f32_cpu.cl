@@ -109,13 +109,14 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
    last panel, when partial, reads the MR rows that end at M and stores only
    its own. */
 KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const int k0, const int kc,
-                                    const float alpha, const float beta,
+                                    const float alpha_arg, const float beta_arg,
                                     KILN_GLOBAL const float *Ap, const ulong off_a, const ulong a_step,
                                     const ulong panel_a, KILN_GLOBAL const float *Bp, const ulong panel_b,
                                     KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c,
                                     KILN_GLOBAL const float *bias, const ulong off_bias, KILN_GLOBAL const KILN_STORAGE *Z,
-                                    const float slope)
+                                    const float slope_arg)
 {
+    KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
     const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR + (size_t)k0 * NR;
     VEC acc[MR][NV];
@@ -130,6 +131,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
 #endif
 
     const int col0 = jt * NR;
+    const float alpha = held[0], beta = held[1], slope = held[2];
     (void)bias, (void)off_bias, (void)Z, (void)slope;
 #if KILN_TILE_FLIP
     /* acc[i][v] lane e is C(col0 + v*VW + e, row0 + i). */
