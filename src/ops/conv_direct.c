@@ -31,16 +31,17 @@ struct tiling {
     size_t wg;                   /* work-group size */
 };
 
-/* NCHW: row tiles (row_tiling.c) of KT filters of a group and up to 16 / KT
-   rows, about 16 vector accumulators. */
-static void nchw_tiling(const struct kiln_conv_shape *s, size_t vw, size_t p_ext, size_t q_ext, struct tiling *t)
+/* NCHW: row tiles (row_tiling.c) of KT filters of a group (at most 8, and
+   half the accumulators) and up to acc / KT rows. */
+static void nchw_tiling(const struct kiln_conv_shape *s, size_t vw, size_t acc, size_t p_ext, size_t q_ext,
+                        struct tiling *t)
 {
     const kiln_conv2d_desc *d = &s->d;
-    t->kt = kiln_pow2_divisor(s->kg, 8);
+    t->kt = kiln_pow2_divisor(s->kg, kiln_min_size(8, acc / 2));
     t->kblocks = d->k / t->kt;
     const struct kiln_row_window win = {
         d->h, d->w, p_ext, q_ext, d->stride_w, d->s, d->dilation_w, d->pad_left, d->fused_maxpool != 0};
-    kiln_row_tiling(&win, d->n * t->kblocks, vw, 16 / t->kt, t->wg, &t->rows);
+    kiln_row_tiling(&win, d->n * t->kblocks, vw, acc / t->kt, t->wg, &t->rows);
     t->vw = t->rows.vw;
     t->th = t->rows.th;
     t->tiles_p = t->rows.tiles_p;
@@ -48,9 +49,11 @@ static void nchw_tiling(const struct kiln_conv_shape *s, size_t vw, size_t p_ext
 }
 
 /* NHWC: VW filters dividing the group's filters (or the channels,
-   depthwise), so lanes never leave a group; 4 x 4 output pixels; filters
-   staged in local memory at most 16 KiB at a time. */
-static void nhwc_tiling(const struct kiln_conv_shape *s, size_t vw, size_t p_ext, size_t q_ext, struct tiling *t)
+   depthwise), so lanes never leave a group; up to 4 x 4 output pixels,
+   about acc of them; filters staged in local memory at most 16 KiB at a
+   time. */
+static void nhwc_tiling(const struct kiln_conv_shape *s, size_t vw, size_t acc, size_t p_ext, size_t q_ext,
+                        struct tiling *t)
 {
     t->depthwise = s->cg == 1 && s->kg == 1;
     t->vw = kiln_pow2_divisor(t->depthwise ? s->d.k : s->kg, vw);
@@ -59,8 +62,10 @@ static void nhwc_tiling(const struct kiln_conv_shape *s, size_t vw, size_t p_ext
     t->kblocks = s->d.k / t->vw;
     const size_t taps = s->d.r * s->d.s * t->vw;
     t->cc = kiln_min_size(s->cg, taps < 4096 ? 4096 / taps : 1);
-    /* Rows shared evenly between 4-row tiles (in pairs for the pool). */
-    t->tiles_p = kiln_div_up(p_ext, 4);
+    /* Rows shared evenly between tiles of up to 4 rows (in pairs for the
+       pool). */
+    const size_t rows = kiln_min_size(4, acc / t->tq > 1 ? acc / t->tq : 1);
+    t->tiles_p = kiln_div_up(p_ext, rows);
     t->th = kiln_div_up(p_ext, t->tiles_p);
     if (s->d.fused_maxpool)
         t->th += t->th % 2;
@@ -84,9 +89,9 @@ static kiln_status tiling_of(struct kiln_conv2d_plan *plan, struct tiling *t)
     const int pool = s->d.fused_maxpool != 0;
     const size_t p_ext = pool ? 2 * s->yh : s->p, q_ext = pool ? 2 * s->yw : s->q;
     if (t->nhwc)
-        nhwc_tiling(s, (size_t)vw, p_ext, q_ext, t);
+        nhwc_tiling(s, (size_t)vw, (size_t)params->acc, p_ext, q_ext, t);
     else
-        nchw_tiling(s, (size_t)vw, p_ext, q_ext, t);
+        nchw_tiling(s, (size_t)vw, (size_t)params->acc, p_ext, q_ext, t);
     t->tiles = s->d.n * t->kblocks * t->tiles_p * t->tiles_q;
     return KILN_SUCCESS;
 }
