@@ -181,7 +181,7 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
 
 #define KILN_FIELDS_conv_direct(F)                                                                                     \
     F(conv_direct, wg, INT, 1, 1024, HOST, "work-group size")                                                          \
-    F(conv_direct, vw, VW, 1, 16, HOST, "vector width (output columns in NCHW, filters or channels in NHWC)")        \
+    F(conv_direct, vw, VW, 1, 16, HOST, "vector width (output columns in NCHW, filters or channels in NHWC)")          \
     F(conv_direct, acc, INT, 2, 64, HOST,                                                                              \
       "vector accumulators of a work-item's tile (filters x rows in NCHW, rows x columns in NHWC): about half the "    \
       "vector registers, which also hold the window's inputs and the weights")
