@@ -222,8 +222,12 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
         return st;
     struct kiln_options options = {0};
-    kiln_options_add(&options, "-DKILN_DECODE_VW=%ld -DKILN_DECODE_D=%zu -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_SPLIT=%d",
-                     vw, d->head_dim, s->group * d->seq_q, plan->splits > 1);
+    /* Keys touched ahead: whole steps. */
+    const long ahead = (a->ahead + vw - 1) / vw * vw;
+    kiln_options_add(&options,
+                     "-DKILN_DECODE_VW=%ld -DKILN_DECODE_D=%zu -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_SPLIT=%d"
+                     " -DKILN_DECODE_AHEAD=%ld",
+                     vw, d->head_dim, s->group * d->seq_q, plan->splits > 1, ahead);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f32_decode");
     kiln_options_free(&options);
@@ -233,8 +237,8 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     plan->global[0] = (size_t)plan->splits, plan->global[1] = d->batch * d->kv_heads;
     plan->local[0] = plan->local[1] = 1;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_%zux%ld", s->group * d->seq_q, vw);
-    snprintf(plan->base.params, sizeof plan->base.params, "rows=%zu VW=%ld D=%zu splits=%d of %d keys (%s)",
-             s->group * d->seq_q, vw, d->head_dim, plan->splits, split_len, why);
+    snprintf(plan->base.params, sizeof plan->base.params, "rows=%zu VW=%ld D=%zu ahead=%ld splits=%d of %d keys (%s)",
+             s->group * d->seq_q, vw, d->head_dim, ahead, plan->splits, split_len, why);
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head",
              s->group * d->seq_q);

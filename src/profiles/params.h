@@ -161,6 +161,9 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "vector width along the head dimension, and keys per step (halved until it divides the head dimension)")         \
     F(attention_decode, split_kv, INT, 1, 1 << 20, HOST,                                                               \
       "fewest keys per split when a problem's keys are split to give each compute unit four work-items")               \
+    F(attention_decode, ahead, INT, 0, 4096, HOST,                                                                     \
+      "keys ahead of its step whose rows of K and V the OpenCL decoding kernel touches (a load per cache line), so "   \
+      "that they are on their way from memory when it gets there; 0: none")                                            \
     F(attention_decode, warps, INT, 1, 32, HOST,                                                                       \
       "warps of a block of the CUDA backend's decoding kernel (cu/attention/attention_decode.cu), each taking every "  \
       "warps-th key of the block's split")
