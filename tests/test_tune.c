@@ -224,57 +224,107 @@ static void test_unwritable_output_is_an_error(void **state)
     free(dir);
 }
 
-/* The tensor-core families, searched alone (groups): where this device runs
-   one, its own fp16/bf16 shapes are tuned; where it does not, the family is
-   reported as skipped with the reason (its backend, its arch), no shape
-   takes it and nothing is tried. A run with the tests' fp32 shapes reports
-   the same skips. */
-static void test_tensor_core_families(void **state)
+/* Whether shape `name` is one of family f's own. */
+static int own_shape(const struct kiln_tune_family *f, const char *name)
+{
+    struct kiln_tune_shape own[KILN_TUNE_FAMILY_SHAPES_MAX];
+    const size_t count = kiln_tune_family_shapes(f, own);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(own[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The CUDA families (the tensor-core GEMMs, attention and convolution, the
+   CUDA decoding kernel), searched alone (groups), one operation at a time:
+   where this device runs one, its own shapes are tuned, each once (the
+   decoding family's fp32 step is the representative GPU shape); where it
+   does not, the family is reported as skipped with the reason (that it
+   needs the CUDA backend, this backend, its arch), none of its shapes is
+   added and nothing is tried for it. The other shapes kept are those whose
+   plans take a listed group (on a CPU, the representative decoding step
+   takes the CPU decoding kernel's attention.decode). A run with the tests'
+   fp32 GEMM shapes reports the GEMM families' skips alone. */
+static void test_cuda_families(void **state)
 {
     (void)state;
     char *dir = kt_temp_dir();
     struct kiln_tune_family fam[KILN_TUNE_FAMILIES];
     kiln_tune_families(kt_ctx, fam);
-    struct kiln_tune_options o;
-    kiln_tune_options_init(&o);
-    o.budget_s = 5;
-    o.out = dir;
-    o.ops = 1u << KILN_TUNE_GEMM;
-    o.groups = "gemm.mma,gemm.wgmma";
-    o.seed = kt_group_seed;
-    o.min_gain = 1e9; /* nothing written */
-    o.log = stdout;
-    struct kiln_tune_result r;
-    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
-    size_t skipped = 0;
-    for (int f = 0; f < KILN_TUNE_FAMILIES; f++) {
-        const char *group = kiln_param_groups[fam[f].group].name;
-        size_t taken = 0;
-        for (size_t i = 0; i < r.shape_count; i++)
-            taken += strcmp(r.shapes[i].group, group) == 0;
-        int reported = 0;
-        for (size_t k = 0; k < r.skipped_count; k++)
-            if (strcmp(r.skipped[k].group, group) == 0) {
-                printf("# %s skipped: %s\n", group, r.skipped[k].reason);
-                assert_string_equal(r.skipped[k].reason, fam[f].why_not);
-                assert_non_null(strstr(r.skipped[k].reason, kt_ctx->backend->name));
-                reported = 1;
+    static const char *const listed[KILN_TUNE_OP_COUNT] = {"gemm.mma,gemm.wgmma", "conv.mma",
+                                                           "attention.mma,attention.decode"};
+    size_t skipped_gemm = 0, families = 0;
+    for (int op = 0; op < KILN_TUNE_OP_COUNT; op++) {
+        struct kiln_tune_options o;
+        kiln_tune_options_init(&o);
+        o.budget_s = 5;
+        o.out = dir;
+        o.ops = 1u << op;
+        o.groups = listed[op];
+        o.seed = kt_group_seed;
+        o.min_gain = 1e9; /* nothing written */
+        o.log = stdout;
+        struct kiln_tune_result r;
+        kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+        size_t skipped = 0, own = 0;
+        for (int f = 0; f < KILN_TUNE_FAMILIES; f++) {
+            if ((int)fam[f].op != op)
+                continue;
+            families++;
+            const char *group = kiln_param_groups[fam[f].group].name;
+            assert_non_null(strstr(listed[op], group));
+            struct kiln_tune_shape shapes_of[KILN_TUNE_FAMILY_SHAPES_MAX];
+            const size_t count = kiln_tune_family_shapes(&fam[f], shapes_of);
+            assert_true(count > 0 && count <= KILN_TUNE_FAMILY_SHAPES_MAX);
+            size_t taken = 0;
+            for (size_t i = 0; i < count; i++)
+                for (size_t k = 0; k < r.shape_count; k++)
+                    taken += strcmp(r.shapes[k].name, shapes_of[i].name) == 0;
+            int reported = 0;
+            for (size_t k = 0; k < r.skipped_count; k++)
+                if (strcmp(r.skipped[k].group, group) == 0) {
+                    printf("# %s skipped: %s\n", group, r.skipped[k].reason);
+                    assert_string_equal(r.skipped[k].reason, fam[f].why_not);
+                    assert_non_null(strstr(r.skipped[k].reason, "needs the CUDA backend"));
+                    assert_non_null(strstr(r.skipped[k].reason, kt_ctx->backend->name));
+                    reported++;
+                }
+            assert_int_equal(reported, !fam[f].runs);
+            assert_int_equal(taken, fam[f].runs ? count : 0);
+            /* Without the CUDA backend no family runs. */
+            if (!kt_ctx->backend->native_sources)
+                assert_false(fam[f].runs);
+            skipped += (size_t)!fam[f].runs;
+            own += taken;
+        }
+        assert_int_equal(r.skipped_count, skipped);
+        size_t others = 0;
+        for (size_t k = 0; k < r.shape_count; k++) {
+            int of_family = 0;
+            for (int f = 0; f < KILN_TUNE_FAMILIES; f++)
+                of_family |= fam[f].runs && (int)fam[f].op == op && own_shape(&fam[f], r.shapes[k].name);
+            if (!of_family) {
+                printf("# %s: its plan takes %s\n", r.shapes[k].name, r.shapes[k].group);
+                assert_true(r.shapes[k].group[0] && strstr(listed[op], r.shapes[k].group));
+                others++;
             }
-        assert_int_equal(reported, !fam[f].runs);
-        assert_int_equal(taken, fam[f].runs ? KILN_TUNE_FAMILY_SHAPES : 0);
-        skipped += (size_t)!fam[f].runs;
+        }
+        assert_int_equal(r.shape_count, own + others);
+        if (r.shape_count == 0)
+            assert_int_equal(r.trials, 0);
+        assert_string_equal(r.profile, "");
+        if (op == KILN_TUNE_GEMM)
+            skipped_gemm = skipped;
     }
-    assert_int_equal(r.skipped_count, skipped);
-    assert_int_equal(r.shape_count, (KILN_TUNE_FAMILIES - skipped) * KILN_TUNE_FAMILY_SHAPES);
-    if (skipped == KILN_TUNE_FAMILIES)
-        assert_int_equal(r.trials, 0);
-    assert_string_equal(r.profile, "");
+    assert_int_equal(families, KILN_TUNE_FAMILIES);
 
+    struct kiln_tune_options o;
+    struct kiln_tune_result r;
     options(&o, 1);
     o.out = dir;
     o.min_gain = 1e9;
     kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
-    assert_int_equal(r.skipped_count, skipped);
+    assert_int_equal(r.skipped_count, skipped_gemm);
     kt_remove_tree(dir);
     free(dir);
 }
@@ -454,7 +504,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_confirmation_alternates));
     kt_add(&tests, cmocka_unit_test(test_resume_runs_no_trial_twice));
     kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
-    kt_add(&tests, cmocka_unit_test(test_tensor_core_families));
+    kt_add(&tests, cmocka_unit_test(test_cuda_families));
     kt_add(&tests, cmocka_unit_test(test_wrong_candidate_is_rejected));
     return kt_run("tune", &tests);
 }

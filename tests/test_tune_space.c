@@ -3,8 +3,10 @@
    shipped profile on the default device, neighbours and random candidates
    that all pass the group's check and fit the device, refusals with their
    reasons, overlays that round-trip, and determinism for a seed; and the
-   tensor-core GEMM families' spaces on NVIDIA GPUs described by hand
-   (Turing, an A100, an H100), whose shared memory bounds them. */
+   CUDA families' spaces (gemm.mma, gemm.wgmma, attention.mma,
+   attention.decode, conv.mma) on NVIDIA GPUs described by hand (Turing,
+   an A100, an H100), whose limits bound them, every candidate checked
+   against the kernel's own constraints. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -371,8 +373,10 @@ static void test_coupled_fields(void **state)
 }
 
 /* An NVIDIA GPU as the CUDA backend describes it: compute capability
-   major.minor, `optin` bytes of shared memory a block may take. */
-static struct kiln_device_desc nvidia_gpu(const char *name, int major, int minor, unsigned long long optin)
+   major.minor, `sms` multiprocessors, `optin` bytes of shared memory a
+   block may take (48 KiB without opting in, its local memory). */
+static struct kiln_device_desc nvidia_gpu(const char *name, int major, int minor, unsigned sms,
+                                          unsigned long long optin)
 {
     struct kiln_device_desc d = {0};
     snprintf(d.platform, sizeof d.platform, "CUDA");
@@ -381,7 +385,7 @@ static struct kiln_device_desc nvidia_gpu(const char *name, int major, int minor
     d.vendor_id = 0x10de;
     d.type = KILN_DEVICE_GPU;
     d.cc_major = major, d.cc_minor = minor;
-    d.compute_units = 100, d.clock_mhz = 1500;
+    d.compute_units = sms, d.clock_mhz = 1500;
     d.global_mem_bytes = d.max_alloc_bytes = 16ull << 30;
     d.local_mem_bytes = 48 << 10;
     d.shared_optin_bytes = optin;
@@ -415,30 +419,160 @@ static int on_ladder(const struct kiln_space *s, const union kiln_space_values *
     return 0;
 }
 
+/* CUDA's static shared memory per block, whatever the device. */
+#define CUDA_STATIC_SHARED (48 << 10)
+
+/*
+ * Whether the kernel of attention.mma, attention.decode or conv.mma builds
+ * and launches candidate c as given on shape sh of its family on `dev`:
+ * the conditions of its source's #error lines and the launch it makes,
+ * restated here from cu/ (attention/attention_f16_mma.cu,
+ * attention/attention_decode.cu, conv/conv_f16_igemm_mma.cu), not from the
+ * schema's checks, so that a check that lets a candidate through which the
+ * kernel refuses fails this test. 0, or -1 with the reason in `why`. Other
+ * groups: 0.
+ */
+static int kernel_refuses(enum kiln_group_id g, const union kiln_space_values *c, const struct kiln_tune_shape *sh,
+                          const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    why[0] = '\0';
+    long threads = 0, shared = 0, static_shared = 0;
+    if (g == KILN_GROUP_attention_mma) {
+        const struct kiln_param_attention_mma *p = &c->attention_mma;
+        const long bm = p->block_q, bn = p->block_kv, warps = p->warps, d = (long)sh->attention.head_dim;
+        const long mt = bm / (warps * 16);
+        if (bm % (warps * 16) || (mt != 1 && mt != 2) || bn % 16 || (p->stages != 1 && p->stages != 2))
+            snprintf(why, size, "BM %ld, BN %ld, WARPS %ld, STAGES %d break attention_f16_mma.cu's #error", bm, bn,
+                     warps, p->stages);
+        threads = warps * 32 * (mt == 2 && d > 64 ? 2 : 1); /* the plan's doubling past d64 */
+        shared = (bm + 2 * p->stages * bn) * ((d + 15) / 16 * 16 + 8) * 2;
+    } else if (g == KILN_GROUP_attention_decode) {
+        const struct kiln_param_attention_decode *p = &c->attention_decode;
+        const long rows = (long)(sh->attention.heads / sh->attention.kv_heads * sh->attention.seq_q);
+        const long d = (long)sh->attention.head_dim;
+        if (p->warps < 1 || p->warps > 32 || rows > 8 || d % 4 || d > 256)
+            snprintf(why, size, "WARPS %d, ROWS %ld, D %ld break attention_decode.cu's #error", p->warps, rows, d);
+        threads = p->warps * 32L;
+        static_shared = 4L * p->warps * rows * (d + 2); /* m_s, l_s and o_s */
+    } else if (g == KILN_GROUP_conv_mma) {
+        const struct kiln_param_conv_mma *p = &c->conv_mma;
+        threads = (long)p->warps_m * p->warps_n * 32;
+        const long wm = p->bm / p->warps_m, wn = p->bn / p->warps_n;
+        if (p->bk % 32 || p->bm % 16 || p->bn % 16 || wm % 16 || wn % 16 || p->stages < 2 || p->stages > 5 ||
+            threads % (p->bk / 8) || p->bm * (p->bk / 8) % threads || p->bn * (p->bk / 8) % threads)
+            snprintf(why, size, "BM %d, BN %d, BK %d, %dx%d warps, STAGES %d break conv_f16_igemm_mma.cu's #error",
+                     p->bm, p->bn, p->bk, p->warps_m, p->warps_n, p->stages);
+        else if (wm * p->warps_m != p->bm || wn * p->warps_n != p->bn)
+            snprintf(why, size, "%dx%d warps do not divide the %dx%d block", p->warps_m, p->warps_n, p->bm, p->bn);
+        shared = (long)p->stages * (p->bm + p->bn) * (p->bk + 8) * 2;
+    }
+    if (!why[0] && (unsigned long)threads > dev->max_work_group_size)
+        snprintf(why, size, "%ld threads a block, past the device's %zu", threads, dev->max_work_group_size);
+    if (!why[0] && (unsigned long long)shared > dev->shared_optin_bytes)
+        snprintf(why, size, "%ld bytes of dynamic shared memory, past the device's %llu", shared,
+                 dev->shared_optin_bytes);
+    if (!why[0] && static_shared > CUDA_STATIC_SHARED)
+        snprintf(why, size, "%ld bytes of static shared memory, past CUDA's %d", static_shared, CUDA_STATIC_SHARED);
+    return why[0] ? -1 : 0;
+}
+
+/* Candidate c of family f's space runs on every shape of the family. */
+static void assert_kernel_takes(const struct kiln_space *s, const union kiln_space_values *c,
+                                const struct kiln_tune_shape *shapes, size_t count, const char *what)
+{
+    char why[256];
+    for (size_t i = 0; i < count; i++)
+        if (kernel_refuses(s->group, c, &shapes[i], s->dev, why, sizeof why) != 0) {
+            char *overlay = kiln_space_overlay(s, c);
+            fail_msg("%s %s of %s on %s: %s", what, overlay, kiln_param_groups[s->group].name, shapes[i].name, why);
+        }
+}
+
+/* Family f's shapes are of its operation, in the storage its kernel takes,
+   forced to it where AUTO might take another, and of a kind its kernel
+   takes; named after the group (or, the decoding family's fp32 step, the
+   representative GPU shape). */
+static void check_family_shapes(const struct kiln_tune_family *f, const struct kiln_tune_shape *shapes, size_t n)
+{
+    const char *group = kiln_param_groups[f->group].name;
+    size_t reps = 0;
+    const struct kiln_tune_shape *rep = kiln_tune_shapes(1u << f->op, 1, &reps);
+    int bf16 = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct kiln_tune_shape *sh = &shapes[i];
+        assert_int_equal(sh->op, f->op);
+        int representative = 0;
+        for (size_t k = 0; k < reps; k++)
+            representative |= strcmp(rep[k].name, sh->name) == 0;
+        if (!representative) {
+            assert_ptr_equal(strstr(sh->name, group), sh->name);
+            assert_int_equal(sh->name[strlen(group)], ' ');
+        }
+        const kiln_attention_desc *a = &sh->attention;
+        switch (f->group) {
+        case KILN_GROUP_attention_mma:
+            assert_int_equal(a->dtype, KILN_F16);
+            assert_true(a->head_dim % 8 == 0 && a->head_dim <= 128);
+            assert_true(a->heads / a->kv_heads * a->seq_q > 8); /* not a decoding step */
+            break;
+        case KILN_GROUP_attention_decode:
+            assert_true(a->dtype == KILN_F16 || (a->dtype == KILN_F32 && representative));
+            assert_true(a->heads / a->kv_heads * a->seq_q <= 8);
+            break;
+        case KILN_GROUP_conv_mma:
+            assert_int_equal(sh->conv.dtype, KILN_F16);
+            assert_int_equal(sh->conv.layout, KILN_NHWC);
+            assert_int_equal(sh->conv.groups, 1);
+            assert_int_equal(sh->conv.c % 8, 0);
+            assert_int_equal(sh->conv.algo, f->algo);
+            break;
+        default:
+            assert_int_equal(sh->gemm.algo, f->algo);
+            assert_true(sh->gemm.dtype == KILN_F16 || sh->gemm.dtype == KILN_BF16);
+            assert_non_null(strstr(sh->name, sh->gemm.dtype == KILN_BF16 ? " bf16 " : " f16 "));
+            bf16 |= sh->gemm.dtype == KILN_BF16;
+        }
+    }
+    if (f->op == KILN_TUNE_GEMM)
+        assert_int_equal(bf16, f->bf16);
+}
+
+/* Candidates drawn per space, besides the seed and its neighbours: random
+   ones, and the neighbours of each. */
+enum { FAMILY_SAMPLES = 100 };
+
 /* For each described GPU: the families the tuner searches there (the CUDA
    backend on its compute capability), the shapes it adds for them, and for
    each family it searches the space around the matched profile's values
-   with the GPU's limits: non-empty, every neighbour and random candidate
-   passing the group's check with the device, and every shipped NVIDIA
-   profile's values that fit the GPU passing it and lying on the ladders. */
+   with the GPU's limits: non-empty; the seed, its neighbours, random
+   candidates and their neighbours all passing the group's check with the
+   device and, for attention.mma, attention.decode and conv.mma, taken by
+   the kernel on every shape of the family (kernel_refuses); and every
+   shipped NVIDIA profile's values that fit the GPU passing the check and
+   lying on the ladders. */
 static void test_tensor_core_spaces(void **state)
 {
     (void)state;
     static const struct gpu {
         const char *name;
         int major, minor;
+        unsigned sms;
         unsigned long long optin;
         const char *profile;
-        int mma, bf16, wgmma;
+        int runs[KILN_TUNE_FAMILIES], bf16[KILN_TUNE_FAMILIES];
     } gpus[] = {
-        {"Tesla T4", 7, 5, 64 << 10, "nvidia-turing", 1, 0, 0},
-        {"NVIDIA A100-SXM4-80GB", 8, 0, 163 << 10, "nvidia-ampere-ga100", 1, 1, 0},
-        {"NVIDIA H100 80GB HBM3", 9, 0, 227 << 10, "nvidia-hopper", 1, 1, 1},
+        {"Tesla T4", 7, 5, 40, 64 << 10, "nvidia-turing", {1, 0, 0, 1, 0}, {0, 0, 0, 0, 0}},
+        {"NVIDIA A100-SXM4-80GB", 8, 0, 108, 163 << 10, "nvidia-ampere-ga100", {1, 0, 1, 1, 1}, {1, 0, 1, 1, 1}},
+        /* 228 KiB of shared memory an SM, 227 KiB a block. */
+        {"NVIDIA H100 80GB HBM3", 9, 0, 132, 227 << 10, "nvidia-hopper", {1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}},
     };
+    static const enum kiln_group_id order[KILN_TUNE_FAMILIES] = {KILN_GROUP_gemm_mma, KILN_GROUP_gemm_wgmma,
+                                                                 KILN_GROUP_attention_mma, KILN_GROUP_attention_decode,
+                                                                 KILN_GROUP_conv_mma};
     for (size_t gi = 0; gi < sizeof gpus / sizeof *gpus; gi++) {
         const struct gpu *g = &gpus[gi];
         struct kiln_context fake = {.backend = cuda_backend(),
-                                    .desc = nvidia_gpu(g->name, g->major, g->minor, g->optin)};
+                                    .desc = nvidia_gpu(g->name, g->major, g->minor, g->sms, g->optin)};
         char reason[256];
         const struct kiln_profile *p = kiln_profile_match(embedded, &fake.desc, reason, sizeof reason);
         assert_non_null(p);
@@ -447,36 +581,25 @@ static void test_tensor_core_spaces(void **state)
 
         struct kiln_tune_family fam[KILN_TUNE_FAMILIES];
         kiln_tune_families(&fake, fam);
-        assert_int_equal(fam[0].group, KILN_GROUP_gemm_mma);
-        assert_int_equal(fam[1].group, KILN_GROUP_gemm_wgmma);
-        assert_int_equal(fam[0].runs, g->mma);
-        assert_int_equal(fam[0].bf16, g->bf16);
-        assert_int_equal(fam[1].runs, g->wgmma);
-        if (!g->wgmma) {
-            printf("#   gemm.wgmma not searched: %s\n", fam[1].why_not);
-            assert_non_null(strstr(fam[1].why_not, "compute capability 9.0"));
-            assert_non_null(strstr(fam[1].why_not, fake.desc.arch));
-        }
         for (int f = 0; f < KILN_TUNE_FAMILIES; f++) {
-            if (!fam[f].runs)
-                continue;
             const enum kiln_group_id gid = fam[f].group;
             const struct kiln_param_group *grp = &kiln_param_groups[gid];
+            assert_int_equal(gid, order[f]);
+            assert_int_equal(fam[f].runs, g->runs[f]);
+            assert_int_equal(fam[f].bf16, g->bf16[f]);
+            if (!fam[f].runs) {
+                printf("#   %s not searched: %s\n", grp->name, fam[f].why_not);
+                assert_non_null(strstr(fam[f].why_not, "compute capability"));
+                assert_non_null(strstr(fam[f].why_not, fake.desc.arch));
+                continue;
+            }
             assert_string_equal(fam[f].why_not, "");
 
-            /* The shapes the tuner adds, forced to the family. */
-            struct kiln_tune_shape shapes[KILN_TUNE_FAMILY_SHAPES];
-            kiln_tune_family_shapes(&fam[f], shapes);
-            int bf16 = 0;
-            for (int i = 0; i < KILN_TUNE_FAMILY_SHAPES; i++) {
-                assert_int_equal(shapes[i].op, KILN_TUNE_GEMM);
-                assert_int_equal(shapes[i].gemm.algo, fam[f].algo);
-                assert_true(shapes[i].gemm.dtype == KILN_F16 || shapes[i].gemm.dtype == KILN_BF16);
-                assert_ptr_equal(strstr(shapes[i].name, grp->name), shapes[i].name);
-                assert_non_null(strstr(shapes[i].name, shapes[i].gemm.dtype == KILN_BF16 ? " bf16 " : " f16 "));
-                bf16 |= shapes[i].gemm.dtype == KILN_BF16;
-            }
-            assert_int_equal(bf16, fam[f].bf16);
+            /* The shapes the tuner adds. */
+            struct kiln_tune_shape shapes[KILN_TUNE_FAMILY_SHAPES_MAX];
+            const size_t count = kiln_tune_family_shapes(&fam[f], shapes);
+            assert_true(count > 0 && count <= KILN_TUNE_FAMILY_SHAPES_MAX);
+            check_family_shapes(&fam[f], shapes, count);
 
             struct refusals r = {(int)gid, 0, 0};
             struct kiln_space s;
@@ -486,20 +609,29 @@ static void test_tensor_core_spaces(void **state)
             s.user = &r;
             assert_true(s.count > 0);
             assert_admitted(&s, &s.seed, "the matched profile's values");
+            assert_kernel_takes(&s, &s.seed, shapes, count, "the matched profile's values");
+            union kiln_space_values near[64];
             const size_t neighbours = check_neighbours(&s, &s.seed);
             assert_true(neighbours > 0);
+            const size_t seed_near = kiln_space_neighbours(&s, &s.seed, near, 64);
+            for (size_t i = 0; i < seed_near; i++)
+                assert_kernel_takes(&s, &near[i], shapes, count, "a neighbour of the seed");
             uint64_t rng = SPACE_SEED;
             int distinct = 0;
+            size_t tried = 1 + seed_near;
             char why[512];
-            for (int i = 0; i < SAMPLES; i++) {
+            for (int i = 0; i < FAMILY_SAMPLES; i++) {
                 union kiln_space_values c;
                 if (kiln_space_random(&s, &rng, TRIES, &c) != 0)
                     fail_msg("%s %s: no random candidate passed in %d tries", g->name, grp->name, TRIES);
                 assert_admitted(&s, &c, "a random candidate");
-                /* Within this GPU's shared memory, whatever the space kept. */
-                if (grp->check(&c, &fake.desc, why, sizeof why) != 0)
-                    fail_msg("%s: a random candidate does not fit: %s", g->name, why);
+                assert_kernel_takes(&s, &c, shapes, count, "a random candidate");
                 distinct += differences((int)gid, &c, &s.seed) > 0;
+                const size_t n = check_neighbours(&s, &c);
+                kiln_space_neighbours(&s, &c, near, 64);
+                for (size_t k = 0; k < n; k++)
+                    assert_kernel_takes(&s, &near[k], shapes, count, "a neighbour of a random candidate");
+                tried += 1 + n;
             }
             assert_true(distinct > 0);
             size_t shipped = 0;
@@ -507,11 +639,10 @@ static void test_tensor_core_spaces(void **state)
                 const struct kiln_profile *q = kiln_profile_find(embedded, nvidia_profiles[k]);
                 assert_non_null(q);
                 const union kiln_space_values *v = (const void *)((const char *)kiln_profile_params(q) + grp->offset);
-                if (grp->check(v, &fake.desc, why, sizeof why) != 0) {
+                if (kiln_space_check(&s, v, why, sizeof why, NULL) != 0) {
                     printf("#   %s of %s does not fit: %s\n", grp->name, nvidia_profiles[k], why);
                     continue;
                 }
-                assert_int_equal(kiln_space_check(&s, v, why, sizeof why, NULL), 0);
                 for (size_t i = 0; i < s.count; i++)
                     if (!on_ladder(&s, v, i))
                         fail_msg("%s %s: %s's %s is on no ladder", g->name, grp->name, nvidia_profiles[k],
@@ -519,9 +650,10 @@ static void test_tensor_core_spaces(void **state)
                 shipped++;
             }
             assert_true(shipped > 0);
-            printf("#   %s: %zu fields, %zu neighbours of the seed, %d of %d samples away from it, %zu refused by "
-                   "the schema and %zu by the device, %zu shipped profiles' values in the space\n",
-                   grp->name, s.count, neighbours, distinct, SAMPLES, r.schema, r.device, shipped);
+            printf("#   %s: %zu shapes, %zu fields, %zu neighbours of the seed, %d of %d samples away from it, %zu "
+                   "candidates the kernel takes, %zu refused by the schema and %zu by the device, %zu shipped "
+                   "profiles' values in the space\n",
+                   grp->name, count, s.count, neighbours, distinct, FAMILY_SAMPLES, tried, r.schema, r.device, shipped);
         }
     }
 }

@@ -26,6 +26,16 @@ static inline void tc_assert_timed(const struct kiln_trial *t)
     assert_true(t->params[0] != '\0');
 }
 
+/* A trial in 16-bit storage type t (of `what`): right and timed, its worst
+   error above 0 (the storage's rounding is seen) and within the bound. */
+static inline void tc_assert_16_bit(const struct kiln_trial *t, kiln_dtype dtype, const char *what)
+{
+    printf("# %s %s: %s %s, worst error %.3g of the bound\n", dtype == KILN_F16 ? "fp16" : "bf16", what, t->kernel,
+           t->params, t->worst);
+    tc_assert_timed(t);
+    assert_true(t->worst > 0.0 && t->worst <= 1.0);
+}
+
 /* Rejected with `verdict` and never timed; the reason is printed after
    `label`. A wrong result names the reference it differs from. */
 static inline void tc_assert_rejected(const struct kiln_trial *t, enum kiln_trial_verdict verdict, const char *label)

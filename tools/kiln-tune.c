@@ -16,9 +16,10 @@ static const char usage[] =
     "checking every candidate against a reference before timing it, then the thresholds\n"
     "between its algorithms, and writes what beats the profile by more than 3% as the\n"
     "profile \"<matched>-tuned\" that kiln loads from then on. Where the device runs the\n"
-    "tensor-core GEMM families (gemm.mma; gemm.wgmma on Hopper: the CUDA backend), GEMMs of\n"
-    "their own in fp16 and bf16 storage are added; a family it does not run is reported\n"
-    "as not searched, with the reason.\n"
+    "CUDA backend's families (gemm.mma, gemm.wgmma on Hopper, attention.mma,\n"
+    "attention.decode, conv.mma) and their operation is tuned, shapes of their own are\n"
+    "added (fp16 and bf16 GEMMs, fp16 attention prefill and decoding, NHWC fp16\n"
+    "convolutions); a family it does not run is reported as not searched, with the reason.\n"
     "--budget SECONDS  wall-clock time of the whole run (default 600)\n"
     "--ops LIST        operations to tune, comma-separated: gemm, conv, attention (default all)\n"
     "--groups LIST     kernel groups to search, comma-separated (gemm.wgmma, gemm.tiled, ...;\n"
@@ -80,7 +81,7 @@ static void print_table(const struct kiln_tune_result *r)
             printf("%-36s %-28s %9s %9s %7s\n", s->name, s->group, "-", "-", "-");
     }
     for (size_t i = 0; i < r->skipped_count; i++)
-        printf("%s: not searched: %s\n", r->skipped[i].group, r->skipped[i].reason);
+        printf("%s: the CUDA family not searched: %s\n", r->skipped[i].group, r->skipped[i].reason);
     for (size_t i = 0; i < r->threshold_count; i++) {
         const struct kiln_tune_threshold *t = &r->thresholds[i];
         if (t->measured)

@@ -75,15 +75,23 @@ void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_l
 kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsigned dims, int kernel,
                                         const struct kiln_attention_args *x, void **event);
 
+/* The CUDA backend's decoding kernel (attention_decode.c): whether ctx runs
+   it in `dtype` storage (the CUDA backend; bf16 from compute capability
+   8.0); if not, why (when `why` is not NULL). */
+int kiln_attention_decode_cuda_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size);
+
 /* The fused algorithm's decoding kernel (attention_decode.c): whether it
    takes the plan's problem, and its prepare (setting plan->decoding; it
    runs by kiln_attention_split_launch). */
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan);
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
 
-/* The fused algorithm on tensor cores (attention_mma.c): whether it takes
-   the plan's problem, and its prepare (it runs by
-   kiln_attention_split_launch). */
+/* The fused algorithm on tensor cores (attention_mma.c): whether ctx runs
+   it (the CUDA backend on compute capability 8.0 or newer, fp16 and bf16
+   alike; if not, why when `why` is not NULL), whether it takes the plan's
+   problem (fp16 or bf16 storage, a head dimension a multiple of 8 up to
+   128), and its prepare (it runs by kiln_attention_split_launch). */
+int kiln_attention_mma_runs_on(const kiln_context *ctx, char *why, size_t size);
 int kiln_attention_mma_applies(const struct kiln_attention_plan *plan);
 kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan);
 

@@ -140,14 +140,20 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[plan->combine_slot], &c, 1, &global, &local, 0, event);
 }
 
-/* The CUDA backend's decoding kernel: a head dimension of whole vectors of
-   four up to 256; bf16 from compute capability 8.0 (its conversions). */
+int kiln_attention_decode_cuda_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size)
+{
+    /* bf16 from compute capability 8.0: its conversions. */
+    return kiln_plan_cuda_runs(ctx, dtype != KILN_BF16 || kiln_plan_cc(ctx) >= 80, "the CUDA decoding kernel",
+                               dtype == KILN_BF16 ? "8.0 or newer for bf16" : NULL, why, size);
+}
+
+/* The CUDA backend's decoding kernel: where it runs, a head dimension of
+   whole vectors of four up to 256. */
 static int cuda_decode_applies(const struct kiln_attention_plan *plan)
 {
-    const kiln_context *ctx = plan->base.ctx;
     const kiln_attention_desc *d = &plan->s.d;
-    return ctx->backend->native_sources && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
-           (d->dtype != KILN_BF16 || ctx->desc.cc_major >= 8);
+    return kiln_attention_decode_cuda_runs_on(plan->base.ctx, d->dtype, NULL, 0) && d->head_dim % 4 == 0 &&
+           d->head_dim <= 256;
 }
 
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
@@ -164,14 +170,20 @@ int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
            cuda_decode_applies(plan);
 }
 
-/* The CUDA decoding kernel's plan: blocks of the profile's warps, splits
-   giving about eight blocks per compute unit, none shorter than split_kv
-   keys. */
+/* The CUDA decoding kernel's plan: blocks of the profile's warps, halved
+   while their states exceed the device's static shared memory (the schema
+   fits them at 8 rows of head dimension 128), splits giving about eight
+   blocks per compute unit, none shorter than split_kv keys. */
 static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a)
 {
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
-    const long warps = a->warps;
+    const unsigned long long local = plan->base.ctx->desc.local_mem_bytes;
+    long warps = a->warps;
+    while (warps > 1 && local &&
+           (unsigned long long)kiln_attention_decode_shared_bytes(warps, (long)(s->group * d->seq_q),
+                                                                  (long)d->head_dim) > local)
+        warps /= 2;
     const char *why = NULL;
     const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 8, a->split_kv, warps, &why);
     kiln_status st;

@@ -22,12 +22,16 @@
 #define SOURCE "attention/attention_f16_mma.cu"
 #define MAX_HEAD_DIM 128
 
+int kiln_attention_mma_runs_on(const kiln_context *ctx, char *why, size_t size)
+{
+    return kiln_plan_cuda_runs(ctx, kiln_plan_cc(ctx) >= 80, "the tensor-core attention kernel", "8.0 or newer", why,
+                               size);
+}
+
 int kiln_attention_mma_applies(const struct kiln_attention_plan *plan)
 {
-    const kiln_context *ctx = plan->base.ctx;
     const kiln_attention_desc *d = &plan->s.d;
-    const int cc = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
-    return ctx->backend->native_sources && cc >= 80 && (d->dtype == KILN_F16 || d->dtype == KILN_BF16) &&
+    return kiln_attention_mma_runs_on(plan->base.ctx, NULL, 0) && (d->dtype == KILN_F16 || d->dtype == KILN_BF16) &&
            d->head_dim % 8 == 0 && d->head_dim <= MAX_HEAD_DIM;
 }
 

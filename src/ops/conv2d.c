@@ -245,7 +245,7 @@ int kiln_conv_weights_stale(struct kiln_conv2d_plan *plan, void *w)
 static int compiled_here(const kiln_context *ctx, const struct kiln_conv_algorithm *a)
 {
     if (a == &kiln_conv_igemm_mma)
-        return kiln_conv_mma_runs_on(ctx);
+        return kiln_conv_mma_runs_on(ctx, NULL, 0);
     return ctx->vector_kernels || a == &kiln_conv_igemm || a == &kiln_conv_direct;
 }
 
@@ -255,11 +255,9 @@ kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape 
     const char *why_not = algorithm->unsupported(s);
     if (why_not)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
-    if (algorithm == &kiln_conv_igemm_mma && !compiled_here(ctx, algorithm))
-        return kiln_error(KILN_ERROR_UNSUPPORTED,
-                          "conv2d: %s runs on the CUDA backend at compute capability 8.0 or newer (%s backend, %s)",
-                          algorithm->name, ctx->backend->name,
-                          ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability");
+    char cuda_why[256];
+    if (algorithm == &kiln_conv_igemm_mma && !kiln_conv_mma_runs_on(ctx, cuda_why, sizeof cuda_why))
+        return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s: %s", algorithm->name, cuda_why);
     if (!compiled_here(ctx, algorithm))
         return kiln_error(KILN_ERROR_UNSUPPORTED,
                           "conv2d: %s's kernels use OpenCL vector syntax, which the %s backend does not compile "

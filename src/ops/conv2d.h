@@ -53,8 +53,9 @@ extern const struct kiln_conv_algorithm kiln_conv_igemm, kiln_conv_im2col, kiln_
     kiln_conv_winograd4, kiln_conv_direct, kiln_conv_igemm_mma;
 
 /* Whether ctx runs the tensor-core implicit GEMM (conv_mma.c): the CUDA
-   backend's own sources on compute capability 8.0 or newer. */
-int kiln_conv_mma_runs_on(const kiln_context *ctx);
+   backend's own sources on compute capability 8.0 or newer. If not, why
+   (when `why` is not NULL). */
+int kiln_conv_mma_runs_on(const kiln_context *ctx, char *why, size_t size);
 
 /* The arguments the implicit-GEMM kernels start with (conv/igemm_shape.h's
    shape, alpha, beta, the leaky slope, x, the weights as the kernel reads

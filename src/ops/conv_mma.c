@@ -24,9 +24,9 @@
 
 #define SOURCE "conv/conv_f16_igemm_mma.cu"
 
-int kiln_conv_mma_runs_on(const kiln_context *ctx)
+int kiln_conv_mma_runs_on(const kiln_context *ctx, char *why, size_t size)
 {
-    return ctx->backend->native_sources && ctx->desc.cc_major * 10 + ctx->desc.cc_minor >= 80;
+    return kiln_plan_cuda_runs(ctx, kiln_plan_cc(ctx) >= 80, "the tensor-core convolution", "8.0 or newer", why, size);
 }
 
 static const char *mma_unsupported(const struct kiln_conv_shape *s)

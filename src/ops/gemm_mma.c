@@ -60,34 +60,18 @@ static const char *mma_unsupported(const struct kiln_gemm_problem *p)
     return NULL;
 }
 
-/* The device's arch for a reason, or what it lacks. */
-static const char *arch_of(const kiln_context *ctx)
-{
-    return ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability";
-}
-
 int kiln_gemm_mma_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size)
 {
-    const int cc = ctx->desc.cc_major * 10 + ctx->desc.cc_minor;
-    const int runs = ctx->backend->native_sources && cc >= (dtype == KILN_F16 ? 75 : 80);
-    if (!runs && why)
-        snprintf(why, size,
-                 "the tensor-core family needs the CUDA backend on compute capability %s or newer (%s "
-                 "backend, %s)",
-                 dtype == KILN_BF16  ? "8.0 for bf16"
-                 : dtype == KILN_F32 ? "8.0 for TF32"
-                                     : "7.5",
-                 ctx->backend->name, arch_of(ctx));
-    return runs;
+    return kiln_plan_cuda_runs(ctx, kiln_plan_cc(ctx) >= (dtype == KILN_F16 ? 75 : 80), "the tensor-core family",
+                               dtype == KILN_BF16  ? "8.0 or newer for bf16"
+                               : dtype == KILN_F32 ? "8.0 or newer for TF32"
+                                                   : "7.5 or newer",
+                               why, size);
 }
 
 int kiln_gemm_wgmma_runs_on(const kiln_context *ctx, char *why, size_t size)
 {
-    const int runs = ctx->backend->native_sources && ctx->desc.cc_major == 9 && ctx->desc.cc_minor == 0;
-    if (!runs && why)
-        snprintf(why, size, "the wgmma family needs the CUDA backend on compute capability 9.0 (%s backend, %s)",
-                 ctx->backend->name, arch_of(ctx));
-    return runs;
+    return kiln_plan_cuda_runs(ctx, kiln_plan_cc(ctx) == 90, "the wgmma family", "9.0", why, size);
 }
 
 /* Stored values in 16 bytes, the unit of the kernels' copies. */

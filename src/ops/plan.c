@@ -6,6 +6,17 @@
 
 #include "core/diag.h"
 
+int kiln_plan_cuda_runs(const kiln_context *ctx, int cc_fits, const char *what, const char *need, char *why,
+                        size_t size)
+{
+    const int runs = ctx->backend->native_sources && cc_fits;
+    if (!runs && why)
+        snprintf(why, size, "%s needs the CUDA backend%s%s (%s backend, %s)", what,
+                 need ? " on compute capability " : "", need ? need : "", ctx->backend->name,
+                 ctx->desc.arch[0] ? ctx->desc.arch : "no compute capability");
+    return runs;
+}
+
 void *kiln_plan_new(kiln_context *ctx, size_t size, const char *algorithm, int algo, const char *reason)
 {
     struct kiln_plan *base = calloc(1, size);

@@ -61,6 +61,20 @@ static inline void kiln_options_storage(struct kiln_options *o, kiln_dtype t)
     kiln_options_add(o, "-DKILN_F16=%d -DKILN_BF16=%d", t == KILN_F16, t == KILN_BF16);
 }
 
+/* The device's NVIDIA compute capability as major * 10 + minor (0 if it
+   has none). */
+static inline int kiln_plan_cc(const kiln_context *ctx) { return ctx->desc.cc_major * 10 + ctx->desc.cc_minor; }
+
+/* Whether ctx's backend compiles native CUDA sources (the CUDA backend) and
+   `cc_fits` (the kernel's test of kiln_plan_cc). If not and `why` is not
+   NULL, why: "<what> needs the CUDA backend[ on compute capability <need>]
+   (<backend> backend, <arch>)", the clause in brackets where `need` is not
+   NULL. The "runs on" predicates of the CUDA kernels (gemm_mma.c,
+   attention_mma.c, attention_decode.c, conv_mma.c) say it with their own
+   requirement. */
+int kiln_plan_cuda_runs(const kiln_context *ctx, int cc_fits, const char *what, const char *need, char *why,
+                        size_t size);
+
 /* A zeroed plan of `size` bytes whose base names the context, algorithm and
    reason; NULL (with the error set) when out of memory. */
 void *kiln_plan_new(kiln_context *ctx, size_t size, const char *algorithm, int algo, const char *reason);

@@ -292,7 +292,7 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(conv_mma, "conv.mma", "KILN_CONV_MMA_", KILN_DIMS_GEMM, check_conv_mma,                                          \
       "implicit-GEMM convolution on tensor cores (cu/conv/conv_f16_igemm_mma.cu, the CUDA backend, sm_80 on): "        \
       "mma.sync on fp16 or bf16 NHWC storage; m pixels, n filters, k channels x taps")                                 \
-    G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, NULL,                                 \
+    G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, check_attention_decode,               \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
       "8 rows")
 

@@ -129,6 +129,9 @@ long kiln_gemm_wgmma_shared_bytes(const struct kiln_param_gemm_wgmma *p);
 long kiln_conv_mma_shared_bytes(const struct kiln_param_conv_mma *p);
 /* The attention.mma kernel's dynamic shared memory at a head dimension. */
 long kiln_attention_mma_shared_bytes(long block_q, long block_kv, long stages, long head_dim);
+/* The CUDA decoding kernel's static shared memory (cu/attention/attention_decode.cu):
+   each of `warps` warps' running maximum, sum and output of `rows` rows. */
+long kiln_attention_decode_shared_bytes(long warps, long rows, long head_dim);
 
 /* A child of `parent` holding the parameters of `overlay`, a JSON object
    with the optional keys "device", "select" and "kernels" of a profile file

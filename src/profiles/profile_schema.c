@@ -285,6 +285,22 @@ static int check_attention_mma(const void *values, const struct kiln_device_desc
     return fits("attention.mma", dev, "warps*32", (long)p->warps * 32, 0, why, size);
 }
 
+long kiln_attention_decode_shared_bytes(long warps, long rows, long head_dim)
+{
+    return 4 * warps * rows * (head_dim + 2);
+}
+
+/* vw and split_kv hold on any device. warps is the CUDA decoding kernel's:
+   warps*32 threads a block, and its warps' states in static shared memory
+   (the device's local memory) at 8 rows of head dimension 128; the plan
+   halves the warps for larger problems. */
+static int check_attention_decode(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_attention_decode *p = values;
+    return fits("attention.decode", dev, "warps*32", (long)p->warps * 32,
+                kiln_attention_decode_shared_bytes(p->warps, 8, 128), why, size);
+}
+
 long kiln_conv_mma_shared_bytes(const struct kiln_param_conv_mma *p)
 {
     /* Tiles of the gathered input and of the weights, bk values a row

@@ -58,8 +58,9 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
                             struct kiln_trial *out);
 
 /*
- * The same for the fp32 convolution `desc` (trial_conv.c): random x, w (and
- * bias and z when the descriptor's epilogue takes them) in [-1, 1), y
+ * The same for the convolution `desc` (trial_conv.c) in its storage type
+ * (fp32, fp16 or bf16; the bias fp32): random x, w (and bias and z when the
+ * descriptor's epilogue takes them) in [-1, 1), rounded to their type, y
  * poisoned; every element of y must be written, a sample of
  * KILN_TRIAL_CHECKS outputs (all when fewer) within the bound of
  * tests/conv_ref.h (src/ref/conv_operand.h) for the algorithm the plan took,
@@ -68,15 +69,16 @@ kiln_status kiln_trial_gemm(kiln_context *ctx, const kiln_gemm_desc *desc, int r
  * Batch normalisation is not part of a descriptor (kiln_fold_batchnorm
  * folds it into w and bias on the host), so a trial of a folded layer is a
  * trial of its plain descriptor. Returns KILN_SUCCESS when the trial could
- * be carried out, whatever its verdict; INVALID_ARGUMENT for NULL pointers
- * or fp16; OUT_OF_MEMORY for the host or device memory of the tensors.
+ * be carried out, whatever its verdict; INVALID_ARGUMENT for NULL pointers;
+ * OUT_OF_MEMORY for the host or device memory of the tensors.
  */
 kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int reps, double cutoff_ms, uint64_t seed,
                             struct kiln_trial *out);
 
 /*
- * The same for the fp32 attention `desc` (trial_attention.c), with
- * everything the descriptor allows (either layout, grouped- and multi-query
+ * The same for the attention `desc` (trial_attention.c), with everything
+ * the descriptor allows (fp32, fp16 or bf16 storage of q, k, v and o, their
+ * values rounded to it; either layout, grouped- and multi-query
  * heads, causal masking, key lengths, additive masks with -inf entries, lse,
  * decoding, either algorithm): random q, k, v (q scaled so that the scores
  * spread over a few units: softmax neither flat nor one-hot), a mask and key

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/diag.h"
+#include "ops/plan.h"
 #include "ref/attention_operand.h"
 #include "tune/trial.h"
 #include "tune/trial_impl.h"
@@ -24,7 +25,8 @@ static kiln_status run_once(void *cookie)
 }
 
 /* Host values of every operand (4-byte elements: fp32, key lengths int32)
-   and their counts. */
+   and their counts. Q, K, V and O are stored in the descriptor's type (the
+   host keeps them as floats, rounded to it), the mask and lse in fp32. */
 struct host {
     size_t count[KILN_ATTENTION_OPERANDS];
     float *val[KILN_ATTENTION_OPERANDS];
@@ -62,6 +64,15 @@ static void fill(const kiln_attention_desc *d, struct host *h, uint64_t *rng)
             default: /* K and V */
                 h->val[w][i] = kiln_trial_uniform(rng);
             }
+    for (int w = KILN_ATTENTION_OP_Q; w <= KILN_ATTENTION_OP_V; w++)
+        for (size_t i = 0; i < h->count[w]; i++)
+            h->val[w][i] = kiln_trial_stored(d->dtype, h->val[w][i]);
+}
+
+/* The storage type of operand w. */
+static kiln_dtype operand_type(const kiln_attention_desc *d, int w)
+{
+    return w <= KILN_ATTENTION_OP_V || w == KILN_ATTENTION_OP_O ? d->dtype : KILN_F32;
 }
 
 /* Record a wrong result. */
@@ -150,8 +161,6 @@ kiln_status kiln_trial_attention(kiln_context *ctx, const kiln_attention_desc *d
 {
     if (!ctx || !desc || !out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_attention: NULL argument");
-    if (desc->dtype != KILN_F32)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_attention: fp32 storage only");
     memset(out, 0, sizeof *out);
     struct run r = {0};
     kiln_status st = kiln_attention_plan_create(ctx, desc, &r.plan);
@@ -172,7 +181,7 @@ kiln_status kiln_trial_attention(kiln_context *ctx, const kiln_attention_desc *d
         if (!hs.val[w])
             st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln_trial_attention: %zu elements of operand %d", n, w);
         else
-            st = kiln_buffer_create(ctx, n * sizeof(float), &r.buf[w]);
+            st = kiln_buffer_create(ctx, n * kiln_dtype_size(operand_type(desc, w)), &r.buf[w]);
     }
     uint64_t rng = seed;
     if (st == KILN_SUCCESS) {
@@ -180,13 +189,13 @@ kiln_status kiln_trial_attention(kiln_context *ctx, const kiln_attention_desc *d
         fill(desc, &hs, &rng);
         for (int w = 0; w < KILN_ATTENTION_OPERANDS && st == KILN_SUCCESS; w++)
             if (hs.count[w])
-                st = kiln_buffer_write(r.buf[w], 0, hs.count[w] * sizeof(float), hs.val[w]);
+                st = kiln_trial_transfer(r.buf[w], operand_type(desc, w), hs.val[w], hs.count[w], 1);
     }
     if (st == KILN_SUCCESS) {
         kiln_status ran = run_once(&r);
         for (int w = KILN_ATTENTION_OP_O; w <= KILN_ATTENTION_OP_LSE && ran == KILN_SUCCESS; w++)
             if (hs.count[w])
-                ran = kiln_buffer_read(r.buf[w], 0, hs.count[w] * sizeof(float), hs.val[w]);
+                ran = kiln_trial_transfer(r.buf[w], operand_type(desc, w), hs.val[w], hs.count[w], 0);
         if (ran != KILN_SUCCESS)
             kiln_trial_reject(out, KILN_TRIAL_RUN_FAILED, ran, "run");
         else

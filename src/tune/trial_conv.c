@@ -73,8 +73,6 @@ kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int
 {
     if (!ctx || !desc || !out)
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_conv: NULL argument");
-    if (desc->dtype != KILN_F32)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_trial_conv: fp32 storage only");
     memset(out, 0, sizeof *out);
     struct run r = {desc, kiln_conv_dims_of(desc), 0.0, NULL, {0}, {0}, {0}, seed};
     kiln_status st = kiln_conv2d_plan_create(ctx, desc, &r.plan);
@@ -90,14 +88,15 @@ kiln_status kiln_trial_conv(kiln_context *ctx, const kiln_conv2d_desc *desc, int
 
     static const char *const names[] = {"kiln_trial_conv: x", "kiln_trial_conv: w", "kiln_trial_conv: bias",
                                         "kiln_trial_conv: z", "kiln_trial_conv: y"};
+    /* The bias is fp32 whatever the storage type of the others. */
     for (int i = KILN_CONV_X; i < KILN_CONV_TENSORS && st == KILN_SUCCESS; i++) {
         r.count[i] = kiln_conv_tensor_count(desc, &r.m, i);
         if (kiln_conv_tensor_used(desc, i))
-            st = kiln_trial_operand(ctx, names[i], r.count[i], i == KILN_CONV_Y, KILN_F32, &r.rng, &r.host[i],
-                                    &r.buf[i]);
+            st = kiln_trial_operand(ctx, names[i], r.count[i], i == KILN_CONV_Y,
+                                    i == KILN_CONV_BIAS ? KILN_F32 : desc->dtype, &r.rng, &r.host[i], &r.buf[i]);
     }
     if (st == KILN_SUCCESS)
-        kiln_trial_check_and_time(ctx, run_once, &r, r.buf[KILN_CONV_Y], KILN_F32, r.host[KILN_CONV_Y],
+        kiln_trial_check_and_time(ctx, run_once, &r, r.buf[KILN_CONV_Y], desc->dtype, r.host[KILN_CONV_Y],
                                   r.count[KILN_CONV_Y], check, reps, cutoff_ms, out);
     for (int i = KILN_CONV_X; i < KILN_CONV_TENSORS; i++) {
         kiln_buffer_destroy(r.buf[i]);

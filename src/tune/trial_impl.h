@@ -108,6 +108,12 @@ static inline kiln_status kiln_trial_transfer(kiln_buffer *buf, kiln_dtype t, fl
     return st;
 }
 
+/* f as storage type t holds it (rounded to fp16 or bf16; fp32 as it is). */
+static inline float kiln_trial_stored(kiln_dtype t, float f)
+{
+    return t == KILN_F32 ? f : kiln_ref_from_16(t, kiln_ref_to_16(t, f));
+}
+
 /* `count` values of storage type t in *host (as floats) and in a new buffer
    *buf of `ctx`: uniform in [-1, 1) drawn from *rng and rounded to t, or NaN
    for an output (poisoned before it runs). OUT_OF_MEMORY, naming `what`,
@@ -120,9 +126,7 @@ static inline kiln_status kiln_trial_operand(kiln_context *ctx, const char *what
     if (!*host)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "%s: %zu elements", what, count);
     for (size_t i = 0; i < count; i++)
-        (*host)[i] = output          ? NAN
-                     : t == KILN_F32 ? kiln_trial_uniform(rng)
-                                     : kiln_ref_from_16(t, kiln_ref_to_16(t, kiln_trial_uniform(rng)));
+        (*host)[i] = output ? NAN : kiln_trial_stored(t, kiln_trial_uniform(rng));
     kiln_status st = kiln_buffer_create(ctx, count * (t == KILN_F32 ? sizeof(float) : sizeof(uint16_t)), buf);
     if (st == KILN_SUCCESS)
         st = kiln_trial_transfer(*buf, t, *host, count, 1);

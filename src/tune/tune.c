@@ -55,124 +55,6 @@ void kiln_tune_options_init(struct kiln_tune_options *o)
     o->measure_peaks = 1;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Shapes                                                                   */
-/* ------------------------------------------------------------------------ */
-
-static struct kiln_tune_shape gemm_shape(const char *name, size_t m, size_t n, size_t k, size_t batch)
-{
-    struct kiln_tune_shape s = {.name = name, .op = KILN_TUNE_GEMM};
-    kiln_gemm_desc_init(&s.gemm, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, m, n, k);
-    if (batch > 1) {
-        s.gemm.batch = batch;
-        s.gemm.stride_a = m * k, s.gemm.stride_b = k * n, s.gemm.stride_c = m * n;
-    }
-    return s;
-}
-
-/* A layer as kiln-bench --model runs it at batch 1: NCHW, folded batch norm
-   as a bias, ReLU, weights constant. */
-static struct kiln_tune_shape conv_shape(const char *name, size_t c, size_t hw, size_t k, size_t rs, size_t stride,
-                                         size_t groups)
-{
-    struct kiln_tune_shape s = {.name = name, .op = KILN_TUNE_CONV};
-    kiln_conv2d_desc *d = &s.conv;
-    kiln_conv2d_desc_init(d, KILN_NCHW, 1, c, hw, hw, k, rs, rs);
-    d->stride_h = d->stride_w = stride;
-    d->pad_top = d->pad_bottom = d->pad_left = d->pad_right = rs / 2;
-    d->groups = groups;
-    d->has_bias = 1;
-    d->activation = KILN_ACT_RELU;
-    d->constant_weights = 1;
-    return s;
-}
-
-static struct kiln_tune_shape attention_shape(const char *name, size_t heads, size_t kv_heads, size_t seq_q,
-                                              size_t seq_kv, size_t head_dim)
-{
-    struct kiln_tune_shape s = {.name = name, .op = KILN_TUNE_ATTENTION};
-    kiln_attention_desc_init(&s.attention, KILN_BSHD, 1, heads, seq_q, seq_kv, head_dim);
-    s.attention.kv_heads = kv_heads;
-    return s;
-}
-
-const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *count)
-{
-    static struct kiln_tune_shape out[KILN_TUNE_SHAPES_MAX];
-    /* For a few CPU cores: each shape a few milliseconds. */
-    const struct kiln_tune_shape cpu_shapes[] = {
-        gemm_shape("gemm 512x512x512", 512, 512, 512, 1),
-        gemm_shape("gemm 16x1024x1024", 16, 1024, 1024, 1),
-        gemm_shape("gemm 64x64x4096", 64, 64, 4096, 1),
-        gemm_shape("gemm 128x128x128x8", 128, 128, 128, 8),
-        conv_shape("conv mobilenet_v1 conv1", 3, 224, 32, 3, 2, 1),
-        conv_shape("conv mobilenet_v1 conv2_2/dw", 64, 112, 64, 3, 2, 64),
-        conv_shape("conv mobilenet_v1 conv3_1/dw", 128, 56, 128, 3, 1, 128),
-        conv_shape("conv mobilenet_v1 conv4_1/pw", 256, 28, 256, 1, 1, 1),
-        conv_shape("conv mobilenet_v1 conv6/pw", 1024, 7, 1024, 1, 1, 1),
-        conv_shape("conv resnet50 res3b_branch2b", 128, 28, 128, 3, 1, 1),
-        conv_shape("conv resnet50 res4a_branch2b", 256, 28, 256, 3, 2, 1),
-        attention_shape("attention prefill h4 n512 d64", 4, 4, 512, 512, 64),
-        attention_shape("attention prefill h4 n512 d128", 4, 4, 512, 512, 128),
-        attention_shape("attention decode h32/8 kv4096 d128", 32, 8, 1, 4096, 128),
-    };
-    /* For a GPU: the shapes of kiln-bench quick and the sizes a GPU runs
-       (a single tile leaves most of it idle on the CPU shapes). */
-    const struct kiln_tune_shape gpu_shapes[] = {
-        gemm_shape("gemm 2048x2048x2048", 2048, 2048, 2048, 1),
-        gemm_shape("gemm 16x4096x4096", 16, 4096, 4096, 1),
-        gemm_shape("gemm 256x256x16384", 256, 256, 16384, 1),
-        gemm_shape("gemm 512x49x4608", 512, 49, 4608, 1),
-        gemm_shape("gemm 128x128x128x64", 128, 128, 128, 64),
-        conv_shape("conv mobilenet_v1 conv2_2/dw", 64, 112, 64, 3, 2, 64),
-        conv_shape("conv mobilenet_v1 conv6/pw", 1024, 7, 1024, 1, 1, 1),
-        conv_shape("conv resnet50 res3b_branch2b", 128, 28, 128, 3, 1, 1),
-        conv_shape("conv resnet50 res5a_branch2b", 512, 14, 512, 3, 2, 1),
-        attention_shape("attention prefill h8 n4096 d64", 8, 8, 4096, 4096, 64),
-        attention_shape("attention prefill h8 n2048 d128", 8, 8, 2048, 2048, 128),
-        attention_shape("attention decode h32/8 kv8192 d128", 32, 8, 1, 8192, 128),
-    };
-    const struct kiln_tune_shape *all = gpu ? gpu_shapes : cpu_shapes;
-    const size_t total = gpu ? sizeof gpu_shapes / sizeof *gpu_shapes : sizeof cpu_shapes / sizeof *cpu_shapes;
-    size_t n = 0;
-    for (size_t i = 0; i < total && n < KILN_TUNE_SHAPES_MAX; i++)
-        if (ops & (1u << all[i].op))
-            out[n++] = all[i];
-    *count = n;
-    return out;
-}
-
-void kiln_tune_families(const kiln_context *ctx, struct kiln_tune_family out[KILN_TUNE_FAMILIES])
-{
-    out[0] = (struct kiln_tune_family){.group = KILN_GROUP_gemm_mma, .algo = KILN_GEMM_MMA};
-    out[0].runs = kiln_gemm_mma_runs_on(ctx, KILN_F16, out[0].why_not, sizeof out[0].why_not);
-    out[0].bf16 = kiln_gemm_mma_runs_on(ctx, KILN_BF16, NULL, 0);
-    out[1] = (struct kiln_tune_family){.group = KILN_GROUP_gemm_wgmma, .algo = KILN_GEMM_WGMMA};
-    out[1].runs = out[1].bf16 = kiln_gemm_wgmma_runs_on(ctx, out[1].why_not, sizeof out[1].why_not);
-}
-
-void kiln_tune_family_shapes(const struct kiln_tune_family *f, struct kiln_tune_shape *out)
-{
-    /* Square, long K (bf16 where the family runs it), and wide M over few
-       columns: a whole H100 at a few tens of microseconds each. */
-    static const size_t sizes[KILN_TUNE_FAMILY_SHAPES][3] = {{2048, 2048, 4096}, {1024, 1024, 8192}, {4096, 512, 2048}};
-    static const char *const names[KILN_TUNE_FAMILIES][KILN_TUNE_FAMILY_SHAPES][2] = {
-        {{"gemm.mma f16 2048x2048x4096", NULL},
-         {"gemm.mma f16 1024x1024x8192", "gemm.mma bf16 1024x1024x8192"},
-         {"gemm.mma f16 4096x512x2048", NULL}},
-        {{"gemm.wgmma f16 2048x2048x4096", NULL},
-         {"gemm.wgmma f16 1024x1024x8192", "gemm.wgmma bf16 1024x1024x8192"},
-         {"gemm.wgmma f16 4096x512x2048", NULL}},
-    };
-    const int family = f->group == KILN_GROUP_gemm_wgmma;
-    for (int i = 0; i < KILN_TUNE_FAMILY_SHAPES; i++) {
-        const int bf16 = f->bf16 && names[family][i][1];
-        out[i] = gemm_shape(names[family][i][bf16], sizes[i][0], sizes[i][1], sizes[i][2], 1);
-        out[i].gemm.dtype = bf16 ? KILN_BF16 : KILN_F16;
-        out[i].gemm.algo = f->algo;
-    }
-}
-
 int kiln_tune_parse_ops(const char *list, unsigned *ops)
 {
     static const char *const names[KILN_TUNE_OP_COUNT] = {"gemm", "conv", "attention"};
@@ -1026,8 +908,8 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
         for (size_t i = 0; i < sizeof rows / sizeof *rows; i++, l->count++) {
             snprintf(l->names[0][i], 48, "smallm m=%zu", rows[i]);
             snprintf(l->names[1][i], 48, "route m=%zu", rows[i]);
-            l->small[i] = gemm_shape(l->names[0][i], rows[i], 1024, 1024, 1);
-            l->large[i] = gemm_shape(l->names[1][i], rows[i], 1024, 1024, 1);
+            l->small[i] = kiln_tune_gemm_shape(l->names[0][i], rows[i], 1024, 1024, 1);
+            l->large[i] = kiln_tune_gemm_shape(l->names[1][i], rows[i], 1024, 1024, 1);
             l->small[i].gemm.algo = KILN_GEMM_SMALLM;
             l->large[i].gemm.algo = family;
             l->metric[i] = (long)rows[i];
@@ -1039,8 +921,8 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
             size_t e = sides[i];
             snprintf(l->names[0][i], 48, "direct %zu^3", e);
             snprintf(l->names[1][i], 48, "route %zu^3", e);
-            l->small[i] = gemm_shape(l->names[0][i], e, e, e, 1);
-            l->large[i] = gemm_shape(l->names[1][i], e, e, e, 1);
+            l->small[i] = kiln_tune_gemm_shape(l->names[0][i], e, e, e, 1);
+            l->large[i] = kiln_tune_gemm_shape(l->names[1][i], e, e, e, 1);
             l->small[i].gemm.algo = KILN_GEMM_DIRECT;
             l->large[i].gemm.algo = family;
             l->metric[i] = (long)(e * e * e);
@@ -1054,8 +936,8 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
             size_t c = channels[i];
             snprintf(l->names[0][i], 48, "implicit-gemm 3x3 c=k=%zu 28^2", c);
             snprintf(l->names[1][i], 48, "winograd-4x4 3x3 c=k=%zu 28^2", c);
-            l->small[i] = conv_shape(l->names[0][i], c, 28, c, 3, 1, 1);
-            l->large[i] = conv_shape(l->names[1][i], c, 28, c, 3, 1, 1);
+            l->small[i] = kiln_tune_conv_shape(l->names[0][i], c, 28, c, 3, 1, 1);
+            l->large[i] = kiln_tune_conv_shape(l->names[1][i], c, 28, c, 3, 1, 1);
             l->small[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
             l->large[i].conv.algo = KILN_CONV_WINOGRAD_4X4;
             l->metric[i] = (long)c;
@@ -1068,8 +950,8 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
             size_t e = sides[i];
             snprintf(l->names[0][i], 48, "gemm-1x1 c=k=256 %zu^2", e);
             snprintf(l->names[1][i], 48, "implicit-gemm 1x1 c=k=256 %zu^2", e);
-            l->small[i] = conv_shape(l->names[0][i], 256, e, 256, 1, 1, 1);
-            l->large[i] = conv_shape(l->names[1][i], 256, e, 256, 1, 1, 1);
+            l->small[i] = kiln_tune_conv_shape(l->names[0][i], 256, e, 256, 1, 1, 1);
+            l->large[i] = kiln_tune_conv_shape(l->names[1][i], 256, e, 256, 1, 1, 1);
             l->small[i].conv.algo = KILN_CONV_GEMM_1X1;
             l->large[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
             l->metric[i] = (long)(e * e);
@@ -1408,10 +1290,11 @@ kiln_status kiln_tune_check_groups(const char *list)
     }
 }
 
-/* The shapes of the run: the options' or the representative ones, and
-   where GEMMs are tuned the tensor-core families' that the context runs;
-   each family it does not run is reported as skipped, with the reason
-   (a family outside the groups option is neither). */
+/* The shapes of the run: the options' or the representative ones, and the
+   shapes of the CUDA families the context runs whose operation has shapes
+   in the run (each once: one of a name already there is not added again);
+   each such family it does not run is reported as skipped, with the
+   reason (a family outside the groups option is neither). */
 static void gather_shapes(struct search *s, const kiln_context *ctx)
 {
     const struct kiln_tune_options *o = s->o;
@@ -1419,24 +1302,31 @@ static void gather_shapes(struct search *s, const kiln_context *ctx)
     const struct kiln_tune_shape *from =
         o->shapes ? o->shapes : kiln_tune_shapes(o->ops, ctx->desc.type == KILN_DEVICE_GPU, &n);
     memcpy(s->store, from, n * sizeof *from);
-    int gemm = 0;
+    unsigned ops = 0;
     for (size_t i = 0; i < n; i++)
-        gemm |= from[i].op == KILN_TUNE_GEMM;
+        ops |= 1u << from[i].op;
     struct kiln_tune_family families[KILN_TUNE_FAMILIES];
     kiln_tune_families(ctx, families);
-    for (int f = 0; gemm && f < KILN_TUNE_FAMILIES; f++) {
+    for (int f = 0; f < KILN_TUNE_FAMILIES; f++) {
         const char *group = kiln_param_groups[families[f].group].name;
-        if (o->groups && !listed(o->groups, group))
+        if (!(ops & (1u << families[f].op)) || (o->groups && !listed(o->groups, group)))
             continue;
         if (!families[f].runs) {
             struct kiln_tune_skip *k = &s->r->skipped[s->r->skipped_count++];
             snprintf(k->group, sizeof k->group, "%s", group);
             snprintf(k->reason, sizeof k->reason, "%s", families[f].why_not);
             if (o->log)
-                fprintf(o->log, "%s: not searched: %s\n", k->group, k->reason);
-        } else if (!o->shapes && n + KILN_TUNE_FAMILY_SHAPES <= KILN_TUNE_SHAPES_MAX) {
-            kiln_tune_family_shapes(&families[f], &s->store[n]);
-            n += KILN_TUNE_FAMILY_SHAPES;
+                fprintf(o->log, "%s: the CUDA family not searched: %s\n", k->group, k->reason);
+            continue;
+        }
+        struct kiln_tune_shape own[KILN_TUNE_FAMILY_SHAPES_MAX];
+        const size_t count = o->shapes ? 0 : kiln_tune_family_shapes(&families[f], own);
+        for (size_t i = 0; i < count; i++) {
+            int have = 0;
+            for (size_t k = 0; k < n && !have; k++)
+                have = strcmp(s->store[k].name, own[i].name) == 0;
+            if (!have && n < KILN_TUNE_SHAPES_MAX)
+                s->store[n++] = own[i];
         }
     }
     s->shapes = s->store;

@@ -8,11 +8,16 @@
  * shape that takes it, whatever the operation: the CPU register tile of
  * gemm.cpu is scored on the GEMMs and on the convolutions that run on it.
  *
- * The tensor-core GEMM families (gemm.mma; gemm.wgmma on Hopper) run fp16
- * and bf16 storage only, which none of those shapes has: where the context
- * runs a family, shapes of its own are added (kiln_tune_families), forced
- * to it, since AUTO takes wgmma over mma where both run; a family the
- * context does not run is reported as skipped, with the reason.
+ * The CUDA backend's kernel families (kiln_tune_families: the tensor-core
+ * GEMMs gemm.mma and, on Hopper, gemm.wgmma; tensor-core attention
+ * attention.mma; the CUDA decoding kernel's attention.decode; the
+ * tensor-core convolution conv.mma) run fp16 or bf16 storage, NHWC, or
+ * the CUDA backend alone, which those shapes mostly do not take: where the
+ * context runs a family and its operation is tuned, shapes of its own are
+ * added (a shape of the same name already there is not added twice),
+ * forced to it where AUTO might take another (AUTO takes wgmma over mma
+ * where both run); a family the context does not run is reported as
+ * skipped, with the reason.
  *
  * Per group: the seed (the matched profile's values), its neighbours, then
  * a seeded random sample and the neighbours of the best few, in turn, until
@@ -58,7 +63,7 @@
 #include "profiles/params.h"
 
 #define KILN_TUNE_JOURNAL "kiln-tune-journal.jsonl"
-#define KILN_TUNE_SHAPES_MAX 24
+#define KILN_TUNE_SHAPES_MAX 32
 #define KILN_TUNE_THRESHOLDS_MAX 4
 
 /* The gain past which a part of a group's shapes gets parameters of its
@@ -130,27 +135,45 @@ int kiln_tune_parse_ops(const char *list, unsigned *ops);
    INVALID_ARGUMENT naming the first that is not. */
 kiln_status kiln_tune_check_groups(const char *list);
 
-/* The tensor-core GEMM families, in this order: gemm.mma, gemm.wgmma. */
-#define KILN_TUNE_FAMILIES 2
-/* Shapes of a family's own, sized for the GPUs it runs on. */
-#define KILN_TUNE_FAMILY_SHAPES 3
+/* The families of the CUDA backend's kernels, in this order: gemm.mma,
+   gemm.wgmma, attention.mma, attention.decode, conv.mma. */
+#define KILN_TUNE_FAMILIES 5
+/* The most shapes of a family's own, sized for the GPUs it runs on. */
+#define KILN_TUNE_FAMILY_SHAPES_MAX 4
 
 struct kiln_tune_family {
-    enum kiln_group_id group; /* KILN_GROUP_gemm_mma, KILN_GROUP_gemm_wgmma */
-    kiln_gemm_algo algo;      /* what forces a plan onto it */
+    enum kiln_group_id group; /* KILN_GROUP_gemm_mma, ... */
+    enum kiln_tune_op op;     /* the operation of its shapes: it is searched where that one is tuned */
+    int algo;                 /* what forces a plan onto it: a kiln_gemm_algo, kiln_attention_algo or
+                                 kiln_conv_algo (AUTO where the storage type and shape choose it) */
     int runs;                 /* the context runs it in fp16 storage */
     int bf16;                 /* ... and in bf16 */
     char why_not[256];        /* when it does not run: why ("" when it does) */
 };
 
-/* Which tensor-core families `ctx` runs (kiln_gemm_mma_runs_on,
-   kiln_gemm_wgmma_runs_on), and why not where it does not. */
+/* Which families `ctx` runs (kiln_gemm_mma_runs_on, kiln_gemm_wgmma_runs_on,
+   kiln_attention_mma_runs_on, kiln_attention_decode_cuda_runs_on,
+   kiln_conv_mma_runs_on), and why not where it does not. */
 void kiln_tune_families(const kiln_context *ctx, struct kiln_tune_family out[KILN_TUNE_FAMILIES]);
 
-/* Family f's shapes (KILN_TUNE_FAMILY_SHAPES into `out`), forced to it:
-   fp16 storage, the long-K one in bf16 where the family runs that; names
-   "<group> <type> MxNxK". */
-void kiln_tune_family_shapes(const struct kiln_tune_family *f, struct kiln_tune_shape *out);
+/* Family f's shapes into `out` (at most KILN_TUNE_FAMILY_SHAPES_MAX), named
+   "<group> <type> <sizes>"; returns how many. The GEMM families: square,
+   long K and wide M, fp16 (the long-K one bf16 where the family runs it),
+   forced to the family. attention.mma: fp16 prefill of 4096 tokens, 8
+   heads, head dimensions 64 and 128, each with and without causal masking.
+   attention.decode: a decoding step, 32 query heads over 8 kv heads and
+   8192 keys of head dimension 128, in fp32 (the representative GPU shape,
+   of the same name) and fp16. conv.mma: ResNet-50 layers in NHWC fp16 at
+   batch 8, 3x3 128 -> 128 at 56x56 and 1x1 256 -> 1024 at 14x14, forced
+   to KILN_CONV_IGEMM_MMA. */
+size_t kiln_tune_family_shapes(const struct kiln_tune_family *f, struct kiln_tune_shape *out);
+
+/* A GEMM shape (row-major, no transposes; `batch` > 1: packed batches), and
+   a convolution layer as kiln-bench --model runs it at batch 1 (NCHW,
+   padded by rs/2, folded batch norm as a bias, ReLU, constant weights). */
+struct kiln_tune_shape kiln_tune_gemm_shape(const char *name, size_t m, size_t n, size_t k, size_t batch);
+struct kiln_tune_shape kiln_tune_conv_shape(const char *name, size_t c, size_t hw, size_t k, size_t rs, size_t stride,
+                                            size_t groups);
 
 struct kiln_tune_shape_result {
     char name[48];
@@ -177,8 +200,7 @@ struct kiln_tune_skip {
 struct kiln_tune_result {
     struct kiln_tune_shape_result shapes[KILN_TUNE_SHAPES_MAX];
     size_t shape_count;
-    /* The tensor-core families the context does not run, when GEMMs are
-       tuned. */
+    /* The families the context does not run, of the operations tuned. */
     struct kiln_tune_skip skipped[KILN_TUNE_FAMILIES];
     size_t skipped_count;
     struct kiln_tune_threshold thresholds[KILN_TUNE_THRESHOLDS_MAX];
