@@ -29,14 +29,15 @@
  * key lengths follow the fused kernel (attention_f32_fused.cl): row r sees
  * keys j < min(key limit, i_r + nk - nq + 1) with causal masking.
  *
- * Each step first loads one element of every cache line of the K and V
- * rows KILN_DECODE_AHEAD keys further on (clamped to the last key it
- * reads; their sum goes to a volatile private variable so the loads stay):
+ * Each step first loads one byte of every cache line of the K and V rows
+ * KILN_DECODE_AHEAD keys further on (clamped to the last key it reads;
+ * their sum goes to a volatile private variable so the loads stay):
  * a kv head's rows are a page apart in BSHD, one row per page, which
  * hardware prefetchers do not follow, so without it each step waits for
  * memory. POCL's prefetch() did nothing measurable there. On a 2-vCPU Zen 3
- * (POCL 3.1), H32/KV8, one query, 8192 keys, d128, fp32: 14.4 -> 9.1 ms
- * touching 32 keys ahead (16: 9.8, 64: 10.6); 8.5 -> 7.2 ms in BHSD.
+ * (POCL 3.1), H32/KV8, one query, 8192 keys, d128: fp32 14.4 -> 9.1 ms
+ * touching 32 keys ahead (16: 9.8, 64: 10.6), 8.5 -> 7.2 ms in BHSD; fp16
+ * 7.2-8.0 -> 5.8-6.1 ms (touching by converted fp16 loads, 10.2: bytes).
  *
  * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
@@ -102,22 +103,23 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 
     const ulong kv0 = b * kv_sb + hk * kv_sh;
 #if KILN_DECODE_AHEAD
-    volatile float touched;
+    volatile uint touched;
 #endif
     for (int j0 = k0; j0 < kend; j0 += VW) {
 #if KILN_DECODE_AHEAD
         {
-            /* Elements per 64-byte line. */
-            const int line = 64 / (int)sizeof(KILN_STORAGE);
-            float tk = 0.0f, tv = 0.0f;
+            /* A byte of each 64-byte line, as stored: no conversion. */
+            uint t = 0;
 #pragma unroll
             for (int j = 0; j < VW; j++) {
                 const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_AHEAD + j, kend - 1) * kv_ss;
+                KILN_GLOBAL const uchar *kb = (KILN_GLOBAL const uchar *)(K + at_j),
+                                        *vb = (KILN_GLOBAL const uchar *)(V + at_j);
 #pragma unroll
-                for (int e = 0; e < D; e += line)
-                    tk += KILN_LOAD(K, at_j + e), tv += KILN_LOAD(V, at_j + e);
+                for (int e = 0; e < D * (int)sizeof(KILN_STORAGE); e += 64)
+                    t += kb[e] + vb[e];
             }
-            touched = tk + tv;
+            touched = t;
         }
 #endif
         /* The step's keys, those past kend reading the last visible one
