@@ -297,6 +297,11 @@ long kiln_attention_decode_shared_bytes(long warps, long rows, long head_dim)
 static int check_attention_decode(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_attention_decode *p = values;
+    /* warps shape the CUDA decoding kernel alone: checked on devices of the
+       CUDA backend (the only ones with opt-in shared memory), not against
+       an OpenCL device's local memory, which that kernel never uses. */
+    if (!dev || !dev->shared_optin_bytes)
+        return 0;
     return fits("attention.decode", dev, "warps*32", (long)p->warps * 32,
                 kiln_attention_decode_shared_bytes(p->warps, 8, 128), why, size);
 }
