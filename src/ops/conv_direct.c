@@ -62,9 +62,10 @@ static void nhwc_tiling(const struct kiln_conv_shape *s, size_t vw, size_t acc, 
     t->kblocks = s->d.k / t->vw;
     const size_t taps = s->d.r * s->d.s * t->vw;
     t->cc = kiln_min_size(s->cg, taps < 4096 ? 4096 / taps : 1);
-    /* Rows shared evenly between tiles of up to 4 rows (in pairs for the
-       pool). */
-    const size_t rows = kiln_min_size(4, acc / t->tq > 1 ? acc / t->tq : 1);
+    /* Rows shared evenly between tiles of up to 4 rows, at least 2 for the
+       pool (which takes them in pairs). */
+    const size_t least = s->d.fused_maxpool ? 2 : 1;
+    const size_t rows = kiln_min_size(4, acc / t->tq > least ? acc / t->tq : least);
     t->tiles_p = kiln_div_up(p_ext, rows);
     t->th = kiln_div_up(p_ext, t->tiles_p);
     if (s->d.fused_maxpool)
