@@ -37,7 +37,8 @@
  * memory. POCL's prefetch() did nothing measurable there. On a 2-vCPU Zen 3
  * (POCL 3.1), H32/KV8, one query, 8192 keys, d128: fp32 14.4 -> 9.1 ms
  * touching 32 keys ahead (16: 9.8, 64: 10.6), 8.5 -> 7.2 ms in BHSD; fp16
- * 7.2-8.0 -> 5.8-6.1 ms (touching by converted fp16 loads, 10.2: bytes).
+ * 7.2-8.0 -> 5.8-6.1 ms (touching by converted fp16 loads instead of bytes
+ * took 10.2 ms).
  *
  * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS

@@ -290,16 +290,15 @@ long kiln_attention_decode_shared_bytes(long warps, long rows, long head_dim)
     return 4 * warps * rows * (head_dim + 2);
 }
 
-/* vw and split_kv hold on any device. warps is the CUDA decoding kernel's:
-   warps*32 threads a block, and its warps' states in static shared memory
-   (the device's local memory) at 8 rows of head dimension 128; the plan
-   halves the warps for larger problems. */
+/* vw, split_kv and ahead hold on any device. warps shape the CUDA decoding
+   kernel alone, so they are checked on devices of the CUDA backend only
+   (the only ones with opt-in shared memory): warps*32 threads a block, and
+   the warps' states in static shared memory (the device's local memory) at
+   8 rows of head dimension 128; the plan halves the warps for larger
+   problems. */
 static int check_attention_decode(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
 {
     const struct kiln_param_attention_decode *p = values;
-    /* warps shape the CUDA decoding kernel alone: checked on devices of the
-       CUDA backend (the only ones with opt-in shared memory), not against
-       an OpenCL device's local memory, which that kernel never uses. */
     if (!dev || !dev->shared_optin_bytes)
         return 0;
     return fits("attention.decode", dev, "warps*32", (long)p->warps * 32,
