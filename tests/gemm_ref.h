@@ -237,4 +237,14 @@ static inline void gr_case_run(struct gr_case *t, kiln_gemm_plan *plan, size_t p
     }
 }
 
+/* gr_case_run() on unpadded operands built for `desc`, then freed. */
+static inline void gr_check_plan(kiln_context *ctx, const kiln_gemm_desc *desc, kiln_gemm_plan *plan, size_t pairs,
+                                 uint64_t *seed)
+{
+    struct gr_case t;
+    gr_case_init(&t, ctx, desc, 0, 0, 0, 0);
+    gr_case_run(&t, plan, pairs, seed);
+    gr_case_free(&t);
+}
+
 #endif /* KILN_TEST_GEMM_REF_H */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "gemm_ref.h"
@@ -589,12 +590,53 @@ static void test_split_k_choice(void **state)
             assert_null(strstr(info.params, "split"));
             assert_int_equal(info.workspace_bytes, 0);
         }
-        if (d.k <= 1000) {
-            struct gr_case t;
-            gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
-            gr_case_run(&t, plan, 2, &kt_group_seed);
-            gr_case_free(&t);
+        if (d.k <= 1000)
+            gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
+}
+
+/* The flipped CPU tile reads an untransposed fp32 B in place where it spans
+   at most gemm.cpu.in_place_l2 percent of a core's second-level cache (the
+   host's for a CPU device, else 1 MiB), and packs it otherwise; either way
+   the results stay right. 512 x 49 x 512: 49 columns flip the 6 x 16 tile,
+   B spans 100352 bytes. */
+static void test_in_place_choice(void **state)
+{
+    (void)state;
+    long l2 = -1;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (kt_ctx->desc.type == KILN_DEVICE_CPU)
+        l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    const size_t cache = l2 > 0 ? (size_t)l2 : (size_t)1 << 20, span = 512 * 49 * sizeof(float);
+    const long edge = (long)((span + cache / 100 - 1) / (cache / 100)); /* the least percentage that holds B */
+    const long pcts[] = {0, edge - 1, edge, 1000};
+    for (size_t i = 0; i < sizeof pcts / sizeof *pcts; i++) {
+        if (pcts[i] < 0 || pcts[i] > 1000)
+            continue;
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
+                                               "\"narrow_mr\": 0, \"in_place_l2\": %ld}}}",
+                                               pcts[i]);
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, 49, 512);
+        d.algo = KILN_GEMM_CPU;
+        kiln_gemm_plan *plan = NULL;
+        const kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
+        if (kt_unsupported_here(ctx, st)) {
+            kiln_context_destroy(ctx);
+            return;
         }
+        kt_assert_status(st, KILN_SUCCESS);
+        kiln_gemm_plan_info info;
+        kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+        const int in_place = cache / 100 * (size_t)pcts[i] >= span;
+        printf("# in_place_l2 %ld (L2 %zu bytes): %s %s\n", pcts[i], cache, info.kernel, info.params);
+        assert_string_equal(info.kernel, "gemm_f32_cpu_6x16t");
+        if (!strstr(info.params, "B read in place") != !in_place)
+            fail_msg("in_place_l2 %ld: \"%s\", B %s", pcts[i], info.params, in_place ? "in place" : "packed");
+        gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
         kiln_gemm_plan_destroy(plan);
         kiln_context_destroy(ctx);
     }
@@ -1020,6 +1062,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_plan_reuse_gives_fresh_results));
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
+    kt_add(&tests, cmocka_unit_test(test_in_place_choice));
     kt_add(&tests, cmocka_unit_test(test_a_and_b_share_a_buffer));
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));

@@ -169,10 +169,7 @@ static void test_overlay_context_runs_class(void **state)
         assert_string_equal(info.param_set, cases[i].set);
         assert_string_equal(info.params, cases[i].params);
         assert_string_equal(info.profile, "generic-gpu+overlay");
-        struct gr_case t;
-        gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
-        gr_case_run(&t, plan, 1, &kt_group_seed);
-        gr_case_free(&t);
+        gr_check_plan(ctx, &d, plan, 1, &kt_group_seed);
         kiln_gemm_plan_destroy(plan);
     }
     kiln_context_destroy(ctx);

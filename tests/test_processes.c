@@ -65,10 +65,7 @@ static void child_gemm(kiln_context *ctx, uint64_t *seed, struct report *r)
     kiln_gemm_plan_info info;
     kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
     snprintf(r->gemm_kernel, sizeof r->gemm_kernel, "%s", info.kernel);
-    struct gr_case t;
-    gr_case_init(&t, ctx, &d, 0, 0, 0, 0);
-    gr_case_run(&t, plan, 2, seed);
-    gr_case_free(&t);
+    gr_check_plan(ctx, &d, plan, 2, seed);
     kiln_gemm_plan_destroy(plan);
 }
 

@@ -9,7 +9,7 @@
  * A as the column panels, and the tile is stored transposed into C.
  *
  * Where a column panel over the whole K would not stay in the second-level
- * cache (direct_span) while the row panels stream past it, the product runs
+ * cache while the row panels stream past it, the product runs
  * as launches over slices of K that do, each adding its part to C (beta 1
  * after the first): for an fp32 C without an epilogue, so that the parts
  * add exactly as the sums of one launch would, in fp32.
@@ -26,23 +26,26 @@
 
 enum { PACK_A, PACK_B, MICRO };
 
-/* The most bytes of B that the flipped product reads in place: its row
-   panels take MR elements of every one of its K rows, a stride apart, and
-   read so they come from the second-level cache or not at all well.
-   Measured on the POCL CPU device of a 2-vCPU Xeon (2 MiB of L2 per core),
-   256 filters by 196 pixels: in place 8-9% faster than packed at K = 512
-   and 1024 (400 and 800 KB of B; 1.2x as the 1x1 convolution), even at
-   1536 (1.2 MB), 13% slower at 2048. So half the second-level cache of a
-   core of the host, where the device is the host's CPU (POCL's CPU device)
-   and the C library knows it; else 512 KiB. */
-static size_t direct_span(const kiln_context *ctx)
+/* The second-level cache of one core of the host, where the device is the
+   host's CPU (POCL's CPU device) and the C library knows it; else 1 MiB. */
+static size_t l2_bytes(const kiln_context *ctx)
 {
     long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
     if (ctx->desc.type == KILN_DEVICE_CPU)
         l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    return l2 > 0 ? (size_t)l2 / 2 : (size_t)512 << 10;
+    return l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
+}
+
+/* The most bytes of B that the flipped product reads in place:
+   gemm.cpu.in_place_l2 percent of l2_bytes. Its row panels take MR
+   elements of every one of B's K rows, a stride apart, which come from the
+   caches near the core or slowly: how near depends on the machine
+   (docs/profiles.md has the measurements), hence a tuned field. */
+static size_t in_place_span(const kiln_context *ctx, const struct kiln_param_gemm_cpu *cpu)
+{
+    return l2_bytes(ctx) / 100 * (size_t)cpu->in_place_l2;
 }
 
 static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
@@ -58,9 +61,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     /* Flipped, an fp32 B whose columns are contiguous (untransposed) is
        read in place as the row operand, unpacked: one launch fewer, where
-       the rows it spans stay in the second-level cache (direct_span). */
+       the rows it spans stay near the core (in_place_span). */
     const int direct = tile.flipped && !p->trans_b && p->dtype == KILN_F32 && p->n >= mr &&
-                       p->k * p->ldb * sizeof(float) <= direct_span(plan->base.ctx);
+                       p->k * p->ldb * sizeof(float) <= in_place_span(plan->base.ctx, cpu);
     kiln_options_add(&options, "-DKILN_A_DIRECT=%d", direct);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
@@ -77,10 +80,11 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     /* The operands in the tile's order: rows from A (B flipped), columns
        from B (A flipped). */
     plan->aux[2] = direct ? 2 : (size_t)tile.flipped;
-    /* Slices of K (aux[3] their length): measured on the 2-vCPU Xeon,
-       256 x 256 by K, 201-203 GFLOP/s at K = 2048 to 8192 (column panels of
-       256 KiB to 1 MiB), 152 at 16384 (2 MiB, its whole L2). */
-    const size_t span_k = direct_span(plan->base.ctx) / (nr * sizeof(float));
+    /* Slices of K (aux[3] their length), a column panel of each at most half
+       the second-level cache: measured on the 2-vCPU Xeon, 256 x 256 by K,
+       201-203 GFLOP/s at K = 2048 to 8192 (column panels of 256 KiB to 1 MiB),
+       152 at 16384 (2 MiB, its whole L2). */
+    const size_t span_k = l2_bytes(plan->base.ctx) / 2 / (nr * sizeof(float));
     const int plain = p->dtype == KILN_F32 && !p->epi.bias && !p->epi.residual && p->epi.act == KILN_ACT_NONE;
     plan->aux[3] = p->k;
     if (!direct && plain && span_k > 0 && p->k > span_k) {
