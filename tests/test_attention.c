@@ -241,10 +241,38 @@ static void split_kv_on(kiln_context *ctx, const struct ar_row *r, const char *k
     }
 }
 
+/* The decoding kernel taking several kv heads per work-item
+   (attention.decode heads): the largest divisor of the kv heads up to the
+   profile's value where K's heads are adjacent in a key's row (BSHD), one
+   in BHSD; each with the splits above. */
+static void decode_heads_on(const struct ar_row *r, int heads)
+{
+    kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"attention.decode\": {\"heads\": %d}}}", heads);
+    kiln_attention_desc d = ar_desc_of(r, KILN_ATTENTION_AUTO);
+    kiln_attention_plan *plan = NULL;
+    kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kiln_attention_plan_info info;
+    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+    if (strncmp(info.kernel, "attention_f32_decode", 20) == 0) {
+        size_t want = 1;
+        for (size_t c = (size_t)heads; d.layout == KILN_BSHD && c > 1 && want == 1; c--)
+            if (d.kv_heads % c == 0)
+                want = c;
+        const char *at = strstr(info.params, "kv heads=");
+        if (!at || strtoul(at + 9, NULL, 10) != want)
+            fail_msg("%s, heads %d: \"%s\", wanted %zu kv heads a work-item", r->what, heads, info.params, want);
+        split_kv_on(ctx, r, "attention_f32_decode");
+    }
+    kiln_attention_plan_destroy(plan);
+    kiln_context_destroy(ctx);
+}
+
 static void test_split_kv(void **state)
 {
     const struct ar_row *r = *state;
     split_kv_on(kt_ctx, r, "attention_f32_decode");
+    decode_heads_on(r, 64);
+    decode_heads_on(r, 3);
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
     split_kv_on(ctx, r, "attention_f32_flash");
     kiln_context_destroy(ctx);

@@ -6,8 +6,11 @@
  * (batch, kv head) are split among several work-items so that even one
  * (batch, kv head) uses the whole device.
  *
- * Work-item (split, b * kv_heads + kv head) walks keys [split * split_len,
- * (split + 1) * split_len) in steps of VW keys. Per row, the step's scores
+ * Work-item (split, (b * kv_heads + kv head) / HK) walks keys [split *
+ * split_len, (split + 1) * split_len) in steps of VW keys, for each of its
+ * HK kv heads in turn (KILN_DECODE_HEADS): where K's heads are adjacent in
+ * a key's row (BSHD), a step then reads whole runs of HK heads from each
+ * row instead of one head a row apart. Per row, the step's scores
  * are VW vector accumulators along the head dimension (the keys' rows read
  * from memory for the first row, from cache for the others), folded into
  * one vector whose lanes are the VW keys (LANE_SUMS: VW - 1 pairwise lane
@@ -42,7 +45,8 @@
  *
  * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
- * (R: group * seq_q), KILN_DECODE_SPLIT (0 or 1), KILN_DECODE_AHEAD (keys,
+ * (R: group * seq_q), KILN_DECODE_HEADS (HK, dividing the kv heads),
+ * KILN_DECODE_SPLIT (0 or 1), KILN_DECODE_AHEAD (keys,
  * a multiple of VW; 0: no touching), the
  * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS,
  * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16.
@@ -51,6 +55,7 @@
 #define D KILN_DECODE_D
 #define DV (D / VW)
 #define R KILN_DECODE_ROWS
+#define HK KILN_DECODE_HEADS
 
 #include "common/portability.h"
 #include "common/vector.h"
@@ -58,7 +63,7 @@
 #include "attention/args.h"
 #include "attention/weights.h"
 
-/* Global size (splits, batch * kv_heads), one work-item per work-group; the
+/* Global size (splits, batch * kv_heads / HK), one work-item per work-group; the
    arguments of attention/args.h. part (fp32, [split][row][D]) and part_lse
    ([split][row]) hold the splits' results, rows numbered as lse:
    (b * heads + h) * nq + i. */
@@ -66,7 +71,7 @@ KILN_KERNEL KILN_WORK_GROUP_SIZE(1, 1, 1)
 void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
     const int split = KILN_GLOBAL_ID(0), kv_heads = heads / group;
-    const int b = KILN_GLOBAL_ID(1) / kv_heads, hk = KILN_GLOBAL_ID(1) % kv_heads;
+    const int b = KILN_GLOBAL_ID(1) / (kv_heads / HK), hk0 = KILN_GLOBAL_ID(1) % (kv_heads / HK) * HK;
     (void)mask, (void)key_lengths, (void)O, (void)lse, (void)part, (void)part_lse, (void)m_sb, (void)m_sh;
     (void)head_dim; /* D */
     int klimit = nk;
@@ -75,34 +80,37 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #endif
     const int k0 = split * split_len, k1 = min(klimit, k0 + split_len);
 
-    VEC q[R][DV], o[R][DV], lsum[R];
-    float m[R];
+    /* Per kv head c of the work-item's HK and row r: */
+    VEC q[HK][R][DV], o[HK][R][DV], lsum[HK][R];
+    float m[HK][R];
     int lim[R], kend = k0;
-    ulong at[R];
+    ulong at[HK][R];
 #if KILN_ATTN_MASK
-    ulong mrow[R];
+    ulong mrow[HK][R];
 #endif
     for (int r = 0; r < R; r++) {
-        const int i = r / group, h = hk * group + r % group;
-        at[r] = b * q_sb + h * q_sh + i * q_ss;
-#pragma unroll
-        for (int e = 0; e < DV; e++) {
-            q[r][e] = VLOADU_S(Q + at[r] + e * VW) * scale_log2;
-            o[r][e] = (VEC)(0.0f);
-        }
-        m[r] = -INFINITY, lsum[r] = (VEC)(0.0f);
+        const int i = r / group;
 #if KILN_ATTN_CAUSAL
         lim[r] = min(clamp(i + nk - nq + 1, 0, klimit), k1);
 #else
         lim[r] = k1;
 #endif
         kend = max(kend, lim[r]);
+        for (int c = 0; c < HK; c++) {
+            const int h = (hk0 + c) * group + r % group;
+            at[c][r] = b * q_sb + h * q_sh + i * q_ss;
+#pragma unroll
+            for (int e = 0; e < DV; e++) {
+                q[c][r][e] = VLOADU_S(Q + at[c][r] + e * VW) * scale_log2;
+                o[c][r][e] = (VEC)(0.0f);
+            }
+            m[c][r] = -INFINITY, lsum[c][r] = (VEC)(0.0f);
 #if KILN_ATTN_MASK
-        mrow[r] = b * m_sb + h * m_sh + (ulong)i * nk;
+            mrow[c][r] = b * m_sb + h * m_sh + (ulong)i * nk;
 #endif
+        }
     }
 
-    const ulong kv0 = b * kv_sb + hk * kv_sh;
 #if KILN_DECODE_AHEAD
     volatile uint touched;
 #endif
@@ -111,108 +119,115 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
         {
             /* A byte of each 64-byte line, as stored: no conversion. */
             uint t = 0;
+            for (int c = 0; c < HK; c++) {
+                const ulong kv0 = b * kv_sb + (hk0 + c) * kv_sh;
 #pragma unroll
-            for (int j = 0; j < VW; j++) {
-                const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_AHEAD + j, kend - 1) * kv_ss;
-                KILN_GLOBAL const uchar *kb = (KILN_GLOBAL const uchar *)(K + at_j),
-                                        *vb = (KILN_GLOBAL const uchar *)(V + at_j);
+                for (int j = 0; j < VW; j++) {
+                    const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_AHEAD + j, kend - 1) * kv_ss;
+                    KILN_GLOBAL const uchar *kb = (KILN_GLOBAL const uchar *)(K + at_j),
+                                            *vb = (KILN_GLOBAL const uchar *)(V + at_j);
 #pragma unroll
-                for (int e = 0; e < D * (int)sizeof(KILN_STORAGE); e += 64)
-                    t += kb[e] + vb[e];
+                    for (int e = 0; e < D * (int)sizeof(KILN_STORAGE); e += 64)
+                        t += kb[e] + vb[e];
+                }
             }
             touched = t;
         }
 #endif
-        /* The step's keys, those past kend reading the last visible one
-           (and hidden below). */
-        KILN_GLOBAL const KILN_STORAGE *kr[VW], *vr[VW];
-#pragma unroll
-        for (int j = 0; j < VW; j++) {
-            const ulong at_j = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
-            kr[j] = K + at_j, vr[j] = V + at_j;
-        }
-        float p[R][VW]; /* the step's weights, lanes of keys */
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            VEC acc[VW];
-#pragma unroll
-            for (int j = 0; j < VW; j++)
-                acc[j] = (VEC)(0.0f);
-#pragma unroll
-            for (int e = 0; e < DV; e++) {
-                const VEC qe = q[r][e];
-#pragma unroll
-                for (int j = 0; j < VW; j++)
-                    acc[j] = fma(qe, VLOADU_S(kr[j] + e * VW), acc[j]);
-            }
-            VEC s = LANE_SUMS(acc);
-#if KILN_ATTN_MASK
-            float mk[VW];
-#pragma unroll
-            for (int j = 0; j < VW; j++)
-                mk[j] = mask[mrow[r] + min(j0 + j, nk - 1)];
-            s = fma(VLOAD(0, mk), (VEC)(M_LOG2E_F), s);
-#endif
-            s = select(s, (VEC)(-INFINITY), (IOTA + j0) >= (IVEC)(lim[r]));
-            /* The online softmax: a row that has seen only -inf keeps
-               m = -inf and takes its weights against 0. */
-            const float top = fmax(m[r], lane_max(s));
-            if (top > m[r]) {
-                const float corr = exp2(m[r] - top);
-                lsum[r] *= corr;
-#pragma unroll
-                for (int e = 0; e < DV; e++)
-                    o[r][e] *= corr;
-                m[r] = top;
-            }
-            const VEC w = weight(s - (VEC)(top == -INFINITY ? 0.0f : top));
-            lsum[r] += w;
-            VSTORE(w, 0, p[r]);
-        }
-        /* O += P V, per vector of the head dimension. */
-#pragma unroll
-        for (int e = 0; e < DV; e++) {
-            VEC a[R];
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                a[r] = o[r][e];
+        for (int c = 0; c < HK; c++) {
+            /* The step's keys, those past kend reading the last visible one
+               (and hidden below). */
+            const ulong kv0 = b * kv_sb + (hk0 + c) * kv_sh;
+            KILN_GLOBAL const KILN_STORAGE *kr[VW], *vr[VW];
 #pragma unroll
             for (int j = 0; j < VW; j++) {
-                const VEC ve = VLOADU_S(vr[j] + e * VW);
+                const ulong at_j = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
+                kr[j] = K + at_j, vr[j] = V + at_j;
+            }
+            float p[R][VW]; /* the step's weights, lanes of keys */
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                VEC acc[VW];
+#pragma unroll
+                for (int j = 0; j < VW; j++)
+                    acc[j] = (VEC)(0.0f);
+#pragma unroll
+                for (int e = 0; e < DV; e++) {
+                    const VEC qe = q[c][r][e];
+#pragma unroll
+                    for (int j = 0; j < VW; j++)
+                        acc[j] = fma(qe, VLOADU_S(kr[j] + e * VW), acc[j]);
+                }
+                VEC s = LANE_SUMS(acc);
+#if KILN_ATTN_MASK
+                float mk[VW];
+#pragma unroll
+                for (int j = 0; j < VW; j++)
+                    mk[j] = mask[mrow[c][r] + min(j0 + j, nk - 1)];
+                s = fma(VLOAD(0, mk), (VEC)(M_LOG2E_F), s);
+#endif
+                s = select(s, (VEC)(-INFINITY), (IOTA + j0) >= (IVEC)(lim[r]));
+                /* The online softmax: a row that has seen only -inf keeps
+                   m = -inf and takes its weights against 0. */
+                const float top = fmax(m[c][r], lane_max(s));
+                if (top > m[c][r]) {
+                    const float corr = exp2(m[c][r] - top);
+                    lsum[c][r] *= corr;
+#pragma unroll
+                    for (int e = 0; e < DV; e++)
+                        o[c][r][e] *= corr;
+                    m[c][r] = top;
+                }
+                const VEC w = weight(s - (VEC)(top == -INFINITY ? 0.0f : top));
+                lsum[c][r] += w;
+                VSTORE(w, 0, p[r]);
+            }
+            /* O += P V, per vector of the head dimension. */
+#pragma unroll
+            for (int e = 0; e < DV; e++) {
+                VEC a[R];
 #pragma unroll
                 for (int r = 0; r < R; r++)
-                    a[r] = fma((VEC)(p[r][j]), ve, a[r]);
-            }
+                    a[r] = o[c][r][e];
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                o[r][e] = a[r];
+                for (int j = 0; j < VW; j++) {
+                    const VEC ve = VLOADU_S(vr[j] + e * VW);
+#pragma unroll
+                    for (int r = 0; r < R; r++)
+                        a[r] = fma((VEC)(p[r][j]), ve, a[r]);
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    o[c][r][e] = a[r];
+            }
         }
     }
 
-    for (int r = 0; r < R; r++) {
-        float lf[VW];
-        VSTORE(lsum[r], 0, lf);
-        float l = 0.0f;
-        for (int j = 0; j < VW; j++)
-            l += lf[j];
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const float row_lse = l > 0.0f ? (m[r] + log2(l)) * M_LN2_F : -INFINITY;
-        const int i = r / group, h = hk * group + r % group;
-        const ulong row = ((ulong)b * heads + h) * nq + i;
+    for (int c = 0; c < HK; c++)
+        for (int r = 0; r < R; r++) {
+            float lf[VW];
+            VSTORE(lsum[c][r], 0, lf);
+            float l = 0.0f;
+            for (int j = 0; j < VW; j++)
+                l += lf[j];
+            const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+            const float row_lse = l > 0.0f ? (m[c][r] + log2(l)) * M_LN2_F : -INFINITY;
+            const int i = r / group, h = (hk0 + c) * group + r % group;
+            const ulong row = ((ulong)b * heads + h) * nq + i;
 #if KILN_DECODE_SPLIT
-        const ulong rows = (ulong)KILN_GLOBAL_SIZE(1) * group * nq;
-        KILN_GLOBAL float *out = part + ((ulong)split * rows + row) * D;
+            const ulong rows = (ulong)KILN_GLOBAL_SIZE(1) * HK * group * nq;
+            KILN_GLOBAL float *out = part + ((ulong)split * rows + row) * D;
 #pragma unroll
-        for (int e = 0; e < DV; e++)
-            VSTORE(o[r][e] * inv, e, out);
-        part_lse[(ulong)split * rows + row] = row_lse;
+            for (int e = 0; e < DV; e++)
+                VSTORE(o[c][r][e] * inv, e, out);
+            part_lse[(ulong)split * rows + row] = row_lse;
 #else
 #pragma unroll
-        for (int e = 0; e < DV; e++)
-            VSTOREU_S(o[r][e] * inv, O + at[r] + e * VW);
+            for (int e = 0; e < DV; e++)
+                VSTOREU_S(o[c][r][e] * inv, O + at[c][r] + e * VW);
 #if KILN_ATTN_LSE
-        lse[row] = row_lse;
+            lse[row] = row_lse;
 #endif
 #endif
-    }
+        }
 }

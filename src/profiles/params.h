@@ -166,7 +166,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "fewest keys per split when a problem's keys are split to give each compute unit four work-items")               \
     F(attention_decode, ahead, INT, 0, 4096, HOST,                                                                     \
       "keys ahead of its step whose rows of K and V the OpenCL decoding kernel touches (a load per cache line), so "   \
-      "that they are on their way from memory when it gets there; 0: none")                                            \
+      "that they are on their way from memory when it gets there (where it takes one kv head); 0: none")               \
+    F(attention_decode, heads, INT, 1, 64, HOST,                                                                       \
+      "kv heads one work-item of the OpenCL decoding kernel takes, step by step (the largest divisor of the kv heads " \
+      "up to this; 1 where K's heads are not adjacent in a key's row), so that it reads whole rows of BSHD")           \
     F(attention_decode, warps, INT, 1, 32, HOST,                                                                       \
       "warps of a block of the CUDA backend's decoding kernel (cu/attention/attention_decode.cu), each taking every "  \
       "warps-th key of the block's split")
