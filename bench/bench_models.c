@@ -314,9 +314,13 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
 
 /* Every layer's plan and buffers, for passes that enqueue the network layer
    after layer (each as often as it occurs) and wait once at the end: how an
-   application runs it (README, "Running a network"). The layers' buffers are
-   their own (the timing does not depend on which data flows), filled with
-   small finite values once. */
+   application runs it (README, "Running a network"). A layer reads the
+   output of the layer before where their sizes match, as activations pass
+   down a network (every layer of MobileNet; ResNet-50's table lists its
+   distinct layers, so only some chain there), so that they come from cache
+   as they would; its other buffers are its own, filled with small finite
+   values once (bias 0.01 keeps the chained values from shrinking into
+   denormals). */
 struct network {
     kiln_context *ctx;
     const struct layer *layers;
@@ -327,6 +331,8 @@ struct network {
         kiln_gemm_plan *gemm;
         kiln_pool2d_desc pool;
         kiln_buffer *x, *w, *bias, *z, *y;
+        size_t ny;    /* elements of y */
+        int x_shared; /* x is the layer before's y */
     } * l;
     kiln_status st;
 };
@@ -370,8 +376,12 @@ static kiln_status net_prepare(struct network *net)
             st = kiln_pool2d_output_size(&x->pool, &yh, &yw);
             ny = n * l->c * yh * yw;
         }
-        if (st == KILN_SUCCESS)
+        /* The input is the layer before's output where the shapes chain. */
+        if (i > 0 && net->l[i - 1].y && nx == net->l[i - 1].ny)
+            x->x = net->l[i - 1].y, x->x_shared = 1;
+        else if (st == KILN_SUCCESS)
             st = net_buffer(net->ctx, nx, &x->x);
+        x->ny = ny;
         if (st == KILN_SUCCESS && nw)
             st = net_buffer(net->ctx, nw, &x->w);
         if (st == KILN_SUCCESS)
@@ -425,7 +435,7 @@ static struct bench_result run_network(kiln_context *ctx, const struct layer *la
         struct net_layer *x = &net.l[i];
         kiln_conv2d_plan_destroy(x->conv);
         kiln_gemm_plan_destroy(x->gemm);
-        kiln_buffer *bufs[] = {x->x, x->w, x->bias, x->z, x->y};
+        kiln_buffer *bufs[] = {x->x_shared ? NULL : x->x, x->w, x->bias, x->z, x->y};
         for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++)
             kiln_buffer_destroy(bufs[b]);
     }
@@ -470,9 +480,10 @@ static const char models_usage[] =
     "context, cuDNN (convolutions only: the other layers are n/a and left out of its total). Each\n"
     "distinct layer is timed once (median of 5-50 runs after a warm-up, a wait after each run) and\n"
     "counted as often as the network runs it; the totals are these weighted sums. Then the whole\n"
-    "network: every layer enqueued in turn, as often as it occurs, and one wait at the end (median of\n"
-    "passes for about a second), beside the peer's sum. kiln's plan creation is not in the times; nor\n"
-    "are oneDNN's reorders to its preferred layouts or cuDNN's algorithm search.\n";
+    "network: every layer enqueued in turn, as often as it occurs, each reading the layer before's\n"
+    "output where the sizes match, and one wait at the end (median of passes for about a second),\n"
+    "beside the peer's sum. kiln's plan creation is not in the times; nor are oneDNN's reorders to\n"
+    "its preferred layouts or cuDNN's algorithm search.\n";
 
 int bench_conv_models(int argc, char **argv)
 {
