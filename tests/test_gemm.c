@@ -597,6 +597,30 @@ static void test_split_k_choice(void **state)
     }
 }
 
+/* A cache of one core of the host (sysconf's name), as the CPU family reads
+   it for a CPU device; `otherwise` elsewhere or where unknown. */
+static size_t host_cache(int name, size_t otherwise)
+{
+    const long bytes = kt_ctx->desc.type == KILN_DEVICE_CPU ? sysconf(name) : -1;
+    return bytes > 0 ? (size_t)bytes : otherwise;
+}
+
+/* d's plan on the CPU family in ctx, described into info; NULL, ctx
+   destroyed, where this device has no CPU kernels. */
+static kiln_gemm_plan *cpu_plan(kiln_context *ctx, kiln_gemm_desc *d, kiln_gemm_plan_info *info)
+{
+    d->algo = KILN_GEMM_CPU;
+    kiln_gemm_plan *plan = NULL;
+    const kiln_status st = kiln_gemm_plan_create(ctx, d, &plan);
+    if (kt_unsupported_here(ctx, st)) {
+        kiln_context_destroy(ctx);
+        return NULL;
+    }
+    kt_assert_status(st, KILN_SUCCESS);
+    kt_assert_status(kiln_gemm_plan_describe(plan, info), KILN_SUCCESS);
+    return plan;
+}
+
 /* The flipped CPU tile reads an untransposed fp32 B in place where it spans
    at most gemm.cpu.in_place_l2 percent of a core's second-level cache (the
    host's for a CPU device, else 1 MiB), and packs it otherwise; either way
@@ -605,12 +629,11 @@ static void test_split_k_choice(void **state)
 static void test_in_place_choice(void **state)
 {
     (void)state;
-    long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
-    if (kt_ctx->desc.type == KILN_DEVICE_CPU)
-        l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const size_t cache = host_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)1 << 20), span = 512 * 49 * sizeof(float);
+#else
+    const size_t cache = (size_t)1 << 20, span = 512 * 49 * sizeof(float);
 #endif
-    const size_t cache = l2 > 0 ? (size_t)l2 : (size_t)1 << 20, span = 512 * 49 * sizeof(float);
     const long edge = (long)((span + cache / 100 - 1) / (cache / 100)); /* the least percentage that holds B */
     const long pcts[] = {0, edge - 1, edge, 1000};
     for (size_t i = 0; i < sizeof pcts / sizeof *pcts; i++) {
@@ -621,16 +644,10 @@ static void test_in_place_choice(void **state)
                                                pcts[i]);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, 49, 512);
-        d.algo = KILN_GEMM_CPU;
-        kiln_gemm_plan *plan = NULL;
-        const kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
-        if (kt_unsupported_here(ctx, st)) {
-            kiln_context_destroy(ctx);
-            return;
-        }
-        kt_assert_status(st, KILN_SUCCESS);
         kiln_gemm_plan_info info;
-        kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+        kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+        if (!plan)
+            return;
         const int in_place = cache / 100 * (size_t)pcts[i] >= span;
         printf("# in_place_l2 %ld (L2 %zu bytes): %s %s\n", pcts[i], cache, info.kernel, info.params);
         assert_string_equal(info.kernel, "gemm_f32_cpu_6x16t");
@@ -640,6 +657,47 @@ static void test_in_place_choice(void **state)
         kiln_gemm_plan_destroy(plan);
         kiln_context_destroy(ctx);
     }
+}
+
+/* The flipped tile reading B in place takes every row panel gemm.cpu.kc
+   values of K at a time where a slice that long of all of B's rows fits a
+   core's L1 (the host's for a CPU device, else 32 KiB): 130 filters by 49
+   pixels by K = 300 (a partial last row panel, a last slice of 300 % kc),
+   batch 1 and 3 (B and C per item, A shared); kc 0, one longer than K and
+   one whose slice exceeds L1 leave each panel over all of K. */
+static void test_k_blocks(void **state)
+{
+    (void)state;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    const size_t cache = host_cache(_SC_LEVEL1_DCACHE_SIZE, (size_t)32 << 10);
+#else
+    const size_t cache = (size_t)32 << 10;
+#endif
+    const long too_long = (long)(cache / (49 * sizeof(float))) + 1; /* its slice exceeds L1 */
+    const long kcs[] = {0, 7, 16, 128, too_long, 301};
+    for (size_t i = 0; i < sizeof kcs / sizeof *kcs; i++)
+        for (size_t batch = 1; batch <= 3; batch += 2) {
+            if (kcs[i] > 4096)
+                continue;
+            kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
+                                                   "\"narrow_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld}}}",
+                                                   kcs[i]);
+            kiln_gemm_desc d;
+            kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 130, 49, 300);
+            d.batch = batch, d.stride_a = 0, d.stride_b = 300 * 49, d.stride_c = 130 * 49;
+            kiln_gemm_plan_info info;
+            kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+            if (!plan)
+                return;
+            const int blocked = kcs[i] > 0 && kcs[i] < 300 && (size_t)kcs[i] * 49 * sizeof(float) <= cache;
+            printf("# kc %ld, batch %zu (L1 %zu bytes): %s %s\n", kcs[i], batch, cache, info.kernel, info.params);
+            assert_non_null(strstr(info.params, "B read in place"));
+            if (!strstr(info.params, "9 row panels a work-item") != !blocked)
+                fail_msg("kc %ld: \"%s\", %s", kcs[i], info.params, blocked ? "blocked" : "not blocked");
+            gr_check_plan(ctx, &d, plan, GR_SCALAR_PAIRS, &kt_group_seed);
+            kiln_gemm_plan_destroy(plan);
+            kiln_context_destroy(ctx);
+        }
 }
 
 static void test_one_shot(void **state)
@@ -1063,6 +1121,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
+    kt_add(&tests, cmocka_unit_test(test_k_blocks));
     kt_add(&tests, cmocka_unit_test(test_a_and_b_share_a_buffer));
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));

@@ -44,6 +44,11 @@
     do {                                                                                                            \
         _Pragma("unroll") for (int i_ = 0; i_ < MR; i_++) _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++)         \
             acc[i_][v_] = 0.0f;                                                                                     \
+        KILN_TILE_ACCUMULATE_STRIDED(acc, a, a_step, b, count);                                                     \
+    } while (0)
+/* The same sum added to acc as it stands. */
+#define KILN_TILE_ACCUMULATE_STRIDED(acc, a, a_step, b, count)                                                      \
+    do {                                                                                                            \
         _Pragma("unroll 4") for (int k_ = 0; k_ < (count); k_++) {                                                  \
             VEC bv_[NV];                                                                                            \
             _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) bv_[v_] = VLOAD(v_, (b) + (size_t)k_ * NR);           \

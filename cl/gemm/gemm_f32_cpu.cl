@@ -29,11 +29,18 @@
  *    its rows is a run of MR consecutive elements of one row of C; bias and
  *    z keep C's indexing. Where B is fp32 and untransposed, its MR
  *    consecutive columns per k are read in place instead of packed
- *    (KILN_A_DIRECT; gemm_f32_cpu_micro says how).
+ *    (KILN_A_DIRECT; gemm_f32_cpu_micro says how). Then KILN_TILE_RB > 1
+ *    gives a work-item RB row panels (all of them: dimension 0 of the grid
+ *    runs over groups of RB) and takes them KC values of K at a time: the
+ *    column panel's KC rows and the rows' KC-long slices stay in L1 while
+ *    the panels pass, each panel's partial sums parked in private memory
+ *    between slices (the host does so where a slice of all the rows fits
+ *    L1).
  *
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
- * KILN_TILE_FLIP, KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
+ * KILN_TILE_FLIP, KILN_A_DIRECT, KILN_TILE_RB and KILN_TILE_KC (with
+ * KILN_A_DIRECT), KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
  * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds
@@ -57,6 +64,17 @@
 #ifndef KILN_A_DIRECT
 #define KILN_A_DIRECT 0
 #endif
+#ifndef KILN_TILE_RB
+#define KILN_TILE_RB 1
+#endif
+#if KILN_TILE_RB > 1 && !KILN_A_DIRECT
+#error "KILN_TILE_RB: only with KILN_A_DIRECT"
+#endif
+#define RB KILN_TILE_RB
+#define KC KILN_TILE_KC
+/* KILN_A_DIRECT: the rows of row panel `it` that another panel stores (the
+   last panel, when partial, reads the MR rows that end at M). */
+#define PANEL_FIRST(it) (M - (it) * MR < MR ? MR - (M - (it) * MR) : 0)
 #if KILN_A_DIRECT && (!KILN_TILE_FLIP || KILN_STORAGE_16)
 #error "KILN_A_DIRECT: only the flipped tile, on fp32 operands"
 #endif
@@ -99,6 +117,32 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
         dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
 }
 
+#if KILN_TILE_FLIP
+/* The flipped tile t (t[i][j] = C(col0 + j, row0 + i)) into C, rows from
+   `first` (those before belong to another panel) and within M x N. */
+inline void flip_store(const float t[MR][NR], int M, int N, int row0, int first, int col0, float alpha, float beta,
+                       KILN_GLOBAL KILN_STORAGE *C, size_t off_c, int ldc, KILN_GLOBAL const float *bias,
+                       ulong off_bias, KILN_GLOBAL const KILN_STORAGE *Z, float slope)
+{
+    (void)bias, (void)off_bias, (void)Z;
+    const int rows = min(MR, M - row0), cols = min(NR, N - col0);
+    for (int j = 0; j < cols; j++) {
+        const size_t at = off_c + (size_t)(col0 + j) * ldc + row0;
+        for (int i = first; i < rows; i++) {
+            float r = alpha * t[i][j];
+            if (beta != 0.0f)
+                r = fma(beta, KILN_LOAD(KILN_EPI_Z ? Z : C, at + i), r);
+#if KILN_EPI_BIAS == 1
+            r += bias[off_bias + col0 + j];
+#elif KILN_EPI_BIAS == 2
+            r += bias[off_bias + row0 + i];
+#endif
+            KILN_STORE(kiln_activate(r, slope), C, at + i);
+        }
+    }
+}
+#endif
+
 /* Global size (ceil(M/MR), ceil(N/NR), batch); the sums run over the kc
    values of K from k0 (all of K, or one slice of it whose sum C takes with
    beta 1). panel_a / panel_b are the distances between batch items' packed
@@ -119,9 +163,44 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
     const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR + (size_t)k0 * NR;
+#if KILN_A_DIRECT && KILN_TILE_RB > 1
+    {
+        /* RB row panels, KC values of K at a time for all of them: the
+           column panel's KC rows stay in L1 while the panels pass. */
+        const int panels = (M + MR - 1) / MR, pf = it * RB, pn = min(RB, panels - pf);
+        KILN_GLOBAL const float *a0 = Ap + off_a + b * panel_a + (size_t)k0 * a_step;
+        float part[RB][MR][NR];
+        for (int kb = 0; kb < kc; kb += KC) {
+            const int kn = min(KC, kc - kb);
+            for (int r = 0; r < pn; r++) {
+                const int pit = pf + r, first = PANEL_FIRST(pit);
+                KILN_GLOBAL const float *a = a0 + (pit * MR - first) + (size_t)kb * a_step;
+                KILN_GLOBAL const float *bk = bp + (size_t)kb * NR;
+                VEC acc[MR][NV];
+#pragma unroll
+                for (int i = 0; i < MR; i++)
+#pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        acc[i][v] = kb == 0 ? (VEC)(0.0f) : VLOAD(v, part[r][i]);
+                KILN_TILE_ACCUMULATE_STRIDED(acc, a, a_step, bk, kn);
+#pragma unroll
+                for (int i = 0; i < MR; i++)
+#pragma unroll
+                    for (int v = 0; v < NV; v++)
+                        VSTORE(acc[i][v], v, part[r][i]);
+            }
+        }
+        for (int r = 0; r < pn; r++) {
+            const int pit = pf + r, first = PANEL_FIRST(pit);
+            flip_store(part[r], M, N, pit * MR - first, first, jt * NR, held[0], held[1], C, off_c + b * stride_c,
+                       ldc, bias, off_bias, Z, held[2]);
+        }
+        return;
+    }
+#endif
     VEC acc[MR][NV];
 #if KILN_A_DIRECT
-    const int first = M - it * MR < MR ? MR - (M - it * MR) : 0; /* rows another panel stores */
+    const int first = PANEL_FIRST(it);
     const int row0 = it * MR - first;
     KILN_TILE_MULTIPLY_STRIDED(acc, Ap + off_a + b * panel_a + row0 + k0 * a_step, a_step, bp, kc);
 #else
@@ -141,21 +220,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
 #pragma unroll
         for (int v = 0; v < NV; v++)
             VSTORE(acc[i][v], 0, &t[i][v * VW]);
-    const int rows = min(MR, M - row0), cols = min(NR, N - col0);
-    for (int j = 0; j < cols; j++) {
-        const size_t at = off_c + b * stride_c + (size_t)(col0 + j) * ldc + row0;
-        for (int i = first; i < rows; i++) {
-            float r = alpha * t[i][j];
-            if (beta != 0.0f)
-                r = fma(beta, KILN_LOAD(KILN_EPI_Z ? Z : C, at + i), r);
-#if KILN_EPI_BIAS == 1
-            r += bias[off_bias + col0 + j];
-#elif KILN_EPI_BIAS == 2
-            r += bias[off_bias + row0 + i];
-#endif
-            KILN_STORE(kiln_activate(r, slope), C, at + i);
-        }
-    }
+    flip_store(t, M, N, row0, first, col0, alpha, beta, C, off_c + b * stride_c, ldc, bias, off_bias, Z, slope);
 #else
     (void)first;
     const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;

@@ -26,17 +26,30 @@
 
 enum { PACK_A, PACK_B, MICRO };
 
-/* The second-level cache of one core of the host, where the device is the
-   host's CPU (POCL's CPU device) and the C library knows it; else 1 MiB. */
-static size_t l2_bytes(const kiln_context *ctx)
+/* A cache of one core of the host (sysconf's name for it), where the device
+   is the host's CPU (POCL's CPU device) and the C library knows it; else
+   `otherwise` bytes. */
+static size_t host_cache(const kiln_context *ctx, int name, size_t otherwise)
 {
-    long l2 = -1;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    if (ctx->desc.type == KILN_DEVICE_CPU)
-        l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    return l2 > 0 ? (size_t)l2 : (size_t)1 << 20;
+    long bytes = -1;
+    if (ctx->desc.type == KILN_DEVICE_CPU && name >= 0)
+        bytes = sysconf(name);
+    return bytes > 0 ? (size_t)bytes : otherwise;
 }
+
+#ifdef _SC_LEVEL2_CACHE_SIZE
+#define L2_NAME _SC_LEVEL2_CACHE_SIZE
+#else
+#define L2_NAME -1
+#endif
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+#define L1_NAME _SC_LEVEL1_DCACHE_SIZE
+#else
+#define L1_NAME -1
+#endif
+
+/* The second-level cache of a core: 1 MiB where unknown. */
+static size_t l2_bytes(const kiln_context *ctx) { return host_cache(ctx, L2_NAME, (size_t)1 << 20); }
 
 /* The most bytes of B that the flipped product reads in place:
    gemm.cpu.in_place_l2 percent of l2_bytes. Its row panels take MR
@@ -64,12 +77,27 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
        the rows it spans stay near the core (in_place_span). */
     const int direct = tile.flipped && !p->trans_b && p->dtype == KILN_F32 && p->n >= mr &&
                        p->k * p->ldb * sizeof(float) <= in_place_span(plan->base.ctx, cpu);
-    kiln_options_add(&options, "-DKILN_A_DIRECT=%d", direct);
+    /* Reading in place, a work-item takes every row panel kc values of K at
+       a time where a slice that long of all the rows fits a core's L1: the
+       slice and the column panel's kc rows stay there while the panels
+       pass, instead of each panel streaming its column panel over all of K
+       from L2. */
+    const size_t rows_all = tile.flipped ? p->n : p->m, kc = (size_t)cpu->kc;
+    const int blocked = direct && kc > 0 && p->k > kc &&
+                        kc * rows_all * sizeof(float) <= host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10);
+    const size_t rb = blocked ? kiln_div_up(rows_all, mr) : 1;
+    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu", direct, rb,
+                     blocked ? kc : 1);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
              direct         ? ", flipped: tiles of C^T, B read in place"
              : tile.flipped ? ", flipped: tiles of C^T"
                             : "");
+    if (blocked) {
+        const size_t len = strlen(plan->base.params);
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", %zu row panels a work-item by %zu of K",
+                 rb, kc);
+    }
     static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
     for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
         st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
@@ -94,12 +122,13 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         snprintf(plan->base.params + len, sizeof plan->base.params - len, ", K in %zu slices of %zu", slices,
                  plan->aux[3]);
     }
-    const size_t rows = tile.flipped ? p->n : p->m, cols = tile.flipped ? p->m : p->n;
+    const size_t rows = rows_all, cols = tile.flipped ? p->m : p->n;
     const size_t stride_r = tile.flipped ? p->stride_b : p->stride_a,
                  stride_c = tile.flipped ? p->stride_a : p->stride_b;
     size_t panels_m = kiln_div_up(rows, mr), panels_n = kiln_div_up(cols, nr);
     size_t batch_a = stride_r ? p->batch : 1, batch_b = stride_c ? p->batch : 1;
-    size_t geometry[3][3] = {{p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {panels_m, panels_n, p->batch}};
+    size_t geometry[3][3] = {
+        {p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {kiln_div_up(panels_m, rb), panels_n, p->batch}};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 3; d++)
             plan->dims[i][d] = geometry[i][d];

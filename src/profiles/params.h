@@ -82,7 +82,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "rows of a second register tile one vector (vw) wide, taken where a problem's columns fill it better (0: none)") \
     F(gemm_cpu, in_place_l2, INT, 0, 1000, HOST,                                                                       \
       "the flipped tile reads an untransposed fp32 B in place, unpacked, where it spans at most this percentage of a " \
-      "core's second-level cache (the host's, for POCL's CPU device; else 1 MiB); 0: always packed")
+      "core's second-level cache (the host's, for POCL's CPU device; else 1 MiB); 0: always packed")                   \
+    F(gemm_cpu, kc, INT, 0, 4096, HOST,                                                                                \
+      "values of K the flipped tile reading B in place takes at a time for all its row panels, where a slice that "    \
+      "long of every row fits a core's first-level data cache (else 32 KiB); 0: each panel over all of K")
 
 #define KILN_FIELDS_gemm_tiled(F)                                                                                      \
     F(gemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile size in M")                                                 \
