@@ -1,9 +1,12 @@
 /*
  * Softmax of x viewed as [outer][dim][inner] over dim: one work-item per
- * (outer, inner) column, three passes over its dim values (maximum; sum of
- * exp(x - max); write exp(x - max) / sum). Subtracting the maximum keeps
- * every exp in (0, 1], so large logits neither overflow nor lose the sum.
- * y may be x: each element is read before it is written, by one work-item.
+ * (outer, inner) column, three passes over its dim values (maximum; write
+ * exp(x - max) to y and sum it; divide y by the sum), one exp per value.
+ * Subtracting the maximum keeps every exp in (0, 1], so large logits
+ * neither overflow nor lose the sum. y may be x: each element is read
+ * before it is written, by one work-item. A column of contiguous values
+ * (inner 1: a classifier's scores) takes loops of unit stride, which the
+ * compiler may vectorise.
  * KILN_UTIL_WG is the work-group size from the profile.
  */
 
@@ -19,12 +22,26 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
     const size_t base = i / inner * dim * inner + i % inner;
     KILN_GLOBAL const float *xc = x + base;
     KILN_GLOBAL float *yc = y + base;
-    float m = -INFINITY;
+    float m = -INFINITY, sum = 0.0f;
+    if (inner == 1) {
+        for (size_t d = 0; d < dim; d++)
+            m = fmax(m, xc[d]);
+        for (size_t d = 0; d < dim; d++) {
+            const float e = exp(xc[d] - m);
+            yc[d] = e;
+            sum += e;
+        }
+        for (size_t d = 0; d < dim; d++)
+            yc[d] = yc[d] / sum;
+        return;
+    }
     for (size_t d = 0; d < dim; d++)
         m = fmax(m, xc[d * inner]);
-    float sum = 0.0f;
+    for (size_t d = 0; d < dim; d++) {
+        const float e = exp(xc[d * inner] - m);
+        yc[d * inner] = e;
+        sum += e;
+    }
     for (size_t d = 0; d < dim; d++)
-        sum += exp(xc[d * inner] - m);
-    for (size_t d = 0; d < dim; d++)
-        yc[d * inner] = exp(xc[d * inner] - m) / sum;
+        yc[d * inner] = yc[d * inner] / sum;
 }
