@@ -849,6 +849,17 @@ static struct sass_report compile_and_read(const struct kiln_cuda_api *api, cons
     char *usage = run_tool(tool, "-res-usage", path);
     r.sass = run_tool(tool, "-sass", path);
     assert_true(r.sass && usage);
+    /* cuobjdump from CUDA 13.1 on disassembles through nvdisasm, which it
+       looks for beside itself and on the PATH; without it, say so (once)
+       and compile only, as without cuobjdump. */
+    if (!strstr(r.sass, "Function :") && strstr(r.sass, "fatal")) {
+        static int said;
+        if (!said++)
+            printf("# cuobjdump cannot disassemble (pip install nvidia-cuda-nvdisasm): compiling only: %.*s\n",
+                   (int)strcspn(strstr(r.sass, "fatal"), "\n"), strstr(r.sass, "fatal"));
+        free(r.sass);
+        r.sass = NULL;
+    }
     const char *u = strstr(usage, "REG:");
     if (u)
         sscanf(u, "REG:%d STACK:%d SHARED:%d LOCAL:%d", &r.reg, &r.stack, &r.shared, &r.local);

@@ -21,6 +21,16 @@ if ! command -v cuobjdump >/dev/null 2>&1 &&
         python3 -m pip install --quiet nvidia-cuda-cuobjdump ||
         echo "install-deps: could not install nvidia-cuda-cuobjdump; the SASS checks will be skipped" >&2
 fi
+# cuobjdump from CUDA 13.1 on disassembles through nvdisasm, found beside it
+# or on the PATH: the same package family has it.
+if ! command -v nvdisasm >/dev/null 2>&1 &&
+    ! python3 -c "import glob, os, nvidia, sys; sys.exit(not glob.glob(os.path.join(list(nvidia.__path__)[0], 'cu*', 'bin', 'nvdisasm')))" 2>/dev/null &&
+    python3 -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: installing nvdisasm from PyPI (nvidia-cuda-nvdisasm)"
+    python3 -m pip install --quiet --user nvidia-cuda-nvdisasm 2>/dev/null ||
+        python3 -m pip install --quiet nvidia-cuda-nvdisasm ||
+        echo "install-deps: could not install nvidia-cuda-nvdisasm; the SASS checks will be skipped" >&2
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-deps: not a Debian-based system; install the equivalents of these yourself:" >&2
