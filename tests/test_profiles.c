@@ -317,6 +317,95 @@ static void test_pocl_epyc_zen4(void **state)
            "x86_64:skylake-avx512", "amd-zen4");
 }
 
+/* POCL 3.1's LLVM 15 calls Zen 4 and Zen 5 skylake-avx512: on the host's
+   own CPU device, CPUID tells them apart (Zen 5's two 512-bit FMA units
+   are x86-64-avx512's, not amd-zen4's half-width ones); any other device
+   or CPU keeps the derived arch. */
+static void test_pocl_host_cpuid(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *vendor, *name, *hstr; /* the device */
+        struct kiln_host_cpu cpu;         /* the host */
+        const char *arch, *profile;
+    } cases[] = {
+        {"AuthenticAMD",
+         "pthread-skylake-avx512-AMD EPYC",
+         "pthread-x86_64-pc-linux-gnu-skylake-avx512",
+         {"AuthenticAMD", 0x1a, 0x02, 1},
+         "x86_64:znver5",
+         "x86-64-avx512"},
+        {"AuthenticAMD",
+         "pthread-skylake-avx512-AMD EPYC",
+         "pthread-x86_64-pc-linux-gnu-skylake-avx512",
+         {"AuthenticAMD", 0x19, 0x11, 1},
+         "x86_64:znver4",
+         "amd-zen4"},
+        {"AuthenticAMD",
+         "cpu-skylake-avx512-AMD Ryzen 9 7950X",
+         "cpu-x86_64-pc-linux-gnu-skylake-avx512",
+         {"AuthenticAMD", 0x19, 0x61, 1},
+         "x86_64:znver4",
+         "amd-zen4"},
+        /* Zen 3 (family 19h, no AVX-512) and a driver that knows the CPU. */
+        {"AuthenticAMD",
+         "pthread-haswell-AMD EPYC",
+         "pthread-x86_64-pc-linux-gnu-haswell",
+         {"AuthenticAMD", 0x19, 0x01, 0},
+         "x86_64:haswell",
+         "x86-64-avx2"},
+        {"AuthenticAMD",
+         "pthread-znver4-AMD EPYC 9654",
+         "pthread-x86_64-pc-linux-gnu-znver4",
+         {"AuthenticAMD", 0x1a, 0x02, 1},
+         "x86_64:znver4",
+         "amd-zen4"},
+        /* Not the host's CPU: another vendor, a remote device. */
+        {"AuthenticAMD",
+         "pthread-skylake-avx512-AMD EPYC",
+         "pthread-x86_64-pc-linux-gnu-skylake-avx512",
+         {"GenuineIntel", 0x6, 0xcf, 1},
+         "x86_64:skylake-avx512",
+         "amd-zen4"},
+        {"AuthenticAMD",
+         "remote-skylake-avx512-AMD EPYC",
+         "remote-x86_64-pc-linux-gnu-skylake-avx512",
+         {"AuthenticAMD", 0x1a, 0x02, 1},
+         "x86_64:skylake-avx512",
+         "amd-zen4"},
+        {"GenuineIntel",
+         "pthread-skylake-avx512-Intel(R) Xeon(R) Processor",
+         "pthread-x86_64-pc-linux-gnu-skylake-avx512",
+         {"GenuineIntel", 0x6, 0xcf, 1},
+         "x86_64:skylake-avx512",
+         "x86-64-avx512"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct kiln_device_desc d = pocl(cases[i].vendor, cases[i].name, cases[i].hstr);
+        kiln_device_derive_arch(&d);
+        kiln_device_refine_host_arch(&d, &cases[i].cpu);
+        char reason[256];
+        const struct kiln_profile *p = kiln_profile_match(embedded, &d, reason, sizeof reason);
+        assert_non_null(p);
+        if (strcmp(d.arch, cases[i].arch) != 0 || strcmp(kiln_profile_name(p), cases[i].profile) != 0)
+            print_error("case %zu: %s on a %s family %#x host: arch '%s', profile %s; expected '%s', %s\n", i,
+                        cases[i].name, cases[i].cpu.vendor, cases[i].cpu.family, d.arch, kiln_profile_name(p),
+                        cases[i].arch, cases[i].profile);
+        assert_string_equal(d.arch, cases[i].arch);
+        assert_string_equal(kiln_profile_name(p), cases[i].profile);
+    }
+    /* This host: CPUID reads on x86 and gives a vendor. */
+    struct kiln_host_cpu cpu;
+#if defined(__x86_64__) || defined(__i386__)
+    assert_int_equal(kiln_host_cpu_read(&cpu), 1);
+    assert_true(strlen(cpu.vendor) == 12 && cpu.family > 0);
+    printf("# host CPU: %s family %#x model %#x, AVX-512F %s\n", cpu.vendor, cpu.family, cpu.model,
+           cpu.avx512f ? "yes" : "no");
+#else
+    assert_int_equal(kiln_host_cpu_read(&cpu), 0);
+#endif
+}
+
 static void test_pocl_xeon_avx512(void **state)
 {
     (void)state;
@@ -791,6 +880,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_intel_iris_xe_gen12));
     kt_add(&tests, cmocka_unit_test(test_intel_uhd630_gen9));
     kt_add(&tests, cmocka_unit_test(test_pocl_epyc_zen4));
+    kt_add(&tests, cmocka_unit_test(test_pocl_host_cpuid));
     kt_add(&tests, cmocka_unit_test(test_pocl_xeon_avx512));
     kt_add(&tests, cmocka_unit_test(test_pocl_haswell_avx2));
     kt_add(&tests, cmocka_unit_test(test_pocl_neoverse_arm));

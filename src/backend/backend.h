@@ -154,4 +154,21 @@ size_t kiln_backend_device_index(const struct kiln_backend *backend, size_t inde
    "x86_64:skylake-avx512", ...); "" when nothing is recognised. */
 void kiln_device_derive_arch(struct kiln_device_desc *desc);
 
+/* The host's x86 CPU as CPUID reports it. */
+struct kiln_host_cpu {
+    char vendor[13]; /* "AuthenticAMD", "GenuineIntel", ... */
+    unsigned family, model;
+    int avx512f;
+};
+
+/* Fill `cpu` from CPUID; 0 (and zeros) where the host is not x86. */
+int kiln_host_cpu_read(struct kiln_host_cpu *cpu);
+
+/* Where desc is a host CPU device (POCL's, its vendor the host's) whose
+   driver's LLVM predates the host's CPU and names an older one, the arch
+   the host's CPUID shows: AMD family 19h with AVX-512 "x86_64:znver4",
+   family 1Ah "x86_64:znver5" (POCL 3.1's LLVM 15 calls both
+   skylake-avx512). Otherwise desc->arch is left as derived. */
+void kiln_device_refine_host_arch(struct kiln_device_desc *desc, const struct kiln_host_cpu *cpu);
+
 #endif /* KILN_BACKEND_H */

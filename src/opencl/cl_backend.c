@@ -176,6 +176,9 @@ static void describe_device(cl_platform_id platform, cl_device_id dev, struct ki
         free(ext);
     }
     kiln_device_derive_arch(d);
+    struct kiln_host_cpu cpu;
+    if (d->type == KILN_DEVICE_CPU && kiln_host_cpu_read(&cpu))
+        kiln_device_refine_host_arch(d, &cpu);
 }
 
 static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capacity, size_t *count)

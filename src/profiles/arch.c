@@ -1,9 +1,14 @@
 /* kiln_device_derive_arch(): the architecture name profiles match on, from
    what the driver reports: a compute capability, a gfx target name, POCL's
-   host triple and LLVM CPU, or failing those a guess from the marketing name. */
+   host triple and LLVM CPU, or failing those a guess from the marketing name.
+   kiln_device_refine_host_arch(): for the host's own CPU device, what CPUID
+   says where the driver's LLVM is older than the CPU. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "backend/backend.h"
 
@@ -128,6 +133,55 @@ static int derive_pocl(struct kiln_device_desc *d)
     int arch_len = (int)strcspn(dash + 1, "-");
     snprintf(d->arch, sizeof d->arch, "%.*s:%s", arch_len, dash + 1, cpu);
     return 1;
+}
+
+int kiln_host_cpu_read(struct kiln_host_cpu *cpu)
+{
+    memset(cpu, 0, sizeof *cpu);
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return 0;
+    const unsigned top = a;
+    memcpy(cpu->vendor, &b, 4);
+    memcpy(cpu->vendor + 4, &d, 4);
+    memcpy(cpu->vendor + 8, &c, 4);
+    if (top < 1 || !__get_cpuid(1, &a, &b, &c, &d))
+        return 1;
+    /* The extended family adds to family 0Fh; the extended model extends
+       families 06h and 0Fh and above. */
+    const unsigned base = (a >> 8) & 0xf;
+    cpu->family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
+    cpu->model = (a >> 4) & 0xf;
+    if (base == 0x6 || base == 0xf)
+        cpu->model |= ((a >> 16) & 0xf) << 4;
+    if (top >= 7 && __get_cpuid_count(7, 0, &a, &b, &c, &d))
+        cpu->avx512f = (b >> 16) & 1;
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+void kiln_device_refine_host_arch(struct kiln_device_desc *d, const struct kiln_host_cpu *cpu)
+{
+    static const char prefix[] = "x86_64:";
+    /* The host's CPU device: POCL's (not its remote devices), of the host's
+       vendor, its arch from its LLVM CPU. */
+    if (!d || !cpu || d->type != KILN_DEVICE_CPU || strncmp(d->arch, prefix, sizeof prefix - 1) != 0 ||
+        strcmp(d->vendor, cpu->vendor) != 0 || !strstr(d->device_version, "HSTR: ") ||
+        strstr(d->device_version, "HSTR: remote"))
+        return;
+    const char *llvm = d->arch + sizeof prefix - 1;
+    if (strcmp(cpu->vendor, "AuthenticAMD") != 0 || strncmp(llvm, "znver", 5) == 0)
+        return;
+    const char *arch = NULL;
+    if (cpu->family == 0x19 && cpu->avx512f)
+        arch = "znver4"; /* Zen 3, also family 19h, has no AVX-512 */
+    else if (cpu->family == 0x1a)
+        arch = "znver5";
+    if (arch)
+        snprintf(d->arch, sizeof d->arch, "%s%s", prefix, arch);
 }
 
 void kiln_device_derive_arch(struct kiln_device_desc *d)
