@@ -852,11 +852,12 @@ static struct sass_report compile_and_read(const struct kiln_cuda_api *api, cons
     /* cuobjdump from CUDA 13.1 on disassembles through nvdisasm, which it
        looks for beside itself and on the PATH; without it, say so (once)
        and compile only, as without cuobjdump. */
-    if (!strstr(r.sass, "Function :") && strstr(r.sass, "fatal")) {
+    const char *fatal = strstr(r.sass, "fatal");
+    if (fatal && !strstr(r.sass, "Function :")) {
         static int said;
         if (!said++)
             printf("# cuobjdump cannot disassemble (pip install nvidia-cuda-nvdisasm): compiling only: %.*s\n",
-                   (int)strcspn(strstr(r.sass, "fatal"), "\n"), strstr(r.sass, "fatal"));
+                   (int)strcspn(fatal, "\n"), fatal);
         free(r.sass);
         r.sass = NULL;
     }

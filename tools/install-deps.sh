@@ -10,27 +10,24 @@ packages=(
     python3 python3-matplotlib
 )
 
-# cuobjdump, which tests/test_cuda.c reads the CUDA kernels' SASS with, from
-# PyPI (Debian's toolkit lacks it). Best effort: without it (or without pip)
-# the test compiles the kernels and skips the SASS checks, saying so.
-if ! command -v cuobjdump >/dev/null 2>&1 &&
-    ! python3 -c "import glob, os, nvidia, sys; sys.exit(not glob.glob(os.path.join(list(nvidia.__path__)[0], 'cu*', 'bin', 'cuobjdump')))" 2>/dev/null &&
-    python3 -m pip --version >/dev/null 2>&1; then
-    echo "install-deps: installing cuobjdump from PyPI (nvidia-cuda-cuobjdump)"
-    python3 -m pip install --quiet --user nvidia-cuda-cuobjdump 2>/dev/null ||
-        python3 -m pip install --quiet nvidia-cuda-cuobjdump ||
-        echo "install-deps: could not install nvidia-cuda-cuobjdump; the SASS checks will be skipped" >&2
-fi
-# cuobjdump from CUDA 13.1 on disassembles through nvdisasm, found beside it
-# or on the PATH: the same package family has it.
-if ! command -v nvdisasm >/dev/null 2>&1 &&
-    ! python3 -c "import glob, os, nvidia, sys; sys.exit(not glob.glob(os.path.join(list(nvidia.__path__)[0], 'cu*', 'bin', 'nvdisasm')))" 2>/dev/null &&
-    python3 -m pip --version >/dev/null 2>&1; then
-    echo "install-deps: installing nvdisasm from PyPI (nvidia-cuda-nvdisasm)"
-    python3 -m pip install --quiet --user nvidia-cuda-nvdisasm 2>/dev/null ||
-        python3 -m pip install --quiet nvidia-cuda-nvdisasm ||
-        echo "install-deps: could not install nvidia-cuda-nvdisasm; the SASS checks will be skipped" >&2
-fi
+# cuobjdump, which tests/test_cuda.c reads the CUDA kernels' SASS with, and
+# nvdisasm, which cuobjdump from CUDA 13.1 on disassembles through (found
+# beside it or on the PATH), from PyPI (Debian's toolkit lacks them). Best
+# effort: without them (or without pip) the test compiles the kernels and
+# skips the SASS checks, saying so.
+pypi_tool() { # TOOL: installs nvidia-cuda-TOOL unless TOOL is on the PATH or in PyPI's nvidia tree
+    local tool=$1 package=nvidia-cuda-$1
+    if ! command -v "$tool" >/dev/null 2>&1 &&
+        ! python3 -c "import glob, os, nvidia, sys; sys.exit(not glob.glob(os.path.join(list(nvidia.__path__)[0], 'cu*', 'bin', '$tool')))" 2>/dev/null &&
+        python3 -m pip --version >/dev/null 2>&1; then
+        echo "install-deps: installing $tool from PyPI ($package)"
+        python3 -m pip install --quiet --user "$package" 2>/dev/null ||
+            python3 -m pip install --quiet "$package" ||
+            echo "install-deps: could not install $package; the SASS checks will be skipped" >&2
+    fi
+}
+pypi_tool cuobjdump
+pypi_tool nvdisasm
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
     echo "install-deps: not a Debian-based system; install the equivalents of these yourself:" >&2
