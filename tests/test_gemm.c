@@ -635,6 +635,8 @@ static void test_in_place_choice(void **state)
     const size_t cache = (size_t)1 << 20, span = 512 * 49 * sizeof(float);
 #endif
     const long edge = (long)((span + cache / 100 - 1) / (cache / 100)); /* the least percentage that holds B */
+    /* kiln-tune's ladder for the field counts B's span as the plan does. */
+    assert_int_equal(kiln_gemm_cpu_in_place_l2(kt_ctx, span), edge);
     const long pcts[] = {0, edge - 1, edge, 1000};
     for (size_t i = 0; i < sizeof pcts / sizeof *pcts; i++) {
         if (pcts[i] < 0 || pcts[i] > 1000)

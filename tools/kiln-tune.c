@@ -23,7 +23,8 @@ static const char usage[] =
     "--budget SECONDS  wall-clock time of the whole run (default 600)\n"
     "--ops LIST        operations to tune, comma-separated: gemm, conv, attention (default all)\n"
     "--groups LIST     kernel groups to search, comma-separated (gemm.wgmma, gemm.tiled, ...;\n"
-    "                  select for the thresholds): only the shapes that take one are run\n"
+    "                  select for the thresholds, gemm.cpu.in_place_l2 among them): only the\n"
+    "                  shapes that take one are run\n"
     "                  (default: every group the shapes take, and the thresholds)\n"
     "--device SEL      the device, as KILN_DEVICE selects it (default: KILN_DEVICE, else the default)\n"
     "--out DIR         where the profile and the journal go (default: the user's profile\n"
@@ -85,9 +86,9 @@ static void print_table(const struct kiln_tune_result *r)
     for (size_t i = 0; i < r->threshold_count; i++) {
         const struct kiln_tune_threshold *t = &r->thresholds[i];
         if (t->measured)
-            printf("select.%s: %ld -> %ld (ms small/large side: %s)\n", t->field, t->before, t->after, t->evidence);
+            printf("%s: %ld -> %ld (ms small/large side: %s)\n", t->field, t->before, t->after, t->evidence);
         else
-            printf("select.%s: %ld, not measured (out of budget)\n", t->field, t->before);
+            printf("%s: %ld, not measured (out of budget)\n", t->field, t->before);
     }
     printf("trials %zu (%zu from the journal), refused before compile %zu, rejected %zu, timed %zu, classes %zu; "
            "%.0f s\n",
@@ -120,8 +121,8 @@ static void print_json(const struct kiln_tune_result *r)
     printf("], \"thresholds\": [");
     for (size_t i = 0; i < r->threshold_count; i++) {
         const struct kiln_tune_threshold *t = &r->thresholds[i];
-        printf("%s{\"field\": \"select.%s\", \"before\": %ld, \"after\": %ld, \"measured\": %s}", i ? ", " : "",
-               t->field, t->before, t->after, t->measured ? "true" : "false");
+        printf("%s{\"field\": \"%s\", \"before\": %ld, \"after\": %ld, \"measured\": %s}", i ? ", " : "", t->field,
+               t->before, t->after, t->measured ? "true" : "false");
     }
     printf("]}\n");
 }

@@ -144,4 +144,10 @@ struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu,
 struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, size_t k,
                                           struct kiln_options *o);
 
+/* The smallest gemm.cpu.in_place_l2 at which the flipped product of the CPU
+   family reads a B of `bytes` (k * ldb floats) in place on ctx's device: B's
+   span in percent of the core's second-level cache as the plan counts it
+   (kiln-tune's ladder for the field is measured in these). */
+long kiln_gemm_cpu_in_place_l2(const kiln_context *ctx, size_t bytes);
+
 #endif /* KILN_OPS_GEMM_H */

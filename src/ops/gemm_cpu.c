@@ -61,6 +61,12 @@ static size_t in_place_span(const kiln_context *ctx, const struct kiln_param_gem
     return l2_bytes(ctx) / 100 * (size_t)cpu->in_place_l2;
 }
 
+long kiln_gemm_cpu_in_place_l2(const kiln_context *ctx, size_t bytes)
+{
+    const size_t percent = l2_bytes(ctx) / 100;
+    return percent ? (long)kiln_div_up(bytes, percent) : 1;
+}
+
 static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 {
     const struct kiln_gemm_problem *p = &plan->p;

@@ -78,6 +78,7 @@ const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *co
         {CPU | GPU, kiln_tune_conv_shape("conv mobilenet_v1 conv6/pw", 1024, 7, 1024, 1, 1, 1)},
         {CPU | GPU, kiln_tune_conv_shape("conv resnet50 res3b_branch2b", 128, 28, 128, 3, 1, 1)},
         {CPU, kiln_tune_conv_shape("conv resnet50 res4a_branch2b", 256, 28, 256, 3, 2, 1)},
+        {CPU, kiln_tune_conv_shape("conv resnet50 res4b_branch2a", 1024, 14, 256, 1, 1, 1)},
         {GPU, kiln_tune_conv_shape("conv resnet50 res5a_branch2b", 512, 14, 512, 3, 2, 1)},
         {CPU, attention_shape("attention prefill h4 n512 d64", 4, 4, 512, 512, 64)},
         {CPU, attention_shape("attention prefill h4 n512 d128", 4, 4, 512, 512, 128)},

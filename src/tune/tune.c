@@ -884,9 +884,13 @@ static kiln_status tune_group(struct search *s, int g, const struct kiln_profile
    another (large). A maximum threshold (the small side up to it) becomes
    the last size from the bottom up to which the small side wins; a
    minimum (the large side from it on) the first size from which the large
-   side wins up to the top. */
+   side wins up to the top. The sides are the rungs' algorithms, or, for a
+   threshold that chooses between two ways of one kernel (group is a kernel
+   group, and the field one of its host fields), the overlays `sides`. */
 struct ladder {
     const char *field;
+    enum kiln_group_id group; /* KILN_GROUP_select, or the kernel group the field belongs to */
+    const char *sides[2];     /* overlays forcing the small and the large side, or NULL */
     int is_max;
     long never; /* the value that takes the large side everywhere (max) or never (min) */
     const char *metric_name;
@@ -896,7 +900,8 @@ struct ladder {
     char names[2][PROBES_MAX][48];
 };
 
-static size_t ladders(const struct kiln_tune_options *o, const struct kiln_params *p, struct ladder *out)
+static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx, const struct kiln_params *p,
+                      struct ladder *out)
 {
     size_t n = 0;
     const int route = p->select.gemm_route;
@@ -904,7 +909,8 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
     if ((o->ops & (1u << KILN_TUNE_GEMM)) && route != KILN_ROUTE_CLBLAST) {
         static const size_t rows[] = {1, 2, 4, 8, 16, 32, 64};
         struct ladder *l = &out[n++];
-        *l = (struct ladder){.field = "gemm_smallm_max", .is_max = 1, .never = 0, .metric_name = "m"};
+        *l = (struct ladder){
+            .field = "gemm_smallm_max", .group = KILN_GROUP_select, .is_max = 1, .never = 0, .metric_name = "m"};
         for (size_t i = 0; i < sizeof rows / sizeof *rows; i++, l->count++) {
             snprintf(l->names[0][i], 48, "smallm m=%zu", rows[i]);
             snprintf(l->names[1][i], 48, "route m=%zu", rows[i]);
@@ -916,7 +922,8 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
         }
         static const size_t sides[] = {16, 32, 48, 64, 96, 128, 192};
         l = &out[n++];
-        *l = (struct ladder){.field = "gemm_direct_max", .is_max = 1, .never = 0, .metric_name = "mnk"};
+        *l = (struct ladder){
+            .field = "gemm_direct_max", .group = KILN_GROUP_select, .is_max = 1, .never = 0, .metric_name = "mnk"};
         for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
             size_t e = sides[i];
             snprintf(l->names[0][i], 48, "direct %zu^3", e);
@@ -931,7 +938,11 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
     if (o->ops & (1u << KILN_TUNE_CONV)) {
         static const size_t channels[] = {16, 32, 64, 128, 256};
         struct ladder *l = &out[n++];
-        *l = (struct ladder){.field = "conv_wino_min_channels", .is_max = 0, .never = 1L << 30, .metric_name = "c"};
+        *l = (struct ladder){.field = "conv_wino_min_channels",
+                             .group = KILN_GROUP_select,
+                             .is_max = 0,
+                             .never = 1L << 30,
+                             .metric_name = "c"};
         for (size_t i = 0; i < sizeof channels / sizeof *channels; i++, l->count++) {
             size_t c = channels[i];
             snprintf(l->names[0][i], 48, "implicit-gemm 3x3 c=k=%zu 28^2", c);
@@ -944,8 +955,11 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
         }
         static const size_t sides[] = {7, 10, 14, 20, 28, 40, 56};
         l = &out[n++];
-        *l = (struct ladder){
-            .field = "conv_1x1_igemm_min_pixels", .is_max = 0, .never = 1L << 30, .metric_name = "pixels"};
+        *l = (struct ladder){.group = KILN_GROUP_select,
+                             .field = "conv_1x1_igemm_min_pixels",
+                             .is_max = 0,
+                             .never = 1L << 30,
+                             .metric_name = "pixels"};
         for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
             size_t e = sides[i];
             snprintf(l->names[0][i], 48, "gemm-1x1 c=k=256 %zu^2", e);
@@ -955,6 +969,31 @@ static size_t ladders(const struct kiln_tune_options *o, const struct kiln_param
             l->small[i].conv.algo = KILN_CONV_GEMM_1X1;
             l->large[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
             l->metric[i] = (long)(e * e);
+        }
+        /* The CPU family's flipped product reads B in place or packs it
+           first (gemm.cpu.in_place_l2): 1x1 convolutions at 14x14 (ResNet-50's
+           res4 and MobileNet's conv5 layers) over more and more channels, B
+           spanning 200 KB to 1.6 MB, measured in the percent of L2 the
+           field counts in. */
+        if (family == KILN_GEMM_CPU && ctx->vector_kernels) {
+            static const size_t depth[] = {256, 512, 768, 1024, 1536, 2048};
+            l = &out[n++];
+            *l = (struct ladder){.field = "in_place_l2",
+                                 .group = KILN_GROUP_gemm_cpu,
+                                 .sides = {"{\"kernels\":{\"gemm.cpu\":{\"in_place_l2\":1000}}}",
+                                           "{\"kernels\":{\"gemm.cpu\":{\"in_place_l2\":0}}}"},
+                                 .is_max = 1,
+                                 .never = 0,
+                                 .metric_name = "l2%"};
+            for (size_t i = 0; i < sizeof depth / sizeof *depth; i++, l->count++) {
+                const size_t c = depth[i];
+                snprintf(l->names[0][i], 48, "gemm-1x1 c=%zu k=256 14^2, B in place", c);
+                snprintf(l->names[1][i], 48, "gemm-1x1 c=%zu k=256 14^2, B packed", c);
+                l->small[i] = kiln_tune_conv_shape(l->names[0][i], c, 14, 256, 1, 1, 1);
+                l->large[i] = kiln_tune_conv_shape(l->names[1][i], c, 14, 256, 1, 1, 1);
+                l->small[i].conv.algo = l->large[i].conv.algo = KILN_CONV_GEMM_1X1;
+                l->metric[i] = kiln_gemm_cpu_in_place_l2(ctx, c * 14 * 14 * sizeof(float));
+            }
         }
     }
     return n;
@@ -1015,20 +1054,21 @@ long kiln_tune_place(int is_max, const long *metric, const double *small, const 
     return best < n ? metric[best] : never;
 }
 
-/* Walk the ladder and place the threshold. */
-static kiln_status place(struct search *s, kiln_context *ctx, const struct ladder *l, const char *placed, long current,
-                         struct kiln_tune_threshold *th)
+/* Walk the ladder and place the threshold: its small side timed on
+   ctx[0], its large side on ctx[1]. */
+static kiln_status place(struct search *s, kiln_context *const ctx[2], const struct ladder *l, const char *placed,
+                         long current, struct kiln_tune_threshold *th)
 {
-    snprintf(th->field, sizeof th->field, "%s", l->field);
+    snprintf(th->field, sizeof th->field, "%s.%s", kiln_param_groups[l->group].name, l->field);
     th->before = th->after = current;
     double small[PROBES_MAX], large[PROBES_MAX];
     size_t used = 0;
     for (size_t i = 0; i < l->count; i++, used++) {
         if (now_s() >= s->deadline)
             return KILN_SUCCESS; /* out of budget: the profile's value stays, not measured */
-        kiln_status st = probe(s, ctx, &l->small[i], placed, PROBE_REPS, &small[i]);
+        kiln_status st = probe(s, ctx[0], &l->small[i], placed, PROBE_REPS, &small[i]);
         if (st == KILN_SUCCESS)
-            st = probe(s, ctx, &l->large[i], placed, PROBE_REPS, &large[i]);
+            st = probe(s, ctx[1], &l->large[i], placed, PROBE_REPS, &large[i]);
         if (st != KILN_SUCCESS)
             return st;
         size_t len = strlen(th->evidence);
@@ -1047,9 +1087,9 @@ static kiln_status place(struct search *s, kiln_context *ctx, const struct ladde
         if (was_small == now_small)
             continue;
         double again_small = INFINITY, again_large = INFINITY;
-        kiln_status st = probe(s, ctx, &l->large[i], placed, CONFIRM_REPS, &again_large);
+        kiln_status st = probe(s, ctx[1], &l->large[i], placed, CONFIRM_REPS, &again_large);
         if (st == KILN_SUCCESS)
-            st = probe(s, ctx, &l->small[i], placed, CONFIRM_REPS, &again_small);
+            st = probe(s, ctx[0], &l->small[i], placed, CONFIRM_REPS, &again_small);
         if (st != KILN_SUCCESS)
             return st;
         small[i] = fmin(small[i], again_small), large[i] = fmin(large[i], again_large);
@@ -1059,49 +1099,78 @@ static kiln_status place(struct search *s, kiln_context *ctx, const struct ladde
     }
     th->after = kiln_tune_place(l->is_max, l->metric, small, large, used, current, l->never, s->o->min_gain);
     if (s->o->log)
-        fprintf(s->o->log, "select.%s: %ld -> %ld (ms small/large side: %s)\n", l->field, th->before, th->after,
+        fprintf(s->o->log, "%s: %ld -> %ld (ms small/large side: %s)\n", th->field, th->before, th->after,
                 th->evidence);
     return KILN_SUCCESS;
 }
 
-/* The thresholds, timed with the kernels of `overlay`; the select overlay
-   of those that changed goes to *changed (NULL: none). */
-static kiln_status tune_thresholds(struct search *s, const struct kiln_profile *profile, const char *overlay,
-                                   char **changed)
+/* The thresholds, timed with the kernels of `overlay`; the overlay of
+   those that changed (select's fields, and gemm.cpu.in_place_l2 under
+   kernels) goes to *changed (NULL: none). */
+static kiln_status tune_thresholds(struct search *s, const kiln_context *ctx, const char *overlay, char **changed)
 {
     *changed = NULL;
     struct ladder *ls = calloc(KILN_TUNE_THRESHOLDS_MAX, sizeof *ls);
     if (!ls)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: ladders");
-    const struct kiln_params *p = kiln_profile_params(profile);
-    const size_t n = ladders(s->o, p, ls);
+    const size_t n = ladders(s->o, ctx, kiln_profile_params(ctx->profile), ls);
     cJSON *root = cJSON_CreateObject(), *select = cJSON_AddObjectToObject(root, "select");
     kiln_status st = root && select ? KILN_SUCCESS : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
+    int moved = 0;
     for (size_t i = 0; st == KILN_SUCCESS && i < n; i++) {
         /* Each ladder with the kernels just tuned and the thresholds placed
            before it: Winograd's products, for one, take the GEMM family
-           that gemm_direct_max picks. */
+           that gemm_direct_max picks. A ladder with sides of its own times
+           each on a context of its own, the side's overlay on top. */
         char *placed = cJSON_PrintUnformatted(root);
-        char *parts[2] = {(char *)overlay, placed};
-        char *both = placed ? merge_overlays(parts, 2) : NULL;
-        kiln_context_options opts;
-        kiln_context_options_init(&opts);
-        opts.device = s->o->device;
-        opts.profile_overlay = both;
-        kiln_context *ctx = NULL;
-        st = both ? kiln_context_create(&opts, &ctx) : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
-        const int f = kiln_param_field_find(KILN_GROUP_select, ls[i].field);
-        const long current = (long)kiln_param_get(KILN_GROUP_select, f, &p->select);
+        char *texts[3] = {NULL, NULL, NULL};
+        kiln_context *ctxs[3] = {NULL, NULL, NULL}; /* the thresholds' context, then each side's */
+        for (int c = 0; c < 3 && st == KILN_SUCCESS; c++) {
+            if (c > 0 && !ls[i].sides[c - 1]) {
+                ctxs[c] = ctxs[0];
+                continue;
+            }
+            char *parts[3] = {(char *)overlay, placed, c > 0 ? (char *)ls[i].sides[c - 1] : NULL};
+            texts[c] = placed ? merge_overlays(parts, c > 0 ? 3 : 2) : NULL;
+            kiln_context_options opts;
+            kiln_context_options_init(&opts);
+            opts.device = s->o->device;
+            opts.profile_overlay = texts[c];
+            st = texts[c] ? kiln_context_create(&opts, &ctxs[c])
+                          : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
+        }
+        const struct kiln_param_group *grp = &kiln_param_groups[ls[i].group];
+        const int f = kiln_param_field_find((int)ls[i].group, ls[i].field);
         struct kiln_tune_threshold *th = &s->r->thresholds[s->r->threshold_count++];
-        if (st == KILN_SUCCESS)
-            st = place(s, ctx, &ls[i], placed, current, th);
-        if (st == KILN_SUCCESS && th->after != th->before)
-            cJSON_AddNumberToObject(select, ls[i].field, (double)th->after);
-        kiln_context_destroy(ctx);
-        free(both);
+        if (st == KILN_SUCCESS) {
+            /* The value in force with the kernels just tuned. */
+            const char *values = (const char *)kiln_profile_params(ctxs[0]->profile) + grp->offset;
+            st = place(s, ctxs + 1, &ls[i], placed, (long)kiln_param_get((int)ls[i].group, f, values), th);
+        }
+        if (st == KILN_SUCCESS && th->after != th->before) {
+            cJSON *into = select;
+            if (ls[i].group != KILN_GROUP_select) {
+                cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+                if (!kernels)
+                    kernels = cJSON_AddObjectToObject(root, "kernels");
+                into = kernels ? cJSON_GetObjectItemCaseSensitive(kernels, grp->name) : NULL;
+                if (kernels && !into)
+                    into = cJSON_AddObjectToObject(kernels, grp->name);
+            }
+            if (!into || !cJSON_AddNumberToObject(into, ls[i].field, (double)th->after))
+                st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
+            moved = 1;
+        }
+        for (int c = 2; c >= 0; c--)
+            if (c == 0 || ctxs[c] != ctxs[0])
+                kiln_context_destroy(ctxs[c]);
+        for (int c = 0; c < 3; c++)
+            free(texts[c]);
         free(placed);
     }
-    if (st == KILN_SUCCESS && cJSON_GetArraySize(select) > 0 && !(*changed = cJSON_PrintUnformatted(root)))
+    if (select && !select->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "select");
+    if (st == KILN_SUCCESS && moved && !(*changed = cJSON_PrintUnformatted(root)))
         st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: thresholds");
     cJSON_Delete(root);
     free(ls);
@@ -1439,7 +1508,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     if (st == KILN_SUCCESS && thresholds) {
         char *select = NULL;
         s.deadline = s.start + THRESHOLDS_END * o->budget_s;
-        st = tune_thresholds(&s, ctx->profile, kernels, &select);
+        st = tune_thresholds(&s, ctx, kernels, &select);
         if (select) {
             parts[part_count++] = select, changed |= 1u << KILN_GROUP_select;
             free(kernels);

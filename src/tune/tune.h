@@ -42,6 +42,9 @@
  * both algorithms on a ladder of sizes, with the kernels just tuned: each
  * becomes the last size of the ladder at which the small-problem side still
  * wins (or, for a minimum, the first from which the large side wins on).
+ * So is one between two ways of a kernel, gemm.cpu.in_place_l2: the CPU
+ * family's flipped product reading B in place against packing it first, on
+ * 1x1 convolutions whose B spans more and more of the L2.
  *
  * At the end every shape is timed with the plans AUTO makes before and
  * after (the before/after table), the device's peaks are measured, and the
@@ -64,7 +67,7 @@
 
 #define KILN_TUNE_JOURNAL "kiln-tune-journal.jsonl"
 #define KILN_TUNE_SHAPES_MAX 32
-#define KILN_TUNE_THRESHOLDS_MAX 4
+#define KILN_TUNE_THRESHOLDS_MAX 5
 
 /* The gain past which a part of a group's shapes gets parameters of its
    own: a class costs a second set of kernels to compile. */
@@ -185,7 +188,7 @@ struct kiln_tune_shape_result {
 };
 
 struct kiln_tune_threshold {
-    char field[40];     /* "gemm_smallm_max" */
+    char field[40];     /* "select.gemm_smallm_max", "gemm.cpu.in_place_l2" */
     long before, after; /* the profile's value, the measured one */
     int measured;       /* 0: not searched (budget, route or ops) */
     char evidence[400]; /* the ladder: "m=1 0.012/0.020 ms, ..." (small-side/large-side ms) */
