@@ -56,6 +56,11 @@ int bench_open_context(const char *command, kiln_context **ctx, kiln_device_info
    "remembered" or why there is none (then 0 is returned). */
 double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, char *source, size_t size);
 
+/* Remember gbps as the device's bandwidth (what `kiln-bench peak` measured),
+   in place of any figure remembered before. 1 if written, 0 without a disk
+   cache or on a write error. */
+int bench_remember_gbps(kiln_context *ctx, const kiln_device_info *device, double gbps);
+
 /* ---- Operands (bench_common.c) ---- */
 
 /* The next number of a splitmix64 sequence. */

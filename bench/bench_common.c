@@ -157,18 +157,24 @@ double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, char
         return 0.0;
     }
     snprintf(source, size, "measured");
-    if (remembered) {
-        char tmp[720];
-        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-        FILE *f = fopen(tmp, "w");
-        if (f) {
-            const int written = fprintf(f, "gbps %.3f\n", p.gbps) > 0;
-            if (fclose(f) == 0 && written)
-                rename(tmp, path); /* whole or not at all */
-            remove(tmp);
-        }
-    }
+    bench_remember_gbps(ctx, device, p.gbps);
     return p.gbps;
+}
+
+int bench_remember_gbps(kiln_context *ctx, const kiln_device_info *device, double gbps)
+{
+    char path[700], tmp[720];
+    if (!(gbps > 0.0 && gbps < 1e6) || !bandwidth_path(ctx, device, path, sizeof path))
+        return 0;
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int done = 0;
+    if (f) {
+        const int written = fprintf(f, "gbps %.3f\n", gbps) > 0;
+        done = fclose(f) == 0 && written && rename(tmp, path) == 0; /* whole or not at all */
+        remove(tmp);
+    }
+    return done;
 }
 
 /* ---- operands ---- */

@@ -12,7 +12,8 @@ int bench_peak(int argc, char **argv)
     static const char usage[] =
         "usage: kiln-bench peak [--json]\n"
         "fp32 multiply-adds (GFLOP/s) and a copy (GB/s, bytes read plus written) on the device, each the median\n"
-        "of several launches of at least about 20 ms, beside the figures of the device's profile.\n";
+        "of several launches of at least about 20 ms, beside the figures of the device's profile. The copy's\n"
+        "figure replaces the one kiln-bench attention remembers for the device (its bandwidth_fraction).\n";
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
@@ -31,6 +32,7 @@ int bench_peak(int argc, char **argv)
         return 1;
     struct kiln_peaks p;
     kiln_status st = kiln_measure_peaks(ctx, &p);
+    const int remembered = st == KILN_SUCCESS && bench_remember_gbps(ctx, &device, p.gbps);
     kiln_context_destroy(ctx);
     if (st != KILN_SUCCESS) {
         fprintf(stderr, "kiln-bench peak: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
@@ -38,8 +40,9 @@ int bench_peak(int argc, char **argv)
     }
     if (json) {
         printf("{\"op\":\"peak\",\"device\":\"%s\",\"profile\":\"%s\",\"gflops\":%.1f,\"gbps\":%.1f,"
-               "\"profile_gflops\":%.1f,\"profile_gbps\":%.1f,\"peak_source\":\"%s\"}\n",
-               device.name, device.profile, p.gflops, p.gbps, device.peak_gflops, device.peak_gbps, device.peak_source);
+               "\"profile_gflops\":%.1f,\"profile_gbps\":%.1f,\"peak_source\":\"%s\",\"gbps_remembered\":%s}\n",
+               device.name, device.profile, p.gflops, p.gbps, device.peak_gflops, device.peak_gbps, device.peak_source,
+               remembered ? "true" : "false");
         return 0;
     }
     printf("peaks of %s (profile %s)\n", device.name, device.profile);
@@ -51,5 +54,7 @@ int bench_peak(int argc, char **argv)
     printf("multiply-add launch (float%d chains) %.2f ms; copy of %zu MiB %.2f ms; the profile's figures: %s\n",
            p.fma_lanes, p.fma_ms, p.copy_bytes >> 20, p.copy_ms,
            strcmp(device.peak_source, "measured") == 0 ? "measured by kiln-tune" : "the family's");
+    if (remembered)
+        printf("the copy's %.1f GB/s is remembered for kiln-bench attention's bandwidth_fraction\n", p.gbps);
     return 0;
 }

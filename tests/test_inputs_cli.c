@@ -4,6 +4,7 @@
    error, 1 for a failure. Each case runs the program with a time limit. */
 #include "test_util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -336,6 +337,48 @@ static void test_bench_with_unusable_cache_measures_every_row_with_one_warning(v
     assert_int_equal(run(&c), 1);
 }
 
+/* The device's remembered bandwidth file in dir (bandwidth-<device>.txt),
+   its figure in *gbps; 0 if there is none. */
+static int remembered_gbps(const char *dir, char *path, size_t size, double *gbps)
+{
+    DIR *d = opendir(dir);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;)
+        if (strncmp(e->d_name, "bandwidth-", 10) == 0 && !strstr(e->d_name, ".tmp")) {
+            snprintf(path, size, "%s/%s", dir, e->d_name);
+            found = 1;
+        }
+    if (d)
+        closedir(d);
+    size_t n;
+    char *text = found ? (char *)kt_read_bytes(path, &n) : NULL;
+    found = text && sscanf(text, "gbps %lf", gbps) == 1;
+    free(text);
+    return found;
+}
+
+/* kiln-bench peak replaces the bandwidth kiln-bench attention remembers for
+   the device (its bandwidth_fraction) with the copy it measured: a stale
+   figure is not kept. */
+static void test_bench_peak_remembers_the_copy(void **state)
+{
+    (void)state;
+    static char cache[4300], env[4400];
+    snprintf(cache, sizeof cache, "%s/peak-cache", tmp);
+    snprintf(env, sizeof env, "KILN_CACHE_DIR=%s", cache);
+    const struct cli_case c = {"bench peak", BENCH, {"peak"}, {env, NULL}, 0, "is remembered for kiln-bench attention"};
+    for (int round = 0; round < 2; round++) {
+        run(&c);
+        char path[4600], stale[64];
+        double gbps = 0.0;
+        assert_true(remembered_gbps(cache, path, sizeof path, &gbps));
+        printf("# round %d: %s holds %.3f GB/s\n", round, path, gbps);
+        assert_true(gbps > 0.0 && gbps != 0.125);
+        snprintf(stale, sizeof stale, "gbps 0.125\n");
+        kt_write_file(path, stale);
+    }
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -344,6 +387,8 @@ int main(void)
                                                  (void *)&cases[i]});
     kt_add_test_(&tests, (struct CMUnitTest){"bench with an unusable cache directory",
                                              test_bench_with_unusable_cache_measures_every_row_with_one_warning,
+                                             kt_watchdog_arm, kt_watchdog_disarm, NULL});
+    kt_add_test_(&tests, (struct CMUnitTest){"bench peak remembers the copy", test_bench_peak_remembers_the_copy,
                                              kt_watchdog_arm, kt_watchdog_disarm, NULL});
     return kt_run_with("inputs_cli", &tests, make_tmp, remove_tmp);
 }
