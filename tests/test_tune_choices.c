@@ -1,13 +1,16 @@
 /* The tuner's decisions from its measurements, on made-up times (no
    device): where a threshold between two algorithms goes on a ladder of
    sizes (kiln_tune_place), where a class of shapes splits off a group and
-   which candidates its parts take (kiln_tune_best_split), and the --ops
-   list (kiln_tune_parse_ops). */
+   which candidates its parts take (kiln_tune_best_split), the --ops
+   list (kiln_tune_parse_ops), and which kept changes the before/after
+   table refutes (kiln_tune_refuted). */
 #include "test_util.h"
 
 #include <limits.h>
 #include <math.h>
+#include <string.h>
 
+#include "profiles/schema.h"
 #include "tune/tune.h"
 
 static const long rows[] = {1, 2, 4, 8, 16, 32, 64};
@@ -176,6 +179,35 @@ static void test_ops(void **state)
     }
 }
 
+/* The before/after table refutes a kept group's change that makes one of
+   its shapes slower than KILN_TUNE_REGRESSION_MAX allows (kiln_tune_refuted):
+   only groups among those changed, never a shape of a matched class or
+   without a group, and noise within the bound passes. */
+static void test_refuted(void **state)
+{
+    (void)state;
+    const double max = KILN_TUNE_REGRESSION_MAX;
+    struct kiln_tune_shape_result shapes[] = {
+        {.name = "dw 112", .group = "conv.direct", .before_ms = 0.050, .after_ms = 0.040},
+        {.name = "dw 14", .group = "conv.direct", .before_ms = 0.009, .after_ms = 0.016},             /* 0.57x */
+        {.name = "gemm skinny", .group = "gemm.cpu", .before_ms = 1.00, .after_ms = 1.0 + max * 0.6}, /* noise */
+        {.name = "stem", .group = "gemm.cpu:seq", .before_ms = 0.1, .after_ms = 0.5}, /* a matched class */
+        {.name = "none", .group = "", .before_ms = 0.1, .after_ms = 0.5},
+    };
+    const int direct = kiln_param_group_find("conv.direct"), cpu = kiln_param_group_find("gemm.cpu");
+    assert_true(direct >= 0 && cpu >= 0);
+    const unsigned both = (1u << direct) | (1u << cpu);
+    char why[200] = "";
+    assert_int_equal(kiln_tune_refuted(shapes, 5, max, both, why, sizeof why), 1u << direct);
+    printf("# %s\n", why);
+    assert_non_null(strstr(why, "dw 14 0.56x"));
+    /* A group not changed is not refuted, whatever its shapes did. */
+    assert_int_equal(kiln_tune_refuted(shapes, 5, max, 1u << cpu, why, sizeof why), 0);
+    /* Past the bound, the skinny GEMM refutes gemm.cpu too. */
+    shapes[2].after_ms = 1.0 + max * 1.2;
+    assert_int_equal(kiln_tune_refuted(shapes, 5, max, both, why, sizeof why), both);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -183,5 +215,6 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_minimum));
     kt_add(&tests, cmocka_unit_test(test_split_along_m));
     kt_add(&tests, cmocka_unit_test(test_ops));
+    kt_add(&tests, cmocka_unit_test(test_refuted));
     return kt_run("tune_choices", &tests);
 }

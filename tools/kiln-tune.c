@@ -95,6 +95,8 @@ static void print_table(const struct kiln_tune_result *r)
            r->trials, r->journaled, r->refused, r->rejected, r->timed, r->classes, r->seconds);
     if (r->peak_gflops > 0)
         printf("measured peaks: %.1f GFLOP/s fp32, %.1f GB/s\n", r->peak_gflops, r->peak_gbps);
+    if (r->refuted[0])
+        printf("the before/after table refuted a change: %s\n", r->refuted);
     if (r->profile[0])
         printf("wrote %s: %s\n", r->path, r->changes);
     else
@@ -124,7 +126,7 @@ static void print_json(const struct kiln_tune_result *r)
         printf("%s{\"field\": \"%s\", \"before\": %ld, \"after\": %ld, \"measured\": %s}", i ? ", " : "", t->field,
                t->before, t->after, t->measured ? "true" : "false");
     }
-    printf("]}\n");
+    printf("], \"refuted\": \"%s\"}\n", r->refuted);
 }
 
 int main(int argc, char **argv)

@@ -74,6 +74,7 @@ const struct kiln_tune_shape *kiln_tune_shapes(unsigned ops, int gpu, size_t *co
         {CPU | GPU, kiln_tune_conv_shape("conv mobilenet_v1 conv2_2/dw", 64, 112, 64, 3, 2, 64)},
         {CPU, kiln_tune_conv_shape("conv mobilenet_v1 conv3_1/dw", 128, 56, 128, 3, 1, 128)},
         {CPU, kiln_tune_conv_shape("conv mobilenet_v1 conv4_1/pw", 256, 28, 256, 1, 1, 1)},
+        {CPU, kiln_tune_conv_shape("conv mobilenet_v1 conv5_1/dw", 512, 14, 512, 3, 1, 512)},
         {CPU, kiln_tune_conv_shape("conv mobilenet_v1 conv5_1/pw", 512, 14, 512, 1, 1, 1)},
         {CPU | GPU, kiln_tune_conv_shape("conv mobilenet_v1 conv6/pw", 1024, 7, 1024, 1, 1, 1)},
         {CPU | GPU, kiln_tune_conv_shape("conv resnet50 res3b_branch2b", 128, 28, 128, 3, 1, 1)},

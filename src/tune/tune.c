@@ -1436,6 +1436,24 @@ static void free_search(struct search *s)
         fclose(s->journal);
 }
 
+unsigned kiln_tune_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max, unsigned among,
+                           char *why, size_t size)
+{
+    unsigned groups = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct kiln_tune_shape_result *sr = &shapes[i];
+        const int g = strchr(sr->group, ':') ? -1 : kiln_param_group_find(sr->group);
+        if (g < 0 || g >= 32 || !(among & (1u << g)) || !(sr->before_ms > 0.0) ||
+            !(sr->after_ms > sr->before_ms * (1.0 + max)))
+            continue;
+        if (!groups && why && size)
+            snprintf(why, size, "%s %.2fx (%.4f -> %.4f ms)", sr->name, sr->before_ms / sr->after_ms, sr->before_ms,
+                     sr->after_ms);
+        groups |= 1u << g;
+    }
+    return groups;
+}
+
 kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result *r)
 {
     if (!o || !r)
@@ -1483,6 +1501,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     }
     const double groups_end = s.start + (thresholds ? GROUPS_END : GROUPS_END_ALONE) * o->budget_s;
     char *parts[KILN_TUNE_SHAPES_MAX + 1];
+    int part_group[KILN_TUNE_SHAPES_MAX + 1]; /* each part's group; select for the thresholds' */
     size_t part_count = 0;
     unsigned changed = 0;
     for (size_t gi = 0; st == KILN_SUCCESS && gi < group_count; gi++) {
@@ -1497,7 +1516,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
         char *kept = NULL;
         st = tune_group(&s, g, ctx->profile, &ctx->desc, &kept);
         if (kept)
-            parts[part_count++] = kept, changed |= 1u << g;
+            part_group[part_count] = g, parts[part_count++] = kept, changed |= 1u << g;
         for (size_t c = 0; c < s.count; c++)
             free(s.cands[c].overlay);
         s.count = 0;
@@ -1510,7 +1529,8 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
         s.deadline = s.start + THRESHOLDS_END * o->budget_s;
         st = tune_thresholds(&s, ctx, kernels, &select);
         if (select) {
-            parts[part_count++] = select, changed |= 1u << KILN_GROUP_select;
+            part_group[part_count] = KILN_GROUP_select, parts[part_count++] = select;
+            changed |= 1u << KILN_GROUP_select;
             free(kernels);
             kernels = merge_overlays(parts, part_count);
             if (!kernels)
@@ -1519,8 +1539,43 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     }
     if (st == KILN_SUCCESS && changed) {
         st = before_after(&s, kernels);
-        if (st == KILN_SUCCESS)
-            st = write_profile(ctx, o, dir, kernels, s.start, r);
+        /* The table is the last word: a group's change that makes one of
+           its shapes much slower there (a search misled by one fast
+           outlier of a small shape) is left out, and the rest measured
+           again. */
+        const unsigned refuted = st == KILN_SUCCESS
+                                     ? kiln_tune_refuted(r->shapes, r->shape_count, KILN_TUNE_REGRESSION_MAX, changed,
+                                                         r->refuted, sizeof r->refuted)
+                                     : 0;
+        if (refuted) {
+            size_t len = strlen(r->refuted), kept = 0;
+            snprintf(r->refuted + len, sizeof r->refuted - len, ": left out");
+            for (size_t i = 0; i < part_count; i++) {
+                if (refuted & (1u << part_group[i])) {
+                    len = strlen(r->refuted);
+                    snprintf(r->refuted + len, sizeof r->refuted - len, " %s", kiln_param_groups[part_group[i]].name);
+                    free(parts[i]);
+                } else {
+                    part_group[kept] = part_group[i], parts[kept++] = parts[i];
+                }
+            }
+            part_count = kept;
+            changed &= ~refuted;
+            if (s.o->log)
+                fprintf(s.o->log, "the before/after table refutes a change: %s\n", r->refuted);
+            free(kernels);
+            kernels = merge_overlays(parts, part_count);
+            if (!kernels)
+                st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln-tune: overlay");
+            else if (changed)
+                st = before_after(&s, kernels);
+            else /* nothing left to write: the profile's values stay */
+                for (size_t i = 0; i < r->shape_count; i++)
+                    r->shapes[i].after_ms = r->shapes[i].before_ms;
+        }
+    }
+    if (st == KILN_SUCCESS && changed) {
+        st = write_profile(ctx, o, dir, kernels, s.start, r);
     } else {
         for (size_t i = 0; i < r->shape_count; i++)
             if (r->shapes[i].after_ms <= 0)

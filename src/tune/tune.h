@@ -219,6 +219,7 @@ struct kiln_tune_result {
     char profile[80];              /* the profile written ("" if none) */
     char path[4200];               /* its file */
     char changes[1024];            /* the overlay of what changed ("" if nothing) */
+    char refuted[320];             /* the groups' changes the before/after table refuted, and why ("" if none) */
     double peak_gflops, peak_gbps; /* measured (0 if not) */
 };
 
@@ -234,6 +235,21 @@ struct kiln_tune_result {
    it has none. `current` stays when it splits the ladder there, or when
    the chosen split beats its own by no more than min_gain in the geometric
    mean over the rungs. */
+/* A kept change may make one of its group's shapes slower than this, in
+   the before/after table (after_ms over before_ms, less one): past it the
+   group's change is refuted and left out of the profile written. The
+   table's noise on a shared CPU is up to about 15%. */
+#define KILN_TUNE_REGRESSION_MAX 0.25
+
+/* The kernel groups among `among` (bits 1 << group id) one of whose shapes
+   ran slower in the before/after table than `max` allows: after_ms >
+   before_ms * (1 + max). Shapes without a group, or taking a class of the
+   matched profile ("<group>:<set>", which is not tuned), are not counted.
+   The first such shape and its ratio are written to why (when a group is
+   found). */
+unsigned kiln_tune_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max, unsigned among,
+                           char *why, size_t size);
+
 long kiln_tune_place(int is_max, const long *metric, const double *small, const double *large, size_t n, long current,
                      long never, double min_gain);
 
