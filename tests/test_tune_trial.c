@@ -6,8 +6,10 @@
    another does not compile: only the candidates that select them fail. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/context.h"
+#include "ops/find.h"
 #include "trial_checks.h"
 
 static void test_right_parameters_are_timed(void **state)
@@ -30,8 +32,40 @@ static void test_right_parameters_are_timed(void **state)
         struct kiln_trial t;
         kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 3, 0.0, kt_group_seed + i, &t), KILN_SUCCESS);
         tc_assert_timed(&t);
-        assert_int_equal(t.runs, 3);
+        assert_true(t.runs >= 3 && t.runs <= 64); /* more where three add up to under KILN_TIME_MIN_MS */
     }
+}
+
+static kiln_status run_nothing(void *cookie)
+{
+    (void)cookie;
+    return KILN_SUCCESS;
+}
+
+/* A run of *(double *)cookie milliseconds on the host's clock (no launch:
+   kiln_time_runs times it by the clock). */
+static kiln_status run_busy(void *cookie)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) * 1e-6 < *(double *)cookie);
+    return KILN_SUCCESS;
+}
+
+/* Runs too short to time by three are timed until they add up to
+   KILN_TIME_MIN_MS (64 at most); longer ones take the runs asked for. */
+static void test_short_runs_are_timed_more(void **state)
+{
+    (void)state;
+    double ms = 0.0, busy = 0.6 * KILN_TIME_MIN_MS;
+    int runs = 0;
+    kt_assert_status(kiln_time_runs(kt_ctx, run_nothing, NULL, 3, 0.0, &ms, &runs), KILN_SUCCESS);
+    assert_int_equal(runs, 64);
+    kt_assert_status(kiln_time_runs(kt_ctx, run_busy, &busy, 3, 0.0, &ms, &runs), KILN_SUCCESS);
+    assert_int_equal(runs, 3);
+    assert_true(ms >= busy);
 }
 
 static void test_cutoff_stops_after_one_run(void **state)
@@ -121,6 +155,7 @@ int main(void)
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_right_parameters_are_timed));
     kt_add(&tests, cmocka_unit_test(test_cutoff_stops_after_one_run));
+    kt_add(&tests, cmocka_unit_test(test_short_runs_are_timed_more));
     kt_add(&tests, cmocka_unit_test(test_bad_arguments));
     kt_add(&tests, cmocka_unit_test(test_16_bit_storage));
     kt_add(&tests, cmocka_unit_test(test_wrong_and_broken_variants_are_rejected));

@@ -89,7 +89,7 @@ static void test_right_parameters_are_timed(void **state)
         skip();
     }
     tc_assert_timed(&t);
-    assert_int_equal(t.runs, 3);
+    assert_true(t.runs >= 3 && t.runs <= 64); /* more where three add up to under KILN_TIME_MIN_MS */
     printf("# %s: %s, worst error %.3g of the bound\n", row->name, t.kernel, t.worst);
     if (!strstr(t.kernel, row->kernel))
         fail_msg("kernel %s, expected a %s kernel", t.kernel, row->kernel);

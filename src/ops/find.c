@@ -166,13 +166,15 @@ kiln_status kiln_time_runs(kiln_context *ctx, kiln_status (*run)(void *cookie), 
     kiln_status st = run(cookie);
     if (st == KILN_SUCCESS)
         st = kiln_context_finish(ctx);
-    while (st == KILN_SUCCESS && made < reps) {
+    double total = 0.0;
+    while (st == KILN_SUCCESS && made < MAX_REPS && (made < reps || total < KILN_TIME_MIN_MS)) {
         st = time_once(ctx, run, cookie, &times[made]);
         if (st == KILN_SUCCESS && cutoff_ms > 0 && times[made] > cutoff_ms) {
             made++;
             break;
         }
-        made += st == KILN_SUCCESS;
+        if (st == KILN_SUCCESS)
+            total += times[made++];
     }
     if (st != KILN_SUCCESS)
         return st;
