@@ -52,6 +52,7 @@ void kiln_tune_options_init(struct kiln_tune_options *o)
     o->ops = KILN_TUNE_OPS_ALL;
     o->thresholds = 1;
     o->min_gain = 0.03;
+    o->max_loss = KILN_TUNE_REGRESSION_MAX;
     o->measure_peaks = 1;
 }
 
@@ -1436,6 +1437,19 @@ static void free_search(struct search *s)
         fclose(s->journal);
 }
 
+/* Whether a group's overlay part sets any field: {"kernels":{"gemm.cpu":{}}}
+   (the seed's values kept) does not. */
+static int changes_something(const char *part)
+{
+    cJSON *root = cJSON_Parse(part);
+    const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+    int any = 0;
+    for (const cJSON *g = kernels ? kernels->child : NULL; g && !any; g = g->next)
+        any = g->child != NULL;
+    cJSON_Delete(root);
+    return any;
+}
+
 unsigned kiln_tune_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max, unsigned among,
                            char *why, size_t size)
 {
@@ -1543,10 +1557,15 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
            its shapes much slower there (a search misled by one fast
            outlier of a small shape) is left out, and the rest measured
            again. */
-        const unsigned refuted = st == KILN_SUCCESS
-                                     ? kiln_tune_refuted(r->shapes, r->shape_count, KILN_TUNE_REGRESSION_MAX, changed,
-                                                         r->refuted, sizeof r->refuted)
-                                     : 0;
+        /* Parts that change nothing (a group kept at the seed's values)
+           are not refuted: their table is noise by construction. */
+        unsigned real = 0;
+        for (size_t i = 0; i < part_count; i++)
+            if (part_group[i] != KILN_GROUP_select && changes_something(parts[i]))
+                real |= 1u << part_group[i];
+        const unsigned refuted = st == KILN_SUCCESS ? kiln_tune_refuted(r->shapes, r->shape_count, o->max_loss,
+                                                                        changed & real, r->refuted, sizeof r->refuted)
+                                                    : 0;
         if (refuted) {
             size_t len = strlen(r->refuted), kept = 0;
             snprintf(r->refuted + len, sizeof r->refuted - len, ": left out");

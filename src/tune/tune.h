@@ -106,6 +106,10 @@ struct kiln_tune_options {
        since differences of a few percent are run-to-run noise on a CPU.
        Tests set it below -1 to keep whatever the search found best. */
     double min_gain;
+    /* The most a kept change may slow one of its group's shapes in the
+       before/after table before it is refuted and left out
+       (KILN_TUNE_REGRESSION_MAX). Tests that force a write set it huge. */
+    double max_loss;
     /* Kernel groups to search, comma-separated ("gemm.wgmma"); NULL: every
        group the shapes' plans take. With a list, only the shapes whose
        plans take a listed group are run, and the thresholds are searched
@@ -118,8 +122,8 @@ struct kiln_tune_options {
 };
 
 /* Fill `o` with the defaults: 600 s, the user's profile directory, seed 1,
-   every operation, thresholds searched, min_gain 0.03, peaks measured,
-   quiet. */
+   every operation, thresholds searched, min_gain 0.03, max_loss
+   KILN_TUNE_REGRESSION_MAX, peaks measured, quiet. */
 void kiln_tune_options_init(struct kiln_tune_options *o);
 
 /* The representative shapes of the operations in `ops`: GEMM square,
