@@ -32,7 +32,8 @@ static void test_right_parameters_are_timed(void **state)
         struct kiln_trial t;
         kt_assert_status(kiln_trial_gemm(kt_ctx, &d, 3, 0.0, kt_group_seed + i, &t), KILN_SUCCESS);
         tc_assert_timed(&t);
-        assert_true(t.runs >= 3 && t.runs <= 64); /* more where three add up to under KILN_TIME_MIN_MS */
+        assert_true(t.runs >= 3 &&
+                    t.runs <= KILN_TIME_MAX_RUNS); /* more where three add up to under KILN_TIME_MIN_MS */
     }
 }
 
@@ -55,14 +56,14 @@ static kiln_status run_busy(void *cookie)
 }
 
 /* Runs too short to time by three are timed until they add up to
-   KILN_TIME_MIN_MS (64 at most); longer ones take the runs asked for. */
+   KILN_TIME_MIN_MS (KILN_TIME_MAX_RUNS at most); longer ones take the runs asked for. */
 static void test_short_runs_are_timed_more(void **state)
 {
     (void)state;
     double ms = 0.0, busy = 0.6 * KILN_TIME_MIN_MS;
     int runs = 0;
     kt_assert_status(kiln_time_runs(kt_ctx, run_nothing, NULL, 3, 0.0, &ms, &runs), KILN_SUCCESS);
-    assert_int_equal(runs, 64);
+    assert_int_equal(runs, KILN_TIME_MAX_RUNS);
     kt_assert_status(kiln_time_runs(kt_ctx, run_busy, &busy, 3, 0.0, &ms, &runs), KILN_SUCCESS);
     assert_int_equal(runs, 3);
     assert_true(ms >= busy);

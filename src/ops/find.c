@@ -158,16 +158,15 @@ static kiln_status time_once(kiln_context *ctx, kiln_status (*run)(void *cookie)
 kiln_status kiln_time_runs(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, int reps,
                            double cutoff_ms, double *ms, int *runs)
 {
-    enum { MAX_REPS = 64 };
-    if (reps < 1 || reps > MAX_REPS)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_time_runs: %d runs (1 to %d)", reps, MAX_REPS);
-    double times[MAX_REPS];
+    if (reps < 1 || reps > KILN_TIME_MAX_RUNS)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_time_runs: %d runs (1 to %d)", reps, KILN_TIME_MAX_RUNS);
+    double times[KILN_TIME_MAX_RUNS];
     int made = 0;
     kiln_status st = run(cookie);
     if (st == KILN_SUCCESS)
         st = kiln_context_finish(ctx);
     double total = 0.0;
-    while (st == KILN_SUCCESS && made < MAX_REPS && (made < reps || total < KILN_TIME_MIN_MS)) {
+    while (st == KILN_SUCCESS && made < KILN_TIME_MAX_RUNS && (made < reps || total < KILN_TIME_MIN_MS)) {
         st = time_once(ctx, run, cookie, &times[made]);
         if (st == KILN_SUCCESS && cutoff_ms > 0 && times[made] > cutoff_ms) {
             made++;

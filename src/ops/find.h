@@ -40,13 +40,14 @@ kiln_status kiln_find(kiln_context *ctx, const char *key, const struct kiln_find
 #define KILN_FIND_REPS 3
 kiln_status kiln_find_median(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, double *ms);
 
-/* The same with `reps` timed runs (1 to 64), and more until the runs add up
-   to KILN_TIME_MIN_MS (64 at most): the median of three runs of a 0.01 ms
+/* The same with `reps` timed runs (1 to KILN_TIME_MAX_RUNS), and more until
+   the runs add up to KILN_TIME_MIN_MS (KILN_TIME_MAX_RUNS at most): the median of three runs of a 0.01 ms
    layer is one outlier away from a wrong choice. Cut short once a run takes
    longer than cutoff_ms (0: never): a candidate clearly slower than the best
    so far costs one run, not all. *runs (if not NULL) receives the number of
    timed runs made; the median is of those. */
 #define KILN_TIME_MIN_MS 1.0
+#define KILN_TIME_MAX_RUNS 64
 kiln_status kiln_time_runs(kiln_context *ctx, kiln_status (*run)(void *cookie), void *cookie, int reps,
                            double cutoff_ms, double *ms, int *runs);
 

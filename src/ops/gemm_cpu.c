@@ -56,14 +56,16 @@ static size_t l2_bytes(const kiln_context *ctx) { return host_cache(ctx, L2_NAME
    elements of every one of B's K rows, a stride apart, which come from the
    caches near the core or slowly: how near depends on the machine
    (docs/profiles.md has the measurements), hence a tuned field. */
+static size_t l2_percent(const kiln_context *ctx) { return l2_bytes(ctx) / 100; }
+
 static size_t in_place_span(const kiln_context *ctx, const struct kiln_param_gemm_cpu *cpu)
 {
-    return l2_bytes(ctx) / 100 * (size_t)cpu->in_place_l2;
+    return l2_percent(ctx) * (size_t)cpu->in_place_l2;
 }
 
 long kiln_gemm_cpu_in_place_l2(const kiln_context *ctx, size_t bytes)
 {
-    const size_t percent = l2_bytes(ctx) / 100;
+    const size_t percent = l2_percent(ctx);
     return percent ? (long)kiln_div_up(bytes, percent) : 1;
 }
 

@@ -1556,9 +1556,8 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
         /* The table is the last word: a group's change that makes one of
            its shapes much slower there (a search misled by one fast
            outlier of a small shape) is left out, and the rest measured
-           again. */
-        /* Parts that change nothing (a group kept at the seed's values)
-           are not refuted: their table is noise by construction. */
+           again. Parts that change nothing (a group kept at the seed's
+           values) are not refuted: their table is noise by construction. */
         unsigned real = 0;
         for (size_t i = 0; i < part_count; i++)
             if (part_group[i] != KILN_GROUP_select && changes_something(parts[i]))

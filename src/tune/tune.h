@@ -227,18 +227,6 @@ struct kiln_tune_result {
     double peak_gflops, peak_gbps; /* measured (0 if not) */
 };
 
-/* Where a threshold goes, from a ladder of n sizes `metric` (ascending, at
-   most 8) and the times of its two sides there (INFINITY: the side does not
-   apply, and costs as much as 10^30 ms). Each split of the ladder, the small
-   side below it and the large side from it on, costs the sum of the log
-   times it takes; the cheapest is chosen (of equal ones the nearest to the
-   current value's), so one noisy rung moves it only as far as its times
-   weigh. A maximum (is_max: the small side up to it) becomes the last size
-   of the small side, `never` (0) when it has none; a minimum (the large
-   side from it on) the first size of the large side, `never` (2^30) when
-   it has none. `current` stays when it splits the ladder there, or when
-   the chosen split beats its own by no more than min_gain in the geometric
-   mean over the rungs. */
 /* A kept change may make one of its group's shapes slower than this, in
    the before/after table (after_ms over before_ms, less one): past it the
    group's change is refuted and left out of the profile written. The
@@ -254,6 +242,18 @@ struct kiln_tune_result {
 unsigned kiln_tune_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max, unsigned among,
                            char *why, size_t size);
 
+/* Where a threshold goes, from a ladder of n sizes `metric` (ascending, at
+   most 8) and the times of its two sides there (INFINITY: the side does not
+   apply, and costs as much as 10^30 ms). Each split of the ladder, the small
+   side below it and the large side from it on, costs the sum of the log
+   times it takes; the cheapest is chosen (of equal ones the nearest to the
+   current value's), so one noisy rung moves it only as far as its times
+   weigh. A maximum (is_max: the small side up to it) becomes the last size
+   of the small side, `never` (0) when it has none; a minimum (the large
+   side from it on) the first size of the large side, `never` (2^30) when
+   it has none. `current` stays when it splits the ladder there, or when
+   the chosen split beats its own by no more than min_gain in the geometric
+   mean over the rungs. */
 long kiln_tune_place(int is_max, const long *metric, const double *small, const double *large, size_t n, long current,
                      long never, double min_gain);
 
