@@ -77,9 +77,10 @@ struct row {
    256 in generic-cpu) and an N block of 4096; the tiled family's work-group
    tile 64x64x16 and the direct family's 32 (generic-cpu). The small-M
    kernels hold blocks of 4 rows (gemm.smallm_mr; 2 in generic-cpu) with
-   vectors of 16 (8) along K (B transposed: 4 columns per work-item) or N (one
-   vector per work-item), and AUTO takes them up to 8 rows (smallm_max). Rows
-   straddle all. */
+   vectors of 16 (8) along K (B transposed: 4 columns per work-item) or N (B
+   as stored: chunks of one vector, as many per work-item as give each
+   compute unit one, K in steps of 16), and AUTO takes them up to 8 rows
+   (smallm_max). Rows straddle all. */
 static const struct row rows[] = {
     {SHAPE("single", RM, NO, NO, 1, 1, 1)},
     /* K below, at and above the K tiles (16, 32, 64) at a full 64x64 tile. */
@@ -248,6 +249,14 @@ static const struct row rows[] = {
     {SHAPE("small-m-batch", RM, NO, NO, 2, 33, 17), .batch = 3, .gap = {SHARED, 5, 0}},
     {SHAPE("small-m-batch", RM, NO, TR, 3, 33, 41), .batch = 3, .gap = {SHARED, 5, 0}},
     {SHAPE("small-m-batch", CM, NO, TR, 21, 4, 19), .batch = 3, .gap = {SHARED, SHARED, 1}},
+    /* B as stored, K in steps of gemm.smallm.kc (16 here) over several chunks
+       of columns per work-item: K a few steps and a part, two blocks of
+       rows, the last chunk of a work-item partial and N ending inside a
+       work-item's chunks; rows enough to cut the chunks (their parked sums'
+       bound) with A transposed in a batch; fp16. */
+    {SHAPE("small-m-steps", RM, NO, NO, 7, 1500, 70), .pad = {3, 5, 7}, .off = {1, 3, 5}},
+    {SHAPE("small-m-steps", RM, TR, NO, 8, 4100, 33), .batch = 2, .gap = {SHARED, 5, 3}},
+    {SHAPE("small-m-steps", RM, NO, NO, 6, 2600, 17), .dtype = KILN_F16, .all_scalars = 1},
     {SHAPE("small-m-scalars", RM, NO, TR, 3, 70, 19), .all_scalars = 1},
     {SHAPE("small-m-scalars", RM, TR, NO, 4, 33, 40), .all_scalars = 1},
     {SHAPE("small-m-f16", RM, NO, TR, 1, 1000, 1024), .dtype = KILN_F16},
@@ -702,6 +711,58 @@ static void test_k_blocks(void **state)
         }
 }
 
+/* The small-M kernel with B as stored takes K gemm.smallm.kc rows at a time
+   (rounded up to a vector) over as many chunks of columns as give each
+   compute unit one work-item, at most gemm.smallm.chunks, and no more than
+   keep the parked sums (rows of C by the work-item's columns) within 32 KiB;
+   kc 0 is one chunk over all of K. Chunks of 16 columns (nc 16, vw 8): 5 x
+   1000 x 100 (two blocks of rows) and 8 x 20000 x 40, whose sums cut the
+   chunks to 64; the results stay right either way. */
+static void test_smallm_steps(void **state)
+{
+    (void)state;
+    const size_t units = kt_ctx->desc.compute_units ? kt_ctx->desc.compute_units : 1;
+    const struct {
+        size_t m, n, k;
+        long chunks, kc;
+    } cases[] = {{5, 1000, 100, 1024, 16}, {5, 1000, 100, 3, 20}, {5, 1000, 100, 1024, 0}, {8, 20000, 40, 1024, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.smallm\": {\"mr\": 4, \"nc\": 16, \"vw\": 8, "
+                                               "\"chunks\": %ld, \"kc\": %ld}}}",
+                                               cases[i].chunks, cases[i].kc);
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, cases[i].m, cases[i].n, cases[i].k);
+        d.algo = KILN_GEMM_SMALLM;
+        kiln_gemm_plan *plan = NULL;
+        const kiln_status st = kiln_gemm_plan_create(ctx, &d, &plan);
+        if (kt_unsupported_here(ctx, st)) {
+            kiln_context_destroy(ctx);
+            return;
+        }
+        kt_assert_status(st, KILN_SUCCESS);
+        kiln_gemm_plan_info info;
+        kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+        printf("# chunks %ld, kc %ld, %zux%zux%zu on %zu compute units: %s\n", cases[i].chunks, cases[i].kc, cases[i].m,
+               cases[i].n, cases[i].k, units, info.params);
+        char want[64] = "";
+        if (cases[i].kc > 0) {
+            size_t chunks = ((cases[i].n + 15) / 16 + units - 1) / units;
+            if (chunks > (size_t)cases[i].chunks)
+                chunks = (size_t)cases[i].chunks;
+            if (cases[i].m == 8 && chunks > 64) /* 8 rows x 64 x 16 columns x 4 bytes = 32 KiB */
+                chunks = 64;
+            snprintf(want, sizeof want, "CHUNKS=%zu KC=%ld", chunks, (cases[i].kc + 7) / 8 * 8);
+            if (!strstr(info.params, want))
+                fail_msg("\"%s\": wanted %s", info.params, want);
+        } else {
+            assert_null(strstr(info.params, "CHUNKS"));
+        }
+        gr_check_plan(ctx, &d, plan, GR_SCALAR_PAIRS, &kt_group_seed);
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
+}
+
 static void test_one_shot(void **state)
 {
     (void)state;
@@ -1124,6 +1185,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
     kt_add(&tests, cmocka_unit_test(test_k_blocks));
+    kt_add(&tests, cmocka_unit_test(test_smallm_steps));
     kt_add(&tests, cmocka_unit_test(test_a_and_b_share_a_buffer));
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     kt_add(&tests, cmocka_unit_test(test_overflowing_sizes));

@@ -8,7 +8,7 @@
 # parameters are the ones simulated: fused attention's flash kernel
 # (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
 # tiled GEMM with and without split K and its small-M class, the direct and
-# small-M GEMMs,
+# small-M GEMMs (and the small-M GEMM's K steps under generic-cpu),
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
 # splits).
@@ -39,9 +39,20 @@ cases=(
     "conv --n 1 --c 12 --h 9 --w 11 --k 13 --r 3 --s 3 --pad 1 --bias --relu --algo implicit-gemm"
     "conv --n 1 --c 64 --h 7 --w 7 --k 20 --r 3 --s 3 --pad 1 --layout nhwc --bias --residual --algo implicit-gemm"
 )
+# The CPU profile's small-M kernel with B as stored, which takes K in steps
+# over several chunks of columns per work-item (gemm.smallm.kc).
+cpu_cases=(
+    "gemm --m 5 --n 300 --k 70 --algo smallm"
+    "gemm --m 7 --n 130 --k 41 --trans-a --dtype f16 --algo smallm"
+)
 status=0
-for profile in generic-gpu nvidia-hopper amd-rdna3; do
-    for c in "${cases[@]}"; do
+for profile in generic-gpu nvidia-hopper amd-rdna3 generic-cpu; do
+    if [[ $profile == generic-cpu ]]; then
+        set -- "${cpu_cases[@]}"
+    else
+        set -- "${cases[@]}"
+    fi
+    for c in "$@"; do
         # shellcheck disable=SC2086
         out=$(KILN_PROFILE=$profile oclgrind --data-races "$bench" $c --reps 1 --warmup 0 --compare none 2>&1)
         rc=$?

@@ -28,10 +28,19 @@
  * Launch: global = (ceil(N / NB), 1, batch).
  *
  * gemm_f32_smallm_axpy (KILN_TRANS_B = 0): row k of opB is row k of B,
- * contiguous along N. A work-item owns NB vectors of VW columns of C and per
- * k broadcasts MB values of opA against them. The work-item whose columns
- * cross N loads its row segments of B lane by lane, zero-filled past N.
- * Launch: global = (ceil(N / (NB * VW)), 1, batch).
+ * contiguous along N. A work-item owns CHUNKS chunks of NB vectors of VW
+ * columns of C and per k broadcasts MB values of opA against a chunk. The
+ * chunk that crosses N loads its row segments of B lane by lane, zero-filled
+ * past N; chunks wholly past N are skipped. Launch: global =
+ * (ceil(N / (CHUNKS * NB * VW)), 1, batch).
+ * With KILN_SMALLM_KC 0 (one chunk), the work-item runs over all of K for
+ * one block of MB rows at a time. With KILN_SMALLM_KC > 0 it takes K in
+ * steps of that many rows of B, and per step every block of rows and every
+ * chunk in turn, their sums parked in private memory between steps: each
+ * row of B is then read in runs of CHUNKS * NB * VW columns from one step's
+ * rows while their pages are fresh in the TLB, where one chunk over all of K
+ * reads one line per row, a page apart (a row of 4096 floats is 16 KiB), and
+ * each line waits for memory (docs/gemm.md has the measurements).
  *
  * Both: any local size (1 on CPUs: one work-item per work-group). A
  * work-item runs over all M rows, MB at a time, so the lines of B it loaded
@@ -42,6 +51,15 @@
 #define VW KILN_GEMM_SMALLM_VW
 #define MB KILN_SMALLM_MB
 #define NB KILN_SMALLM_NB
+#ifndef KILN_SMALLM_KC
+#define KILN_SMALLM_KC 0
+#endif
+#if KILN_SMALLM_KC
+#define CHUNKS KILN_SMALLM_CHUNKS
+#define BLOCKS KILN_SMALLM_BLOCKS /* ceil(M / MB) */
+#else
+#define CHUNKS 1
+#endif
 
 #include "common/portability.h"
 #include "common/vector.h"
@@ -223,20 +241,87 @@ __attribute__((always_inline)) inline void axpy_rows(VEC (*acc)[NB], KILN_GLOBAL
     }
 }
 
+/* Rows i0 .. i0 + MB - 1 (those below M) of C from the work-item's chunk
+   (C points at its first column, `cols` of them there, more than zero):
+   alpha * acc + beta * C. */
+inline void store_rows(KILN_GLOBAL KILN_STORAGE *C, const int ldc, const int M, const int i0, VEC (*acc)[NB],
+                       const int cols, const float alpha, const float beta)
+{
+    for (int i = 0; i < MB && i0 + i < M; i++) {
+        KILN_GLOBAL KILN_STORAGE *c = C + (size_t)(i0 + i) * ldc;
+        for (int v = 0; v < NB && v * VW < cols; v++) {
+            if (cols >= (v + 1) * VW) {
+                VEC r = alpha * acc[i][v];
+                if (beta != 0.0f)
+                    r = fma((VEC)(beta), VLOAD_S(v, c), r);
+                VSTORE_S(r, v, c);
+                continue;
+            }
+            float lane[VW];
+            VSTORE(acc[i][v], 0, lane);
+            for (int e = 0; v * VW + e < cols; e++)
+                store_c(c, v * VW + e, lane[e], alpha, beta);
+        }
+    }
+}
+
 KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, const float alpha, const float beta,
                                       KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda,
                                       const ulong stride_a, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                       const int ldb, const ulong stride_b, KILN_GLOBAL KILN_STORAGE *C,
                                       const ulong off_c, const int ldc, const ulong stride_c)
 {
-    const int j0 = KILN_GLOBAL_ID(0) * NB * VW, b = KILN_GLOBAL_ID(2);
+    const int j0 = KILN_GLOBAL_ID(0) * CHUNKS * NB * VW, b = KILN_GLOBAL_ID(2);
     if (j0 >= N)
         return;
     A += off_a + b * stride_a;
     B += off_b + b * stride_b + j0;
     C += off_c + b * stride_c + j0;
-    const int cols = N - j0; /* of C from j0 on; fewer than NB * VW at the edge */
+    const int cols = N - j0; /* of C from j0 on; fewer than CHUNKS * NB * VW at the edge */
 
+#if KILN_SMALLM_KC
+    float part[BLOCKS][CHUNKS][MB][NB * VW];
+    for (int k0 = 0; k0 < K; k0 += KILN_SMALLM_KC) {
+        const int kn = min(KILN_SMALLM_KC, K - k0);
+#if KILN_TRANS_A
+        KILN_GLOBAL const KILN_STORAGE *ak = A + (size_t)k0 * lda;
+#else
+        KILN_GLOBAL const KILN_STORAGE *ak = A + k0;
+#endif
+        KILN_GLOBAL const KILN_STORAGE *bk = B + (size_t)k0 * ldb;
+        for (int rb = 0; rb < BLOCKS; rb++) {
+            BLOCK_ROWS(row, rb * MB);
+            for (int ch = 0; ch < CHUNKS && ch * NB * VW < cols; ch++) {
+                const int cc = cols - ch * NB * VW;
+                VEC acc[MB][NB];
+#pragma unroll
+                for (int i = 0; i < MB; i++)
+#pragma unroll
+                    for (int v = 0; v < NB; v++)
+                        acc[i][v] = k0 ? VLOAD(v, part[rb][ch][i]) : (VEC)(0.0f);
+                if (cc >= NB * VW)
+                    axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 1);
+                else
+                    axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 0);
+#pragma unroll
+                for (int i = 0; i < MB; i++)
+#pragma unroll
+                    for (int v = 0; v < NB; v++)
+                        VSTORE(acc[i][v], v, part[rb][ch][i]);
+            }
+        }
+    }
+    for (int rb = 0; rb < BLOCKS; rb++)
+        for (int ch = 0; ch < CHUNKS && ch * NB * VW < cols; ch++) {
+            VEC acc[MB][NB];
+#pragma unroll
+            for (int i = 0; i < MB; i++)
+#pragma unroll
+                for (int v = 0; v < NB; v++)
+                    acc[i][v] = VLOAD(v, part[rb][ch][i]);
+            store_rows(C + ch * NB * VW, ldc, M, rb * MB, acc, cols - ch * NB * VW, alpha, beta);
+        }
+#else
     for (int i0 = 0; i0 < M; i0 += MB) {
         BLOCK_ROWS(row, i0);
         ZERO(acc);
@@ -244,21 +329,7 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
             axpy_rows(acc, A, lda, row, B, ldb, K, cols, 1);
         else
             axpy_rows(acc, A, lda, row, B, ldb, K, cols, 0);
-        for (int i = 0; i < MB && i0 + i < M; i++) {
-            KILN_GLOBAL KILN_STORAGE *c = C + (size_t)(i0 + i) * ldc;
-            for (int v = 0; v < NB && v * VW < cols; v++) {
-                if (cols >= (v + 1) * VW) {
-                    VEC r = alpha * acc[i][v];
-                    if (beta != 0.0f)
-                        r = fma((VEC)(beta), VLOAD_S(v, c), r);
-                    VSTORE_S(r, v, c);
-                    continue;
-                }
-                float lane[VW];
-                VSTORE(acc[i][v], 0, lane);
-                for (int e = 0; v * VW + e < cols; e++)
-                    store_c(c, v * VW + e, lane[e], alpha, beta);
-            }
-        }
+        store_rows(C, ldc, M, i0, acc, cols, alpha, beta);
     }
+#endif
 }

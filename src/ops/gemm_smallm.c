@@ -12,13 +12,24 @@
  * into blocks of at most smallm_mr rows: its B lines, loaded for the first
  * block, are still in cache for the next. MB is a compile-time constant: one
  * program per MB (1 to smallm_mr), transposes and storage type.
+ *
+ * B as stored, with smallm_kc > 0: a work-item owns `chunks` such groups of
+ * columns, enough for one work-item per compute unit (at most smallm_chunks),
+ * and takes K smallm_kc rows at a time for all of them and all rows of C,
+ * so that it reads B's rows in long runs (the kernel's comment says why);
+ * their sums wait in private memory, at most SMALLM_PART_BYTES of it: fewer
+ * chunks where M or N is large.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "core/diag.h"
 #include "ops/gemm.h"
 
 #define SOURCE "gemm/gemm_f32_smallm"
+
+/* The most private memory a work-item's parked sums take (smallm_kc). */
+#define SMALLM_PART_BYTES ((size_t)32 << 10)
 
 static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
 {
@@ -35,12 +46,35 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
     kiln_gemm_options(plan, &options);
     kiln_profile_defines(&options, KILN_GROUP_gemm_smallm, sm);
     kiln_options_add(&options, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
+    /* Steps of kc rows over `chunks` groups of nb vectors (B as stored): as
+       many as give each compute unit one work-item, at most smallm_chunks
+       and what the parked sums' bound allows. */
+    const size_t blocks = kiln_div_up(p->m, mb), chunk_cols = nb * (size_t)vw;
+    size_t chunks = 1, kc = 0;
+    if (!p->trans_b && sm->kc > 0) {
+        const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
+        chunks = kiln_div_up(kiln_div_up(p->n, chunk_cols), units);
+        if (chunks > (size_t)sm->chunks)
+            chunks = (size_t)sm->chunks;
+        while (chunks > 1 && blocks * mb * chunks * chunk_cols * sizeof(float) > SMALLM_PART_BYTES)
+            chunks--;
+        kc = kiln_div_up((size_t)sm->kc, (size_t)vw) * (size_t)vw;
+        if (blocks * mb * chunks * chunk_cols * sizeof(float) > SMALLM_PART_BYTES)
+            chunks = 1, kc = 0;
+    }
+    if (kc)
+        kiln_options_add(&options, "-DKILN_SMALLM_KC=%zu -DKILN_SMALLM_CHUNKS=%zu -DKILN_SMALLM_BLOCKS=%zu", kc, chunks,
+                         blocks);
     const char *kernel = p->trans_b ? "gemm_f32_smallm_dot" : "gemm_f32_smallm_axpy";
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "%s", kernel);
     snprintf(plan->base.params, sizeof plan->base.params, "MB=%zu NB=%zu VW=%ld WG=%d", mb, nb, vw, sm->wg);
+    if (kc) {
+        const size_t len = strlen(plan->base.params);
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, " CHUNKS=%zu KC=%zu", chunks, kc);
+    }
     /* Work-groups of wg work-items (1 on CPUs); those past N return. */
     const size_t wg = (size_t)sm->wg;
-    plan->dims[0][0] = kiln_div_up(kiln_div_up(p->n, p->trans_b ? nb : nb * (size_t)vw), wg) * wg;
+    plan->dims[0][0] = kiln_div_up(kiln_div_up(p->n, p->trans_b ? nb : chunk_cols * chunks), wg) * wg;
     plan->dims[0][1] = 1;
     plan->dims[0][2] = p->batch;
     plan->dims[1][0] = wg, plan->dims[1][1] = plan->dims[1][2] = 1;
