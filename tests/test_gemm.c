@@ -79,7 +79,7 @@ struct row {
    kernels hold blocks of 4 rows (gemm.smallm_mr; 2 in generic-cpu) with
    vectors of 16 (8) along K (B transposed: 4 columns per work-item) or N (B
    as stored: chunks of one vector, as many per work-item as give each
-   compute unit one, K in steps of 16), and AUTO takes them up to 8 rows
+   compute unit one, K in steps of 16), and AUTO takes them up to 16 rows
    (smallm_max). Rows straddle all. */
 static const struct row rows[] = {
     {SHAPE("single", RM, NO, NO, 1, 1, 1)},
@@ -214,7 +214,7 @@ static const struct row rows[] = {
     /* Few rows of C (in row-major terms: n for column-major). The classifier
        of a network at batch 1 (weights transposed or not), K and N prime,
        K below, at and above a vector, M around the row block and around
-       smallm_max (9: AUTO takes another family). */
+       smallm_max (17: AUTO takes another family). */
     {SHAPE("small-m", RM, NO, TR, 1, 1000, 2048)},
     {SHAPE("small-m", RM, NO, NO, 1, 1000, 2048)},
     {SHAPE("small-m", RM, NO, TR, 1, 7, 1031)},
@@ -231,6 +231,10 @@ static const struct row rows[] = {
     {SHAPE("small-m", RM, NO, NO, 8, 31, 16)},
     {SHAPE("small-m", RM, NO, TR, 9, 31, 97)},
     {SHAPE("small-m", RM, NO, NO, 9, 31, 97)},
+    {SHAPE("small-m", RM, NO, TR, 16, 45, 70)},
+    {SHAPE("small-m", RM, NO, NO, 16, 45, 70)},
+    {SHAPE("small-m", RM, NO, TR, 17, 45, 70)},
+    {SHAPE("small-m", RM, NO, NO, 17, 45, 70)},
     /* Every layout and transpose with 3 rows of C in row-major terms. */
     {SHAPE("small-m-trans", RM, NO, NO, 3, 70, 37)},
     {SHAPE("small-m-trans", RM, NO, TR, 3, 70, 37)},

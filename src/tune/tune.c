@@ -908,6 +908,10 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
     const int route = p->select.gemm_route;
     const kiln_gemm_algo family = route == KILN_ROUTE_CPU ? KILN_GEMM_CPU : KILN_GEMM_TILED;
     if ((o->ops & (1u << KILN_TUNE_GEMM)) && route != KILN_ROUTE_CLBLAST) {
+        /* B of 2048 x 2048 (16 MiB): a layer's weights, past a core's L2,
+           where the small-M kernel streams B once and the CPU family packs
+           it first (at 1024 x 1024 B may sit in the caches, a third of what
+           a network's weights get). */
         static const size_t rows[] = {1, 2, 4, 8, 16, 32, 64};
         struct ladder *l = &out[n++];
         *l = (struct ladder){
@@ -915,8 +919,8 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
         for (size_t i = 0; i < sizeof rows / sizeof *rows; i++, l->count++) {
             snprintf(l->names[0][i], 48, "smallm m=%zu", rows[i]);
             snprintf(l->names[1][i], 48, "route m=%zu", rows[i]);
-            l->small[i] = kiln_tune_gemm_shape(l->names[0][i], rows[i], 1024, 1024, 1);
-            l->large[i] = kiln_tune_gemm_shape(l->names[1][i], rows[i], 1024, 1024, 1);
+            l->small[i] = kiln_tune_gemm_shape(l->names[0][i], rows[i], 2048, 2048, 1);
+            l->large[i] = kiln_tune_gemm_shape(l->names[1][i], rows[i], 2048, 2048, 1);
             l->small[i].gemm.algo = KILN_GEMM_SMALLM;
             l->large[i].gemm.algo = family;
             l->metric[i] = (long)rows[i];
