@@ -299,7 +299,25 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
 #pragma unroll
                     for (int v = 0; v < NB; v++)
                         acc[i][v] = k0 ? VLOAD(v, part[rb][ch][i]) : (VEC)(0.0f);
-                if (cc >= NB * VW)
+                if (cc >= NB * VW && kn == KILN_SMALLM_KC) {
+                    /* A whole step of a whole chunk: per row of B its NB
+                       vectors against MB values of opA, each loaded as a
+                       broadcast (no vectors of opA along K: a step may be
+                       shorter than one). */
+                    KILN_GLOBAL const KILN_STORAGE *bc = bk + ch * NB * VW;
+#pragma unroll 8
+                    for (int k = 0; k < KILN_SMALLM_KC; k++) {
+                        VEC bv[NB];
+                        load_b_row(bv, bc, ldb, k, cc, 1);
+#pragma unroll
+                        for (int i = 0; i < MB; i++) {
+                            const VEC a = (VEC)(KILN_LOAD(ak, A_AT(row[i], k)));
+#pragma unroll
+                            for (int v = 0; v < NB; v++)
+                                acc[i][v] = fma(a, bv[v], acc[i][v]);
+                        }
+                    }
+                } else if (cc >= NB * VW)
                     axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 1);
                 else
                     axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 0);

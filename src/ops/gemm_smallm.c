@@ -58,7 +58,7 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
             chunks = (size_t)sm->chunks;
         while (chunks > 1 && blocks * mb * chunks * chunk_cols * sizeof(float) > SMALLM_PART_BYTES)
             chunks--;
-        kc = kiln_div_up((size_t)sm->kc, (size_t)vw) * (size_t)vw;
+        kc = (size_t)sm->kc;
         if (blocks * mb * chunks * chunk_cols * sizeof(float) > SMALLM_PART_BYTES)
             chunks = 1, kc = 0;
     }
