@@ -202,6 +202,23 @@ inline void load_b_row(VEC *bv, KILN_GLOBAL const KILN_STORAGE *B, const int ldb
     }
 }
 
+/* acc[i][v] += opA(row[i], k) * (row k of B, vector v), each value of opA
+   loaded as a broadcast; `full` and `cols` as for load_b_row. */
+__attribute__((always_inline)) inline void axpy_row(VEC (*acc)[NB], KILN_GLOBAL const KILN_STORAGE *A, const int lda,
+                                                    const int *row, KILN_GLOBAL const KILN_STORAGE *B, const int ldb,
+                                                    const int k, const int cols, const int full)
+{
+    VEC bv[NB];
+    load_b_row(bv, B, ldb, k, cols, full);
+#pragma unroll
+    for (int i = 0; i < MB; i++) {
+        const VEC a = (VEC)(KILN_LOAD(A, A_AT(row[i], k)));
+#pragma unroll
+        for (int v = 0; v < NB; v++)
+            acc[i][v] = fma(a, bv[v], acc[i][v]);
+    }
+}
+
 /* acc[i][v] += sum over k of opA(row[i], k) * (row k of B, vector v), `full`
    and `cols` as for load_b_row. Per VW steps along K it loads VW values of
    each row of opA as a vector (converted from fp16 together) and broadcasts
@@ -229,16 +246,8 @@ __attribute__((always_inline)) inline void axpy_rows(VEC (*acc)[NB], KILN_GLOBAL
                     acc[i][v] = fma((VEC)(a[i][e]), bv[v], acc[i][v]);
         }
     }
-    for (; k < K; k++) {
-        load_b_row(bv, B, ldb, k, cols, full);
-#pragma unroll
-        for (int i = 0; i < MB; i++) {
-            const VEC a = (VEC)(KILN_LOAD(A, A_AT(row[i], k)));
-#pragma unroll
-            for (int v = 0; v < NB; v++)
-                acc[i][v] = fma(a, bv[v], acc[i][v]);
-        }
-    }
+    for (; k < K; k++)
+        axpy_row(acc, A, lda, row, B, ldb, k, cols, full);
 }
 
 /* Rows i0 .. i0 + MB - 1 (those below M) of C from the work-item's chunk
@@ -304,19 +313,9 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
                        vectors against MB values of opA, each loaded as a
                        broadcast (no vectors of opA along K: a step may be
                        shorter than one). */
-                    KILN_GLOBAL const KILN_STORAGE *bc = bk + ch * NB * VW;
 #pragma unroll 8
-                    for (int k = 0; k < KILN_SMALLM_KC; k++) {
-                        VEC bv[NB];
-                        load_b_row(bv, bc, ldb, k, cc, 1);
-#pragma unroll
-                        for (int i = 0; i < MB; i++) {
-                            const VEC a = (VEC)(KILN_LOAD(ak, A_AT(row[i], k)));
-#pragma unroll
-                            for (int v = 0; v < NB; v++)
-                                acc[i][v] = fma(a, bv[v], acc[i][v]);
-                        }
-                    }
+                    for (int k = 0; k < KILN_SMALLM_KC; k++)
+                        axpy_row(acc, ak, lda, row, bk + ch * NB * VW, ldb, k, cc, 1);
                 } else if (cc >= NB * VW)
                     axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 1);
                 else
