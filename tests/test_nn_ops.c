@@ -249,6 +249,7 @@ static const struct softmax_row softmax_rows[] = {
     {"single", 1, 1, 1, -1.0f, 1.0f, 0},
     {"dim 1", 3, 1, 5, -4.0f, 4.0f, 0},
     {"row of 10", 1, 10, 1, -3.0f, 3.0f, 0},
+    {"rows of 37", 3, 37, 1, -5.0f, 5.0f, 0}, /* vectors and a tail, rows unaligned to a vector */
     {"classifier 1000", 4, 1000, 1, -8.0f, 8.0f, 0},
     {"inner", 3, 7, 5, -4.0f, 4.0f, 0},
     {"channels of 7x7", 2, 64, 49, -4.0f, 4.0f, 0},

@@ -6,11 +6,42 @@
  * neither overflow nor lose the sum. y may be x: each element is read
  * before it is written, by one work-item. A column of contiguous values
  * (inner 1: a classifier's scores) takes loops of unit stride, which the
- * compiler may vectorise.
- * KILN_UTIL_WG is the work-group size from the profile.
+ * compiler may vectorise; with KILN_SOFTMAX_VW > 1 such a column is read in
+ * vectors of that many values explicitly (exp of a vector included), which
+ * POCL's work-item loops do not do for one work-item: a classifier's 1,000
+ * scores are one column, one work-item.
+ * KILN_UTIL_WG is the work-group size from the profile; KILN_SOFTMAX_VW the
+ * profile's util.vw (1: no explicit vectors).
  */
 
 #include "common/portability.h"
+
+#ifndef KILN_SOFTMAX_VW
+#define KILN_SOFTMAX_VW 1
+#endif
+#define VW KILN_SOFTMAX_VW
+#include "common/vector.h"
+
+#if VW > 1
+/* The largest lane of v, and the sum of its lanes. */
+inline float lanes_max(const VEC v)
+{
+    float t[VW], m = -INFINITY;
+    VSTORE(v, 0, t);
+    for (int e = 0; e < VW; e++)
+        m = fmax(m, t[e]);
+    return m;
+}
+
+inline float lanes_sum(const VEC v)
+{
+    float t[VW], s = 0.0f;
+    VSTORE(v, 0, t);
+    for (int e = 0; e < VW; e++)
+        s += t[e];
+    return s;
+}
+#endif
 
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
@@ -24,14 +55,37 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
     KILN_GLOBAL float *yc = y + base;
     float m = -INFINITY, sum = 0.0f;
     if (inner == 1) {
-        for (size_t d = 0; d < dim; d++)
+        size_t d = 0;
+#if VW > 1
+        const size_t dv = dim / VW * VW;
+        VEC mv = (VEC)(-INFINITY);
+        for (; d < dv; d += VW)
+            mv = fmax(mv, VLOAD(0, xc + d));
+        m = lanes_max(mv);
+#endif
+        for (; d < dim; d++)
             m = fmax(m, xc[d]);
-        for (size_t d = 0; d < dim; d++) {
+        d = 0;
+#if VW > 1
+        VEC sv = (VEC)(0.0f);
+        for (; d < dv; d += VW) {
+            const VEC e = exp(VLOAD(0, xc + d) - m);
+            VSTORE(e, 0, yc + d);
+            sv += e;
+        }
+        sum = lanes_sum(sv);
+#endif
+        for (; d < dim; d++) {
             const float e = exp(xc[d] - m);
             yc[d] = e;
             sum += e;
         }
-        for (size_t d = 0; d < dim; d++)
+        d = 0;
+#if VW > 1
+        for (; d < dv; d += VW)
+            VSTORE(VLOAD(0, yc + d) / sum, 0, yc + d);
+#endif
+        for (; d < dim; d++)
             yc[d] = yc[d] / sum;
         return;
     }

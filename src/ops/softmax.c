@@ -1,8 +1,10 @@
 /* Softmax over the middle axis of [outer][dim][inner] (cl/nn/softmax.cl). */
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/diag.h"
 #include "ops/nn_common.h"
+#include "profiles/profile.h"
 
 kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inner, const kiln_buffer *x,
                          kiln_buffer *y, kiln_event **event)
@@ -29,5 +31,8 @@ kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inn
     kiln_args_ulong(&args, columns);
     kiln_args_ulong(&args, dim);
     kiln_args_ulong(&args, inner);
-    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", "", &args, columns, event);
+    /* A column of contiguous values in vectors of the profile's util.vw. */
+    char defines[48];
+    snprintf(defines, sizeof defines, "-DKILN_SOFTMAX_VW=%d", (int)kiln_profile_params(ctx->profile)->util.vw);
+    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", defines, &args, columns, event);
 }

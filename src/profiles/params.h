@@ -71,7 +71,9 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
 
 #define KILN_FIELDS_util(F)                                                                                            \
     F(util, wg, INT, 1, 1024, DEF, "work-group size of element-wise utility kernels (fill, copy) and pooling")         \
-    F(util, vw, VW, 1, 16, HOST, "pooling: vector width (output columns in NCHW, channels in NHWC)")
+    F(util, vw, VW, 1, 16, HOST,                                                                                       \
+      "pooling: vector width (output columns in NCHW, channels in NHWC); softmax: vectors along a column of "          \
+      "contiguous values")
 
 #define KILN_FIELDS_gemm_cpu(F)                                                                                        \
     F(gemm_cpu, mr, INT, 1, 64, HOST, "register micro-tile rows (filters in implicit-GEMM convolution's CPU kernel)")  \
