@@ -17,8 +17,9 @@
  * columns, enough for one work-item per compute unit (at most smallm_chunks),
  * and takes K smallm_kc rows at a time for all of them and all rows of C,
  * so that it reads B's rows in long runs (the kernel's comment says why);
- * their sums wait in private memory, at most SMALLM_PART_BYTES of it: fewer
- * chunks where M or N is large.
+ * their sums wait in private memory, at most SMALLM_PART_BYTES of it for a
+ * work-group: fewer chunks where M or N is large, none (kc ignored) where a
+ * work-group's work-items cannot all park one chunk's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +29,8 @@
 
 #define SOURCE "gemm/gemm_f32_smallm"
 
-/* The most private memory a work-item's parked sums take (smallm_kc). */
+/* The most private memory the parked sums of a work-group's work-items
+   take (smallm_kc). */
 #define SMALLM_PART_BYTES ((size_t)32 << 10)
 
 static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
@@ -48,19 +50,20 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
     kiln_options_add(&options, "-DKILN_SMALLM_MB=%zu -DKILN_SMALLM_NB=%zu", mb, nb);
     /* Steps of kc rows over `chunks` groups of nb vectors (B as stored): as
        many as give each compute unit one work-item, at most smallm_chunks
-       and what the parked sums' bound allows. */
+       and what the parked sums' bound allows, counted over a work-group's
+       wg work-items (POCL keeps their private arrays on one thread's
+       stack: work-groups of 256 with 32 KiB each overflowed it). */
     const size_t blocks = kiln_div_up(p->m, mb), chunk_cols = nb * (size_t)vw;
+    const size_t row_bytes = (size_t)sm->wg * blocks * mb * chunk_cols * sizeof(float); /* a chunk's */
     size_t chunks = 1, kc = 0;
-    if (!p->trans_b && sm->kc > 0) {
+    if (!p->trans_b && sm->kc > 0 && row_bytes <= SMALLM_PART_BYTES) {
         const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
         chunks = kiln_div_up(kiln_div_up(p->n, chunk_cols), units);
         if (chunks > (size_t)sm->chunks)
             chunks = (size_t)sm->chunks;
-        while (chunks > 1 && blocks * mb * chunks * chunk_cols * sizeof(float) > SMALLM_PART_BYTES)
-            chunks--;
+        if (chunks > SMALLM_PART_BYTES / row_bytes)
+            chunks = SMALLM_PART_BYTES / row_bytes;
         kc = (size_t)sm->kc;
-        if (blocks * mb * chunks * chunk_cols * sizeof(float) > SMALLM_PART_BYTES)
-            chunks = 1, kc = 0;
     }
     if (kc)
         kiln_options_add(&options, "-DKILN_SMALLM_KC=%zu -DKILN_SMALLM_CHUNKS=%zu -DKILN_SMALLM_BLOCKS=%zu", kc, chunks,

@@ -125,7 +125,8 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "one work-item where this allows), read together a kc-row step at a time")                                       \
     F(gemm_smallm, kc, INT, 0, 1 << 20, HOST,                                                                          \
       "B not transposed: rows of B per step over all of a work-item's chunks and rows (sums parked in private "        \
-      "memory between steps, at most 32 KiB: fewer chunks where M is large); 0: one chunk over all of K")              \
+      "memory between steps, at most 32 KiB a work-group: fewer chunks where M is large, kc ignored where wg "         \
+      "work-items cannot park one chunk's); 0: one chunk over all of K")                                               \
     F(gemm_smallm, wg, INT, 1, 1024, HOST,                                                                             \
       "work-items per work-group (1 on CPUs: a work-group is one thread's task; a GPU runs a work-group of 1 on one "  \
       "lane of a warp)")
