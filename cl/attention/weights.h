@@ -1,7 +1,8 @@
 /*
  * Vector helpers of the attention kernels' softmax, for VEC of VW lanes
  * (common/vector.h): IOTA (lane numbers), weight(x) = 2^x for x <= 2^7 by a
- * polynomial, and, for the decoding kernel, lane_max and lane_sums.
+ * polynomial, and, for the decoding kernel, lane_sums (lane_max is
+ * common/vector.h's).
  */
 #ifndef KILN_ATTENTION_WEIGHTS_H
 #define KILN_ATTENTION_WEIGHTS_H
@@ -44,28 +45,6 @@ static inline VEC weight(VEC x)
     p = fma(p, f, (VEC)(6.931471825e-1f));
     p = fma(p, f, (VEC)(1.0f));
     return p * AS_VEC((AS_IVEC(t) + 127) << 23); /* the low 9 bits of t's integer hold n mod 512 */
-}
-
-/* The largest lane of v. */
-static inline float lane_max(const VEC v)
-{
-#if VW == 1
-    return v;
-#elif VW == 2
-    return fmax(v.s0, v.s1);
-#elif VW == 4
-    const float2 h = fmax(v.lo, v.hi);
-    return fmax(h.s0, h.s1);
-#elif VW == 8
-    const float4 q = fmax(v.lo, v.hi);
-    const float2 h = fmax(q.lo, q.hi);
-    return fmax(h.s0, h.s1);
-#else
-    const float8 o = fmax(v.lo, v.hi);
-    const float4 q = fmax(o.lo, o.hi);
-    const float2 h = fmax(q.lo, q.hi);
-    return fmax(h.s0, h.s1);
-#endif
 }
 
 #if VW > 1

@@ -15,6 +15,9 @@
  *                   VW storage values at a global pointer of any alignment.
  *   VW2             2 * VW as a literal, for VW 2, 4 and 8 (for pasting
  *                   into type and function names).
+ *   lane_max(v), lane_sum(v)
+ *                   the largest lane of a VEC and the sum of its lanes,
+ *                   halving the vector.
  */
 #ifndef KILN_CL_VECTOR_H
 #define KILN_CL_VECTOR_H
@@ -58,5 +61,52 @@
 #elif VW == 8
 #define VW2 16
 #endif
+
+/* The largest lane of v. */
+static inline float lane_max(const VEC v)
+{
+#if VW == 1
+    return v;
+#elif VW == 2
+    return fmax(v.s0, v.s1);
+#elif VW == 4
+    const float2 h = fmax(v.lo, v.hi);
+    return fmax(h.s0, h.s1);
+#elif VW == 8
+    const float4 q = fmax(v.lo, v.hi);
+    const float2 h = fmax(q.lo, q.hi);
+    return fmax(h.s0, h.s1);
+#else
+    const float8 o = fmax(v.lo, v.hi);
+    const float4 q = fmax(o.lo, o.hi);
+    const float2 h = fmax(q.lo, q.hi);
+    return fmax(h.s0, h.s1);
+#endif
+}
+
+/* The sum of v's lanes. */
+static inline float lane_sum(const VEC v)
+{
+#if VW == 16
+    const float8 v8 = v.lo + v.hi;
+#elif VW == 8
+    const float8 v8 = v;
+#endif
+#if VW >= 8
+    const float4 v4 = v8.lo + v8.hi;
+#elif VW == 4
+    const float4 v4 = v;
+#endif
+#if VW >= 4
+    const float2 v2 = v4.lo + v4.hi;
+#elif VW == 2
+    const float2 v2 = v;
+#endif
+#if VW >= 2
+    return v2.x + v2.y;
+#else
+    return v;
+#endif
+}
 
 #endif

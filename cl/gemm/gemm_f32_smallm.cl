@@ -83,31 +83,6 @@ inline VEC load_a(KILN_GLOBAL const KILN_STORAGE *A, const int lda, const int i,
 #endif
 }
 
-/* The sum of a vector's lanes, halving the vector. */
-inline float lane_sum(const VEC v)
-{
-#if VW == 16
-    const float8 v8 = v.lo + v.hi;
-#elif VW == 8
-    const float8 v8 = v;
-#endif
-#if VW >= 8
-    const float4 v4 = v8.lo + v8.hi;
-#elif VW == 4
-    const float4 v4 = v;
-#endif
-#if VW >= 4
-    const float2 v2 = v4.lo + v4.hi;
-#elif VW == 2
-    const float2 v2 = v;
-#endif
-#if VW >= 2
-    return v2.x + v2.y;
-#else
-    return v;
-#endif
-}
-
 /* C[at] = alpha * sum + beta * C[at], reading C only for beta != 0. */
 inline void store_c(KILN_GLOBAL KILN_STORAGE *C, const size_t at, const float sum, const float alpha, const float beta)
 {
@@ -301,7 +276,8 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
         for (int rb = 0; rb < BLOCKS; rb++) {
             BLOCK_ROWS(row, rb * MB);
             for (int ch = 0; ch < CHUNKS && ch * NB * VW < cols; ch++) {
-                const int cc = cols - ch * NB * VW;
+                const int cc = cols - ch * NB * VW; /* the chunk's columns, from bc on */
+                KILN_GLOBAL const KILN_STORAGE *bc = bk + ch * NB * VW;
                 VEC acc[MB][NB];
 #pragma unroll
                 for (int i = 0; i < MB; i++)
@@ -315,11 +291,11 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
                        shorter than one). */
 #pragma unroll 8
                     for (int k = 0; k < KILN_SMALLM_KC; k++)
-                        axpy_row(acc, ak, lda, row, bk + ch * NB * VW, ldb, k, cc, 1);
+                        axpy_row(acc, ak, lda, row, bc, ldb, k, cc, 1);
                 } else if (cc >= NB * VW)
-                    axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 1);
+                    axpy_rows(acc, ak, lda, row, bc, ldb, kn, cc, 1);
                 else
-                    axpy_rows(acc, ak, lda, row, bk + ch * NB * VW, ldb, kn, cc, 0);
+                    axpy_rows(acc, ak, lda, row, bc, ldb, kn, cc, 0);
 #pragma unroll
                 for (int i = 0; i < MB; i++)
 #pragma unroll

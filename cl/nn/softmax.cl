@@ -22,27 +22,6 @@
 #define VW KILN_SOFTMAX_VW
 #include "common/vector.h"
 
-#if VW > 1
-/* The largest lane of v, and the sum of its lanes. */
-inline float lanes_max(const VEC v)
-{
-    float t[VW], m = -INFINITY;
-    VSTORE(v, 0, t);
-    for (int e = 0; e < VW; e++)
-        m = fmax(m, t[e]);
-    return m;
-}
-
-inline float lanes_sum(const VEC v)
-{
-    float t[VW], s = 0.0f;
-    VSTORE(v, 0, t);
-    for (int e = 0; e < VW; e++)
-        s += t[e];
-    return s;
-}
-#endif
-
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
                 const ulong inner)
@@ -61,7 +40,7 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
         VEC mv = (VEC)(-INFINITY);
         for (; d < dv; d += VW)
             mv = fmax(mv, VLOAD(0, xc + d));
-        m = lanes_max(mv);
+        m = lane_max(mv);
 #endif
         for (; d < dim; d++)
             m = fmax(m, xc[d]);
@@ -73,7 +52,7 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
             VSTORE(e, 0, yc + d);
             sv += e;
         }
-        sum = lanes_sum(sv);
+        sum = lane_sum(sv);
 #endif
         for (; d < dim; d++) {
             const float e = exp(xc[d] - m);
