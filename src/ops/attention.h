@@ -48,9 +48,10 @@ struct kiln_attention_plan {
     size_t shared;              /* dynamic shared memory of the main kernel's launch, bytes */
     /* Keys split over work-items (attention_decode.c): splits of split_len
        keys; with more than one, the combine kernel in slot combine_slot,
-       of combine_local work-items per work-group. */
+       of combine_local work-items per work-group, each merging
+       combine_cols elements of a row. */
     int splits, split_len, combine_slot;
-    size_t combine_local;
+    size_t combine_local, combine_cols;
 };
 
 /* Most splits of one problem's keys. */
