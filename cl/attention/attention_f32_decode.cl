@@ -7,20 +7,32 @@
  * (batch, kv head) uses the whole device.
  *
  * Work-item (split, (b * kv_heads + kv head) / HK) walks keys [split *
- * split_len, (split + 1) * split_len) in steps of VW keys, for each of its
- * HK kv heads in turn (KILN_DECODE_HEADS): where K's heads are adjacent in
- * a key's row (BSHD), a step then reads whole runs of HK heads from each
- * row instead of one head a row apart. Per row, the step's scores
- * are VW vector accumulators along the head dimension (the keys' rows read
- * from memory for the first row, from cache for the others), folded into
- * one vector whose lanes are the VW keys (LANE_SUMS: VW - 1 pairwise lane
- * sums, not VW horizontal sums). The softmax is online and vectorised over
- * the step's keys: per row the running maximum m (rescaling the output by
- * exp2(m_old - m_new) when it moves), the weights 2^(s - m) by a
- * polynomial, and their running sum as a vector. Then O += P V runs per
- * vector of the head dimension with the rows' accumulators in registers,
- * each value vector loaded once for all rows. K and V are read from memory
- * once, whatever the number of rows.
+ * split_len, (split + 1) * split_len) in steps of VW keys, for HK kv heads
+ * (KILN_DECODE_HEADS): where K's heads are adjacent in a key's row (BSHD),
+ * taking several reads whole runs of HK heads from each row instead of one
+ * head a row apart. A step has three phases:
+ *
+ * 1. The scores, G keys at a time (about 16 accumulators: G keys by RB
+ *    rows, R in blocks of at most 4), for each kv head in turn: each key
+ *    vector loaded feeds RB rows at once, and the G keys' rows are read
+ *    whole (from cache for the second block of rows) and in address
+ *    order (in BSHD), G pages at a time, which the hardware prefetchers
+ *    follow. Each row's G accumulators are folded into partial sums
+ *    (LANE_SUMS_G), and a row's VW / G partials into one vector whose lanes
+ *    are the step's keys (LANE_SUMS: VW - 1 pairwise lane sums in all, not
+ *    VW horizontal sums).
+ * 2. The online softmax, vectorised over the step's keys, per kv head and
+ *    row: the running maximum m (rescaling the output by exp2(m_old -
+ *    m_new) when it moves), the weights 2^(s - m) by a polynomial, their
+ *    running sum as a vector.
+ * 3. O += P V in the same order as the scores (G keys' rows, each kv head
+ *    in turn), E2 vectors of the head dimension of every row at a time in
+ *    registers, each value vector loaded once for all rows.
+ *
+ * K and V are read from memory once, whatever the number of rows. The
+ * loops over groups, heads and vectors stay loops (unroll 1): unrolled, the
+ * compiler kept every key vector of a step for the next rows and spilled
+ * them.
  *
  * With KILN_DECODE_SPLIT, each work-item writes its rows' partial output
  * (normalised by its own sum, fp32) and partial natural log-sum-exp to the
@@ -32,22 +44,29 @@
  * key lengths follow the fused kernel (attention_f32_fused.cl): row r sees
  * keys j < min(key limit, i_r + nk - nq + 1) with causal masking.
  *
- * Each step first loads one byte of every cache line of the K and V rows
- * KILN_DECODE_AHEAD keys further on (clamped to the last key it reads;
- * their sum goes to a volatile private variable so the loads stay):
- * a kv head's rows are a page apart in BSHD, one row per page, which
- * hardware prefetchers do not follow, so without it each step waits for
- * memory. POCL's prefetch() did nothing measurable there. On a 2-vCPU Zen 3
- * (POCL 3.1), H32/KV8, one query, 8192 keys, d128: fp32 14.4 -> 9.1 ms
- * touching 32 keys ahead (16: 9.8, 64: 10.6), 8.5 -> 7.2 ms in BHSD; fp16
- * 7.2-8.0 -> 5.8-6.1 ms (touching by converted fp16 loads instead of bytes
- * took 10.2 ms).
+ * Fetching ahead. With one kv head a work-item (HK = 1), each step first
+ * loads one byte of every cache line of the K and V rows KILN_DECODE_AHEAD
+ * keys further on (clamped to the last key it reads; their sum goes to a
+ * volatile private variable so the loads stay): in BSHD such rows are a
+ * page apart, which hardware prefetchers do not follow. POCL's prefetch()
+ * did nothing measurable there. On a 2-vCPU Zen 3 (POCL 3.1), H32/KV8, one
+ * query, 8192 keys, d128: fp32 14.4 -> 9.1 ms touching 32 keys ahead (16:
+ * 9.8, 64: 10.6), 8.5 -> 7.2 ms in BHSD; fp16 7.2-8.0 -> 5.8-6.1 ms
+ * (touching by converted fp16 loads instead of bytes took 10.2 ms). With
+ * several (whole rows read in order), touching every line cost more than
+ * it saved; instead each step prefetches (KILN_PREFETCH, a compiler
+ * built-in) the first line of each 4 KiB page of the rows
+ * KILN_DECODE_PREFETCH keys further on, which starts the hardware
+ * prefetcher on each page early. On a 2-vCPU Zen 5 (POCL 3.1, BSHD as
+ * above): 1.86 -> 1.75 ms; prefetching every line instead, 1.96-2.03 ms
+ * (the prefetches queue behind the core's few outstanding misses); 32 to
+ * 192 keys ahead alike.
  *
  * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
  * (R: group * seq_q), KILN_DECODE_HEADS (HK, dividing the kv heads),
- * KILN_DECODE_SPLIT (0 or 1), KILN_DECODE_AHEAD (keys,
- * a multiple of VW; 0: no touching), the
+ * KILN_DECODE_SPLIT (0 or 1), KILN_DECODE_AHEAD and KILN_DECODE_PREFETCH
+ * (keys, multiples of VW; 0: none; at most one of them), the
  * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS,
  * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16.
  */
@@ -56,6 +75,42 @@
 #define DV (D / VW)
 #define R KILN_DECODE_ROWS
 #define HK KILN_DECODE_HEADS
+/* The scores are computed for G keys and RB rows at once: about 16
+   accumulators. */
+#if R <= 4
+#define RB R
+#else
+#define RB 4
+#endif
+#if RB == 1
+#define G 16
+#elif RB == 2
+#define G 8
+#else
+#define G 4
+#endif
+#if G > VW
+#undef G
+#define G VW
+#endif
+/* VW / G as a literal, for pasting. */
+#if VW == G
+#define GROUPS 1
+#elif VW == 2 * G
+#define GROUPS 2
+#elif VW == 4 * G
+#define GROUPS 4
+#elif VW == 8 * G
+#define GROUPS 8
+#else
+#define GROUPS 16
+#endif
+/* Vectors of the head dimension per pass of O += P V. */
+#if DV % 2 == 0
+#define E2 2
+#else
+#define E2 1
+#endif
 
 #include "common/portability.h"
 #include "common/vector.h"
@@ -134,31 +189,68 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
             touched = t;
         }
 #endif
-        for (int c = 0; c < HK; c++) {
-            /* The step's keys, those past kend reading the last visible one
-               (and hidden below). */
-            const ulong kv0 = b * kv_sb + (hk0 + c) * kv_sh;
-            KILN_GLOBAL const KILN_STORAGE *kr[VW], *vr[VW];
+#if KILN_DECODE_PREFETCH
+        /* The first line of each 4 KiB page of the rows of the keys
+           KILN_DECODE_PREFETCH further on (clamped to the last key read). */
+#pragma unroll 1
+        for (int j = 0; j < VW; j++) {
+            const ulong at_j = b * kv_sb + hk0 * kv_sh + (ulong)min(j0 + KILN_DECODE_PREFETCH + j, kend - 1) * kv_ss;
 #pragma unroll
-            for (int j = 0; j < VW; j++) {
-                const ulong at_j = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
-                kr[j] = K + at_j, vr[j] = V + at_j;
+            for (int e = 0; e < HK * D * (int)sizeof(KILN_STORAGE); e += 4096) {
+                KILN_PREFETCH((KILN_GLOBAL const uchar *)(K + at_j) + e);
+                KILN_PREFETCH((KILN_GLOBAL const uchar *)(V + at_j) + e);
             }
-            float p[R][VW]; /* the step's weights, lanes of keys */
+        }
+#endif
+        /* The step's keys for the first of the work-item's kv heads (those
+           past kend reading the last visible one, hidden below); kv head c
+           is c * kv_sh further on. */
+        KILN_GLOBAL const KILN_STORAGE *kr[VW], *vr[VW];
+#pragma unroll
+        for (int j = 0; j < VW; j++) {
+            const ulong at_j = b * kv_sb + hk0 * kv_sh + (ulong)min(j0 + j, kend - 1) * kv_ss;
+            kr[j] = K + at_j, vr[j] = V + at_j;
+        }
+        /* The scores, G keys at a time for every kv head and row: where the
+           kv heads are adjacent in a key's row (BSHD), the G rows are read
+           whole and in order. */
+        VEC sums[HK][R][GROUPS];
+#pragma unroll 1
+        for (int g = 0; g < GROUPS; g++)
+#pragma unroll 1
+            for (int c = 0; c < HK; c++)
+#pragma unroll
+                for (int r0 = 0; r0 < R; r0 += RB) {
+                    VEC acc[RB][G];
+#pragma unroll
+                    for (int r = 0; r < RB; r++)
+#pragma unroll
+                        for (int j = 0; j < G; j++)
+                            acc[r][j] = (VEC)(0.0f);
+#pragma unroll 1
+                    for (int e = 0; e < DV; e++) {
+                        VEC kv[G];
+#pragma unroll
+                        for (int j = 0; j < G; j++)
+                            kv[j] = VLOADU_S(kr[g * G + j] + c * kv_sh + e * VW);
+#pragma unroll
+                        for (int r = 0; r < RB && r0 + r < R; r++) {
+                            const VEC qe = q[c][r0 + r][e];
+#pragma unroll
+                            for (int j = 0; j < G; j++)
+                                acc[r][j] = fma(qe, kv[j], acc[r][j]);
+                        }
+                    }
+#pragma unroll
+                    for (int r = 0; r < RB && r0 + r < R; r++)
+                        sums[c][r0 + r][g] = CAT(LANE_SUMS_, G)(acc[r], 0);
+                }
+        float p[HK][R][VW]; /* the step's weights, lanes of keys */
+#pragma unroll 1
+        for (int c = 0; c < HK; c++)
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                VEC acc[VW];
-#pragma unroll
-                for (int j = 0; j < VW; j++)
-                    acc[j] = (VEC)(0.0f);
-#pragma unroll
-                for (int e = 0; e < DV; e++) {
-                    const VEC qe = q[c][r][e];
-#pragma unroll
-                    for (int j = 0; j < VW; j++)
-                        acc[j] = fma(qe, VLOADU_S(kr[j] + e * VW), acc[j]);
-                }
-                VEC s = LANE_SUMS(acc);
+                VEC s = CAT(LANE_SUMS_, GROUPS)(sums[c][r], 0);
 #if KILN_ATTN_MASK
                 float mk[VW];
 #pragma unroll
@@ -180,27 +272,37 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
                 }
                 const VEC w = weight(s - (VEC)(top == -INFINITY ? 0.0f : top));
                 lsum[c][r] += w;
-                VSTORE(w, 0, p[r]);
+                VSTORE(w, 0, p[c][r]);
             }
-            /* O += P V, per vector of the head dimension. */
+        /* O += P V, G keys (read in order, as above) and E2 vectors of the
+           head dimension at a time. */
+#pragma unroll 1
+        for (int g = 0; g < GROUPS; g++)
+#pragma unroll 1
+            for (int c = 0; c < HK; c++)
+#pragma unroll 1
+                for (int e = 0; e < DV; e += E2) {
+                    VEC a[E2][R];
 #pragma unroll
-            for (int e = 0; e < DV; e++) {
-                VEC a[R];
+                    for (int x = 0; x < E2; x++)
 #pragma unroll
-                for (int r = 0; r < R; r++)
-                    a[r] = o[c][r][e];
+                        for (int r = 0; r < R; r++)
+                            a[x][r] = o[c][r][e + x];
 #pragma unroll
-                for (int j = 0; j < VW; j++) {
-                    const VEC ve = VLOADU_S(vr[j] + e * VW);
+                    for (int j = 0; j < G; j++)
 #pragma unroll
-                    for (int r = 0; r < R; r++)
-                        a[r] = fma((VEC)(p[r][j]), ve, a[r]);
+                        for (int x = 0; x < E2; x++) {
+                            const VEC ve = VLOADU_S(vr[g * G + j] + c * kv_sh + (e + x) * VW);
+#pragma unroll
+                            for (int r = 0; r < R; r++)
+                                a[x][r] = fma((VEC)(p[c][r][g * G + j]), ve, a[x][r]);
+                        }
+#pragma unroll
+                    for (int x = 0; x < E2; x++)
+#pragma unroll
+                        for (int r = 0; r < R; r++)
+                            o[c][r][e + x] = a[x][r];
                 }
-#pragma unroll
-                for (int r = 0; r < R; r++)
-                    o[c][r][e] = a[r];
-            }
-        }
     }
 
     for (int c = 0; c < HK; c++)

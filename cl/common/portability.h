@@ -14,6 +14,11 @@
  *                    1 where OpenCL's vector types and vloadN / vstoreN
  *                    exist; a kernel shared with CUDA keeps such code under
  *                    #if KILN_VECTOR_SYNTAX with a scalar alternative
+ *   KILN_PREFETCH(p) a hint to fetch the cache line at global pointer p for
+ *                    reading: the compiler's prefetch built-in where the
+ *                    OpenCL compiler is clang (POCL and other CPU drivers;
+ *                    OpenCL's own prefetch() does nothing on POCL), else
+ *                    nothing
  *
  * Kernels that lean on OpenCL's vector syntax throughout (floatN literals,
  * swizzles: common/vector.h, common/window.h and the kernels using them)
@@ -46,6 +51,7 @@
 #define KILN_NUM_GROUPS(d) ((size_t)KILN_DIM_(gridDim, d))
 
 #define KILN_BARRIER_LOCAL() __syncthreads()
+#define KILN_PREFETCH(p) ((void)(p))
 
 typedef unsigned char uchar;
 typedef unsigned short ushort;
@@ -93,6 +99,11 @@ inline float mad(float a, float b, float c) { return fmaf(a, b, c); }
 #define KILN_SHARED __local
 #define KILN_CONSTANT __constant
 #define KILN_WORK_GROUP_SIZE(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
+#ifdef __clang__ /* through an integer: the built-in takes a pointer of no address space */
+#define KILN_PREFETCH(p) __builtin_prefetch((const void *)(size_t)(p), 0, 2)
+#else
+#define KILN_PREFETCH(p) ((void)(p))
+#endif
 
 #define KILN_GLOBAL_ID(d) get_global_id(d)
 #define KILN_LOCAL_ID(d) get_local_id(d)

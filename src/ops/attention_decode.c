@@ -257,15 +257,19 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
         return st;
     struct kiln_options options = {0};
-    /* Keys touched ahead: whole steps; none where a work-item reads runs of
-       several kv heads from each row (touching each of their lines cost
-       more than it saved: H32/KV8, 8192 keys, d128 on a Zen 3, 8 heads a
-       work-item: 6.2-6.9 ms without, 7.1-8.1 touching 8 to 32 keys ahead). */
-    const long ahead = hk > 1 ? 0 : (a->ahead + vw - 1) / vw * vw;
+    /* Keys fetched ahead, whole steps: touched line by line where a
+       work-item takes one kv head; where it takes several, reading whole
+       rows, only the first line of each page prefetched (touching every
+       line cost more than it saved: H32/KV8, 8192 keys, d128 on a Zen 3,
+       8 heads a work-item: 6.2-6.9 ms without, 7.1-8.1 touching 8 to 32
+       keys ahead; cl/attention/attention_f32_decode.cl has the prefetch's
+       figures). */
+    const long ahead = (a->ahead + vw - 1) / vw * vw;
     kiln_options_add(&options,
                      "-DKILN_DECODE_VW=%ld -DKILN_DECODE_D=%zu -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_SPLIT=%d"
-                     " -DKILN_DECODE_AHEAD=%ld -DKILN_DECODE_HEADS=%zu",
-                     vw, d->head_dim, s->group * d->seq_q, plan->splits > 1, ahead, hk);
+                     " -DKILN_DECODE_AHEAD=%ld -DKILN_DECODE_PREFETCH=%ld -DKILN_DECODE_HEADS=%zu",
+                     vw, d->head_dim, s->group * d->seq_q, plan->splits > 1, hk > 1 ? 0 : ahead, hk > 1 ? ahead : 0,
+                     hk);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f32_decode");
     kiln_options_free(&options);
@@ -276,8 +280,8 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     plan->local[0] = plan->local[1] = 1;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_%zux%ld", s->group * d->seq_q, vw);
     snprintf(plan->base.params, sizeof plan->base.params,
-             "rows=%zu VW=%ld D=%zu ahead=%ld kv heads=%zu splits=%d of %d keys (%s)", s->group * d->seq_q, vw,
-             d->head_dim, ahead, hk, plan->splits, split_len, why);
+             "rows=%zu VW=%ld D=%zu %s=%ld kv heads=%zu splits=%d of %d keys (%s)", s->group * d->seq_q, vw,
+             d->head_dim, hk > 1 ? "prefetch" : "ahead", ahead, hk, plan->splits, split_len, why);
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head",
              s->group * d->seq_q);
