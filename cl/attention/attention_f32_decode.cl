@@ -62,7 +62,7 @@
  * built-in) the first line of each 4 KiB page of the rows
  * KILN_DECODE_PREFETCH keys further on, which starts the hardware
  * prefetcher on each page early. On a 2-vCPU Zen 5 (POCL 3.1, BSHD as
- * above): 1.86 -> 1.75 ms; prefetching every line instead, 1.96-2.03 ms
+ * above): 1.82-1.93 -> 1.75-1.80 ms; every line instead, 1.96-2.03 ms
  * (the prefetches queue behind the core's few outstanding misses); 32 to
  * 192 keys ahead alike.
  *
