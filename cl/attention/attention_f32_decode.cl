@@ -19,8 +19,8 @@
  *    order (in BSHD), G pages at a time, which the hardware prefetchers
  *    follow. Each row's G accumulators are folded into partial sums
  *    (LANE_SUMS_G), and a row's VW / G partials into one vector whose lanes
- *    are the step's keys (LANE_SUMS: VW - 1 pairwise lane sums in all, not
- *    VW horizontal sums).
+ *    are the step's keys (LANE_SUMS_GROUPS: VW - 1 pairwise lane sums in
+ *    all, not VW horizontal sums).
  * 2. The online softmax, vectorised over the step's keys, per kv head and
  *    row: the running maximum m (rescaling the output by exp2(m_old -
  *    m_new) when it moves), the weights 2^(s - m) by a polynomial, their
@@ -178,16 +178,18 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #if KILN_DECODE_AHEAD
     volatile uint touched;
 #endif
+    /* The rows of key 0 for the work-item's first kv head; kv head c is
+       c * kv_sh further on. */
+    const ulong kv0 = b * kv_sb + hk0 * kv_sh;
     for (int j0 = k0; j0 < kend; j0 += VW) {
 #if KILN_DECODE_AHEAD
         {
             /* A byte of each 64-byte line, as stored: no conversion. */
             uint t = 0;
             for (int c = 0; c < HK; c++) {
-                const ulong kv0 = b * kv_sb + (hk0 + c) * kv_sh;
 #pragma unroll
                 for (int j = 0; j < VW; j++) {
-                    const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_AHEAD + j, kend - 1) * kv_ss;
+                    const ulong at_j = kv0 + c * kv_sh + (ulong)min(j0 + KILN_DECODE_AHEAD + j, kend - 1) * kv_ss;
                     KILN_GLOBAL const uchar *kb = (KILN_GLOBAL const uchar *)(K + at_j),
                                             *vb = (KILN_GLOBAL const uchar *)(V + at_j);
 #pragma unroll
@@ -203,7 +205,7 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
            KILN_DECODE_PREFETCH further on (clamped to the last key read). */
 #pragma unroll 1
         for (int j = 0; j < VW; j++) {
-            const ulong at_j = b * kv_sb + hk0 * kv_sh + (ulong)min(j0 + KILN_DECODE_PREFETCH + j, kend - 1) * kv_ss;
+            const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_PREFETCH + j, kend - 1) * kv_ss;
 #pragma unroll
             for (int e = 0; e < HK * D * (int)sizeof(KILN_STORAGE); e += 4096) {
                 KILN_PREFETCH((KILN_GLOBAL const uchar *)(K + at_j) + e);
@@ -211,13 +213,12 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
             }
         }
 #endif
-        /* The step's keys for the first of the work-item's kv heads (those
-           past kend reading the last visible one, hidden below); kv head c
-           is c * kv_sh further on. */
+        /* The step's keys for the first kv head (those past kend reading
+           the last visible one, hidden below). */
         KILN_GLOBAL const KILN_STORAGE *kr[VW], *vr[VW];
 #pragma unroll
         for (int j = 0; j < VW; j++) {
-            const ulong at_j = b * kv_sb + hk0 * kv_sh + (ulong)min(j0 + j, kend - 1) * kv_ss;
+            const ulong at_j = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
             kr[j] = K + at_j, vr[j] = V + at_j;
         }
         /* The scores, G keys at a time for every kv head and row: where the

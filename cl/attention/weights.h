@@ -1,7 +1,7 @@
 /*
  * Vector helpers of the attention kernels' softmax, for VEC of VW lanes
  * (common/vector.h): IOTA (lane numbers), weight(x) = 2^x for x <= 2^7 by a
- * polynomial, and, for the decoding kernel, lane_sums (lane_max is
+ * polynomial, and, for the decoding kernel, LANE_SUMS_n (lane_max is
  * common/vector.h's).
  */
 #ifndef KILN_ATTENTION_WEIGHTS_H
@@ -53,13 +53,15 @@ static inline VEC weight(VEC x)
 static inline VEC lane_pairs(const VEC a, const VEC b) { return (VEC)(a.even + a.odd, b.even + b.odd); }
 #endif
 
-/* The lane sums of VW vectors as one vector: lane j is the sum of a[j]'s
-   lanes (a balanced tree of lane_pairs: VW - 1 of them). */
+/* LANE_SUMS_n(a, i): the n vectors a[i] .. a[i + n - 1] folded into one by
+   a balanced tree of n - 1 lane_pairs. With n = VW, lane j is the sum of
+   a[i + j]'s lanes; with fewer, each vector's lanes are summed down to VW / n
+   partial sums, and folding VW / n such results again (LANE_SUMS_(VW / n))
+   finishes the tree. */
 #define LANE_SUMS_1(a, i) (a)[i]
 #define LANE_SUMS_2(a, i) lane_pairs(LANE_SUMS_1(a, i), LANE_SUMS_1(a, (i) + 1))
 #define LANE_SUMS_4(a, i) lane_pairs(LANE_SUMS_2(a, i), LANE_SUMS_2(a, (i) + 2))
 #define LANE_SUMS_8(a, i) lane_pairs(LANE_SUMS_4(a, i), LANE_SUMS_4(a, (i) + 4))
 #define LANE_SUMS_16(a, i) lane_pairs(LANE_SUMS_8(a, i), LANE_SUMS_8(a, (i) + 8))
-#define LANE_SUMS(a) CAT(LANE_SUMS_, VW)(a, 0)
 
 #endif /* KILN_ATTENTION_WEIGHTS_H */

@@ -93,7 +93,6 @@ kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int s
             plan->combine_local /= 2;
     }
     struct kiln_options options = {0};
-    kiln_profile_defines(&options, KILN_GROUP_util, util);
     kiln_options_add(&options, "-DKILN_COMBINE_COLS=%zu -DKILN_COMBINE_WG=%zu", plan->combine_cols,
                      plan->combine_local);
     kiln_attention_switches(s, &options);
