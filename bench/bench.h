@@ -61,6 +61,12 @@ double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, char
    cache or on a write error. */
 int bench_remember_gbps(kiln_context *ctx, const kiln_device_info *device, double gbps);
 
+/* The launch floor: the median microseconds of a kiln call that does no work
+   to speak of (a fill of one float) and a wait for it, timed as
+   bench_measure() times calls; 0 where it could not be measured. Every
+   waited call pays about this much beside its kernels (docs/pocl.md). */
+double bench_launch_floor_us(kiln_context *ctx);
+
 /* ---- Operands (bench_common.c) ---- */
 
 /* The next number of a splitmix64 sequence. */

@@ -177,6 +177,30 @@ int bench_remember_gbps(kiln_context *ctx, const kiln_device_info *device, doubl
     return done;
 }
 
+struct empty_call {
+    kiln_context *ctx;
+    kiln_buffer *one;
+};
+
+static int empty_call(void *arg)
+{
+    const struct empty_call *e = arg;
+    kiln_status st = kiln_buffer_fill_f32(e->one, 0, 1, 0.0f);
+    if (st == KILN_SUCCESS)
+        st = kiln_context_finish(e->ctx);
+    return st != KILN_SUCCESS;
+}
+
+double bench_launch_floor_us(kiln_context *ctx)
+{
+    struct empty_call e = {ctx, NULL};
+    struct bench_timing t = {0};
+    const int ok = kiln_buffer_create(ctx, sizeof(float), &e.one) == KILN_SUCCESS &&
+                   bench_measure(empty_call, &e, 10, 0, 300.0, &t) == 0;
+    kiln_buffer_destroy(e.one);
+    return ok ? t.median_ms * 1e3 : 0.0;
+}
+
 /* ---- operands ---- */
 
 uint64_t bench_random_next(uint64_t *state)

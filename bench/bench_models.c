@@ -483,7 +483,9 @@ static const char models_usage[] =
     "network: every layer enqueued in turn, as often as it occurs, each reading the layer before's\n"
     "output where the sizes match, and one wait at the end (median of passes for about a second),\n"
     "beside the peer's sum. kiln's plan creation is not in the times; nor are oneDNN's reorders to\n"
-    "its preferred layouts or cuDNN's algorithm search.\n";
+    "its preferred layouts or cuDNN's algorithm search. The launch floor is the median time of a kiln\n"
+    "call with no work to speak of (a fill of one float) and its wait, times the waits of the per-layer\n"
+    "timing (one per layer run); \"beyond the floor\" is the layers' total less it.\n";
 
 int bench_conv_models(int argc, char **argv)
 {
@@ -567,6 +569,13 @@ int bench_conv_models(int argc, char **argv)
             print_row(l, peer, &row);
     }
     const struct bench_result whole = run_network(ctx, models[m].layers, models[m].count, n, layout);
+    /* Each timed call of a layer waits once: the network's waits, each
+       paying about the floor. */
+    const double floor_us = bench_launch_floor_us(ctx);
+    unsigned waits = 0;
+    for (size_t i = 0; i < models[m].count; i++)
+        waits += models[m].layers[i].repeat;
+    const double floor_ms = floor_us * waits * 1e-3;
     kiln_context_destroy(ctx);
     if (json) {
         printf("{\"op\":\"model\",\"model\":\"%s\",\"n\":%zu,\"layout\":\"%s\",\"device\":", models[m].name, n,
@@ -575,6 +584,10 @@ int bench_conv_models(int argc, char **argv)
         printf(",\"layers\":%zu", models[m].count);
         bench_json_number(stdout, "kiln_ms", kiln_total);
         printf(",\"kiln_missing\":%d", kiln_missing);
+        if (floor_us > 0.0) {
+            bench_json_number(stdout, "launch_floor_us", floor_us);
+            printf(",\"waits\":%u", waits);
+        }
         if (whole.state == BENCH_MEASURED) {
             bench_json_number(stdout, "kiln_network_ms", whole.median_ms);
             printf(",\"network_passes\":%d", whole.reps);
@@ -594,6 +607,16 @@ int bench_conv_models(int argc, char **argv)
         if (peers)
             printf(" %10.3f %7.2f", peer_total, kiln_total > 0.0 ? peer_total / kiln_total : 0.0);
         printf("\n");
+        if (floor_us > 0.0 && kiln_total > floor_ms) {
+            char what[64];
+            snprintf(what, sizeof what, "(%u waits x %.1f us, an empty call's)", waits, floor_us);
+            printf("%-17s %-46s %3s %-14s %10.3f\n", "launch floor", what, "", "", floor_ms);
+            printf("%-17s %-46s %3s %-14s %10.3f", "beyond the floor", "(the total less the launch floor)", "", "",
+                   kiln_total - floor_ms);
+            if (peers)
+                printf(" %10.3f %7.2f", peer_total, peer_total / (kiln_total - floor_ms));
+            printf("\n");
+        }
         if (whole.state == BENCH_MEASURED) {
             printf("%-17s %-46s %3s %-14s %10.3f", "whole network", "(every layer enqueued, one wait)", "", "",
                    whole.median_ms);

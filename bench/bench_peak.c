@@ -13,7 +13,8 @@ int bench_peak(int argc, char **argv)
         "usage: kiln-bench peak [--json]\n"
         "fp32 multiply-adds (GFLOP/s) and a copy (GB/s, bytes read plus written) on the device, each the median\n"
         "of several launches of at least about 20 ms, beside the figures of the device's profile. The copy's\n"
-        "figure replaces the one kiln-bench attention remembers for the device (its bandwidth_fraction).\n";
+        "figure replaces the one kiln-bench attention remembers for the device (its bandwidth_fraction).\n"
+        "The launch floor: the median time of a kiln call with no work to speak of and its wait (microseconds).\n";
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
@@ -33,6 +34,7 @@ int bench_peak(int argc, char **argv)
     struct kiln_peaks p;
     kiln_status st = kiln_measure_peaks(ctx, &p);
     const int remembered = st == KILN_SUCCESS && bench_remember_gbps(ctx, &device, p.gbps);
+    const double floor_us = st == KILN_SUCCESS ? bench_launch_floor_us(ctx) : 0.0;
     kiln_context_destroy(ctx);
     if (st != KILN_SUCCESS) {
         fprintf(stderr, "kiln-bench peak: %s: %s\n", kiln_status_string(st), kiln_last_error_detail());
@@ -40,9 +42,10 @@ int bench_peak(int argc, char **argv)
     }
     if (json) {
         printf("{\"op\":\"peak\",\"device\":\"%s\",\"profile\":\"%s\",\"gflops\":%.1f,\"gbps\":%.1f,"
-               "\"profile_gflops\":%.1f,\"profile_gbps\":%.1f,\"peak_source\":\"%s\",\"gbps_remembered\":%s}\n",
+               "\"profile_gflops\":%.1f,\"profile_gbps\":%.1f,\"peak_source\":\"%s\",\"gbps_remembered\":%s,"
+               "\"launch_floor_us\":%.1f}\n",
                device.name, device.profile, p.gflops, p.gbps, device.peak_gflops, device.peak_gbps, device.peak_source,
-               remembered ? "true" : "false");
+               remembered ? "true" : "false", floor_us);
         return 0;
     }
     printf("peaks of %s (profile %s)\n", device.name, device.profile);
@@ -54,6 +57,9 @@ int bench_peak(int argc, char **argv)
     printf("multiply-add launch (float%d chains) %.2f ms; copy of %zu MiB %.2f ms; the profile's figures: %s\n",
            p.fma_lanes, p.fma_ms, p.copy_bytes >> 20, p.copy_ms,
            strcmp(device.peak_source, "measured") == 0 ? "measured by kiln-tune" : "the family's");
+    if (floor_us > 0.0)
+        printf("launch floor: %.1f us, a kiln call with no work to speak of (a fill of one float) and its wait\n",
+               floor_us);
     if (remembered)
         printf("the copy's %.1f GB/s is remembered for kiln-bench attention's bandwidth_fraction\n", p.gbps);
     return 0;
