@@ -50,9 +50,9 @@ int bench_measure(int (*fn)(void *arg), void *arg, int warmup, int reps, double 
    on failure prints why, prefixed with "kiln-bench <command>", and returns 1. */
 int bench_open_context(const char *command, kiln_context **ctx, kiln_device_info *device);
 
-/* The device's memory bandwidth in GB/s (a copy: bytes read plus written,
-   src/tune/peaks.c), measured once per device and remembered in the program
-   cache directory (bandwidth-<device>.txt); `source` receives "measured",
+/* The device's memory bandwidth in GB/s (the faster of a copy, bytes read
+   plus written, and a read, src/tune/peaks.c), measured once per device and
+   remembered in the program cache directory (memory-<device>.txt); `source` receives "measured",
    "remembered" or why there is none (then 0 is returned). */
 double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, char *source, size_t size);
 

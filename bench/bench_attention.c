@@ -380,8 +380,8 @@ static void print_table(const kiln_device_info *device, const struct report *rep
         const double gbps = bytes_moved(d) / (rep->kiln.median_ms * 1e6);
         printf("\nkiln moves at least %.1f MB: %.1f GB/s", bytes_moved(d) * 1e-6, gbps);
         if (rep->device_gbps > 0.0)
-            printf(", %.2f of the device's %.1f GB/s (a copy, %s%s)\n", gbps / rep->device_gbps, rep->device_gbps,
-                   rep->gbps_source,
+            printf(", %.2f of the device's %.1f GB/s (the faster of a copy and a read, %s%s)\n",
+                   gbps / rep->device_gbps, rep->device_gbps, rep->gbps_source,
                    strcmp(rep->gbps_source, "remembered") == 0 ? "; kiln-bench peak measures it again" : "");
         else
             printf(" (the device's bandwidth: %s)\n", rep->gbps_source);

@@ -129,7 +129,7 @@ static int bandwidth_path(kiln_context *ctx, const kiln_device_info *device, cha
     for (const char *c = device->name; *c && n + 1 < sizeof name; c++, n++)
         name[n] = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ? *c : '_';
     name[n] = '\0';
-    return snprintf(path, size, "%s/bandwidth-%s.txt", cache.dir, name) < (int)size;
+    return snprintf(path, size, "%s/memory-%s.txt", cache.dir, name) < (int)size;
 }
 
 double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, char *source, size_t size)

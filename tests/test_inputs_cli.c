@@ -337,14 +337,14 @@ static void test_bench_with_unusable_cache_measures_every_row_with_one_warning(v
     assert_int_equal(run(&c), 1);
 }
 
-/* The device's remembered bandwidth file in dir (bandwidth-<device>.txt),
+/* The device's remembered bandwidth file in dir (memory-<device>.txt),
    its figure in *gbps; 0 if there is none. */
 static int remembered_gbps(const char *dir, char *path, size_t size, double *gbps)
 {
     DIR *d = opendir(dir);
     int found = 0;
     for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;)
-        if (strncmp(e->d_name, "bandwidth-", 10) == 0 && !strstr(e->d_name, ".tmp")) {
+        if (strncmp(e->d_name, "memory-", 7) == 0 && !strstr(e->d_name, ".tmp")) {
             snprintf(path, size, "%s/%s", dir, e->d_name);
             found = 1;
         }
@@ -358,9 +358,9 @@ static int remembered_gbps(const char *dir, char *path, size_t size, double *gbp
 }
 
 /* kiln-bench peak replaces the bandwidth kiln-bench attention remembers for
-   the device (its bandwidth_fraction) with the copy it measured: a stale
+   the device (its bandwidth_fraction) with the one it measured: a stale
    figure is not kept. */
-static void test_bench_peak_remembers_the_copy(void **state)
+static void test_bench_peak_remembers_the_bandwidth(void **state)
 {
     (void)state;
     static char cache[4300], env[4400];
@@ -388,7 +388,8 @@ int main(void)
     kt_add_test_(&tests, (struct CMUnitTest){"bench with an unusable cache directory",
                                              test_bench_with_unusable_cache_measures_every_row_with_one_warning,
                                              kt_watchdog_arm, kt_watchdog_disarm, NULL});
-    kt_add_test_(&tests, (struct CMUnitTest){"bench peak remembers the copy", test_bench_peak_remembers_the_copy,
-                                             kt_watchdog_arm, kt_watchdog_disarm, NULL});
+    kt_add_test_(&tests,
+                 (struct CMUnitTest){"bench peak remembers the bandwidth", test_bench_peak_remembers_the_bandwidth,
+                                     kt_watchdog_arm, kt_watchdog_disarm, NULL});
     return kt_run_with("inputs_cli", &tests, make_tmp, remove_tmp);
 }

@@ -1,6 +1,7 @@
 /*
  * What the device can do at best, for kiln-tune and kiln-bench peak: an
- * fp32 multiply-add loop (arithmetic peak) and a copy (memory bandwidth).
+ * fp32 multiply-add loop (arithmetic peak), a copy and a read (memory
+ * bandwidth).
  * KILN_UTIL_WG is the work-group size from the profile. Shared with the
  * CUDA backend through common/portability.h (one lane there).
  */
@@ -53,4 +54,43 @@ void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, con
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < n)
         dst[i] = src[i];
+}
+
+/* The sum of n float4s: a read of 16 n bytes. Work-item t reads runs of
+   `span` float4s, the t-th of every global-size run: span 1 interleaves the
+   work-items (coalesced on GPUs), span n / global size gives each its own
+   contiguous block (CPUs, launched one work-item per work-group, so that no
+   vectoriser across work-items turns the runs into gathers). Each
+   work-item stores its sum, so nothing is dead; with every value 1 the sums
+   are exact (fewer than 2^24 terms each), and the host checks them. */
+#if KILN_VECTOR_SYNTAX
+#define READ_ACC float4
+#define READ_ADD(acc, v) ((acc) += (v))
+#else
+#define READ_ACC float
+#define READ_ADD(acc, v) ((acc) += ((v).x + (v).y) + ((v).z + (v).w))
+#endif
+KILN_KERNEL
+void util_read_f32x4(KILN_GLOBAL const float4 *src, const ulong n, const ulong span, KILN_GLOBAL float *sums)
+{
+    const ulong t = KILN_GLOBAL_ID(0), stride = KILN_GLOBAL_SIZE(0) * span;
+    READ_ACC s0 = (READ_ACC)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    for (ulong base = t * span; base < n; base += stride) {
+        const ulong end = base + span < n ? base + span : n;
+        ulong i = base;
+        for (; i + 4 <= end; i += 4) {
+            READ_ADD(s0, src[i]);
+            READ_ADD(s1, src[i + 1]);
+            READ_ADD(s2, src[i + 2]);
+            READ_ADD(s3, src[i + 3]);
+        }
+        for (; i < end; i++)
+            READ_ADD(s0, src[i]);
+    }
+#if KILN_VECTOR_SYNTAX
+    const float4 s = (s0 + s1) + (s2 + s3);
+    sums[t] = (s.x + s.y) + (s.z + s.w);
+#else
+    sums[t] = (s0 + s1) + (s2 + s3);
+#endif
 }

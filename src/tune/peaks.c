@@ -120,7 +120,48 @@ static kiln_status measure_fma(kiln_context *ctx, struct kiln_peaks *out)
     return KILN_SUCCESS;
 }
 
-static kiln_status measure_copy(kiln_context *ctx, struct kiln_peaks *out)
+/* The read's launch over n float4s of src, checking the sums against the
+   values (all 1): on a CPU device 16 work-items per compute unit, one a
+   work-group, each summing a contiguous block; elsewhere 16 work-groups of
+   util.wg per compute unit, neighbours reading neighbouring float4s. */
+static kiln_status measure_read(kiln_context *ctx, kiln_buffer *src, size_t n, double *ms)
+{
+    struct launch l = {.ctx = ctx};
+    const size_t units = ctx->desc.compute_units ? ctx->desc.compute_units : 1;
+    const int cpu = ctx->desc.type == KILN_DEVICE_CPU;
+    l.local = cpu ? 1 : (size_t)kiln_profile_params(ctx->profile)->util.wg;
+    l.global = l.local * 16 * units;
+    const size_t span = cpu ? (n + l.global - 1) / l.global : 1;
+    kiln_buffer *sums = NULL;
+    kiln_status st = kernel_of(ctx, "util_read_f32x4", &l.kernel);
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_create(ctx, l.global * sizeof(float), &sums);
+    if (st == KILN_SUCCESS) {
+        kiln_args_buffer(&l.args, src->handle);
+        kiln_args_ulong(&l.args, n);
+        kiln_args_ulong(&l.args, span);
+        kiln_args_buffer(&l.args, sums->handle);
+        st = kiln_find_median(ctx, run_launch, &l, ms);
+    }
+    float *got = st == KILN_SUCCESS ? malloc(l.global * sizeof *got) : NULL;
+    if (st == KILN_SUCCESS && !got)
+        st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "kiln_measure_peaks: the read's %zu sums", l.global);
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_read(sums, 0, l.global * sizeof *got, got);
+    double total = 0.0;
+    for (size_t i = 0; st == KILN_SUCCESS && i < l.global; i++)
+        total += got[i];
+    free(got);
+    kiln_buffer_destroy(sums);
+    if (st == KILN_SUCCESS && total != 4.0 * (double)n)
+        st = kiln_error(KILN_ERROR_DEVICE, "kiln_measure_peaks: the read of %zu float4s of 1 summed to %.17g, not %zu",
+                        n, total, 4 * n);
+    return st;
+}
+
+/* A copy between two buffers as large as the device allows (at most
+   COPY_MAX_BYTES), then a read of the first. */
+static kiln_status measure_memory(kiln_context *ctx, struct kiln_peaks *out)
 {
     size_t bytes = COPY_MAX_BYTES;
     if (ctx->desc.max_alloc_bytes && bytes > ctx->desc.max_alloc_bytes / 2)
@@ -143,20 +184,25 @@ static kiln_status measure_copy(kiln_context *ctx, struct kiln_peaks *out)
         st = kiln_buffer_create(ctx, bytes, &dst);
     if (st == KILN_SUCCESS)
         st = kiln_buffer_fill_f32(src, 0, bytes / 4, 1.0f);
-    double ms = 0.0;
+    double ms = 0.0, read_ms = 0.0;
     if (st == KILN_SUCCESS) {
         kiln_args_buffer(&l.args, src->handle);
         kiln_args_buffer(&l.args, dst->handle);
         kiln_args_ulong(&l.args, n);
         st = kiln_find_median(ctx, run_launch, &l, &ms);
     }
-    kiln_buffer_destroy(src);
     kiln_buffer_destroy(dst);
+    if (st == KILN_SUCCESS)
+        st = measure_read(ctx, src, n, &read_ms);
+    kiln_buffer_destroy(src);
     if (st != KILN_SUCCESS)
         return st;
     out->copy_ms = ms;
+    out->read_ms = read_ms;
     out->copy_bytes = bytes;
-    out->gbps = 2.0 * (double)bytes / (ms * 1e6);
+    out->copy_gbps = 2.0 * (double)bytes / (ms * 1e6);
+    out->read_gbps = (double)bytes / (read_ms * 1e6);
+    out->gbps = out->copy_gbps > out->read_gbps ? out->copy_gbps : out->read_gbps;
     return KILN_SUCCESS;
 }
 
@@ -168,7 +214,7 @@ static kiln_status measure(kiln_context *ctx, int fma, struct kiln_peaks *out)
     memset(&p, 0, sizeof p);
     kiln_status st = fma ? measure_fma(ctx, &p) : KILN_SUCCESS;
     if (st == KILN_SUCCESS)
-        st = measure_copy(ctx, &p);
+        st = measure_memory(ctx, &p);
     if (st == KILN_SUCCESS)
         *out = p;
     return st;
