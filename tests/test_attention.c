@@ -244,10 +244,14 @@ static void split_kv_on(kiln_context *ctx, const struct ar_row *r, const char *k
 /* The decoding kernel taking several kv heads per work-item
    (attention.decode heads): the largest divisor of the kv heads up to the
    profile's value where K's heads are adjacent in a key's row (BSHD), one
-   in BHSD; each with the splits above. */
-static void decode_heads_on(const struct ar_row *r, int heads)
+   in BHSD; with several and at least 4 rows it prefetches each line
+   `stream` keys on beside its load (attention.decode stream, none at 0),
+   else whole pages `ahead` (several kv heads) or touches rows ahead (one);
+   each with the splits above. */
+static void decode_heads_on(const struct ar_row *r, int heads, int stream)
 {
-    kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"attention.decode\": {\"heads\": %d}}}", heads);
+    kiln_context *ctx =
+        kt_overlay_context("{\"kernels\": {\"attention.decode\": {\"heads\": %d, \"stream\": %d}}}", heads, stream);
     kiln_attention_desc d = ar_desc_of(r, KILN_ATTENTION_AUTO);
     kiln_attention_plan *plan = NULL;
     kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
@@ -261,6 +265,14 @@ static void decode_heads_on(const struct ar_row *r, int heads)
         const char *at = strstr(info.params, "kv heads=");
         if (!at || strtoul(at + 9, NULL, 10) != want)
             fail_msg("%s, heads %d: \"%s\", wanted %zu kv heads a work-item", r->what, heads, info.params, want);
+        char fetch[32];
+        const size_t nrows = d.heads / d.kv_heads * d.seq_q;
+        if (want > 1 && nrows >= 4 && stream > 0)
+            snprintf(fetch, sizeof fetch, " stream=%d ", stream);
+        else
+            snprintf(fetch, sizeof fetch, " %s=", want > 1 ? "prefetch" : "ahead");
+        if (!strstr(info.params, fetch))
+            fail_msg("%s, heads %d, stream %d: \"%s\", wanted \"%s\"", r->what, heads, stream, info.params, fetch);
         split_kv_on(ctx, r, "attention_f32_decode");
     }
     kiln_attention_plan_destroy(plan);
@@ -271,8 +283,9 @@ static void test_split_kv(void **state)
 {
     const struct ar_row *r = *state;
     split_kv_on(kt_ctx, r, "attention_f32_decode");
-    decode_heads_on(r, 64);
-    decode_heads_on(r, 3);
+    decode_heads_on(r, 64, 8);
+    decode_heads_on(r, 3, 5);
+    decode_heads_on(r, 64, 0);
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
     split_kv_on(ctx, r, "attention_f32_flash");
     kiln_context_destroy(ctx);

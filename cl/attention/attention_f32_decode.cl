@@ -66,11 +66,30 @@
  * (the prefetches queue behind the core's few outstanding misses); 32 to
  * 192 keys ahead alike.
  *
+ * Streaming (KILN_DECODE_STREAM keys, with several kv heads a work-item):
+ * every load of K in the scores (first block of rows) and of V in O += P V
+ * is paired with a prefetch into the nearest cache (KILN_PREFETCH_L1) of the
+ * same line of the row KILN_DECODE_STREAM keys further on (clamped to the
+ * last key read), in place of the page prefetch. Spread through the
+ * arithmetic so, the misses are in flight while the core computes: on that
+ * Zen 5 a core that computes otherwise fetches nothing (a C loop summing 64
+ * MiB with two multiply-adds a vector took the sum of its time from cache
+ * and its time from memory), and a burst of prefetches at the start of a
+ * step stalled instead. Four alternating rounds there, one query, 8192
+ * keys, d128, BSHD, 8 keys ahead against the page prefetch: H32/KV8 1.71-1.84
+ * -> 1.40-1.61 ms, fp16 0.95-1.04 -> 0.67-0.68, H32/KV4 1.18-1.28 -> 0.73-0.77,
+ * d64 0.94-0.96 -> 0.57-0.59; 12 keys alike, 4 and 16-32 slower, the second
+ * level's prefetch about 5% slower. With two rows or one (H16/KV8, H8/KV8)
+ * a key has too little arithmetic to hide anything and the prefetches only
+ * cost (H8/KV8 1.12-1.15 -> 1.47-1.53 ms), so the plan streams from four
+ * rows up (src/ops/attention_decode.c).
+ *
  * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
  * (R: group * seq_q), KILN_DECODE_HEADS (HK, dividing the kv heads),
  * KILN_DECODE_SPLIT (0 or 1), KILN_DECODE_AHEAD and KILN_DECODE_PREFETCH
- * (keys, multiples of VW; 0: none; at most one of them), the
+ * (keys, multiples of VW) and KILN_DECODE_STREAM (keys; all three 0: none;
+ * at most one of them), the
  * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS,
  * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16.
  */
@@ -221,6 +240,16 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
             const ulong at_j = kv0 + (ulong)min(j0 + j, kend - 1) * kv_ss;
             kr[j] = K + at_j, vr[j] = V + at_j;
         }
+#if KILN_DECODE_STREAM
+        /* The rows KILN_DECODE_STREAM keys further on, fetched line by line
+           beside the step's own loads. */
+        KILN_GLOBAL const KILN_STORAGE *kn[VW], *vn[VW];
+#pragma unroll
+        for (int j = 0; j < VW; j++) {
+            const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_STREAM + j, kend - 1) * kv_ss;
+            kn[j] = K + at_j, vn[j] = V + at_j;
+        }
+#endif
         /* The scores, G keys at a time for every kv head and row: where the
            kv heads are adjacent in a key's row (BSHD), the G rows are read
            whole and in order. */
@@ -243,6 +272,12 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #pragma unroll
                         for (int j = 0; j < G; j++)
                             kv[j] = VLOADU_S(kr[g * G + j] + c * kv_sh + e * VW);
+#if KILN_DECODE_STREAM
+                        if (r0 == 0)
+#pragma unroll
+                            for (int j = 0; j < G; j++)
+                                KILN_PREFETCH_L1(kn[g * G + j] + c * kv_sh + e * VW);
+#endif
 #pragma unroll
                         for (int r = 0; r < RB && r0 + r < R; r++) {
                             const VEC qe = q[c][r0 + r][e];
@@ -303,6 +338,9 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #pragma unroll
                         for (int x = 0; x < E2; x++) {
                             const VEC ve = VLOADU_S(vr[g * GV + j] + c * kv_sh + (e + x) * VW);
+#if KILN_DECODE_STREAM
+                            KILN_PREFETCH_L1(vn[g * GV + j] + c * kv_sh + (e + x) * VW);
+#endif
 #pragma unroll
                             for (int r = 0; r < R; r++)
                                 a[x][r] = fma((VEC)(p[c][r][g * GV + j]), ve, a[x][r]);

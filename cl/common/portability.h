@@ -19,6 +19,9 @@
  *                    OpenCL compiler is clang (POCL and other CPU drivers;
  *                    OpenCL's own prefetch() does nothing on POCL), else
  *                    nothing
+ *   KILN_PREFETCH_L1(p)
+ *                    the same, into the nearest cache (locality 3) rather
+ *                    than the second level
  *
  * Kernels that lean on OpenCL's vector syntax throughout (floatN literals,
  * swizzles: common/vector.h, common/window.h and the kernels using them)
@@ -52,6 +55,7 @@
 
 #define KILN_BARRIER_LOCAL() __syncthreads()
 #define KILN_PREFETCH(p) ((void)(p))
+#define KILN_PREFETCH_L1(p) ((void)(p))
 
 typedef unsigned char uchar;
 typedef unsigned short ushort;
@@ -101,8 +105,10 @@ inline float mad(float a, float b, float c) { return fmaf(a, b, c); }
 #define KILN_WORK_GROUP_SIZE(x, y, z) __attribute__((reqd_work_group_size(x, y, z)))
 #ifdef __clang__ /* through an integer: the built-in takes a pointer of no address space */
 #define KILN_PREFETCH(p) __builtin_prefetch((const void *)(size_t)(p), 0, 2)
+#define KILN_PREFETCH_L1(p) __builtin_prefetch((const void *)(size_t)(p), 0, 3)
 #else
 #define KILN_PREFETCH(p) ((void)(p))
+#define KILN_PREFETCH_L1(p) ((void)(p))
 #endif
 
 #define KILN_GLOBAL_ID(d) get_global_id(d)

@@ -264,10 +264,18 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
        keys ahead; cl/attention/attention_f32_decode.cl has the prefetch's
        figures). */
     const long ahead = (a->ahead + vw - 1) / vw * vw;
+    /* With several kv heads and at least 4 rows, each load's line stream
+       keys on is prefetched beside it instead (attention.decode.stream): a
+       key's arithmetic then hides the misses; with 1 or 2 rows it has too
+       little, and the prefetches only cost (the kernel's comment has the
+       figures). */
+    const size_t rows = s->group * d->seq_q;
+    const long stream = hk > 1 && rows >= 4 ? a->stream : 0;
     kiln_options_add(&options,
                      "-DKILN_DECODE_VW=%ld -DKILN_DECODE_D=%zu -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_SPLIT=%d"
-                     " -DKILN_DECODE_AHEAD=%ld -DKILN_DECODE_PREFETCH=%ld -DKILN_DECODE_HEADS=%zu",
-                     vw, d->head_dim, s->group * d->seq_q, plan->splits > 1, hk > 1 ? 0 : ahead, hk > 1 ? ahead : 0,
+                     " -DKILN_DECODE_AHEAD=%ld -DKILN_DECODE_PREFETCH=%ld -DKILN_DECODE_STREAM=%ld"
+                     " -DKILN_DECODE_HEADS=%zu",
+                     vw, d->head_dim, rows, plan->splits > 1, hk > 1 ? 0 : ahead, hk > 1 && !stream ? ahead : 0, stream,
                      hk);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f32_decode");
@@ -279,8 +287,11 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     plan->local[0] = plan->local[1] = 1;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_%zux%ld", s->group * d->seq_q, vw);
     snprintf(plan->base.params, sizeof plan->base.params,
-             "rows=%zu VW=%ld D=%zu %s=%ld kv heads=%zu splits=%d of %d keys (%s)", s->group * d->seq_q, vw,
-             d->head_dim, hk > 1 ? "prefetch" : "ahead", ahead, hk, plan->splits, split_len, why);
+             "rows=%zu VW=%ld D=%zu %s=%ld kv heads=%zu splits=%d of %d keys (%s)", rows, vw, d->head_dim,
+             stream   ? "stream"
+             : hk > 1 ? "prefetch"
+                      : "ahead",
+             stream ? stream : ahead, hk, plan->splits, split_len, why);
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head",
              s->group * d->seq_q);

@@ -180,6 +180,9 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "keys ahead of its step whose rows of K and V the OpenCL decoding kernel fetches early, so that they are on "    \
       "their way from memory when it gets there: a load per cache line where it takes one kv head, a prefetch of the " \
       "first line of each 4 KiB page where it takes several; 0: none")                                                 \
+    F(attention_decode, stream, INT, 0, 4096, HOST,                                                                    \
+      "keys ahead of each load whose same line of K or V the OpenCL decoding kernel prefetches beside it, where it "   \
+      "takes several kv heads and at least 4 rows (then in place of ahead's page prefetch); 0: never")                 \
     F(attention_decode, heads, INT, 1, 64, HOST,                                                                       \
       "kv heads one work-item of the OpenCL decoding kernel takes, step by step (the largest divisor of the kv heads " \
       "up to this; 1 where K's heads are not adjacent in a key's row), so that it reads whole rows of BSHD")           \
