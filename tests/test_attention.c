@@ -60,6 +60,10 @@ static const struct ar_row rows[] = {
     {AR_SHAPE("decode key lengths", BSHD, 4, 4, 2, 1, 300, 64), .key_lengths = 1, .lse = 1},
     {AR_SHAPE("decode short keys", BHSD, 1, 8, 8, 1, 9, 128), .lse = 1},
     {AR_SHAPE("decode dim 80", BSHD, 1, 6, 2, 2, 150, 80), .causal = 1, .mask = M_QK, .lse = 1},
+    /* Grouped-query decoding whose kv heads share a work-item and whose
+       rows (4) take the streaming prefetch on CPU devices, with key lengths
+       ending the rows streamed ahead, in each storage. */
+    {AR_SHAPE("decode gqa streamed", BSHD, 3, 8, 2, 1, 300, 128), .key_lengths = 1, .lse = 1},
     /* Causal masking, aligned to the end of the keys. */
     {AR_SHAPE("causal", BSHD, 1, 2, 2, 100, 100, 64), .causal = 1, .lse = 1},
     {AR_SHAPE("causal q < kv", BHSD, 1, 2, 2, 33, 255, 64), .causal = 1, .lse = 1},
@@ -93,10 +97,12 @@ static const struct ar_row rows[] = {
     {AR_SHAPE("f16", BSHD, 1, 2, 2, 100, 100, 64), .dtype = F16},
     {AR_SHAPE("f16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = F16, .causal = 1, .lse = 1},
     {AR_SHAPE("f16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = F16, .key_lengths = 1},
+    {AR_SHAPE("f16 decode gqa", BSHD, 2, 8, 2, 1, 200, 64), .dtype = F16, .mask = M_BHQK, .lse = 1},
     {AR_SHAPE("f16 hard", BSHD, 1, 2, 2, 64, 64, 64), .dtype = F16, .logits = HARD, .lse = 1},
     {AR_SHAPE("bf16", BSHD, 1, 2, 2, 100, 100, 64), .dtype = BF16},
     {AR_SHAPE("bf16 gqa causal", BHSD, 2, 4, 2, 33, 255, 80), .dtype = BF16, .causal = 1, .lse = 1},
     {AR_SHAPE("bf16 decode", BSHD, 2, 4, 1, 1, 300, 128), .dtype = BF16, .key_lengths = 1},
+    {AR_SHAPE("bf16 decode gqa", BSHD, 2, 8, 2, 1, 200, 64), .dtype = BF16, .key_lengths = 1, .lse = 1},
     {AR_SHAPE("bf16 mask", BHSD, 1, 2, 2, 17, 40, 32), .dtype = BF16, .mask = M_BQK},
 };
 
