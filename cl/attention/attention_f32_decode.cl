@@ -75,11 +75,12 @@
  * Zen 5 a core that computes otherwise fetches nothing (a C loop summing 64
  * MiB with two multiply-adds a vector took the sum of its time from cache
  * and its time from memory), and a burst of prefetches at the start of a
- * step stalled instead. Four alternating rounds there, one query, 8192
- * keys, d128, BSHD, 8 keys ahead against the page prefetch: H32/KV8 1.71-1.84
- * -> 1.40-1.61 ms, fp16 0.95-1.04 -> 0.67-0.68, H32/KV4 1.18-1.28 -> 0.73-0.77,
- * d64 0.94-0.96 -> 0.57-0.59; 12 keys alike, 4 and 16-32 slower, the second
- * level's prefetch about 5% slower. With two rows or one (H16/KV8, H8/KV8)
+ * step stalled instead. Alternating rounds there (eight for H32/KV8, three
+ * for the others), one query, 8192 keys, d128, BSHD, 8 keys ahead against
+ * the page prefetch: H32/KV8 1.71-1.87 -> 1.40-1.67 ms, fp16 0.95-1.04 ->
+ * 0.67-0.68, H32/KV4 1.18-1.28 -> 0.73-0.77, d64 0.94-0.96 -> 0.58-0.59;
+ * 12 keys alike, 4 and 16-32 slower, the second level's prefetch about 5%
+ * slower. With two rows or one (H16/KV8, H8/KV8)
  * a key has too little arithmetic to hide anything and the prefetches only
  * cost (H8/KV8 1.12-1.15 -> 1.47-1.53 ms), so the plan streams from four
  * rows up (src/ops/attention_decode.c).
