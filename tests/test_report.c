@@ -57,7 +57,7 @@ static void test_tiny_report(void **state)
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
         if (!strstr(lines, ops[i]))
             fail_msg("results.jsonl has no line with %s:\n%s", ops[i], lines);
-    assert_non_null(strstr(lines, "\"bandwidth_fraction\"")); /* the attention row's, against the measured copy */
+    assert_non_null(strstr(lines, "\"bandwidth_fraction\"")); /* the attention row's, against the measured bandwidth */
     assert_non_null(strstr(lines, "\"launch_floor_us\""));    /* the peak line's: an empty call and its wait */
     free(lines);
 

@@ -285,7 +285,7 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     plan->decoding = 1;
     plan->global[0] = (size_t)plan->splits, plan->global[1] = d->batch * d->kv_heads / hk;
     plan->local[0] = plan->local[1] = 1;
-    snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_%zux%ld", s->group * d->seq_q, vw);
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_%zux%ld", rows, vw);
     snprintf(plan->base.params, sizeof plan->base.params,
              "rows=%zu VW=%ld D=%zu %s=%ld kv heads=%zu splits=%d of %d keys (%s)", rows, vw, d->head_dim,
              stream   ? "stream"
@@ -293,7 +293,6 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
                       : "ahead",
              stream ? stream : ahead, hk, plan->splits, split_len, why);
     size_t len = strlen(plan->base.reason);
-    snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head",
-             s->group * d->seq_q);
+    snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head", rows);
     return KILN_SUCCESS;
 }
