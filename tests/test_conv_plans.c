@@ -1,7 +1,8 @@
 /*
  * Convolution plans through the public API, checked against conv_ref.h:
  * describe() for every algorithm, the profile's default algorithm under
- * AUTO, the one-shot call with and without an event, one plan executed on
+ * AUTO, the implicit GEMM's kernel variants, strided 1x1 layers under AUTO,
+ * the one-shot call with and without an event, one plan executed on
  * several sets of buffers, constant weights, and the find mode with its
  * database.
  */
@@ -103,6 +104,25 @@ static void test_profile_default_algo(void **state)
     kiln_context_destroy(ctx);
 }
 
+/* The kernel of the implicit GEMM's plan for `row` (skips the test where
+   this device has none), and whether it is the CPU kernel: not the tiled
+   one, not another backend's. */
+static int igemm_kernel(const struct cc_row *row, kiln_conv2d_plan_info *info)
+{
+    kiln_conv2d_desc d = cc_desc_of(row, KILN_CONV_IMPLICIT_GEMM);
+    kiln_conv2d_plan *plan = NULL;
+    kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+    if (kt_unsupported_here(kt_ctx, st))
+        skip();
+    kt_assert_status(st, KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_describe(plan, info), KILN_SUCCESS);
+    kiln_conv2d_plan_destroy(plan);
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    return strcmp(dev.backend, "opencl") == 0 && strncmp(info->kernel, "conv_f32_igemm_", 15) == 0 &&
+           !strstr(info->kernel, "tiled");
+}
+
 /* Which variant of the implicit GEMM's CPU kernel a plan takes, where the
    profile routes the implicit GEMM there: the row variant for NHWC and for
    a strided 3x3 on an image of one tile (whose filters the panel variant
@@ -122,20 +142,56 @@ static void test_igemm_variants(void **state)
         {{CONV("1x1 stride2", NCHW, 1, 64, 7, 7, 256, 1, 1), .sh = 2, .sw = 2}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_IMPLICIT_GEMM);
-        kiln_conv2d_plan *plan = NULL;
-        kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
-        if (kt_unsupported_here(kt_ctx, st))
-            skip();
-        kt_assert_status(st, KILN_SUCCESS);
         kiln_conv2d_plan_info info;
-        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
-        kiln_conv2d_plan_destroy(plan);
+        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
         printf("# %s %s: %s [%s]\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw", info.kernel,
                info.params);
-        if (strncmp(info.kernel, "conv_f32_igemm_", 15) != 0 || strstr(info.kernel, "tiled"))
-            skip(); /* the tiled kernel, or another backend's */
+        if (!cpu_kernel)
+            skip();
         assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0, cases[i].rows);
+    }
+}
+
+/* A strided 1x1 layer on an NCHW image of few output pixels takes im2col
+   under AUTO (the input subsampled, then a GEMM), where the profile routes
+   implicit GEMM to its CPU kernel; a large image keeps implicit GEMM and
+   NHWC never takes it. Results are checked against the reference. */
+static void test_strided_1x1_heuristic(void **state)
+{
+    (void)state;
+    static const struct {
+        struct cc_row row;
+        int im2col;
+    } cases[] = {
+        {{CONV("1x1 stride2 7x7 out", NCHW, 1, 32, 14, 14, 64, 1, 1), .sh = 2, .sw = 2}, 1},
+        {{CONV("1x1 stride2 odd", NCHW, 2, 16, 9, 11, 24, 1, 1), .sh = 2, .sw = 3}, 1},
+        {{CONV("1x1 stride2 32x32 out", NCHW, 1, 16, 64, 64, 32, 1, 1), .sh = 2, .sw = 2}, 0},
+        {{CONV("1x1 stride2 7x7 out", NHWC, 1, 32, 14, 14, 64, 1, 1), .sh = 2, .sw = 2}, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        /* Where implicit GEMM is not the CPU kernel, the rule does not apply. */
+        kiln_conv2d_plan_info info;
+        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
+        kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_AUTO);
+        kiln_conv2d_plan *plan = NULL;
+        d.has_bias = 1, d.activation = KILN_ACT_RELU;
+        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        printf("# %s %s: %s %s (%s)\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw",
+               info.name, info.kernel, info.reason);
+        if (cpu_kernel)
+            assert_int_equal(strcmp(info.name, "im2col") == 0, cases[i].im2col);
+        else
+            assert_string_not_equal(info.name, "im2col");
+        if (strcmp(info.name, "im2col") == 0)
+            assert_non_null(strstr(info.reason, "strided 1x1"));
+        struct cr_case t;
+        cr_case_init(&t, kt_ctx, &d);
+        cr_case_fill(&t, &kt_group_seed);
+        kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
+        cr_case_check(&t, kiln_conv_algo_tol(KILN_CONV_IM2COL, t.dims.k_eff), cases[i].row.what);
+        cr_case_free(&t);
+        kiln_conv2d_plan_destroy(plan);
     }
 }
 
@@ -325,6 +381,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_constant_weights));
     kt_add(&tests, cmocka_unit_test(test_profile_default_algo));
     kt_add(&tests, cmocka_unit_test(test_igemm_variants));
+    kt_add(&tests, cmocka_unit_test(test_strided_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_find_desc));
     kt_add(&tests, cmocka_unit_test(test_find_env));
     return kt_run("conv_plans", &tests);

@@ -144,9 +144,11 @@ static kiln_status im2col_prepare(struct kiln_conv2d_plan *plan)
         st = kiln_plan_workspace(&plan->base, 0, volume * pixels * kiln_dtype_size(d->dtype));
     if (st != KILN_SUCCESS)
         return st;
-    size_t g[3] = {s->p * s->q, volume, d->n};
+    /* A work-item per output row (NCHW) or per pixel's filter tap (NHWC):
+       conv/conv_f32_im2col.cl. */
+    size_t g[3] = {s->p, volume, d->n};
     if (d->layout == KILN_NHWC)
-        g[0] = volume, g[1] = pixels, g[2] = 1;
+        g[0] = d->groups * d->r * d->s, g[1] = pixels, g[2] = 1;
     memcpy(plan->global[0], g, sizeof g);
     return lower(plan, volume);
 }
