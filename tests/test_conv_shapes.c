@@ -52,6 +52,11 @@ static const struct cc_row rows[] = {
     {CONV("1x1 64ch", NCHW, 1, 64, 14, 14, 64, 1, 1)},
     {CONV("1x1 n2", NCHW, 2, 16, 7, 9, 24, 1, 1)}, /* implicit-GEMM tiles cross the image boundary */
     {CONV("1x1 64ch", NHWC, 2, 64, 7, 7, 64, 1, 1)},
+    /* GEMM_1X1's flipped tile whole (8 pixels by 32 filters on the
+       x86-64-avx512 profiles: 40 pixels, 96 filters), stored through its
+       transpose in registers (cl/gemm/gemm_f32_cpu.cl) */
+    {CONV("1x1 whole flipped tiles", NCHW, 1, 64, 8, 5, 96, 1, 1)},
+    {CONV("1x1 whole flipped tiles n2", NCHW, 2, 64, 5, 8, 96, 1, 1)},
     {CONV("1x1 stride2", NCHW, 1, 8, 9, 9, 16, 1, 1), .sh = 2, .sw = 2},
     {CONV("1x1 stride2", NHWC, 1, 8, 9, 9, 16, 1, 1), .sh = 2, .sw = 2, D},
     {CONV("3x3 pad0", NCHW, 1, 8, 10, 10, 16, 3, 3)},
@@ -143,6 +148,7 @@ static const struct cc_row rows[] = {
     {CONV("3x3 pad1", NHWC, 1, 16, 10, 10, 16, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 pad1 64ch", NHWC, 1, 64, 10, 10, 64, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("1x1", NHWC, 2, 16, 7, 9, 24, 1, 1), .dtype = KILN_F16},
+    {CONV("1x1 whole flipped tiles", NCHW, 1, 64, 8, 5, 96, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 pad1 wide", NCHW, 1, 8, 6, 40, 8, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_F16},
     {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_F16},
     {CONV("3x3 stride2 pad1 32ch", NCHW, 1, 32, 9, 9, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_F16},
@@ -152,6 +158,7 @@ static const struct cc_row rows[] = {
     /* bf16 storage, fp32 arithmetic. */
     {CONV("3x3 pad1", NHWC, 1, 16, 10, 10, 16, 3, 3), PAD(1, 1, 1, 1), .dtype = KILN_BF16},
     {CONV("1x1", NHWC, 2, 16, 7, 9, 24, 1, 1), .dtype = KILN_BF16},
+    {CONV("1x1 whole flipped tiles", NCHW, 1, 64, 8, 5, 96, 1, 1), .dtype = KILN_BF16},
     {CONV("3x3 stride2 pad1 wide", NCHW, 1, 8, 7, 41, 8, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_BF16},
     {CONV("3x3 stride2 pad1 32ch", NCHW, 1, 32, 9, 9, 16, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .dtype = KILN_BF16},
     {CONV("3x3 depthwise", NCHW, 1, 16, 9, 11, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, .dtype = KILN_BF16, D},
