@@ -52,11 +52,12 @@ static const struct cc_row rows[] = {
     {CONV("1x1 64ch", NCHW, 1, 64, 14, 14, 64, 1, 1)},
     {CONV("1x1 n2", NCHW, 2, 16, 7, 9, 24, 1, 1)}, /* implicit-GEMM tiles cross the image boundary */
     {CONV("1x1 64ch", NHWC, 2, 64, 7, 7, 64, 1, 1)},
-    /* GEMM_1X1's flipped tile whole (8 pixels by 32 filters on the
-       x86-64-avx512 profiles: 40 pixels, 96 filters), stored through its
-       transpose in registers (cl/gemm/gemm_f32_cpu.cl) */
+    /* GEMM_1X1's flipped tile whole (8 or 7 pixels by 32 filters on the
+       x86-64-avx512 profiles: 40 or 49 pixels, 96 filters), stored through
+       its transpose in registers (cl/gemm/gemm_f32_cpu.cl) */
     {CONV("1x1 whole flipped tiles", NCHW, 1, 64, 8, 5, 96, 1, 1)},
     {CONV("1x1 whole flipped tiles n2", NCHW, 2, 64, 5, 8, 96, 1, 1)},
+    {CONV("1x1 whole flipped tiles of 7", NCHW, 1, 64, 7, 7, 96, 1, 1)},
     {CONV("1x1 stride2", NCHW, 1, 8, 9, 9, 16, 1, 1), .sh = 2, .sw = 2},
     {CONV("1x1 stride2", NHWC, 1, 8, 9, 9, 16, 1, 1), .sh = 2, .sw = 2, D},
     {CONV("3x3 pad0", NCHW, 1, 8, 10, 10, 16, 3, 3)},

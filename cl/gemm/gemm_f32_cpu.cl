@@ -26,8 +26,8 @@
  *    packing opB^T as the row panels and opA^T as the column panels (M and
  *    N exchanged in the micro kernel's arguments). The tile is then one of
  *    C^T, stored into C (row-major, ldc), where each of its rows is a run of
- *    MR consecutive elements of one row of C: a whole tile of 8 rows by
- *    16-lane vectors transposed in registers and stored in runs of 8
+ *    MR consecutive elements of one row of C: a whole tile of 5 to 8 rows
+ *    by 16-lane vectors transposed in registers and stored in runs of MR
  *    (flip_store_whole), others element by element; bias and z keep C's
  *    indexing. Where B is fp32 and untransposed, its MR
  *    consecutive columns per k are read in place instead of packed
@@ -119,8 +119,57 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
         dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
 }
 
-#if KILN_TILE_FLIP && MR == 8 && VW == 16
+#if KILN_TILE_FLIP && MR >= 5 && MR <= 8 && VW == 16
 KILN_ACTIVATION_FUNCTION(float8, activate8)
+
+/* A run of MR consecutive values of C (or z, or the bias) as the first lanes
+   of a float8, and back: never a value past the run, which may be the
+   tensor's last. */
+inline float8 run_load(KILN_GLOBAL const KILN_STORAGE *p)
+{
+#if MR == 8
+    return KILN_VLOADN(8, p);
+#elif MR == 7
+    return (float8)(KILN_VLOADN(4, p), KILN_VLOADN(2, p + 4), KILN_LOAD(p, 6), 0.0f);
+#elif MR == 6
+    return (float8)(KILN_VLOADN(4, p), KILN_VLOADN(2, p + 4), 0.0f, 0.0f);
+#else
+    return (float8)(KILN_VLOADN(4, p), KILN_LOAD(p, 4), 0.0f, 0.0f, 0.0f);
+#endif
+}
+
+inline float8 run_load_f32(KILN_GLOBAL const float *p)
+{
+#if MR == 8
+    return vload8(0, p);
+#elif MR == 7
+    return (float8)(vload4(0, p), vload2(0, p + 4), p[6], 0.0f);
+#elif MR == 6
+    return (float8)(vload4(0, p), vload2(0, p + 4), 0.0f, 0.0f);
+#else
+    return (float8)(vload4(0, p), p[4], 0.0f, 0.0f, 0.0f);
+#endif
+}
+
+inline void run_store(float8 x, KILN_GLOBAL KILN_STORAGE *p)
+{
+#if MR == 8
+    KILN_VSTOREN(x, 8, p);
+#else
+    KILN_VSTOREN(x.lo, 4, p);
+#if MR >= 6
+    KILN_VSTOREN(x.s45, 2, p + 4);
+#endif
+#if MR == 7
+    KILN_STORE(x.s6, p, 6);
+#elif MR == 5
+    KILN_STORE(x.s4, p, 4);
+#endif
+#endif
+}
+
+/* Row i of the tile's vector v, zero past MR. */
+#define TILE_ROW(i, v) ((i) < MR ? acc[(i) < MR ? (i) : 0][v] : (float16)(0.0f))
 
 /* The vectors of two rows a and b, lanes interleaved: a0 b0 a1 b1 ... (lo:
    lanes 0-7, hi: lanes 8-15), pairs of lanes (2), or quads (4). */
@@ -133,14 +182,16 @@ KILN_ACTIVATION_FUNCTION(float8, activate8)
 #define ZIP4_LO(a, b) (float16)(a.s0123, b.s0123, a.s4567, b.s4567)
 #define ZIP4_HI(a, b) (float16)(a.s89ab, b.s89ab, a.scdef, b.scdef)
 
-/* A whole flipped tile, 8 rows (pixels) by 16-lane vectors of columns, into
-   C: each vector's 16 columns become runs of 8 values of C, transposed in
+/* A whole flipped tile, MR rows (pixels, 5 to 8) by 16-lane vectors of
+   columns, into C: each vector's 16 columns become runs of MR values of C
+   (rows past MR taken as zero), transposed in
    registers (three rounds of interleaving) instead of one value at a time;
    then alpha, beta * addend (C or Z), the bias and the activation on each
    run. On a 2-vCPU Zen 5, three alternating runs, a 1x1 convolution of
    256 -> 1024 channels at 14x14 (K = 256, 196 pixels) with bias and ReLU
    took 0.279-0.284 ms through flip_store and 0.252-0.259 this way, with a
-   residual too 0.302-0.303 and 0.259-0.263. */
+   residual too 0.302-0.303 and 0.259-0.263; 512 -> 2048 at 7x7 (runs of
+   7) with bias, residual and ReLU 0.260-0.262 and 0.243-0.246. */
 inline void flip_store_whole(VEC acc[MR][NV], int row0, int col0, float alpha, float beta,
                              KILN_GLOBAL KILN_STORAGE *C, size_t at0, int ldc, KILN_GLOBAL const float *bias, ulong off_bias,
                              KILN_GLOBAL const KILN_STORAGE *Z, float slope)
@@ -148,8 +199,8 @@ inline void flip_store_whole(VEC acc[MR][NV], int row0, int col0, float alpha, f
     (void)bias, (void)off_bias, (void)Z, (void)row0;
 #pragma unroll
     for (int v = 0; v < NV; v++) {
-        const float16 r0 = acc[0][v], r1 = acc[1][v], r2 = acc[2][v], r3 = acc[3][v], r4 = acc[4][v],
-                      r5 = acc[5][v], r6 = acc[6][v], r7 = acc[7][v];
+        const float16 r0 = TILE_ROW(0, v), r1 = TILE_ROW(1, v), r2 = TILE_ROW(2, v), r3 = TILE_ROW(3, v),
+                      r4 = TILE_ROW(4, v), r5 = TILE_ROW(5, v), r6 = TILE_ROW(6, v), r7 = TILE_ROW(7, v);
         /* pairs of rows, then quads, then all 8: lane pair (2e, 2e+1) of t[x]
            ends up as the 8 rows of columns 2e and 2e+1 */
         const float16 a0 = ZIP1_LO(r0, r1), a1 = ZIP1_HI(r0, r1), a2 = ZIP1_LO(r2, r3), a3 = ZIP1_HI(r2, r3),
@@ -169,13 +220,13 @@ inline void flip_store_whole(VEC acc[MR][NV], int row0, int col0, float alpha, f
                 const size_t at = at0 + (size_t)(col0 + j) * ldc;
                 float8 r = alpha * (h ? t[x].hi : t[x].lo);
                 if (beta != 0.0f)
-                    r = fma((float8)(beta), KILN_VLOADN(8, (KILN_EPI_Z ? Z : C) + at), r);
+                    r = fma((float8)(beta), run_load((KILN_EPI_Z ? Z : C) + at), r);
 #if KILN_EPI_BIAS == 1
                 r += bias[off_bias + col0 + j];
 #elif KILN_EPI_BIAS == 2
-                r += vload8(0, bias + off_bias + row0);
+                r += run_load_f32(bias + off_bias + row0);
 #endif
-                KILN_VSTOREN(activate8(r, slope), 8, C + at);
+                run_store(activate8(r, slope), C + at);
             }
     }
 }
@@ -279,7 +330,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
     (void)bias, (void)off_bias, (void)Z, (void)slope;
 #if KILN_TILE_FLIP
     /* acc[i][v] lane e is C(col0 + v*VW + e, row0 + i). */
-#if MR == 8 && VW == 16
+#if MR >= 5 && MR <= 8 && VW == 16
     if (first == 0 && row0 + MR <= M && col0 + NR <= N) {
         flip_store_whole(acc, row0, col0, alpha, beta, C, off_c + b * stride_c + row0, ldc, bias, off_bias, Z, slope);
         return;
