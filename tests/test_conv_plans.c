@@ -154,8 +154,8 @@ static void test_igemm_variants(void **state)
 
 /* A strided 1x1 layer on an NCHW image of few output pixels takes im2col
    under AUTO (the input subsampled, then a GEMM), where the profile routes
-   implicit GEMM to its CPU kernel; a large image keeps implicit GEMM and
-   NHWC never takes it. Results are checked against the reference. */
+   implicit GEMM to its CPU kernel; a large image keeps implicit GEMM, and
+   NHWC and grouped layers never take it. Results are checked against the reference. */
 static void test_strided_1x1_heuristic(void **state)
 {
     (void)state;
@@ -167,6 +167,7 @@ static void test_strided_1x1_heuristic(void **state)
         {{CONV("1x1 stride2 odd", NCHW, 2, 16, 9, 11, 24, 1, 1), .sh = 2, .sw = 3}, 1},
         {{CONV("1x1 stride2 32x32 out", NCHW, 1, 16, 64, 64, 32, 1, 1), .sh = 2, .sw = 2}, 0},
         {{CONV("1x1 stride2 7x7 out", NHWC, 1, 32, 14, 14, 64, 1, 1), .sh = 2, .sw = 2}, 0},
+        {{CONV("1x1 stride2 groups2", NCHW, 1, 32, 14, 14, 64, 1, 1), .sh = 2, .sw = 2, .groups = 2}, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         /* Where implicit GEMM is not the CPU kernel, the rule does not apply. */

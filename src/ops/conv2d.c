@@ -148,8 +148,8 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
    thin input meets many filters over a large window (a stem: a GEMM with a
    deep enough reduction); plain 1x1 to GEMM, by implicit GEMM from
    select.conv_1x1_igemm_min_pixels on NCHW, and on NHWC where implicit GEMM
-   takes its CPU kernel; a strided 1x1 on fewer NCHW pixels, where implicit
-   GEMM takes its CPU kernel, to im2col (the input subsampled, then a GEMM
+   takes its CPU kernel; a strided 1x1 of one group on fewer NCHW pixels,
+   where implicit GEMM takes its CPU kernel, to im2col (the input subsampled, then a GEMM
    that reads it in place); 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
    4x4 and F(2x2) from 16 tiles of 2x2; else the profile's conv.algo. Each
    threshold is a measured break-even (docs/convolution.md#heuristic). */
@@ -175,8 +175,8 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     } else if (usable(&kiln_conv_gemm1x1, s)) {
         pick = &kiln_conv_gemm1x1;
         snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
-    } else if (d->layout == KILN_NCHW && cpu_igemm && d->r == 1 && d->s == 1 && !d->pad_top && !d->pad_bottom &&
-               !d->pad_left && !d->pad_right && d->dilation_h == 1 && d->dilation_w == 1 &&
+    } else if (d->layout == KILN_NCHW && cpu_igemm && d->groups == 1 && d->r == 1 && d->s == 1 && !d->pad_top &&
+               !d->pad_bottom && !d->pad_left && !d->pad_right && d->dilation_h == 1 && d->dilation_w == 1 &&
                d->n * s->p * s->q < (size_t)igemm_min && usable(&kiln_conv_im2col, s)) {
         pick = &kiln_conv_im2col;
         snprintf(why, why_size,
