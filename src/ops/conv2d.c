@@ -175,9 +175,8 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     } else if (usable(&kiln_conv_gemm1x1, s)) {
         pick = &kiln_conv_gemm1x1;
         snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
-    } else if (d->layout == KILN_NCHW && cpu_igemm && d->groups == 1 && d->r == 1 && d->s == 1 && !d->pad_top &&
-               !d->pad_bottom && !d->pad_left && !d->pad_right && d->dilation_h == 1 && d->dilation_w == 1 &&
-               d->n * s->p * s->q < (size_t)igemm_min && usable(&kiln_conv_im2col, s)) {
+    } else if (d->layout == KILN_NCHW && cpu_igemm && d->groups == 1 && kiln_conv_pointwise(d) && d->dilation_h == 1 &&
+               d->dilation_w == 1 && d->n * s->p * s->q < (size_t)igemm_min && usable(&kiln_conv_im2col, s)) {
         pick = &kiln_conv_im2col;
         snprintf(why, why_size,
                  "heuristic: strided 1x1 on NCHW planes of fewer than %ld pixels: the subsampled input, "

@@ -64,6 +64,13 @@ int kiln_conv_mma_runs_on(const kiln_context *ctx, char *why, size_t size);
 void kiln_conv_igemm_args(struct kiln_args *a, const struct kiln_conv_shape *s, const struct kiln_conv_args *x,
                           void *w);
 
+/* A 1x1 filter without padding: at stride 1 a GEMM on the input itself
+   (gemm-1x1), at a larger stride one on the subsampled input (im2col). */
+static inline int kiln_conv_pointwise(const kiln_conv2d_desc *d)
+{
+    return d->r == 1 && d->s == 1 && !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right;
+}
+
 /* The shape of `desc` as plan creation validates it: INVALID_ARGUMENT or
    UNSUPPORTED, with a detail, where plan creation would refuse the
    descriptor. For the tests, which ask the algorithms' unsupported(). */

@@ -27,8 +27,7 @@ struct lowering {
 static const char *gemm1x1_unsupported(const struct kiln_conv_shape *s)
 {
     const kiln_conv2d_desc *d = &s->d;
-    if (d->r != 1 || d->s != 1 || d->stride_h != 1 || d->stride_w != 1 || d->pad_top || d->pad_bottom || d->pad_left ||
-        d->pad_right)
+    if (!kiln_conv_pointwise(d) || d->stride_h != 1 || d->stride_w != 1)
         return "needs a 1x1 filter, stride 1 and no padding";
     if (d->fused_maxpool)
         return "the fused max pool needs the direct or a Winograd algorithm";
