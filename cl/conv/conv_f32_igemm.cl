@@ -145,10 +145,24 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
     }
     seg_j[runs] = NR;
 
+    const int pq0 = pix0 % PQ;
+    /* Tiles inside one image store each filter's row as vectors. */
+    const bool rows = pix0 + NR <= pixels && pq0 + NR <= PQ;
+#if !KILN_F16 && !KILN_BF16
+    /* A flat layer's tile inside one image is a block of x itself: row kk
+       (channel c of the group) of its panel is NR floats of plane c, PQ
+       floats from the next. It reads them in place, ungathered. */
+    const bool in_place = flat && rows;
+    const KILN_GLOBAL float *b = x + x_at(pix0 / PQ, g * cg, 0, pq0, C, H, W);
+#else
+    const bool in_place = false;
+    const KILN_GLOBAL float *b = 0;
+#endif
+
     /* Gather the implicit im2col panel: row kk holds the NR pixels' inputs,
        kk in the weights' order. A run reads one input row (unit stride at
        stride 1). */
-    for (int i = 0; i < runs; i++) {
+    for (int i = 0; i < (in_place ? 0 : runs); i++) {
         const int j0 = seg_j[i], len = seg_j[i + 1] - j0;
         for (int r = 0; r < R; r++) {
             const int h = seg_p[i] * stride_h - pad_top + r * dil_h;
@@ -170,14 +184,14 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
     }
 
     const int panels = (kg + MR - 1) / MR;
-    const int pq0 = pix0 % PQ;
-    /* Tiles inside one image store each filter's row as vectors. */
-    const bool rows = pix0 + NR <= pixels && pq0 + NR <= PQ;
     const int mt_end = min(panels, (block + 1) * block_panels);
     for (int mt = block * block_panels; mt < mt_end; mt++) {
         const KILN_GLOBAL float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
         VEC acc[MR][NV];
-        KILN_TILE_MULTIPLY(acc, a, panel, kk_count);
+        if (in_place)
+            KILN_TILE_MULTIPLY_LD(acc, a, MR, b, PQ, kk_count);
+        else
+            KILN_TILE_MULTIPLY(acc, a, panel, kk_count);
 
         /* Epilogue and the only store. */
         for (int i = 0; i < MR; i++) {
