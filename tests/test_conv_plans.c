@@ -1,10 +1,10 @@
 /*
  * Convolution plans through the public API, checked against conv_ref.h:
  * describe() for every algorithm, the profile's default algorithm under
- * AUTO, the implicit GEMM's kernel variants, strided 1x1 layers under AUTO,
- * the one-shot call with and without an event, one plan executed on
- * several sets of buffers, constant weights, and the find mode with its
- * database.
+ * AUTO, the implicit GEMM's kernel variants and their balanced tiles,
+ * strided 1x1 layers under AUTO, the one-shot call with and without an
+ * event, one plan executed on several sets of buffers, constant weights,
+ * and the find mode with its database.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "conv_cases.h"
+#include "core/context.h"
+#include "cpu_tile.h"
 
 /* ------------------------------------------------------------------------ */
 /* describe, the profile's default, one-shot, events, reuse                 */
@@ -149,6 +151,49 @@ static void test_igemm_variants(void **state)
         if (!cpu_kernel)
             skip();
         assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0, cases[i].rows);
+    }
+}
+
+/* The CPU kernel's register tile has its rows balanced over the panels it
+   needs, as the GEMM's has (tests/cpu_tile.h): 49 output pixels on the row
+   variant take tiles of 7 where the profile's tile has 8 rows, 20 filters on
+   the panel variant tiles of 7, or the narrow tile where that is cheaper.
+   Results are checked against the reference. */
+static void test_igemm_balanced_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        struct cc_row row;
+        int rows_variant;
+        long tile_rows, tile_cols; /* pixels by filters (row variant) or filters by pixels */
+    } cases[] = {
+        {{CONV("3x3 stride2 7x7 out", NCHW, 1, 64, 14, 14, 64, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, 1, 49, 64},
+        {{CONV("1x1 7x7", NHWC, 1, 32, 7, 7, 64, 1, 1)}, 1, 49, 64},
+        {{CONV("3x3 20 filters", NCHW, 1, 16, 12, 12, 20, 3, 3), PAD(1, 1, 1, 1)}, 0, 20, 144},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_conv2d_plan_info info;
+        if (!igemm_kernel(&cases[i].row, &info))
+            skip();
+        long mr, nr;
+        kt_cpu_tile(&kiln_profile_params(kt_ctx->profile)->gemm_cpu, cases[i].tile_rows, cases[i].tile_cols, &mr, &nr);
+        char expected[64];
+        snprintf(expected, sizeof expected, "conv_f32_igemm_%s%ldx%ld", cases[i].rows_variant ? "rows_" : "", mr, nr);
+        printf("# %s %s: %s [%s]\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw", info.kernel,
+               info.params);
+        assert_string_equal(info.kernel, expected);
+
+        kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_IMPLICIT_GEMM);
+        d.has_bias = 1, d.activation = KILN_ACT_RELU;
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        struct cr_case t;
+        cr_case_init(&t, kt_ctx, &d);
+        cr_case_fill(&t, &kt_group_seed);
+        kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
+        cr_case_check(&t, kiln_conv_algo_tol(KILN_CONV_IMPLICIT_GEMM, t.dims.k_eff), cases[i].row.what);
+        cr_case_free(&t);
+        kiln_conv2d_plan_destroy(plan);
     }
 }
 
@@ -382,6 +427,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_constant_weights));
     kt_add(&tests, cmocka_unit_test(test_profile_default_algo));
     kt_add(&tests, cmocka_unit_test(test_igemm_variants));
+    kt_add(&tests, cmocka_unit_test(test_igemm_balanced_rows));
     kt_add(&tests, cmocka_unit_test(test_strided_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_find_desc));
     kt_add(&tests, cmocka_unit_test(test_find_env));

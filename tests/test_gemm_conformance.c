@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "cpu_tile.h"
 #include "gemm_ref.h"
 #include "profiles/profile.h"
 #include "test_util.h"
@@ -37,35 +38,15 @@ static const struct shape {
     {KILN_TRANS, 49, 100, 24, 1, 1},   /* 49 rows: seven balanced rows per panel on 8-row tiles */
 };
 
-/* The CPU family's register tile, by the rule of docs/gemm.md, for one
-   orientation: the wide tile with its rows balanced over its panels (dearer
-   where its loads outnumber its FMAs) or the narrow one (gemm.cpu
-   narrow_mr x vw) 6% dearer, whichever computes fewer padded elements. */
-static double oriented(const struct kiln_param_gemm_cpu *cpu, long rows, long cols, long *mr, long *nr)
-{
-    const long nv = cpu->nr / cpu->vw, panels = (rows + cpu->mr - 1) / cpu->mr;
-    *mr = panels ? (rows + panels - 1) / panels : cpu->mr, *nr = cpu->nr;
-    const double loads = (double)(*mr + nv) / (double)(*mr * nv);
-    double cost = (loads > 1 ? loads : 1) * (double)((rows + *mr - 1) / *mr * *mr) *
-                  (double)((cols + cpu->nr - 1) / cpu->nr * cpu->nr);
-    const long narrow = cpu->narrow_mr, vw = cpu->vw;
-    if (narrow > 0) {
-        const double thin =
-            1.06 * (double)((rows + narrow - 1) / narrow * narrow) * (double)((cols + vw - 1) / vw * vw);
-        if (thin < cost)
-            cost = thin, *mr = narrow, *nr = vw;
-    }
-    return cost;
-}
-
 /* The tile of C or, where cheaper after 1 + vw/k for its element-wise
    stores, of C^T ("t"). */
 static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *name, size_t size)
 {
     const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(ctx->profile)->gemm_cpu;
     long mr, nr, fmr, fnr;
-    const double straight = oriented(cpu, (long)s->m, (long)s->n, &mr, &nr);
-    const double flipped = oriented(cpu, (long)s->n, (long)s->m, &fmr, &fnr) * (1.0 + (double)cpu->vw / (double)s->k);
+    const double straight = kt_cpu_tile(cpu, (long)s->m, (long)s->n, &mr, &nr);
+    const double flipped =
+        kt_cpu_tile(cpu, (long)s->n, (long)s->m, &fmr, &fnr) * (1.0 + (double)cpu->vw / (double)s->k);
     if (flipped < straight)
         snprintf(name, size, "gemm_f32_cpu_%ldx%ldt", fmr, fnr);
     else

@@ -237,16 +237,6 @@ static double narrow_if_cheaper(const struct kiln_param_gemm_cpu *cpu, size_t ro
     return thin;
 }
 
-/* The profile's mr x nr tile, or its narrow tile where that is cheaper. */
-struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
-                                          struct kiln_options *o)
-{
-    struct kiln_cpu_tile tile = {cpu->mr, cpu->nr, cpu->vw, 0};
-    narrow_if_cheaper(cpu, m, n, padded(m, n, (size_t)cpu->mr, (size_t)cpu->nr), &tile);
-    kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
-    return tile;
-}
-
 /* The rows of a tile of at most mr rows, balanced over the panels that
    `rows` needs: 7 for 49 rows at mr 8 (seven panels, none padded). */
 static size_t balanced_rows(size_t rows, size_t mr) { return rows ? kiln_div_up(rows, kiln_div_up(rows, mr)) : mr; }
@@ -261,6 +251,17 @@ static double oriented_cost(const struct kiln_param_gemm_cpu *cpu, size_t rows, 
     const double loads = (double)(mr + nv) / (double)(mr * nv);
     t->mr = (long)mr, t->nr = cpu->nr, t->vw = cpu->vw;
     return narrow_if_cheaper(cpu, rows, cols, (loads > 1.0 ? loads : 1.0) * padded(rows, cols, mr, (size_t)cpu->nr), t);
+}
+
+/* The profile's tile with its rows balanced over the row panels, or its
+   narrow tile where that is cheaper. */
+struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
+                                          struct kiln_options *o)
+{
+    struct kiln_cpu_tile tile = {0};
+    oriented_cost(cpu, m, n, &tile);
+    kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
+    return tile;
 }
 
 /* Flipped, every element is stored by itself (scalar stores along C's rows

@@ -1,0 +1,32 @@
+/*
+ * The CPU kernels' register tile by the rule of docs/gemm.md, computed
+ * independently of src/ops/gemm.c for the tests that check which tile a
+ * plan took (test_gemm_conformance, test_conv_plans).
+ */
+#ifndef KILN_TESTS_CPU_TILE_H
+#define KILN_TESTS_CPU_TILE_H
+
+#include "profiles/profile.h"
+
+/* One orientation of `rows` x `cols`: the wide tile with its rows balanced
+   over its panels (dearer where its loads outnumber its FMAs) or the narrow
+   one (gemm.cpu narrow_mr x vw) 6% dearer, whichever computes fewer padded
+   elements. Its cost in *mr, *nr and the return value. */
+static inline double kt_cpu_tile(const struct kiln_param_gemm_cpu *cpu, long rows, long cols, long *mr, long *nr)
+{
+    const long nv = cpu->nr / cpu->vw, panels = (rows + cpu->mr - 1) / cpu->mr;
+    *mr = panels ? (rows + panels - 1) / panels : cpu->mr, *nr = cpu->nr;
+    const double loads = (double)(*mr + nv) / (double)(*mr * nv);
+    double cost = (loads > 1 ? loads : 1) * (double)((rows + *mr - 1) / *mr * *mr) *
+                  (double)((cols + cpu->nr - 1) / cpu->nr * cpu->nr);
+    const long narrow = cpu->narrow_mr, vw = cpu->vw;
+    if (narrow > 0) {
+        const double thin =
+            1.06 * (double)((rows + narrow - 1) / narrow * narrow) * (double)((cols + vw - 1) / vw * vw);
+        if (thin < cost)
+            cost = thin, *mr = narrow, *nr = vw;
+    }
+    return cost;
+}
+
+#endif
