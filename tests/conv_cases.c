@@ -81,17 +81,22 @@ kiln_conv_algo cc_assert_plan_describes(const kiln_conv2d_plan *plan, kiln_conte
     return info.algo;
 }
 
-void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label)
+void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                   const char *label)
 {
-    kiln_conv2d_plan *plan = plan_or_skip(c, d);
-    kiln_conv_algo ran = cc_assert_plan_describes(plan, c, d->algo);
     struct cr_case t;
     cr_case_init(&t, c, d);
     cr_case_fill(&t, &kt_group_seed);
     kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-    cr_case_check(&t, kiln_conv_algo_tol(ran, t.dims.k_eff), label);
+    cr_case_check(&t, kiln_conv_algo_tol(algo, t.dims.k_eff), label);
     cr_case_free(&t);
     kiln_conv2d_plan_destroy(plan);
+}
+
+void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label)
+{
+    kiln_conv2d_plan *plan = plan_or_skip(c, d);
+    cc_check_plan(c, plan, d, cc_assert_plan_describes(plan, c, d->algo), label);
 }
 
 kiln_conv2d_desc cc_desc_of(const struct cc_row *r, kiln_conv_algo algo)

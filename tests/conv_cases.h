@@ -79,4 +79,9 @@ kiln_conv_algo cc_assert_plan_describes(const kiln_conv2d_plan *plan, kiln_conte
    test. */
 void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label);
 
+/* Runs plan (of d) on random data, checks it against the reference with
+   algo's tolerance (kiln_conv_algo_tol) under label, and destroys it. */
+void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                   const char *label);
+
 #endif /* KILN_TEST_CONV_CASES_H */

@@ -187,13 +187,7 @@ static void test_igemm_balanced_rows(void **state)
         d.has_bias = 1, d.activation = KILN_ACT_RELU;
         kiln_conv2d_plan *plan = NULL;
         kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
-        struct cr_case t;
-        cr_case_init(&t, kt_ctx, &d);
-        cr_case_fill(&t, &kt_group_seed);
-        kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-        cr_case_check(&t, kiln_conv_algo_tol(KILN_CONV_IMPLICIT_GEMM, t.dims.k_eff), cases[i].row.what);
-        cr_case_free(&t);
-        kiln_conv2d_plan_destroy(plan);
+        cc_check_plan(kt_ctx, plan, &d, KILN_CONV_IMPLICIT_GEMM, cases[i].row.what);
     }
 }
 
@@ -231,13 +225,7 @@ static void test_strided_1x1_heuristic(void **state)
             assert_string_not_equal(info.name, "im2col");
         if (strcmp(info.name, "im2col") == 0)
             assert_non_null(strstr(info.reason, "strided 1x1"));
-        struct cr_case t;
-        cr_case_init(&t, kt_ctx, &d);
-        cr_case_fill(&t, &kt_group_seed);
-        kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
-        cr_case_check(&t, kiln_conv_algo_tol(KILN_CONV_IM2COL, t.dims.k_eff), cases[i].row.what);
-        cr_case_free(&t);
-        kiln_conv2d_plan_destroy(plan);
+        cc_check_plan(kt_ctx, plan, &d, KILN_CONV_IM2COL, cases[i].row.what);
     }
 }
 
