@@ -7,9 +7,10 @@
  * M = output channels of the group, N = output pixels n*P*Q, K = kk over the
  * filter volume C/groups * R * S in the KCRS weights' order (c, r, s). X is
  * the im2col matrix, never stored in global memory: each work-group gathers
- * the K x NR panel of its NR pixels into
- * local memory once (padding reads as zero) and reuses it for every block of
- * MR output channels, with the same MR x NR vector register tile as the CPU
+ * the K x NR panel of its NR pixels into local memory once (padding reads
+ * as zero; a flat fp32 1x1 layer's whole tiles read it in place from x) and
+ * reuses it for every block of MR output channels, with the same MR x NR
+ * vector register tile as the CPU
  * GEMM (cl/gemm/gemm_f32_cpu.cl). The epilogue (alpha, residual, bias,
  * activation) is applied before the only store of y.
  *
