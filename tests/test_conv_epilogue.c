@@ -3,8 +3,9 @@
  * through the public API against conv_ref.h: a table of switch sets (bias,
  * residual, each activation, the fused pool) on two shapes per algorithm
  * that alternate layouts (one test per set and algorithm), the direct
- * kernel's epilogue on planes narrower than a vector, and fp16 storage with
- * the residual and the pool.
+ * kernel's epilogue on planes narrower than a vector, implicit GEMM's on
+ * its row variant in NCHW, and fp16 storage with the residual and the pool
+ * (bf16 too on the row variant).
  *
  * Compile budget: each switch set is one build per algorithm, so a set runs
  * on one of the two shapes rather than on both.
@@ -70,6 +71,17 @@ static const struct cc_row plane_shapes[2] = {
      .sw = 2, .groups = 128},
 };
 
+/* Implicit GEMM's row variant in NCHW (strided 3x3 layers of images too
+   small for the panel variant's tiles), whose whole tiles store each
+   filter's run of pixels from the tile transposed in registers: 49 pixels
+   in tiles of 7 (on 8-row tiles), and two images of 36 in tiles of 8, one
+   of which spans both. Every implicit-GEMM epilogue runs on one of the
+   two. */
+static const struct cc_row row_variant_shapes[2] = {
+    {CONV("3x3 stride2 7x7 out", NCHW, 1, 32, 14, 14, 64, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+    {CONV("3x3 stride2 6x6 out n2", NCHW, 2, 16, 12, 12, 96, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+};
+
 struct epilogue_test {
     const struct epilogue *e;
     const struct cc_row *shape;
@@ -94,6 +106,18 @@ static void test_epilogue(void **state)
     const struct epilogue_test *et = *state;
     kiln_conv2d_desc d = epilogue_desc(et->e, et->shape, et->algo);
     cc_run_case(kt_ctx, &d, et->name);
+}
+
+/* fp16 and bf16 with the residual (stored so) on the row variant's NCHW
+   shape. */
+static void test_row_variant_storage(void **state)
+{
+    const kiln_dtype dtype = *(const kiln_dtype *)*state;
+    kiln_conv2d_desc d = cc_desc_of(&row_variant_shapes[0], KILN_CONV_IMPLICIT_GEMM);
+    d.dtype = dtype;
+    d.alpha = 1.5f, d.beta = 0.5f;
+    d.activation = KILN_ACT_RELU;
+    cc_run_case(kt_ctx, &d, dtype == KILN_F16 ? "implicit-gemm f16 row variant" : "implicit-gemm bf16 row variant");
 }
 
 /* fp16 with the residual (stored as fp16) and the pool, on the algorithms
@@ -134,8 +158,15 @@ int main(void)
     for (size_t a = 1; a < CC_ALGOS; a++)
         for (size_t i = 0; i < sizeof epilogues / sizeof *epilogues; i++)
             add_epilogue(&tests, &epilogues[i], cc_epilogue_shape(cc_all_algos[a], i % 2), cc_all_algos[a]);
-    for (size_t i = 0; i < sizeof epilogues / sizeof *epilogues; i++)
+    for (size_t i = 0; i < sizeof epilogues / sizeof *epilogues; i++) {
         add_epilogue(&tests, &epilogues[i], &plane_shapes[i % 2], KILN_CONV_DIRECT);
+        add_epilogue(&tests, &epilogues[i], &row_variant_shapes[i % 2], KILN_CONV_IMPLICIT_GEMM);
+    }
+    static const kiln_dtype storage[] = {KILN_F16, KILN_BF16};
+    for (size_t i = 0; i < 2; i++)
+        kt_addf(&tests, test_row_variant_storage, &storage[i],
+                "implicit-gemm %s epilogue bias+residual relu on %s nchw", i ? "bf16" : "f16",
+                row_variant_shapes[0].what);
     /* fp16 on the 3x3 shape: every algorithm that applies to it */
     for (size_t a = 1; a < CC_ALGOS; a++) {
         kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], cc_all_algos[a]);

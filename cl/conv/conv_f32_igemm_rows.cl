@@ -30,6 +30,7 @@
 #include "common/epilogue.h"
 #include "common/portability.h"
 #include "common/register_tile.h"
+#include "common/tile_runs.h"
 #include "conv/igemm_pack.h"
 #include "conv/igemm_shape.h"
 
@@ -88,6 +89,10 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
     }
 }
 
+#if !KILN_NHWC && KILN_TILE_RUNS
+KILN_ACTIVATION_FUNCTION(float8, activate8)
+#endif
+
 KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                                      KILN_GLOBAL const KILN_STORAGE *xp, KILN_GLOBAL const float *wt,
                                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
@@ -108,10 +113,19 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
            pixel, the last again; its results are not stored). */
         const int pix0 = t * MR;
         const KILN_GLOBAL KILN_STORAGE *px[MR];
+        {
+            /* One division for the tile, then pixel by pixel along the rows. */
+            int n = pix0 / PQ, p = (pix0 - n * PQ) / Q, q = pix0 - n * PQ - p * Q;
 #pragma unroll
-        for (int i = 0; i < MR; i++) {
-            const int pix = min(pix0 + i, pixels - 1), n = pix / PQ, pq = pix - n * PQ, p = pq / Q, q = pq - p * Q;
-            px[i] = xp + (((size_t)n * Hp + p * stride_h) * Wp + q * stride_w) * C + g * cg;
+            for (int i = 0; i < MR; i++) {
+                px[i] = pix0 + i < pixels ? xp + (((size_t)n * Hp + p * stride_h) * Wp + q * stride_w) * C + g * cg
+                                          : px[i > 0 ? i - 1 : 0];
+                if (++q == Q) {
+                    q = 0;
+                    if (++p == P)
+                        p = 0, n++;
+                }
+            }
         }
         VEC acc[MR][NV];
 #pragma unroll
@@ -163,6 +177,34 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
 #endif
                     VSTORE_S(activate_vec(r + bv[v], slope), v, y + at);
                 }
+            }
+            continue;
+        }
+#endif
+#if !KILN_NHWC && KILN_TILE_RUNS
+        /* A whole tile inside one image: each filter's MR pixels are a run of
+           its output plane, stored from the tile transposed in registers. */
+        if (filters == NR && pix0 % PQ + MR <= PQ && pix0 + MR <= pixels) {
+            const int n0 = pix0 / PQ, pq0 = pix0 - n0 * PQ;
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                float16 t[8];
+                KILN_TILE_COLUMNS(acc, v, t);
+#pragma unroll
+                for (int x = 0; x < 8; x++)
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const int k = g * kg + f0 + v * VW + 2 * x + h;
+                        const size_t at = ((size_t)n0 * K + k) * PQ + pq0;
+                        float8 r = alpha * (h ? t[x].hi : t[x].lo);
+#if KILN_HAS_Z
+                        r = fma((float8)(beta), run_load(z + at), r);
+#endif
+#if KILN_HAS_BIAS
+                        r += bias[k];
+#endif
+                        run_store(activate8(r, slope), y + at);
+                    }
             }
             continue;
         }

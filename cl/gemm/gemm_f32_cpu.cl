@@ -53,6 +53,7 @@
 #include "common/epilogue.h"
 #include "common/portability.h"
 #include "common/register_tile.h"
+#include "common/tile_runs.h"
 
 #ifndef KILN_EPI_BIAS
 #define KILN_EPI_BIAS 0
@@ -119,73 +120,13 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
         dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
 }
 
-#if KILN_TILE_FLIP && MR >= 5 && MR <= 8 && VW == 16
+#if KILN_TILE_FLIP && KILN_TILE_RUNS
 KILN_ACTIVATION_FUNCTION(float8, activate8)
-
-/* A run of MR consecutive values of C (or z, or the bias) as the first lanes
-   of a float8, and back: never a value past the run, which may be the
-   tensor's last. */
-inline float8 run_load(KILN_GLOBAL const KILN_STORAGE *p)
-{
-#if MR == 8
-    return KILN_VLOADN(8, p);
-#elif MR == 7
-    return (float8)(KILN_VLOADN(4, p), KILN_VLOADN(2, p + 4), KILN_LOAD(p, 6), 0.0f);
-#elif MR == 6
-    return (float8)(KILN_VLOADN(4, p), KILN_VLOADN(2, p + 4), 0.0f, 0.0f);
-#else
-    return (float8)(KILN_VLOADN(4, p), KILN_LOAD(p, 4), 0.0f, 0.0f, 0.0f);
-#endif
-}
-
-inline float8 run_load_f32(KILN_GLOBAL const float *p)
-{
-#if MR == 8
-    return vload8(0, p);
-#elif MR == 7
-    return (float8)(vload4(0, p), vload2(0, p + 4), p[6], 0.0f);
-#elif MR == 6
-    return (float8)(vload4(0, p), vload2(0, p + 4), 0.0f, 0.0f);
-#else
-    return (float8)(vload4(0, p), p[4], 0.0f, 0.0f, 0.0f);
-#endif
-}
-
-inline void run_store(float8 x, KILN_GLOBAL KILN_STORAGE *p)
-{
-#if MR == 8
-    KILN_VSTOREN(x, 8, p);
-#else
-    KILN_VSTOREN(x.lo, 4, p);
-#if MR >= 6
-    KILN_VSTOREN(x.s45, 2, p + 4);
-#endif
-#if MR == 7
-    KILN_STORE(x.s6, p, 6);
-#elif MR == 5
-    KILN_STORE(x.s4, p, 4);
-#endif
-#endif
-}
-
-/* Row i of the tile's vector v, zero past MR. */
-#define TILE_ROW(i, v) ((i) < MR ? acc[(i) < MR ? (i) : 0][v] : (float16)(0.0f))
-
-/* The vectors of two rows a and b, lanes interleaved: a0 b0 a1 b1 ... (lo:
-   lanes 0-7, hi: lanes 8-15), pairs of lanes (2), or quads (4). */
-#define ZIP1_LO(a, b)                                                                                                  \
-    (float16)(a.s0, b.s0, a.s1, b.s1, a.s2, b.s2, a.s3, b.s3, a.s4, b.s4, a.s5, b.s5, a.s6, b.s6, a.s7, b.s7)
-#define ZIP1_HI(a, b)                                                                                                  \
-    (float16)(a.s8, b.s8, a.s9, b.s9, a.sa, b.sa, a.sb, b.sb, a.sc, b.sc, a.sd, b.sd, a.se, b.se, a.sf, b.sf)
-#define ZIP2_LO(a, b) (float16)(a.s01, b.s01, a.s23, b.s23, a.s45, b.s45, a.s67, b.s67)
-#define ZIP2_HI(a, b) (float16)(a.s89, b.s89, a.sab, b.sab, a.scd, b.scd, a.sef, b.sef)
-#define ZIP4_LO(a, b) (float16)(a.s0123, b.s0123, a.s4567, b.s4567)
-#define ZIP4_HI(a, b) (float16)(a.s89ab, b.s89ab, a.scdef, b.scdef)
 
 /* A whole flipped tile, MR rows (pixels, 5 to 8) by 16-lane vectors of
    columns, into C: each vector's 16 columns become runs of MR values of C
-   (rows past MR taken as zero), transposed in
-   registers (three rounds of interleaving) instead of one value at a time;
+   (rows past MR taken as zero), transposed in registers
+   (KILN_TILE_COLUMNS, common/tile_runs.h) instead of one value at a time;
    then alpha, beta * addend (C or Z), the bias and the activation on each
    run. On a 2-vCPU Zen 5, three alternating runs, a 1x1 convolution of
    256 -> 1024 channels at 14x14 (K = 256, 196 pixels) with bias and ReLU
@@ -199,19 +140,8 @@ inline void flip_store_whole(VEC acc[MR][NV], int row0, int col0, float alpha, f
     (void)bias, (void)off_bias, (void)Z, (void)row0;
 #pragma unroll
     for (int v = 0; v < NV; v++) {
-        const float16 r0 = TILE_ROW(0, v), r1 = TILE_ROW(1, v), r2 = TILE_ROW(2, v), r3 = TILE_ROW(3, v),
-                      r4 = TILE_ROW(4, v), r5 = TILE_ROW(5, v), r6 = TILE_ROW(6, v), r7 = TILE_ROW(7, v);
-        /* pairs of rows, then quads, then all 8: lane pair (2e, 2e+1) of t[x]
-           ends up as the 8 rows of columns 2e and 2e+1 */
-        const float16 a0 = ZIP1_LO(r0, r1), a1 = ZIP1_HI(r0, r1), a2 = ZIP1_LO(r2, r3), a3 = ZIP1_HI(r2, r3),
-                      a4 = ZIP1_LO(r4, r5), a5 = ZIP1_HI(r4, r5), a6 = ZIP1_LO(r6, r7), a7 = ZIP1_HI(r6, r7);
-        const float16 b0 = ZIP2_LO(a0, a2), b1 = ZIP2_HI(a0, a2), b2 = ZIP2_LO(a1, a3), b3 = ZIP2_HI(a1, a3),
-                      b4 = ZIP2_LO(a4, a6), b5 = ZIP2_HI(a4, a6), b6 = ZIP2_LO(a5, a7), b7 = ZIP2_HI(a5, a7);
-        /* b0: columns 0-3 of rows 0-3; b4 the same of rows 4-7; b1 and b5
-           columns 4-7; b2, b6 columns 8-11; b3, b7 columns 12-15 */
         float16 t[8];
-        t[0] = ZIP4_LO(b0, b4), t[1] = ZIP4_HI(b0, b4), t[2] = ZIP4_LO(b1, b5), t[3] = ZIP4_HI(b1, b5);
-        t[4] = ZIP4_LO(b2, b6), t[5] = ZIP4_HI(b2, b6), t[6] = ZIP4_LO(b3, b7), t[7] = ZIP4_HI(b3, b7);
+        KILN_TILE_COLUMNS(acc, v, t);
 #pragma unroll
         for (int x = 0; x < 8; x++)
 #pragma unroll
@@ -330,7 +260,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
     (void)bias, (void)off_bias, (void)Z, (void)slope;
 #if KILN_TILE_FLIP
     /* acc[i][v] lane e is C(col0 + v*VW + e, row0 + i). */
-#if MR >= 5 && MR <= 8 && VW == 16
+#if KILN_TILE_RUNS
     if (first == 0 && row0 + MR <= M && col0 + NR <= N) {
         flip_store_whole(acc, row0, col0, alpha, beta, C, off_c + b * stride_c + row0, ldc, bias, off_bias, Z, slope);
         return;
