@@ -107,8 +107,8 @@ static void test_profile_default_algo(void **state)
 }
 
 /* The kernel of the implicit GEMM's plan for `row` (skips the test where
-   this device has none), and whether it is the CPU kernel: not the tiled
-   one, not another backend's. */
+   this device has none; printed with its parameters), and whether it is
+   the CPU kernel: not the tiled one, not another backend's. */
 static int igemm_kernel(const struct cc_row *row, kiln_conv2d_plan_info *info)
 {
     kiln_conv2d_desc d = cc_desc_of(row, KILN_CONV_IMPLICIT_GEMM);
@@ -119,6 +119,7 @@ static int igemm_kernel(const struct cc_row *row, kiln_conv2d_plan_info *info)
     kt_assert_status(st, KILN_SUCCESS);
     kt_assert_status(kiln_conv2d_plan_describe(plan, info), KILN_SUCCESS);
     kiln_conv2d_plan_destroy(plan);
+    printf("# %s %s: %s [%s]\n", row->what, row->layout == KILN_NHWC ? "nhwc" : "nchw", info->kernel, info->params);
     kiln_device_info dev;
     kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
     return strcmp(dev.backend, "opencl") == 0 && strncmp(info->kernel, "conv_f32_igemm_", 15) == 0 &&
@@ -145,10 +146,7 @@ static void test_igemm_variants(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_conv2d_plan_info info;
-        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
-        printf("# %s %s: %s [%s]\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw", info.kernel,
-               info.params);
-        if (!cpu_kernel)
+        if (!igemm_kernel(&cases[i].row, &info))
             skip();
         assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0, cases[i].rows);
     }
@@ -179,8 +177,6 @@ static void test_igemm_balanced_rows(void **state)
         kt_cpu_tile(&kiln_profile_params(kt_ctx->profile)->gemm_cpu, cases[i].tile_rows, cases[i].tile_cols, &mr, &nr);
         char expected[64];
         snprintf(expected, sizeof expected, "conv_f32_igemm_%s%ldx%ld", cases[i].rows_variant ? "rows_" : "", mr, nr);
-        printf("# %s %s: %s [%s]\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw", info.kernel,
-               info.params);
         assert_string_equal(info.kernel, expected);
 
         kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_IMPLICIT_GEMM);
