@@ -243,22 +243,28 @@ struct softmax_row {
     size_t outer, dim, inner;
     float lo, hi; /* logits uniform in [lo, hi) */
     int in_place;
+    float column_step; /* added to column j's logits j times: a maximum
+                          taken over another column's values is then far
+                          off, and its exps overflow or vanish */
 };
 
 static const struct softmax_row softmax_rows[] = {
-    {"single", 1, 1, 1, -1.0f, 1.0f, 0},
-    {"dim 1", 3, 1, 5, -4.0f, 4.0f, 0},
-    {"row of 10", 1, 10, 1, -3.0f, 3.0f, 0},
-    {"rows of 37", 3, 37, 1, -5.0f, 5.0f, 0}, /* vectors and a tail, rows unaligned to a vector */
-    {"classifier 1000", 4, 1000, 1, -8.0f, 8.0f, 0},
-    {"inner", 3, 7, 5, -4.0f, 4.0f, 0},
-    {"channels of 7x7", 2, 64, 49, -4.0f, 4.0f, 0},
-    {"in place", 5, 33, 17, -4.0f, 4.0f, 1},
-    {"in place 1000", 2, 1000, 1, -8.0f, 8.0f, 1},
-    {"logits near 1000", 3, 1000, 1, 990.0f, 1010.0f, 0},
-    {"logits near -1000", 2, 100, 3, -1010.0f, -990.0f, 0},
-    {"logits near 1000 in place", 2, 37, 4, 995.0f, 1005.0f, 1},
-    {"equal logits", 2, 50, 2, 3.0f, 3.0f, 0},
+    {"single", 1, 1, 1, -1.0f, 1.0f, 0, 0.0f},
+    {"dim 1", 3, 1, 5, -4.0f, 4.0f, 0, 0.0f},
+    {"row of 10", 1, 10, 1, -3.0f, 3.0f, 0, 0.0f},
+    {"rows of 37", 3, 37, 1, -5.0f, 5.0f, 0, 0.0f}, /* vectors and a tail, rows unaligned to a vector */
+    {"classifier 1000", 4, 1000, 1, -8.0f, 8.0f, 0, 0.0f},
+    {"inner", 3, 7, 5, -4.0f, 4.0f, 0, 0.0f},
+    {"channels of 7x7", 2, 64, 49, -4.0f, 4.0f, 0, 0.0f},
+    {"in place", 5, 33, 17, -4.0f, 4.0f, 1, 0.0f},
+    {"in place 1000", 2, 1000, 1, -8.0f, 8.0f, 1, 0.0f},
+    {"logits near 1000", 3, 1000, 1, 990.0f, 1010.0f, 0, 0.0f},
+    {"logits near -1000", 2, 100, 3, -1010.0f, -990.0f, 0, 0.0f},
+    {"logits near 1000 in place", 2, 37, 4, 995.0f, 1005.0f, 1, 0.0f},
+    {"equal logits", 2, 50, 2, 3.0f, 3.0f, 0, 0.0f},
+    {"columns 300 apart", 2, 50, 3, -4.0f, 4.0f, 0, 300.0f},
+    {"contiguous columns 300 apart", 3, 40, 1, -4.0f, 4.0f, 0, 300.0f},
+    {"80 columns 300 apart", 2, 20, 40, -4.0f, 4.0f, 0, 300.0f}, /* more columns than a work-group */
 };
 enum { SOFTMAX_ROWS = sizeof softmax_rows / sizeof *softmax_rows };
 
@@ -272,6 +278,8 @@ static void run_softmax(const struct softmax_row *r, int event)
             x[i] = r->lo;
     else
         kt_fill_uniform(x, n, r->lo, r->hi, &seed);
+    for (size_t i = 0; i < n; i++) /* column (outer, inner) of element i */
+        x[i] += r->column_step * (float)(i / (r->dim * r->inner) * r->inner + i % r->inner);
     for (size_t i = n; i < n + GUARD; i++)
         memcpy(&x[i], &poison_bits, sizeof poison_bits);
     double *want = malloc(n * sizeof *want), *tol = malloc(n * sizeof *tol);

@@ -11,12 +11,14 @@
 # small-M GEMMs (and the small-M GEMM's K steps under generic-cpu),
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
-# splits).
+# splits); and the softmax's work-group kernel through the operator tests'
+# softmax rows (kiln-bench has no softmax command).
 # Fails on any report, on a result kiln-bench finds wrong, or on an error.
 # Usage: tools/oclgrind.sh [BUILD_DIR] (default build/ci).
 set -uo pipefail
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 bench=${1:-build/ci}/bench/kiln-bench
+nn_tests=${1:-build/ci}/tests/test_nn_ops
 if ! command -v oclgrind >/dev/null 2>&1; then
     echo "oclgrind.sh: oclgrind is not installed (tools/install-deps.sh installs it)" >&2
     exit 1
@@ -67,5 +69,18 @@ for profile in generic-gpu nvidia-hopper amd-rdna3 generic-cpu; do
             echo "ok: $profile: $c: $plan"
         fi
     done
+done
+# One work-group per column (src/ops/softmax.c): every softmax row of the
+# operator tests, under the two GPU profiles' work-group sizes.
+for profile in generic-gpu nvidia-hopper; do
+    out=$(KILN_PROFILE=$profile KILN_TEST_FILTER='softmax*' oclgrind --data-races "$nn_tests" 2>&1)
+    rc=$?
+    if ((rc != 0)) || grep -qE 'data race|Invalid (read|write)|OCLGRIND|Oclgrind - |FAILED' <<<"$out"; then
+        echo "FAIL: $profile: test_nn_ops softmax rows"
+        echo "$out" | grep -vE '^\[ *(RUN|OK) ' | head -40
+        status=1
+    else
+        echo "ok: $profile: test_nn_ops softmax rows ($(grep -c '^\[       OK' <<<"$out") passed)"
+    fi
 done
 exit $status

@@ -12,6 +12,14 @@
  * scores are one column, one work-item.
  * KILN_UTIL_WG is the work-group size from the profile; KILN_SOFTMAX_VW the
  * profile's util.vw (1: no explicit vectors).
+ *
+ * nn_softmax_group gives each column a work-group of KILN_UTIL_WG
+ * work-items instead (src/ops/softmax.c chooses it for fewer columns than
+ * a work-group holds): each work-item walks every KILN_UTIL_WG-th value of
+ * the column in the same three passes, and the work-group combines the
+ * maximum and the sum in local memory between them. On a GPU, one thread
+ * per column leaves a classifier's 1,000 scores to one thread of the whole
+ * device. y may be x here too: a work-item writes only the values it read.
  */
 
 #include "common/portability.h"
@@ -76,5 +84,51 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
         sum += e;
     }
     for (size_t d = 0; d < dim; d++)
+        yc[d * inner] = yc[d * inner] / sum;
+}
+
+/* part[0] = the maximum (or, with `sum`, the sum) of part[0 .. KILN_UTIL_WG),
+   by halving; every work-item of the group calls it. */
+#define SOFTMAX_POW2 (KILN_UTIL_WG <= 1 ? 1 : KILN_UTIL_WG <= 2 ? 2 : KILN_UTIL_WG <= 4 ? 4 : KILN_UTIL_WG <= 8 ? 8 \
+                      : KILN_UTIL_WG <= 16 ? 16 : KILN_UTIL_WG <= 32 ? 32 : KILN_UTIL_WG <= 64 ? 64 \
+                      : KILN_UTIL_WG <= 128 ? 128 : KILN_UTIL_WG <= 256 ? 256 : KILN_UTIL_WG <= 512 ? 512 : 1024)
+inline float group_reduce(KILN_LOCAL float *part, const int t, const float v, const bool sum)
+{
+    part[t] = v;
+    KILN_BARRIER_LOCAL();
+    for (int step = SOFTMAX_POW2 / 2; step > 0; step /= 2) {
+        if (t < step && t + step < KILN_UTIL_WG)
+            part[t] = sum ? part[t] + part[t + step] : fmax(part[t], part[t + step]);
+        KILN_BARRIER_LOCAL();
+    }
+    const float r = part[0];
+    KILN_BARRIER_LOCAL(); /* part is free again once everyone has read it */
+    return r;
+}
+
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+void nn_softmax_group(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
+                      const ulong inner)
+{
+    KILN_SHARED float part[KILN_UTIL_WG];
+    const size_t i = KILN_GROUP_ID(0);
+    const int t = (int)KILN_LOCAL_ID(0);
+    if (i >= columns)
+        return; /* the whole group alike */
+    const size_t base = i / inner * dim * inner + i % inner;
+    KILN_GLOBAL const float *xc = x + base;
+    KILN_GLOBAL float *yc = y + base;
+    float m = -INFINITY;
+    for (size_t d = t; d < dim; d += KILN_UTIL_WG)
+        m = fmax(m, xc[d * inner]);
+    m = group_reduce(part, t, m, false);
+    float sum = 0.0f;
+    for (size_t d = t; d < dim; d += KILN_UTIL_WG) {
+        const float e = exp(xc[d * inner] - m);
+        yc[d * inner] = e;
+        sum += e;
+    }
+    sum = group_reduce(part, t, sum, true);
+    for (size_t d = t; d < dim; d += KILN_UTIL_WG)
         yc[d * inner] = yc[d * inner] / sum;
 }

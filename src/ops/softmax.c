@@ -31,8 +31,16 @@ kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inn
     kiln_args_ulong(&args, columns);
     kiln_args_ulong(&args, dim);
     kiln_args_ulong(&args, inner);
-    /* A column of contiguous values in vectors of the profile's util.vw. */
+    /* A work-item per column, which takes a column of contiguous values in
+       vectors of the profile's util.vw; but a work-group per column where
+       the columns are fewer than one work-group holds and a work-item would
+       walk its column value by value: strided columns, or a profile without
+       vectors (the GPUs'). On the CPU profiles a work-group per contiguous
+       column was slower (docs/pocl.md, softmax). */
+    const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
     char defines[48];
-    snprintf(defines, sizeof defines, "-DKILN_SOFTMAX_VW=%d", (int)kiln_profile_params(ctx->profile)->util.vw);
+    snprintf(defines, sizeof defines, "-DKILN_SOFTMAX_VW=%d", (int)util->vw);
+    if (columns < (size_t)util->wg && (inner > 1 || util->vw <= 1))
+        return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax_group", defines, &args, columns * (size_t)util->wg, event);
     return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", defines, &args, columns, event);
 }
