@@ -16,10 +16,14 @@
  * run_load, run_load_f32 and run_store move a run of MR values between
  * memory and the first lanes of a float8, never touching a value past the
  * run, which may be the tensor's last.
+ *
+ * tile_store_runs stores a whole tile so, with the epilogue (KILN_ACT of
+ * common/epilogue.h) applied to each run: what both kernels call.
  */
 #ifndef KILN_CL_TILE_RUNS_H
 #define KILN_CL_TILE_RUNS_H
 
+#include "common/epilogue.h"
 #include "common/register_tile.h"
 
 #if MR >= 5 && MR <= 8 && VW == 16
@@ -101,6 +105,41 @@ inline void run_store(float8 x, KILN_GLOBAL KILN_STORAGE *p)
         t[3] = KILN_ZIP4_HI(b1_, b5_), t[4] = KILN_ZIP4_LO(b2_, b6_), t[5] = KILN_ZIP4_HI(b2_, b6_);                   \
         t[6] = KILN_ZIP4_LO(b3_, b7_), t[7] = KILN_ZIP4_HI(b3_, b7_);                                                  \
     } while (0)
+
+KILN_ACTIVATION_FUNCTION(float8, activate8)
+
+/* Column j of the tile (its MR rows) as the run at out + j * ld:
+   act(alpha * acc + beta * addend + bias), the addend (NULL: none) read
+   where the run is stored, col_bias[j] (NULL: none) added to the whole run,
+   row_bias (NULL: none) to it row by row. Callers pass NULL as a constant
+   where a switch rules a term out, so the test folds away. */
+__attribute__((always_inline)) inline void tile_store_runs(VEC acc[MR][NV], KILN_GLOBAL KILN_STORAGE *out,
+                                                           const size_t ld, const float alpha, const float beta,
+                                                           KILN_GLOBAL const KILN_STORAGE *addend,
+                                                           KILN_GLOBAL const float *col_bias,
+                                                           KILN_GLOBAL const float *row_bias, const float slope)
+{
+#pragma unroll
+    for (int v = 0; v < NV; v++) {
+        float16 t[8];
+        KILN_TILE_COLUMNS(acc, v, t);
+#pragma unroll
+        for (int x = 0; x < 8; x++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int j = v * VW + 2 * x + h; /* the column of the tile */
+                const size_t at = (size_t)j * ld;
+                float8 r = alpha * (h ? t[x].hi : t[x].lo);
+                if (addend)
+                    r = fma((float8)(beta), run_load(addend + at), r);
+                if (col_bias)
+                    r += col_bias[j];
+                if (row_bias)
+                    r += run_load_f32(row_bias);
+                run_store(activate8(r, slope), out + at);
+            }
+    }
+}
 
 #else
 #define KILN_TILE_RUNS 0

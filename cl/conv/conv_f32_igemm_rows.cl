@@ -89,10 +89,6 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
     }
 }
 
-#if !KILN_NHWC && KILN_TILE_RUNS
-KILN_ACTIVATION_FUNCTION(float8, activate8)
-#endif
-
 KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                                      KILN_GLOBAL const KILN_STORAGE *xp, KILN_GLOBAL const float *wt,
                                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
@@ -185,27 +181,10 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
         /* A whole tile inside one image: each filter's MR pixels are a run of
            its output plane, stored from the tile transposed in registers. */
         if (filters == NR && pix0 % PQ + MR <= PQ && pix0 + MR <= pixels) {
-            const int n0 = pix0 / PQ, pq0 = pix0 - n0 * PQ;
-#pragma unroll
-            for (int v = 0; v < NV; v++) {
-                float16 t[8];
-                KILN_TILE_COLUMNS(acc, v, t);
-#pragma unroll
-                for (int x = 0; x < 8; x++)
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        const int k = g * kg + f0 + v * VW + 2 * x + h;
-                        const size_t at = ((size_t)n0 * K + k) * PQ + pq0;
-                        float8 r = alpha * (h ? t[x].hi : t[x].lo);
-#if KILN_HAS_Z
-                        r = fma((float8)(beta), run_load(z + at), r);
-#endif
-#if KILN_HAS_BIAS
-                        r += bias[k];
-#endif
-                        run_store(activate8(r, slope), y + at);
-                    }
-            }
+            const int n0 = pix0 / PQ, pq0 = pix0 - n0 * PQ, k0 = g * kg + f0;
+            const size_t first = ((size_t)n0 * K + k0) * PQ + pq0; /* filter k0's run */
+            tile_store_runs(acc, y + first, PQ, alpha, beta, KILN_HAS_Z ? z + first : 0, KILN_HAS_BIAS ? bias + k0 : 0,
+                            0, slope);
             continue;
         }
 #endif

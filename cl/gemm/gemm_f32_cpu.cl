@@ -121,8 +121,6 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
 }
 
 #if KILN_TILE_FLIP && KILN_TILE_RUNS
-KILN_ACTIVATION_FUNCTION(float8, activate8)
-
 /* A whole flipped tile, MR rows (pixels, 5 to 8) by 16-lane vectors of
    columns, into C: each vector's 16 columns become runs of MR values of C
    (rows past MR taken as zero), transposed in registers
@@ -138,27 +136,15 @@ inline void flip_store_whole(VEC acc[MR][NV], int row0, int col0, float alpha, f
                              KILN_GLOBAL const KILN_STORAGE *Z, float slope)
 {
     (void)bias, (void)off_bias, (void)Z, (void)row0;
-#pragma unroll
-    for (int v = 0; v < NV; v++) {
-        float16 t[8];
-        KILN_TILE_COLUMNS(acc, v, t);
-#pragma unroll
-        for (int x = 0; x < 8; x++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int j = v * VW + 2 * x + h; /* the column of the tile */
-                const size_t at = at0 + (size_t)(col0 + j) * ldc;
-                float8 r = alpha * (h ? t[x].hi : t[x].lo);
-                if (beta != 0.0f)
-                    r = fma((float8)(beta), run_load((KILN_EPI_Z ? Z : C) + at), r);
+    const size_t first = at0 + (size_t)col0 * ldc; /* column col0's run */
+    KILN_GLOBAL const KILN_STORAGE *addend = beta == 0.0f ? 0 : (KILN_EPI_Z ? Z : C) + first;
 #if KILN_EPI_BIAS == 1
-                r += bias[off_bias + col0 + j];
+    tile_store_runs(acc, C + first, ldc, alpha, beta, addend, bias + off_bias + col0, 0, slope);
 #elif KILN_EPI_BIAS == 2
-                r += run_load_f32(bias + off_bias + row0);
+    tile_store_runs(acc, C + first, ldc, alpha, beta, addend, 0, bias + off_bias + row0, slope);
+#else
+    tile_store_runs(acc, C + first, ldc, alpha, beta, addend, 0, 0, slope);
 #endif
-                run_store(activate8(r, slope), C + at);
-            }
-    }
 }
 #endif
 
