@@ -88,16 +88,14 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
 }
 
 /* part[0] = the maximum (or, with `sum`, the sum) of part[0 .. KILN_UTIL_WG),
-   by halving; every work-item of the group calls it. */
-#define SOFTMAX_POW2 (KILN_UTIL_WG <= 1 ? 1 : KILN_UTIL_WG <= 2 ? 2 : KILN_UTIL_WG <= 4 ? 4 : KILN_UTIL_WG <= 8 ? 8 \
-                      : KILN_UTIL_WG <= 16 ? 16 : KILN_UTIL_WG <= 32 ? 32 : KILN_UTIL_WG <= 64 ? 64 \
-                      : KILN_UTIL_WG <= 128 ? 128 : KILN_UTIL_WG <= 256 ? 256 : KILN_UTIL_WG <= 512 ? 512 : 1024)
+   in rounds that each fold pairs `step` apart (any work-group size); every
+   work-item of the group calls it. */
 inline float group_reduce(KILN_LOCAL float *part, const int t, const float v, const bool sum)
 {
     part[t] = v;
     KILN_BARRIER_LOCAL();
-    for (int step = SOFTMAX_POW2 / 2; step > 0; step /= 2) {
-        if (t < step && t + step < KILN_UTIL_WG)
+    for (int step = 1; step < KILN_UTIL_WG; step *= 2) {
+        if (t % (2 * step) == 0 && t + step < KILN_UTIL_WG)
             part[t] = sum ? part[t] + part[t + step] : fmax(part[t], part[t + step]);
         KILN_BARRIER_LOCAL();
     }
