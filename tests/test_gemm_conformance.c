@@ -15,6 +15,7 @@
 #include "core/context.h"
 #include "cpu_tile.h"
 #include "gemm_ref.h"
+#include "ops/gemm.h"
 #include "profiles/profile.h"
 #include "test_util.h"
 
@@ -39,14 +40,22 @@ static const struct shape {
 };
 
 /* The tile of C or, where cheaper after 1 + vw/k for its element-wise
-   stores, of C^T ("t"). */
-static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, char *name, size_t size)
+   stores and the packing of A and B on every call (none for B where the
+   flipped tile reads it in place), of C^T ("t"). */
+static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, size_t ldb, unsigned keep, char *name,
+                                size_t size)
 {
     const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(ctx->profile)->gemm_cpu;
     long mr, nr, fmr, fnr;
-    const double straight = kt_cpu_tile(cpu, (long)s->m, (long)s->n, &mr, &nr);
-    const double flipped =
-        kt_cpu_tile(cpu, (long)s->n, (long)s->m, &fmr, &fnr) * (1.0 + (double)cpu->vw / (double)s->k);
+    const double k = (double)s->k;
+    const double pack_a = keep & KILN_GEMM_KEEP_A ? 0.0 : (double)s->m * k,
+                 pack_b = keep & KILN_GEMM_KEEP_B ? 0.0 : (double)s->n * k;
+    const int in_place_b =
+        s->tb == KILN_NO_TRANS && kiln_gemm_cpu_in_place_l2(ctx, s->k * ldb * sizeof(float)) <= cpu->in_place_l2;
+    const double straight =
+        kt_cpu_tile(cpu, (long)s->m, (long)s->n, &mr, &nr) * k + KILN_GEMM_PACK_COST * (pack_a + pack_b);
+    const double flipped = kt_cpu_tile(cpu, (long)s->n, (long)s->m, &fmr, &fnr) * (k + (double)cpu->vw) +
+                           KILN_GEMM_PACK_COST * (pack_a + (in_place_b && fmr <= (long)s->n ? 0.0 : pack_b));
     if (flipped < straight)
         snprintf(name, size, "gemm_f32_cpu_%ldx%ldt", fmr, fnr);
     else
@@ -78,7 +87,7 @@ static void test_profile(void **state)
             printf("# %s %zux%zux%zu: %s %s\n", name, d.m, d.n, d.k, info.kernel, info.params);
             if (algos[a] == KILN_GEMM_CPU) {
                 char kernel[64];
-                expected_cpu_kernel(ctx, &shapes[s], kernel, sizeof kernel);
+                expected_cpu_kernel(ctx, &shapes[s], d.ldb, 0, kernel, sizeof kernel);
                 assert_string_equal(info.kernel, kernel);
             }
 
@@ -87,6 +96,25 @@ static void test_profile(void **state)
             gr_case_init(&t, ctx, &d, off, 2 * off, 3 * off, 0);
             gr_case_run(&t, plan, 2, &seed);
             gr_case_free(&t);
+            kiln_gemm_plan_destroy(plan);
+        }
+
+    /* kiln's operators tell the CPU family which operand they keep (constant
+       weights, packed once); the orientation counts no packing for it. */
+    for (size_t s = 0; ctx->vector_kernels && s < sizeof shapes / sizeof *shapes; s++)
+        for (unsigned keep = KILN_GEMM_KEEP_A; keep <= KILN_GEMM_KEEP_B; keep++) {
+            kiln_gemm_desc d;
+            kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, shapes[s].tb, shapes[s].m, shapes[s].n, shapes[s].k);
+            d.algo = KILN_GEMM_CPU;
+            d.ldb += shapes[s].pad;
+            kiln_gemm_plan *plan = NULL;
+            kt_assert_status(kiln_gemm_plan_create_fused(ctx, &d, NULL, keep, &plan), KILN_SUCCESS);
+            kiln_gemm_plan_info info;
+            kt_assert_status(kiln_gemm_plan_describe(plan, &info), KILN_SUCCESS);
+            char kernel[64];
+            expected_cpu_kernel(ctx, &shapes[s], d.ldb, keep, kernel, sizeof kernel);
+            printf("# %s %zux%zux%zu keep %u: %s %s\n", name, d.m, d.n, d.k, keep, info.kernel, info.params);
+            assert_string_equal(info.kernel, kernel);
             kiln_gemm_plan_destroy(plan);
         }
 

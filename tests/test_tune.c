@@ -439,11 +439,11 @@ static void test_wrong_candidate_is_rejected(void **state)
 
     char *cl = kt_copy_dir(KT_CL_DIR), *out = kt_temp_dir(), path[4200], to[512];
     snprintf(path, sizeof path, "%s/gemm/gemm_f32_cpu.cl", cl);
-    snprintf(to, sizeof to,
-             "dst[i] = (row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f) * (MR == %d ? 1.001f : "
-             "1.0f);",
+    /* The micro kernel's alpha, which every orientation of the tile uses
+       (packed or read in place). */
+    snprintf(to, sizeof to, "KILN_TILE_HOLD(held, alpha_arg * (MR == %d ? 1.001f : 1.0f), beta_arg, slope_arg);",
              wrong);
-    kt_edit_file(path, "dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;", to);
+    kt_edit_file(path, "KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);", to);
     assert_int_equal(setenv("KILN_KERNEL_DIR", cl, 1), 0);
 
     struct kiln_tune_options o;

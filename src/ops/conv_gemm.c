@@ -69,7 +69,10 @@ static kiln_status lower(struct kiln_conv2d_plan *plan, size_t volume)
     }
     g.dtype = d->dtype;
     g.algo = KILN_GEMM_CPU;
-    kiln_status st = kiln_gemm_plan_create_fused(plan->base.ctx, &g, &epi, &l->gemm);
+    /* Constant weights are packed once (run's reuse); one group's only. */
+    const unsigned keep =
+        d->constant_weights && d->groups == 1 ? (l->data_is_a ? KILN_GEMM_KEEP_B : KILN_GEMM_KEEP_A) : 0;
+    kiln_status st = kiln_gemm_plan_create_fused(plan->base.ctx, &g, &epi, keep, &l->gemm);
     if (st != KILN_SUCCESS)
         return st;
     kiln_gemm_plan_info info;

@@ -145,7 +145,9 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     g.stride_a = w->plane[nhwc ? WS_V : WS_U];
     g.stride_b = w->plane[nhwc ? WS_U : WS_V];
     g.stride_c = w->plane[WS_M];
-    if ((st = kiln_gemm_plan_create(plan->base.ctx, &g, &w->gemm)) != KILN_SUCCESS)
+    /* Constant weights: U is transformed and packed once (execute's reuse). */
+    const unsigned keep = d->constant_weights ? (nhwc ? KILN_GEMM_KEEP_B : KILN_GEMM_KEEP_A) : 0;
+    if ((st = kiln_gemm_plan_create_fused(plan->base.ctx, &g, NULL, keep, &w->gemm)) != KILN_SUCCESS)
         return st;
     kiln_gemm_plan_info gi;
     kiln_gemm_plan_describe(w->gemm, &gi);

@@ -264,15 +264,19 @@ struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu,
     return tile;
 }
 
-/* Flipped, every element is stored by itself (scalar stores along C's rows
-   instead of vector stores): vw per k-step's worth of multiply-adds, so
-   the flipped cost is scaled by 1 + vw / k. */
-struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, size_t k,
-                                          struct kiln_options *o)
+/* Flipped, the tile is stored transposed: vw multiply-adds' worth per
+   element, so the flipped cost is scaled by 1 + vw / k. An operand the
+   caller keeps is packed once; otherwise each execution packs it, unless
+   the flipped tile reads B in place. */
+struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
+                                          int in_place_b, struct kiln_options *o)
 {
     struct kiln_cpu_tile tile = {0}, flip = {0};
-    const double straight = oriented_cost(cpu, m, n, &tile);
-    const double flipped = oriented_cost(cpu, n, m, &flip) * (1.0 + (double)cpu->vw / (double)(k ? k : 1));
+    const double k = (double)p->k, pack_a = p->kept_a ? 0.0 : (double)p->m * k,
+                 pack_b = p->kept_b ? 0.0 : (double)p->n * k;
+    const double straight = oriented_cost(cpu, p->m, p->n, &tile) * k + KILN_GEMM_PACK_COST * (pack_a + pack_b);
+    double flipped = oriented_cost(cpu, p->n, p->m, &flip) * (k + (double)cpu->vw);
+    flipped += KILN_GEMM_PACK_COST * (pack_a + (in_place_b && (size_t)flip.mr <= p->n ? 0.0 : pack_b));
     if (flipped < straight)
         tile = flip, tile.flipped = 1;
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld -DKILN_TILE_FLIP=%d", tile.mr,
@@ -281,7 +285,7 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
 }
 
 static kiln_status plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, const struct kiln_gemm_epilogue *epi,
-                               kiln_gemm_plan **out)
+                               unsigned keep, kiln_gemm_plan **out)
 {
     struct kiln_gemm_problem p;
     kiln_status st = normalise(desc, &p);
@@ -289,6 +293,7 @@ static kiln_status plan_create(kiln_context *ctx, const kiln_gemm_desc *desc, co
         return st;
     if (epi)
         p.epi = *epi;
+    p.kept_a = (keep & KILN_GEMM_KEEP_A) != 0, p.kept_b = (keep & KILN_GEMM_KEEP_B) != 0;
     char reason[128] = "requested";
     const struct kiln_gemm_algorithm *algorithm =
         desc->algo == KILN_GEMM_AUTO ? choose(ctx, &p, reason, sizeof reason) : algorithm_of(desc->algo);
@@ -323,15 +328,15 @@ kiln_status kiln_gemm_plan_create(kiln_context *ctx, const kiln_gemm_desc *desc,
     KILN_CHECK_ARG(ctx);
     KILN_CHECK_ARG(desc);
     KILN_CHECK_ARG(out);
-    return plan_create(ctx, desc, NULL, out);
+    return plan_create(ctx, desc, NULL, 0, out);
 }
 
 kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc *desc,
-                                        const struct kiln_gemm_epilogue *epi, kiln_gemm_plan **out)
+                                        const struct kiln_gemm_epilogue *epi, unsigned keep, kiln_gemm_plan **out)
 {
-    if (desc->layout != KILN_ROW_MAJOR || desc->algo != KILN_GEMM_CPU)
+    if (desc->layout != KILN_ROW_MAJOR || (epi && desc->algo != KILN_GEMM_CPU))
         return kiln_error(KILN_ERROR_INTERNAL, "gemm: fused epilogues need a row-major plan on the cpu family");
-    return plan_create(ctx, desc, epi, out);
+    return plan_create(ctx, desc, epi, keep, out);
 }
 
 kiln_status kiln_gemm_run(kiln_gemm_plan *plan, const struct kiln_gemm_args *args, void **event)

@@ -34,7 +34,9 @@ struct kiln_gemm_problem {
     size_t m, n, k, batch;
     size_t lda, ldb, ldc;
     size_t stride_a, stride_b, stride_c;
-    int swapped; /* A and B exchanged from the caller's column-major problem */
+    int swapped;        /* A and B exchanged from the caller's column-major problem */
+    int kept_a, kept_b; /* the caller packs this operand once and passes reuse_a /
+                           reuse_b after (constant weights): no packing per call */
 };
 
 /* Operands of one execution, already in the problem's (row-major) order. */
@@ -63,10 +65,16 @@ struct kiln_gemm_algorithm {
     KILN_ALGORITHM_ENTRY(struct kiln_gemm_plan, struct kiln_gemm_problem, struct kiln_gemm_args);
 };
 
-/* A row-major GEMM plan with a fused epilogue, always on the CPU family
-   (the only one with epilogues; it runs on any device). */
+/* Operands a caller keeps across executions (kiln_gemm_plan_create_fused). */
+enum { KILN_GEMM_KEEP_A = 1, KILN_GEMM_KEEP_B = 2 };
+
+/* A row-major GEMM plan for kiln's own operators: with a fused epilogue
+   (epi not NULL) always on the CPU family (the only one with epilogues; it
+   runs on any device), and told which operands the caller keeps (`keep`,
+   KILN_GEMM_KEEP_A | KILN_GEMM_KEEP_B): those it packs on the first
+   execution only, which the CPU family's orientation counts. */
 kiln_status kiln_gemm_plan_create_fused(kiln_context *ctx, const kiln_gemm_desc *desc,
-                                        const struct kiln_gemm_epilogue *epi, kiln_gemm_plan **out);
+                                        const struct kiln_gemm_epilogue *epi, unsigned keep, kiln_gemm_plan **out);
 
 /* Whether the tensor-core family (gemm_mma.c) runs `dtype` storage on ctx:
    a backend with native CUDA sources on compute capability 7.5 or newer
@@ -135,14 +143,21 @@ struct kiln_cpu_tile {
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o);
 
-/* The CPU GEMM family's tile for an m x n x k product: kiln_cpu_tile_choose's
-   tiles, each with its rows balanced over its row panels, for C or for C^T
+/* Packing one element of an operand on an execution, in the CPU tile's
+   multiply-adds (a padded element's k-step): measured about 20 as a packing
+   launch's time per element over the micro kernel's per padded multiply-add
+   (docs/gemm.md#operands-packed-on-every-call). */
+#define KILN_GEMM_PACK_COST 20.0
+
+/* The CPU GEMM family's tile for problem p: kiln_cpu_tile_choose's tiles,
+   each with its rows balanced over its row panels, for C or for C^T
    (flipped: the tile's rows run over C's columns, stored transposed), the
-   one that computes the fewest padded elements at their cost
-   (docs/gemm.md#the-cpu-register-tile-wide-or-narrow). Appends
-   KILN_TILE_FLIP too. */
-struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, size_t k,
-                                          struct kiln_options *o);
+   one whose padded multiply-adds, and packing of the operands not kept,
+   cost least (docs/gemm.md#the-cpu-register-tile-wide-or-narrow).
+   `in_place_b`: flipped, B can be read in place (unpacked) where the tile
+   has no more rows than B has columns. Appends KILN_TILE_FLIP too. */
+struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
+                                          int in_place_b, struct kiln_options *o);
 
 /* The smallest gemm.cpu.in_place_l2 at which the flipped product of the CPU
    family reads a B of `bytes` (k * ldb floats) in place on ctx's device: B's

@@ -78,13 +78,14 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         return st;
     struct kiln_options options = {0};
     kiln_gemm_options(plan, &options);
-    const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p->m, p->n, p->k, &options);
-    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     /* Flipped, an fp32 B whose columns are contiguous (untransposed) is
        read in place as the row operand, unpacked: one launch fewer, where
        the rows it spans stay near the core (in_place_span). */
-    const int direct = tile.flipped && !p->trans_b && p->dtype == KILN_F32 && p->n >= mr &&
-                       p->k * p->ldb * sizeof(float) <= in_place_span(plan->base.ctx, cpu);
+    const int in_place_b =
+        !p->trans_b && p->dtype == KILN_F32 && p->k * p->ldb * sizeof(float) <= in_place_span(plan->base.ctx, cpu);
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, &options);
+    const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
+    const int direct = tile.flipped && in_place_b && p->n >= mr;
     /* Reading in place, a work-item takes every row panel kc values of K at
        a time where a slice that long of all the rows fits a core's L1: the
        slice and the column panel's kc rows stay there while the panels
