@@ -86,6 +86,15 @@ static const struct row {
     {1, 8, 34, 34, 8, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_NONE, 1, KILN_F16, "fp16, wide rows: z, bias, pool"},
     {2, 16, 11, 13, 24, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_RELU, 1, KILN_F16, "fp16, residual, bias, ReLU, pool"},
     {1, 8, 34, 34, 8, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_NONE, 1, KILN_BF16, "bf16, wide rows: z, bias, pool"},
+    /* NCHW on the CPU profiles' GEMM route: the products and the output
+       transform in one kernel, whose register tile needs at least MR tiles
+       and NR filters (40 filters: the last block of 32 or 16 overlaps the
+       one before) */
+    {2, 16, 11, 13, 40, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_RELU, 1, KILN_F32, "K 40: residual, bias, ReLU, pool"},
+    {1, 24, 13, 11, 40, {1, 1, 1, 1}, 1, -0.75f, -2.0f, KILN_ACT_LEAKY_RELU, 0, KILN_F32, "K 40: alpha, beta, bias, leaky"},
+    {1, 16, 9, 7, 40, {0, 0, 0, 0}, 0, 1.0f, 0.0f, KILN_ACT_NONE, 1, KILN_F32, "K 40: pool of a 7x5 output"},
+    {2, 16, 11, 13, 40, {1, 1, 1, 1}, 1, 1.0f, 0.0f, KILN_ACT_SIGMOID, 0, KILN_F16, "K 40: fp16, bias, sigmoid"},
+    {1, 8, 34, 34, 40, {1, 1, 1, 1}, 1, 1.0f, 0.5f, KILN_ACT_NONE, 1, KILN_BF16, "K 40: bf16, z, bias, pool"},
     /* clang-format on */
 };
 enum { ROWS = sizeof rows / sizeof *rows, VARIANTS = 2, LAYOUTS = 2 };

@@ -57,87 +57,7 @@
 /* Kernel names carry the tile: conv_f32_wino4x4_in. */
 #define KERNEL(suffix) CAT(CAT(CAT(conv_f32_wino, WM), CAT(x, WM)), suffix)
 
-/* Side of the stored part of a tile: m, or m / 2 after the 2x2 pool. */
-#if KILN_POOL
-#define SIDE (WM / 2)
-#else
-#define SIDE WM
-#endif
-
-/* ------------------------------------------------------------------------ */
-/* One-dimensional transforms                                               */
-/* ------------------------------------------------------------------------ */
-
-#if WM == 2
-/* den_i of G = D Gi: G's rows are Gi's divided by these. */
-KILN_CONSTANT float den[WA] = {1.0f, 2.0f, 2.0f, 1.0f};
-
-/* h = Gi g: Gi rows (1 0 0), (1 1 1), (1 -1 1), (0 0 1). */
-inline void filter_1d(const VEC g0, const VEC g1, const VEC g2, VEC *h)
-{
-    const VEC e = g0 + g2;
-    h[0] = g0;
-    h[1] = e + g1;
-    h[2] = e - g1;
-    h[3] = g2;
-}
-
-/* r = B^T d: B^T rows (1 0 -1 0), (0 1 1 0), (0 -1 1 0), (0 -1 0 1). */
-inline void input_1d(const VEC *d, VEC *r)
-{
-    r[0] = d[0] - d[2];
-    r[1] = d[1] + d[2];
-    r[2] = d[2] - d[1];
-    r[3] = d[3] - d[1];
-}
-
-/* y = A^T v: A^T rows (1 1 1 0), (0 1 -1 1). */
-inline void output_1d(const VEC *v, VEC *y)
-{
-    y[0] = v[0] + v[1] + v[2];
-    y[1] = v[1] - v[2] + v[3];
-}
-#elif WM == 4
-KILN_CONSTANT float den[WA] = {4.0f, -6.0f, -6.0f, 24.0f, 24.0f, 1.0f};
-
-/* Gi rows (1 0 0), (1 1 1), (1 -1 1), (1 2 4), (1 -2 4), (0 0 1). */
-inline void filter_1d(const VEC g0, const VEC g1, const VEC g2, VEC *h)
-{
-    const VEC e = g0 + g2, f = fma((VEC)(4.0f), g2, g0), t = 2.0f * g1;
-    h[0] = g0;
-    h[1] = e + g1;
-    h[2] = e - g1;
-    h[3] = f + t;
-    h[4] = f - t;
-    h[5] = g2;
-}
-
-/* B^T rows (4 0 -5 0 1 0), (0 -4 -4 1 1 0), (0 4 -4 -1 1 0),
-   (0 -2 -1 2 1 0), (0 2 -1 -2 1 0), (0 4 0 -5 0 1). */
-inline void input_1d(const VEC *d, VEC *r)
-{
-    const VEC a = fma((VEC)(-4.0f), d[2], d[4]), b = fma((VEC)(-4.0f), d[1], d[3]);
-    const VEC e = d[4] - d[2], f = 2.0f * (d[3] - d[1]);
-    r[0] = fma((VEC)(4.0f), d[0], fma((VEC)(-5.0f), d[2], d[4]));
-    r[1] = a + b;
-    r[2] = a - b;
-    r[3] = e + f;
-    r[4] = e - f;
-    r[5] = fma((VEC)(4.0f), d[1], fma((VEC)(-5.0f), d[3], d[5]));
-}
-
-/* A^T rows (1 1 1 1 1 0), (0 1 -1 2 -2 0), (0 1 1 4 4 0), (0 1 -1 8 -8 1). */
-inline void output_1d(const VEC *v, VEC *y)
-{
-    const VEC s12 = v[1] + v[2], d12 = v[1] - v[2], s34 = v[3] + v[4], d34 = v[3] - v[4];
-    y[0] = v[0] + s12 + s34;
-    y[1] = fma((VEC)(2.0f), d34, d12);
-    y[2] = fma((VEC)(4.0f), s34, s12);
-    y[3] = fma((VEC)(8.0f), d34, d12) + v[5];
-}
-#else
-#error "KILN_WINO_M must be 2 or 4"
-#endif
+#include "conv/winograd_1d.h"
 
 /* ------------------------------------------------------------------------ */
 /* Loads and stores                                                         */
@@ -201,7 +121,7 @@ LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
 #if KILN_F16
 #define VSTORE2_S(v, i, p) CAT(vstore_half, VW2)((v), (i), (p))
 #elif KILN_BF16
-#define VSTORE2_S(v, i, p) KILN_VSTOREN((v), VW2, (p) + (size_t)(i) * VW2)
+#define VSTORE2_S(v, i, p) KILN_VSTOREN((v), VW2, (p) + (size_t)(i)*VW2)
 #else
 #define VSTORE2_S(v, i, p) VSTORE2((v), (i), (p))
 #endif
@@ -310,7 +230,10 @@ inline void store_row(const VEC *y, KILN_GLOBAL KILN_STORAGE *row, int col0, int
 
 /*
  * U = G g G^T for VW filters of channel c: global (ceil(K/VW), C), written
- * to U[t][c][k..] in both layouts (weights KCRS or KRSC).
+ * to U[t][c][k..] in both layouts (weights KCRS or KRSC). With
+ * KILN_WINO_PANEL (the fused kernel's NR, a multiple of VW) instead to
+ * U[t][k / NR][c][k % NR], panels of NR filters, the last one padded with
+ * zeros: global (ceil(K/NR) NR / VW, C).
  */
 KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *u,
                                  const ulong plane)
@@ -321,8 +244,15 @@ KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KIL
 #else
     const size_t base = ((size_t)k0 * C + c) * 9, tap_stride = 1;
 #endif
-    const size_t lane_stride = (size_t)9 * C, out = (size_t)c * K + k0;
+    const size_t lane_stride = (size_t)9 * C;
     const int valid = min(VW, K - k0);
+#if KILN_WINO_PANEL
+    const size_t out = ((size_t)(k0 / KILN_WINO_PANEL) * C + c) * KILN_WINO_PANEL + k0 % KILN_WINO_PANEL;
+    const int stored = VW; /* zeros past K */
+#else
+    const size_t out = (size_t)c * K + k0;
+    const int stored = valid;
+#endif
     VEC g[9];
 #pragma unroll
     for (int tap = 0; tap < 9; tap++) {
@@ -341,7 +271,7 @@ KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KIL
         filter_1d(h[0][j], h[1][j], h[2][j], col);
 #pragma unroll
         for (int i = 0; i < WA; i++)
-            store_ws(col[i] / (den[i] * den[j]), u + (i * WA + j) * plane + out, valid);
+            store_ws(col[i] / (den[i] * den[j]), u + (i * WA + j) * plane + out, stored);
     }
 }
 
@@ -445,41 +375,13 @@ inline VEC epilogue(VEC acc, VEC z, VEC bias, float alpha, float beta, float slo
 /* acc = A^T M A from m[t * plane + in]. */
 inline void output_tile(KILN_GLOBAL const float *m, size_t plane, size_t in, int valid, VEC acc[WM][WM])
 {
-    VEC rows[WA][WM];
+    VEC mv[WA][WA];
 #pragma unroll
-    for (int i = 0; i < WA; i++) {
-        VEC mv[WA];
+    for (int i = 0; i < WA; i++)
 #pragma unroll
         for (int j = 0; j < WA; j++)
-            mv[j] = load_ws(m + (i * WA + j) * plane + in, valid);
-        output_1d(mv, rows[i]);
-    }
-#pragma unroll
-    for (int j = 0; j < WM; j++) {
-        VEC col[WA], r[WM];
-#pragma unroll
-        for (int i = 0; i < WA; i++)
-            col[i] = rows[i][j];
-        output_1d(col, r);
-#pragma unroll
-        for (int i = 0; i < WM; i++)
-            acc[i][j] = r[i];
-    }
-}
-
-/* The values a tile stores: SIDE x SIDE, after the 2x2 max pool if any. */
-inline void pool_tile(VEC e[WM][WM], VEC out[SIDE][SIDE])
-{
-#pragma unroll
-    for (int i = 0; i < SIDE; i++)
-#pragma unroll
-        for (int j = 0; j < SIDE; j++)
-#if KILN_POOL
-            out[i][j] =
-                fmax(fmax(e[2 * i][2 * j], e[2 * i][2 * j + 1]), fmax(e[2 * i + 1][2 * j], e[2 * i + 1][2 * j + 1]));
-#else
-            out[i][j] = e[i][j];
-#endif
+            mv[i][j] = load_ws(m + (i * WA + j) * plane + in, valid);
+    output_2d(mv, acc);
 }
 
 /*

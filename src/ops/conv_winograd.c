@@ -9,7 +9,10 @@
  * multiplies them as (m+2)^2 independent matrices with a batched kiln GEMM
  * plan, and transforms the products back with the epilogue and the optional
  * 2x2 max pool fused into the only write of y. cl/conv/conv_f32_winograd.cl
- * describes the kernels and the workspace layout. The transformed weights
+ * describes the kernels and the workspace layout. In NCHW on the CPU GEMM
+ * route, one kernel (cl/conv/conv_f32_winograd_fused.cl) computes the
+ * products on the CPU register tile and transforms them back, so they never
+ * go through memory (docs/winograd.md#the-products-and-the-output-transform-in-one-kernel). The transformed weights
  * are (m+2)^2 K C floats, 4 times the weights for m = 4, so Winograd pays
  * only where the tiles outnumber the filters (docs/winograd.md).
  *
@@ -28,6 +31,7 @@
 #include "ops/gemm.h"
 
 #define SOURCE "conv/conv_f32_winograd"
+#define SOURCE_FUSED "conv/conv_f32_winograd_fused"
 
 enum { FILTER, INPUT, OUTPUT }; /* kernels */
 enum { WS_U, WS_V, WS_M };      /* workspace: transformed weights, inputs, products */
@@ -37,7 +41,9 @@ struct wino {
     size_t th, tw, tiles; /* tile rows and columns per image, tiles in all */
     uint64_t plane[3];    /* floats from one t to the next in U, V, M */
     int local;            /* launch work-groups of one work-item */
-    kiln_gemm_plan *gemm;
+    int fused;            /* the products and the output transform in one kernel */
+    size_t group;         /* fused: panels of tiles a work-item takes */
+    kiln_gemm_plan *gemm; /* the products otherwise */
 };
 
 static const char *wino_unsupported(const struct kiln_conv_shape *s)
@@ -98,16 +104,47 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         if (vw < w->m)
             vw = w->m;
     }
+    /* The fused kernel's register tile: MR tiles by NR filters, which it
+       needs at least one of each to fill (its last panel and block end at
+       the last tile and filter). */
+    struct kiln_options fused = {0};
+    struct kiln_cpu_tile tile = {0};
+    if (!nhwc && plan->base.ctx->vector_kernels &&
+        kiln_profile_params(plan->base.ctx->profile)->select.gemm_route == KILN_ROUTE_CPU) {
+        const struct kiln_param_gemm_cpu *cpu;
+        if ((st = kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu)) != KILN_SUCCESS)
+            return st;
+        kiln_conv_options(plan, &fused);
+        kiln_options_add(&fused, "-DKILN_WINO_M=%d", w->m);
+        tile = kiln_cpu_tile_choose(cpu, w->tiles, d->k, &fused);
+        w->fused = w->tiles >= (size_t)tile.mr && tile.nr % vw == 0;
+        /* Panels of MR tiles a work-item takes in turn, so that each t's
+           block of U serves them all from the nearest caches: as many as
+           leave every compute unit two work-items, their products within
+           512 KiB of private memory (docs/winograd.md). */
+        const size_t panels = up(w->tiles, (size_t)tile.mr), blocks = up(d->k, (size_t)tile.nr);
+        const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
+        const size_t panel_bytes = a2 * (size_t)tile.mr * (size_t)tile.nr * sizeof(float);
+        const size_t most = panel_bytes < ((size_t)512 << 10) ? ((size_t)512 << 10) / panel_bytes : 1;
+        size_t groups = up(panels, most);
+        if (groups < up(2 * units, blocks))
+            groups = up(2 * units, blocks);
+        w->group = up(panels, groups < panels ? groups : panels);
+        kiln_options_add(&fused, "-DKILN_WINO_PANEL=%ld -DKILN_WINO_GROUP=%zu", tile.nr, w->group);
+    }
     struct kiln_options options = {0};
     kiln_conv_options(plan, &options);
-    kiln_options_add(&options, "-DKILN_WINO_M=%d -DKILN_WINO_VW=%ld", w->m, vw);
+    kiln_options_add(&options, "-DKILN_WINO_M=%d -DKILN_WINO_VW=%ld -DKILN_WINO_PANEL=%ld", w->m, vw,
+                     w->fused ? tile.nr : 0L);
     static const char *const suffix[] = {"filter", "in", "out"};
     for (int i = FILTER; i <= OUTPUT && st == KILN_SUCCESS; i++) {
         char name[64];
-        snprintf(name, sizeof name, "conv_f32_wino%dx%d_%s", w->m, w->m, suffix[i]);
-        st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, name);
+        snprintf(name, sizeof name, "conv_f32_wino%dx%d_%s", w->m, w->m, i == OUTPUT && w->fused ? "fused" : suffix[i]);
+        st = kiln_plan_kernel(&plan->base, i, i == OUTPUT && w->fused ? SOURCE_FUSED : SOURCE,
+                              i == OUTPUT && w->fused ? &fused : &options, name);
     }
     kiln_options_free(&options);
+    kiln_options_free(&fused);
     if (st != KILN_SUCCESS)
         return st;
 
@@ -119,6 +156,12 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         {nhwc ? up(d->k, lanes) : w->th, nhwc ? w->tw : d->n * d->k, nhwc ? d->n * w->th : 1},
     };
     memcpy(plan->global, geometry, sizeof geometry);
+    const size_t panels_k = w->fused ? up(d->k, (size_t)tile.nr) * (size_t)tile.nr : d->k; /* U's filters */
+    if (w->fused) {
+        plan->global[FILTER][0] = panels_k / lanes;
+        plan->global[OUTPUT][0] = up(up(w->tiles, (size_t)tile.mr), w->group);
+        plan->global[OUTPUT][1] = panels_k / (size_t)tile.nr;
+    }
     /* A CPU runs each work-item's vectors best alone, in work-groups of one
        (docs/winograd.md#work-groups-on-a-cpu). */
     w->local = plan->base.ctx->desc.type == KILN_DEVICE_CPU;
@@ -126,12 +169,22 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         for (int dim = 0; dim < 3; dim++)
             plan->local[i][dim] = 1;
 
-    w->plane[WS_U] = plane_of(d->k * d->c);
+    w->plane[WS_U] = plane_of(panels_k * d->c);
     w->plane[WS_V] = plane_of(d->c * w->tiles);
     w->plane[WS_M] = plane_of(d->k * w->tiles);
-    for (int i = WS_U; i <= WS_M; i++)
+    for (int i = WS_U; i <= (w->fused ? WS_V : WS_M); i++)
         if ((st = kiln_plan_workspace(&plan->base, i, a2 * w->plane[i] * sizeof(float))) != KILN_SUCCESS)
             return st;
+
+    if (w->fused) {
+        snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_wino%dx%d_fused_%ldx%ld", w->m, w->m, tile.mr,
+                 tile.nr);
+        snprintf(plan->base.params, sizeof plan->base.params,
+                 "VW=%ld, %zu tiles, %zu products %zux%zux%zu and the output transform in one kernel (MR=%ld tiles, "
+                 "NR=%ld filters, %zu panels of tiles a work-item)",
+                 vw, w->tiles, a2, w->tiles, d->k, d->c, tile.mr, tile.nr, w->group);
+        return KILN_SUCCESS;
+    }
 
     /* NCHW: M[t] (K x T) = U[t]^T V[t] (U[t] is C x K, read transposed so
        the GEMM packs it from contiguous runs); NHWC: M[t] (T x K) = V[t]
@@ -164,7 +217,7 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
     const kiln_conv2d_desc *d = &s->d;
     const struct wino *w = plan->base.impl;
     void *u = plan->base.workspace[WS_U]->handle, *v = plan->base.workspace[WS_V]->handle,
-         *m = plan->base.workspace[WS_M]->handle;
+         *m = w->fused ? NULL : plan->base.workspace[WS_M]->handle;
     kiln_status st;
     const int fresh = kiln_conv_weights_stale(plan, x->w);
     if (fresh) {
@@ -195,21 +248,28 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
                                  w->local ? plan->local[INPUT] : NULL, 0, NULL)) != KILN_SUCCESS)
         return st;
 
-    /* With weights transformed on an earlier call, the GEMM's packed copy of
-       U is current too: 36 K C floats for F(4x4) not packed again. */
-    const int nhwc = d->layout == KILN_NHWC;
-    const struct kiln_gemm_args product = {1.0f, 0.0f, nhwc ? v : u,    nhwc ? u : v,  m, 0, 0, 0, NULL, NULL,
-                                           0,    0.0f, !fresh && !nhwc, !fresh && nhwc};
-    if ((st = kiln_gemm_run(w->gemm, &product, NULL)) != KILN_SUCCESS) {
-        plan->packed_from = NULL;
-        return st;
-    }
-
     kiln_args_float(&out, d->alpha);
     kiln_args_float(&out, d->beta);
     kiln_args_float(&out, d->leaky_slope);
-    kiln_args_buffer(&out, m);
-    kiln_args_ulong(&out, w->plane[WS_M]);
+    if (w->fused) {
+        kiln_args_buffer(&out, u);
+        kiln_args_ulong(&out, w->plane[WS_U]);
+        kiln_args_buffer(&out, v);
+        kiln_args_ulong(&out, w->plane[WS_V]);
+    } else {
+        /* With weights transformed on an earlier call, the GEMM's packed
+           copy of U is current too: 36 K C floats for F(4x4) not packed
+           again. */
+        const int nhwc = d->layout == KILN_NHWC;
+        const struct kiln_gemm_args product = {1.0f, 0.0f, nhwc ? v : u,    nhwc ? u : v,  m, 0, 0, 0, NULL, NULL,
+                                               0,    0.0f, !fresh && !nhwc, !fresh && nhwc};
+        if ((st = kiln_gemm_run(w->gemm, &product, NULL)) != KILN_SUCCESS) {
+            plan->packed_from = NULL;
+            return st;
+        }
+        kiln_args_buffer(&out, m);
+        kiln_args_ulong(&out, w->plane[WS_M]);
+    }
     kiln_args_buffer_or(&out, x->bias, x->y); /* unused bias and z: y stands in, never read */
     kiln_args_buffer_or(&out, x->z, x->y);
     kiln_args_buffer(&out, x->y);
