@@ -293,9 +293,9 @@ inline void input_columns(VEC rows[WA][WA], KILN_GLOBAL float *v, size_t plane, 
 
 /*
  * V = B^T d B. NHWC: global (ceil(C/VW), TW, N*TH), lanes are channels of
- * one tile. NCHW: global (TH, N*C), one tile row of channel c, VW tiles at a
- * time; the last VW overlap the ones before (unless the row has fewer), so
- * every store is a whole vector.
+ * one tile. NCHW: global (TH or fewer, N*C), tile rows of channel c (every
+ * global-size-th), VW tiles at a time; the last VW overlap the ones before
+ * (unless the row has fewer), so every store is a whole vector.
  */
 KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL float *v,
                              const ulong plane)
@@ -327,26 +327,29 @@ KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x,
         input_1d(d[i], rows[i]);
     input_columns(rows, v, plane, (size_t)(nth * TW + tw) * C + c0, valid);
 #else
-    const int th = KILN_GLOBAL_ID(0), nc = KILN_GLOBAL_ID(1);
-    const int n = nc / C, c = nc - n * C, h0 = th * WM - pad_top;
+    const int nc = KILN_GLOBAL_ID(1);
+    const int n = nc / C, c = nc - n * C;
     KILN_GLOBAL const KILN_STORAGE *image = x + (size_t)nc * H * W;
-    const size_t row_tiles = (size_t)c * N * TH * TW + (size_t)(n * TH + th) * TW;
-    for (int next = 0; next < TW; next += VW) {
-        const int tw0 = TW > VW ? min(next, TW - VW) : 0, valid = min(VW, TW - tw0);
+    for (int th = KILN_GLOBAL_ID(0); th < TH; th += KILN_GLOBAL_SIZE(0)) {
+        const int h0 = th * WM - pad_top;
+        const size_t row_tiles = (size_t)c * N * TH * TW + (size_t)(n * TH + th) * TW;
+        for (int next = 0; next < TW; next += VW) {
+            const int tw0 = TW > VW ? min(next, TW - VW) : 0, valid = min(VW, TW - tw0);
 #pragma unroll
-        for (int i = 0; i < WA; i++) {
-            VEC d[WA];
-            const int h = h0 + i;
-            if ((uint)h < (uint)H) {
-                load_row(image + (size_t)h * W, tw0 * WM - pad_left, W, d);
-            } else {
+            for (int i = 0; i < WA; i++) {
+                VEC d[WA];
+                const int h = h0 + i;
+                if ((uint)h < (uint)H) {
+                    load_row(image + (size_t)h * W, tw0 * WM - pad_left, W, d);
+                } else {
 #pragma unroll
-                for (int j = 0; j < WA; j++)
-                    d[j] = 0.0f;
+                    for (int j = 0; j < WA; j++)
+                        d[j] = 0.0f;
+                }
+                input_1d(d, rows[i]);
             }
-            input_1d(d, rows[i]);
+            input_columns(rows, v, plane, row_tiles + tw0, valid);
         }
-        input_columns(rows, v, plane, row_tiles + tw0, valid);
     }
 #endif
 }
