@@ -4,14 +4,16 @@
  * conv_f32_winograd.cl's _filter and _in have written U[t][c][k] and
  * V[t][c][tile] (that file describes the transforms and the workspace).
  *
- * Work-item (panel, block) computes, for MR tiles starting at panel * MR
- * and NR filters starting at block * NR, every product
+ * Work-item (group, block) computes, for GP panels of MR tiles starting at
+ * tile group * GP * MR (KILN_WINO_GROUP, one panel after the other for each
+ * t, so that each block of U serves them all from the nearest caches) and
+ * NR filters starting at block * NR, every product
  *   M[t][tile][k] = sum_c V[t][c][tile] U[t][c][k]      (t < (m+2)^2)
  * on the CPU register tile (common/register_tile.h: the MR tiles broadcast,
  * lanes are filters): V read where _in wrote it (rows T floats apart), U
  * from the panels _filter wrote for this kernel (KILN_WINO_PANEL = NR:
  * U[t][k / NR][c][k % NR], zeros past K). It keeps the products in private
- * memory, (m+2)^2 x MR x NR floats, and transforms them back,
+ * memory, GP (m+2)^2 x MR x NR floats, and transforms them back,
  *   y = pool(act(alpha * A^T M A + beta * z + bias)),
  * storing each filter's outputs, so the products never go through memory
  * and the convolution takes one launch after the input transform instead
@@ -21,7 +23,8 @@
  *
  * Defines: KILN_WINO_M, the register tile (KILN_TILE_MR, _NR, _VW), the
  * storage (KILN_F16, KILN_BF16) and the epilogue switches KILN_ACT,
- * KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL; and KILN_WINO_PANEL, NR.
+ * KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL; KILN_WINO_PANEL (NR) and
+ * KILN_WINO_GROUP.
  */
 #include "common/epilogue.h"
 #include "common/portability.h"
@@ -34,10 +37,6 @@
 
 #define KERNEL(suffix) CAT(CAT(CAT(conv_f32_wino, WM), CAT(x, WM)), suffix)
 
-/* Panels of MR tiles a work-item takes, one after the other for each t. */
-#ifndef KILN_WINO_GROUP
-#define KILN_WINO_GROUP 1
-#endif
 #define GP KILN_WINO_GROUP
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)

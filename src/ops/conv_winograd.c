@@ -12,7 +12,8 @@
  * describes the kernels and the workspace layout. In NCHW on the CPU GEMM
  * route, one kernel (cl/conv/conv_f32_winograd_fused.cl) computes the
  * products on the CPU register tile and transforms them back, so they never
- * go through memory (docs/winograd.md#the-products-and-the-output-transform-in-one-kernel). The transformed weights
+ * go through memory (docs/winograd.md, "The products and the output
+ * transform in one kernel"). The transformed weights
  * are (m+2)^2 K C floats, 4 times the weights for m = 4, so Winograd pays
  * only where the tiles outnumber the filters (docs/winograd.md).
  *
@@ -104,9 +105,11 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         if (vw < w->m)
             vw = w->m;
     }
-    /* The fused kernel's register tile: MR tiles by NR filters, which it
-       needs at least one of each to fill (its last panel and block end at
-       the last tile and filter). */
+    /* The fused kernel's register tile: MR tiles by NR filters. It needs
+       MR tiles (its last panel ends at the last tile); U's filters are
+       padded to whole panels of NR, which the filter transform writes VW
+       at a time. */
+    const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
     struct kiln_options fused = {0};
     struct kiln_cpu_tile tile = {0};
     if (!nhwc && plan->base.ctx->vector_kernels &&
@@ -123,7 +126,6 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
            leave every compute unit two work-items, their products within
            512 KiB of private memory (docs/winograd.md). */
         const size_t panels = up(w->tiles, (size_t)tile.mr), blocks = up(d->k, (size_t)tile.nr);
-        const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
         const size_t panel_bytes = a2 * (size_t)tile.mr * (size_t)tile.nr * sizeof(float);
         const size_t most = panel_bytes < ((size_t)512 << 10) ? ((size_t)512 << 10) / panel_bytes : 1;
         size_t groups = up(panels, most);
@@ -160,7 +162,6 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     /* NCHW on a CPU: a work-item takes a whole plane's tile rows where the
        planes give every compute unit eight work-items: its V stores then
        fill whole lines (7x7 with 512 channels, F(2x2): 35-37 -> 28 us). */
-    const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
     if (!nhwc && plan->base.ctx->desc.type == KILN_DEVICE_CPU && d->n * d->c >= 8 * units)
         plan->global[INPUT][0] = 1;
     if (w->fused) {
