@@ -8,7 +8,8 @@
 # parameters are the ones simulated: fused attention's flash kernel
 # (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
 # tiled GEMM with and without split K and its small-M class, the direct and
-# small-M GEMMs (and the small-M GEMM's K steps under generic-cpu),
+# small-M GEMMs (and, under generic-cpu, the small-M GEMM's K steps and
+# Winograd's fused NCHW kernel, the last block of filters partial),
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
 # splits); and the softmax's work-group kernel through the operator tests'
@@ -46,6 +47,8 @@ cases=(
 cpu_cases=(
     "gemm --m 5 --n 300 --k 70 --algo smallm"
     "gemm --m 7 --n 130 --k 41 --trans-a --dtype f16 --algo smallm"
+    "conv --n 1 --c 16 --h 11 --w 13 --k 40 --r 3 --s 3 --pad 1 --bias --relu --residual --constant-weights --algo winograd-4x4"
+    "conv --n 1 --c 16 --h 11 --w 13 --k 40 --r 3 --s 3 --pad 1 --bias --relu --residual --constant-weights --algo winograd-2x2"
 )
 status=0
 for profile in generic-gpu nvidia-hopper amd-rdna3 generic-cpu; do
@@ -58,7 +61,8 @@ for profile in generic-gpu nvidia-hopper amd-rdna3 generic-cpu; do
         # shellcheck disable=SC2086
         out=$(KILN_PROFILE=$profile oclgrind --data-races "$bench" $c --reps 1 --warmup 0 --compare none 2>&1)
         rc=$?
-        plan=$(grep -m1 -E '^kiln plan:|^  implicit-gemm ' <<<"$out" | sed -E 's/^(kiln plan: |  implicit-gemm +)//')
+        plan=$(grep -m1 -E '^kiln plan:|^  (implicit-gemm|winograd-[24]x[24]) ' <<<"$out" |
+            sed -E 's/^(kiln plan: |  (implicit-gemm|winograd-[24]x[24]) +)//')
         # Oclgrind's reports (races, invalid accesses, fatal errors), kiln-bench's
         # warnings (a wrong result) and failures; not the device's name.
         if ((rc != 0)) || grep -qE 'data race|Invalid (read|write)|OCLGRIND|Oclgrind - |warning|failed|error' <<<"$out"; then
