@@ -4,10 +4,10 @@
  * conv_f32_winograd.cl's _filter and _in have written U[t][c][k] and
  * V[t][c][tile] (that file describes the transforms and the workspace).
  *
- * Work-item (group, block) computes, for GP panels of MR tiles starting at
- * tile group * GP * MR (KILN_WINO_GROUP, one panel after the other for each
- * t, so that each block of U serves them all from the nearest caches) and
- * NR filters starting at block * NR, every product
+ * Work-item (block, group) computes, for NR filters starting at block * NR
+ * and GP panels of MR tiles starting at tile group * GP * MR
+ * (KILN_WINO_GROUP, one panel after the other for each t, so that each
+ * block of U serves them all from the nearest caches), every product
  *   M[t][tile][k] = sum_c V[t][c][tile] U[t][c][k]      (t < (m+2)^2)
  * on the CPU register tile (common/register_tile.h: the MR tiles broadcast,
  * lanes are filters): V read where _in wrote it (rows T floats apart), U
@@ -24,7 +24,11 @@
  * Defines: KILN_WINO_M, the register tile (KILN_TILE_MR, _NR, _VW), the
  * storage (KILN_F16, KILN_BF16) and the epilogue switches KILN_ACT,
  * KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL; KILN_WINO_PANEL (NR) and
- * KILN_WINO_GROUP.
+ * KILN_WINO_GROUP. The blocks of filters are the first dimension, so the
+ * work-items that share a group's V, (m+2)^2 x C x GP x MR floats, run
+ * one after another while it is in cache: with the groups first, 8 images
+ * of 128 channels at 56x56 read V from memory once per block (12.1 against
+ * 10.1-10.4 ms).
  */
 #include "common/epilogue.h"
 #include "common/portability.h"
@@ -51,7 +55,7 @@ KILN_KERNEL void KERNEL(_fused)(const int N, const int C, const int H, const int
     (void)H, (void)W, (void)pad_top, (void)pad_left;
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
     const int T = N * TH * TW, YH = KILN_POOL ? P / 2 : P, YW = KILN_POOL ? Q / 2 : Q;
-    const int first = (int)KILN_GLOBAL_ID(0) * GP * MR, k0 = (int)KILN_GLOBAL_ID(1) * NR;
+    const int k0 = (int)KILN_GLOBAL_ID(0) * NR, first = (int)KILN_GLOBAL_ID(1) * GP * MR;
     const int groups = min(GP, (T - first + MR - 1) / MR);
 
     VEC prod[GP][WA * WA][MR][NV];

@@ -166,8 +166,8 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         plan->global[INPUT][0] = 1;
     if (w->fused) {
         plan->global[FILTER][0] = panels_k / lanes;
-        plan->global[OUTPUT][0] = up(up(w->tiles, (size_t)tile.mr), w->group);
-        plan->global[OUTPUT][1] = panels_k / (size_t)tile.nr;
+        plan->global[OUTPUT][0] = panels_k / (size_t)tile.nr; /* blocks of filters first */
+        plan->global[OUTPUT][1] = up(up(w->tiles, (size_t)tile.mr), w->group);
     }
     /* A CPU runs each work-item's vectors best alone, in work-groups of one
        (docs/winograd.md#work-groups-on-a-cpu). */
