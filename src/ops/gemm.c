@@ -276,7 +276,8 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
                  pack_b = p->kept_b ? 0.0 : (double)p->n * k;
     const double straight = oriented_cost(cpu, p->m, p->n, &tile) * k + KILN_GEMM_PACK_COST * (pack_a + pack_b);
     double flipped = oriented_cost(cpu, p->n, p->m, &flip) * (k + (double)cpu->vw);
-    flipped += KILN_GEMM_PACK_COST * (pack_a + (in_place_b && (size_t)flip.mr <= p->n ? 0.0 : pack_b));
+    flip.in_place = in_place_b && (size_t)flip.mr <= p->n;
+    flipped += KILN_GEMM_PACK_COST * (pack_a + (flip.in_place ? 0.0 : pack_b));
     if (flipped < straight)
         tile = flip, tile.flipped = 1;
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld -DKILN_TILE_FLIP=%d", tile.mr,

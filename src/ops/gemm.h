@@ -138,7 +138,8 @@ void kiln_split_k_describe(struct kiln_plan *base, size_t splits, size_t ks, siz
    appending its compiler options KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW. */
 struct kiln_cpu_tile {
     long mr, nr, vw;
-    int flipped; /* the tile is of C^T (kiln_cpu_tile_orient only) */
+    int flipped;  /* the tile is of C^T (kiln_cpu_tile_orient only) */
+    int in_place; /* flipped, and B read in place (kiln_cpu_tile_orient only) */
 };
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o);
@@ -154,8 +155,9 @@ struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu,
    (flipped: the tile's rows run over C's columns, stored transposed), the
    one whose padded multiply-adds, and packing of the operands not kept,
    cost least (docs/gemm.md#the-cpu-register-tile-wide-or-narrow).
-   `in_place_b`: flipped, B can be read in place (unpacked) where the tile
-   has no more rows than B has columns. Appends KILN_TILE_FLIP too. */
+   `in_place_b`: flipped, B can be read in place (unpacked), which the tile
+   then does where it has no more rows than B has columns (`in_place`).
+   Appends KILN_TILE_FLIP too. */
 struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
                                           int in_place_b, struct kiln_options *o);
 

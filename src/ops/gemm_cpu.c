@@ -85,7 +85,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         !p->trans_b && p->dtype == KILN_F32 && p->k * p->ldb * sizeof(float) <= in_place_span(plan->base.ctx, cpu);
     const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
-    const int direct = tile.flipped && in_place_b && p->n >= mr;
+    const int direct = tile.in_place;
     /* Reading in place, a work-item takes every row panel kc values of K at
        a time where a slice that long of all the rows fits a core's L1: the
        slice and the column panel's kc rows stay there while the panels
