@@ -3,7 +3,8 @@
 #   1. the test suite with warnings as errors (build/ci), and its operator
 #      tests again choosing kernels as the CUDA backend does;
 #   2. the GPU kernels under Oclgrind's race and bounds checks
-#      (tools/oclgrind.sh), then the test suite under AddressSanitizer and
+#      (tools/oclgrind.sh), the CPU kernels' compiled inner loops
+#      (tools/hot-loops.py), then the test suite under AddressSanitizer and
 #      UBSan (build/asan);
 #   3. the tests that run kiln from several threads under ThreadSanitizer
 #      (build/tsan);
@@ -110,6 +111,13 @@ section "work-group kernels under Oclgrind (build/ci)"
 # device, which reports data races between work-items (a missing barrier)
 # and accesses out of bounds: what the POCL CPU device cannot show.
 check "GPU kernels: no data race, no access out of bounds" tools/oclgrind.sh build/ci
+
+section "the CPU kernels' hot loops (build/ci)"
+# The register-tile kernels as POCL compiles them for this machine, read
+# back with objdump: their accumulators stay in registers through the k
+# loop (a kernel that stores them back after every multiply-add is two to
+# three times slower and still right, so no other test sees it).
+check "CPU register tiles: accumulators kept in registers" tools/hot-loops.py build/ci
 
 section "build and test with sanitizers (build/asan)"
 build build/asan -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DKILN_WERROR=ON

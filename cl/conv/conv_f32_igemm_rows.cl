@@ -163,7 +163,13 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
 #else
                 bv[v] = 0.0f;
 #endif
-            for (int i = 0; i < MR && pix0 + i < pixels; i++) {
+            /* Unrolled, with the bound inside: acc indexed by a loop
+               counter that stays a variable keeps the whole tile in memory,
+               stored back at every k of the loop above. */
+#pragma unroll
+            for (int i = 0; i < MR; i++) {
+                if (pix0 + i >= pixels)
+                    break;
                 const size_t at = (size_t)(pix0 + i) * K + g * kg + f0;
 #pragma unroll
                 for (int v = 0; v < NV; v++) {
