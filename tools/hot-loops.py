@@ -54,6 +54,8 @@ CASES = [
     "--algo implicit-gemm",
     "conv --n 1 --c 32 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --bias --relu --constant-weights --algo winograd-4x4",
     "conv --n 1 --c 32 --h 7 --w 7 --k 64 --r 3 --s 3 --pad 1 --bias --relu --constant-weights --algo winograd-2x2",
+    "conv --n 1 --c 32 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --layout nhwc --bias --relu --residual "
+    "--constant-weights --algo winograd-4x4",
 ]
 PROFILES = ["", "generic-cpu", "x86-64-avx2"]  # "": the device's own
 

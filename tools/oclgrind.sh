@@ -9,7 +9,7 @@
 # (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
 # tiled GEMM with and without split K and its small-M class, the direct and
 # small-M GEMMs (and, under generic-cpu, the small-M GEMM's K steps and
-# Winograd's fused NCHW kernel, the last block of filters partial),
+# Winograd's fused kernel in NCHW and NHWC, the last block of filters partial),
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
 # splits); and the softmax's work-group kernel through the operator tests'
@@ -49,6 +49,7 @@ cpu_cases=(
     "gemm --m 7 --n 130 --k 41 --trans-a --dtype f16 --algo smallm"
     "conv --n 1 --c 16 --h 11 --w 13 --k 40 --r 3 --s 3 --pad 1 --bias --relu --residual --constant-weights --algo winograd-4x4"
     "conv --n 1 --c 16 --h 11 --w 13 --k 40 --r 3 --s 3 --pad 1 --bias --relu --residual --constant-weights --algo winograd-2x2"
+    "conv --n 1 --c 16 --h 11 --w 13 --k 40 --r 3 --s 3 --pad 1 --layout nhwc --bias --relu --residual --constant-weights --algo winograd-4x4"
 )
 status=0
 for profile in generic-gpu nvidia-hopper amd-rdna3 generic-cpu; do

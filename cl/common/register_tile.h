@@ -42,22 +42,28 @@
 #define KILN_TILE_MULTIPLY(acc, a, b, count) KILN_TILE_MULTIPLY_STRIDED(acc, a, MR, b, count)
 #define KILN_TILE_MULTIPLY_STRIDED(acc, a, a_step, b, count) KILN_TILE_MULTIPLY_LD(acc, a, a_step, b, NR, count)
 /* The same with b's rows b_step floats apart (B read in place). */
-#define KILN_TILE_MULTIPLY_LD(acc, a, a_step, b, b_step, count)                                                     \
+#define KILN_TILE_MULTIPLY_LD(acc, a, a_step, b, b_step, count) KILN_TILE_MULTIPLY_RLD(acc, a, a_step, 1, b, b_step, count)
+/* The same with a's rows a_row floats apart, its element (k, i) at
+   a[k * a_step + i * a_row]: MR rows read in place, each along its k
+   (Winograd's tile-major V in NHWC). */
+#define KILN_TILE_MULTIPLY_RLD(acc, a, a_step, a_row, b, b_step, count)                                             \
     do {                                                                                                            \
         _Pragma("unroll") for (int i_ = 0; i_ < MR; i_++) _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++)         \
             acc[i_][v_] = 0.0f;                                                                                     \
-        KILN_TILE_ACCUMULATE_LD(acc, a, a_step, b, b_step, count);                                                  \
+        KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, a_row, b, b_step, count);                                          \
     } while (0)
 /* The same sum added to acc as it stands. */
 #define KILN_TILE_ACCUMULATE_STRIDED(acc, a, a_step, b, count) KILN_TILE_ACCUMULATE_LD(acc, a, a_step, b, NR, count)
 #define KILN_TILE_ACCUMULATE_LD(acc, a, a_step, b, b_step, count)                                                   \
+    KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, 1, b, b_step, count)
+#define KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, a_row, b, b_step, count)                                           \
     do {                                                                                                            \
         _Pragma("unroll 4") for (int k_ = 0; k_ < (count); k_++) {                                                  \
             VEC bv_[NV];                                                                                            \
             _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) bv_[v_] = VLOAD(v_, (b) + (size_t)k_ * (b_step));     \
             _Pragma("unroll") for (int i_ = 0; i_ < MR; i_++)                                                       \
             {                                                                                                       \
-                const VEC ai_ = (VEC)((a)[(size_t)k_ * (a_step) + i_]);                                             \
+                const VEC ai_ = (VEC)((a)[(size_t)k_ * (a_step) + (size_t)i_ * (a_row)]);                           \
                 _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) acc[i_][v_] = fma(ai_, bv_[v_], acc[i_][v_]);     \
             }                                                                                                       \
         }                                                                                                           \

@@ -63,40 +63,8 @@
 /* Loads and stores                                                         */
 /* ------------------------------------------------------------------------ */
 
-/*
- * The first `valid` lanes of a vector at p (the rest 0) and the store of
- * the first `valid` lanes, whole vectors when valid == VW: for the fp32
- * workspace (load_ws, store_ws) and for tensors in their storage type
- * (load_vec, store_vec).
- */
-#define LANE_IO(suffix, T, VLOAD_T, VSTORE_T, LOAD_T, STORE_T)                                                         \
-    inline VEC load##suffix(KILN_GLOBAL const T *p, int valid)                                                         \
-    {                                                                                                                  \
-        if (valid >= VW)                                                                                               \
-            return VLOAD_T(0, p);                                                                                      \
-        float lane[VW];                                                                                                \
-        for (int l = 0; l < VW; l++)                                                                                   \
-            lane[l] = l < valid ? LOAD_T(p, l) : 0.0f;                                                                 \
-        return VLOAD(0, lane);                                                                                         \
-    }                                                                                                                  \
-    inline void store##suffix(VEC v, KILN_GLOBAL T *p, int valid)                                                      \
-    {                                                                                                                  \
-        if (valid >= VW) {                                                                                             \
-            VSTORE_T(v, 0, p);                                                                                         \
-            return;                                                                                                    \
-        }                                                                                                              \
-        float lane[VW];                                                                                                \
-        VSTORE(v, 0, lane);                                                                                            \
-        for (int l = 0; l < valid; l++)                                                                                \
-            STORE_T(lane[l], p, l);                                                                                    \
-    }
-#define LOAD_F(p, i) ((p)[i])
-#define STORE_F(v, p, i) ((p)[i] = (v))
-LANE_IO(_ws, float, VLOAD, VSTORE, LOAD_F, STORE_F)
-
-#if KILN_NHWC
-LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
-#else
+/* load_ws and store_ws, and in NHWC load_vec and store_vec: conv/winograd_1d.h. */
+#if !KILN_NHWC
 /*
  * NCHW moves VW tiles of an image row at once: lane v of a vector is tile
  * v, whose column j is pixel v*m + j of a contiguous segment. Gathering

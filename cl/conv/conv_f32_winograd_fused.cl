@@ -1,8 +1,8 @@
 /*
- * Winograd convolution F(m x m, 3 x 3) in NCHW on a CPU: the (m+2)^2
- * products and the output transform in one kernel, after
- * conv_f32_winograd.cl's _filter and _in have written U[t][c][k] and
- * V[t][c][tile] (that file describes the transforms and the workspace).
+ * Winograd convolution F(m x m, 3 x 3) on a CPU: the (m+2)^2 products and
+ * the output transform in one kernel, after conv_f32_winograd.cl's _filter
+ * and _in have written U and V (that file describes the transforms and the
+ * workspace: V[t][c][tile] in NCHW, V[t][tile][c] in NHWC).
  *
  * Work-item (block, group) computes, for NR filters starting at block * NR
  * and GP panels of MR tiles starting at tile group * GP * MR
@@ -10,19 +10,22 @@
  * block of U serves them all from the nearest caches), every product
  *   M[t][tile][k] = sum_c V[t][c][tile] U[t][c][k]      (t < (m+2)^2)
  * on the CPU register tile (common/register_tile.h: the MR tiles broadcast,
- * lanes are filters): V read where _in wrote it (rows T floats apart), U
+ * lanes are filters): V read where _in wrote it (NCHW: each channel's
+ * tiles consecutive, channels T floats apart; NHWC: each tile's channels
+ * consecutive, tiles C floats apart), U
  * from the panels _filter wrote for this kernel (KILN_WINO_PANEL = NR:
  * U[t][k / NR][c][k % NR], zeros past K). It keeps the products in private
  * memory, GP (m+2)^2 x MR x NR floats, and transforms them back,
  *   y = pool(act(alpha * A^T M A + beta * z + bias)),
- * storing each filter's outputs, so the products never go through memory
+ * storing the outputs (NCHW filter by filter, NHWC a vector of filters a
+ * pixel), so the products never go through memory
  * and the convolution takes one launch after the input transform instead
  * of two. The last panel of tiles ends at the last tile (the host ensures
  * T >= MR), storing only the tiles the one before did not; the last block
  * of filters stores those below K.
  *
- * Defines: KILN_WINO_M, the register tile (KILN_TILE_MR, _NR, _VW), the
- * storage (KILN_F16, KILN_BF16) and the epilogue switches KILN_ACT,
+ * Defines: KILN_WINO_M, the register tile (KILN_TILE_MR, _NR, _VW), KILN_NHWC,
+ * the storage (KILN_F16, KILN_BF16) and the epilogue switches KILN_ACT,
  * KILN_HAS_BIAS, KILN_HAS_Z, KILN_POOL; KILN_WINO_PANEL (NR) and
  * KILN_WINO_GROUP. The blocks of filters are the first dimension, so the
  * work-items that share a group's V, (m+2)^2 x C x GP x MR floats, run
@@ -45,6 +48,46 @@
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
+/* Filters kj .. kj + lanes - 1 of output pixel (oh, ow) of image n: the
+   residual z, a vector of them. */
+inline VEC residual(KILN_GLOBAL const KILN_STORAGE *z, int n, int kj, int lanes, int oh, int ow, int K, int P, int Q)
+{
+#if KILN_NHWC
+    return load_vec(z + (((size_t)n * P + oh) * Q + ow) * K + kj, lanes);
+#else
+    float zl[VW];
+    for (int l = 0; l < VW; l++)
+        zl[l] = l < lanes ? KILN_LOAD(z, (((size_t)n * K + kj + l) * P + oh) * Q + ow) : 0.0f;
+    return VLOAD(0, zl);
+#endif
+}
+
+/* The tile's stored values o (SIDE x SIDE pixels from (r0, c0) of y, YH x
+   YW, those inside it) for filters kj .. kj + lanes - 1: NHWC a vector a
+   pixel, NCHW filter by filter. */
+inline void store_tile(VEC o[SIDE][SIDE], KILN_GLOBAL KILN_STORAGE *y, int n, int kj, int lanes, int r0, int c0, int K,
+                       int YH, int YW)
+{
+#if KILN_NHWC
+    for (int a = 0; a < SIDE && r0 + a < YH; a++)
+        for (int c = 0; c < SIDE && c0 + c < YW; c++)
+            store_vec(o[a][c], y + (((size_t)n * YH + r0 + a) * YW + c0 + c) * K + kj, lanes);
+#else
+    float out[SIDE][SIDE][VW];
+#pragma unroll
+    for (int a = 0; a < SIDE; a++)
+#pragma unroll
+        for (int c = 0; c < SIDE; c++)
+            VSTORE(o[a][c], 0, out[a][c]);
+    for (int l = 0; l < lanes; l++) {
+        KILN_GLOBAL KILN_STORAGE *plane = y + ((size_t)n * K + kj + l) * YH * YW;
+        for (int a = 0; a < SIDE && r0 + a < YH; a++)
+            for (int c = 0; c < SIDE && c0 + c < YW; c++)
+                KILN_STORE(out[a][c][l], plane, (size_t)(r0 + a) * YW + c0 + c);
+    }
+#endif
+}
+
 KILN_KERNEL void KERNEL(_fused)(const int N, const int C, const int H, const int W, const int K, const int P,
                                 const int Q, const int pad_top, const int pad_left, const int TH, const int TW,
                                 const float alpha_arg, const float beta_arg, const float slope_arg,
@@ -63,7 +106,11 @@ KILN_KERNEL void KERNEL(_fused)(const int N, const int C, const int H, const int
         for (int g = 0; g < groups; g++) {
             VEC acc[MR][NV];
             const int tile0 = min(first + g * MR, T - MR);
+#if KILN_NHWC
+            KILN_TILE_MULTIPLY_RLD(acc, v + t * plane_v + (size_t)tile0 * C, 1, C, u + t * plane_u + (size_t)k0 * C, NR, C);
+#else
             KILN_TILE_MULTIPLY_LD(acc, v + t * plane_v + tile0, T, u + t * plane_u + (size_t)k0 * C, NR, C);
+#endif
 #pragma unroll
             for (int i = 0; i < MR; i++)
 #pragma unroll
@@ -90,10 +137,7 @@ KILN_KERNEL void KERNEL(_fused)(const int N, const int C, const int H, const int
                         mv[a][b] = prod[g][a * WA + b][i][j];
                 output_2d(mv, r);
 #if KILN_HAS_BIAS
-                float bl[VW];
-                for (int l = 0; l < VW; l++)
-                    bl[l] = l < lanes ? bias[kj + l] : 0.0f;
-                const VEC b = VLOAD(0, bl);
+                const VEC b = load_ws(bias + kj, lanes);
 #else
                 const VEC b = 0.0f;
 #endif
@@ -104,29 +148,13 @@ KILN_KERNEL void KERNEL(_fused)(const int N, const int C, const int H, const int
                         VEC s = alpha * r[a][c];
 #if KILN_HAS_Z
                         /* The residual of each lane's filter, inside P x Q. */
-                        float zl[VW];
-                        for (int l = 0; l < VW; l++)
-                            zl[l] = l < lanes && oh0 + a < P && ow0 + c < Q
-                                        ? KILN_LOAD(z, (((size_t)n * K + kj + l) * P + oh0 + a) * Q + ow0 + c)
-                                        : 0.0f;
-                        s = fma((VEC)(beta), VLOAD(0, zl), s);
+                        if (oh0 + a < P && ow0 + c < Q)
+                            s = fma((VEC)(beta), residual(z, n, kj, lanes, oh0 + a, ow0 + c, K, P, Q), s);
 #endif
                         e[a][c] = activate_vec(s + b, slope);
                     }
                 pool_tile(e, o);
-                /* Filter by filter, the stored rows of the tile. */
-                float out[SIDE][SIDE][VW];
-#pragma unroll
-                for (int a = 0; a < SIDE; a++)
-#pragma unroll
-                    for (int c = 0; c < SIDE; c++)
-                        VSTORE(o[a][c], 0, out[a][c]);
-                for (int l = 0; l < lanes; l++) {
-                    KILN_GLOBAL KILN_STORAGE *plane = y + ((size_t)n * K + kj + l) * YH * YW;
-                    for (int a = 0; a < SIDE && r0 + a < YH; a++)
-                        for (int c = 0; c < SIDE && c0 + c < YW; c++)
-                            KILN_STORE(out[a][c][l], plane, (size_t)(r0 + a) * YW + c0 + c);
-                }
+                store_tile(o, y, n, kj, lanes, r0, c0, K, YH, YW);
             }
         }
     }

@@ -5,7 +5,7 @@
  * divisors that turn Gi into G (docs/winograd.md derives the matrices).
  * Then output_2d (A^T M A of a tile's (m+2) x (m+2) products) and
  * pool_tile (the SIDE x SIDE values a tile stores, after the 2x2 max pool of
- * KILN_POOL). Shared by conv_f32_winograd.cl and conv_f32_winograd_fused.cl.
+ * KILN_POOL), and the loads and stores of a vector's first lanes (LANE_IO). Shared by conv_f32_winograd.cl and conv_f32_winograd_fused.cl.
  */
 #ifndef KILN_CL_WINOGRAD_1D_H
 #define KILN_CL_WINOGRAD_1D_H
@@ -107,6 +107,41 @@ inline void output_2d(VEC mv[WA][WA], VEC acc[WM][WM])
             acc[i][j] = r[i];
     }
 }
+
+/*
+ * The first `valid` lanes of a vector at p (the rest 0) and the store of
+ * the first `valid` lanes, whole vectors when valid == VW: for the fp32
+ * workspace (load_ws, store_ws) and for tensors in their storage type
+ * (load_vec, store_vec).
+ */
+#define LANE_IO(suffix, T, VLOAD_T, VSTORE_T, LOAD_T, STORE_T)                                                         \
+    inline VEC load##suffix(KILN_GLOBAL const T *p, int valid)                                                         \
+    {                                                                                                                  \
+        if (valid >= VW)                                                                                               \
+            return VLOAD_T(0, p);                                                                                      \
+        float lane[VW];                                                                                                \
+        for (int l = 0; l < VW; l++)                                                                                   \
+            lane[l] = l < valid ? LOAD_T(p, l) : 0.0f;                                                                 \
+        return VLOAD(0, lane);                                                                                         \
+    }                                                                                                                  \
+    inline void store##suffix(VEC v, KILN_GLOBAL T *p, int valid)                                                      \
+    {                                                                                                                  \
+        if (valid >= VW) {                                                                                             \
+            VSTORE_T(v, 0, p);                                                                                         \
+            return;                                                                                                    \
+        }                                                                                                              \
+        float lane[VW];                                                                                                \
+        VSTORE(v, 0, lane);                                                                                            \
+        for (int l = 0; l < valid; l++)                                                                                \
+            STORE_T(lane[l], p, l);                                                                                    \
+    }
+#define LOAD_F(p, i) ((p)[i])
+#define STORE_F(v, p, i) ((p)[i] = (v))
+LANE_IO(_ws, float, VLOAD, VSTORE, LOAD_F, STORE_F)
+
+#if KILN_NHWC
+LANE_IO(_vec, KILN_STORAGE, VLOAD_S, VSTORE_S, KILN_LOAD, KILN_STORE)
+#endif
 
 /* The values a tile stores: SIDE x SIDE, after the 2x2 max pool if any. */
 inline void pool_tile(VEC e[WM][WM], VEC out[SIDE][SIDE])

@@ -9,8 +9,8 @@
  * multiplies them as (m+2)^2 independent matrices with a batched kiln GEMM
  * plan, and transforms the products back with the epilogue and the optional
  * 2x2 max pool fused into the only write of y. cl/conv/conv_f32_winograd.cl
- * describes the kernels and the workspace layout. In NCHW on the CPU GEMM
- * route, one kernel (cl/conv/conv_f32_winograd_fused.cl) computes the
+ * describes the kernels and the workspace layout. On the CPU GEMM route,
+ * one kernel (cl/conv/conv_f32_winograd_fused.cl) computes the
  * products on the CPU register tile and transforms them back, so they never
  * go through memory (docs/winograd.md, "The products and the output
  * transform in one kernel"). The transformed weights
@@ -112,7 +112,7 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     const size_t units = plan->base.ctx->desc.compute_units ? plan->base.ctx->desc.compute_units : 1;
     struct kiln_options fused = {0};
     struct kiln_cpu_tile tile = {0};
-    if (!nhwc && plan->base.ctx->vector_kernels &&
+    if (plan->base.ctx->vector_kernels &&
         kiln_profile_params(plan->base.ctx->profile)->select.gemm_route == KILN_ROUTE_CPU) {
         const struct kiln_param_gemm_cpu *cpu;
         if ((st = kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu)) != KILN_SUCCESS)
@@ -168,6 +168,7 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
         plan->global[FILTER][0] = panels_k / lanes;
         plan->global[OUTPUT][0] = panels_k / (size_t)tile.nr; /* blocks of filters first */
         plan->global[OUTPUT][1] = up(up(w->tiles, (size_t)tile.mr), w->group);
+        plan->global[OUTPUT][2] = 1;
     }
     /* A CPU runs each work-item's vectors best alone, in work-groups of one
        (docs/winograd.md#work-groups-on-a-cpu). */
