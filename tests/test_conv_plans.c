@@ -225,6 +225,33 @@ static void test_strided_1x1_heuristic(void **state)
     }
 }
 
+/* An NHWC 1x1 layer takes implicit GEMM under AUTO at any size where the
+   profile routes implicit GEMM to its CPU kernel (whose row variant reads
+   NHWC in place), below NCHW's pixel threshold too; NCHW below it, and
+   NHWC elsewhere, take gemm-1x1. Results are checked against the reference. */
+static void test_nhwc_1x1_heuristic(void **state)
+{
+    (void)state;
+    static const struct cc_row rows[] = {
+        {CONV("1x1 7x7", NHWC, 1, 64, 7, 7, 96, 1, 1)},
+        {CONV("1x1 3x5 n2", NHWC, 2, 24, 3, 5, 40, 1, 1)},
+        {CONV("1x1 7x7", NCHW, 1, 64, 7, 7, 96, 1, 1)},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        kiln_conv2d_plan_info info;
+        const int cpu_kernel = igemm_kernel(&rows[i], &info);
+        kiln_conv2d_desc d = cc_desc_of(&rows[i], KILN_CONV_AUTO);
+        kiln_conv2d_plan *plan = NULL;
+        d.has_bias = 1, d.activation = KILN_ACT_RELU;
+        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        printf("# %s %s: %s %s (%s)\n", rows[i].what, rows[i].layout == KILN_NHWC ? "nhwc" : "nchw", info.name,
+               info.kernel, info.reason);
+        assert_string_equal(info.name, cpu_kernel && rows[i].layout == KILN_NHWC ? "implicit-gemm" : "gemm-1x1");
+        cc_check_plan(kt_ctx, plan, &d, KILN_CONV_IMPLICIT_GEMM, rows[i].what);
+    }
+}
+
 /* kiln_conv2d with and without an event, in both layouts. */
 static void test_one_shot(void **state)
 {
@@ -413,6 +440,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_igemm_variants));
     kt_add(&tests, cmocka_unit_test(test_igemm_balanced_rows));
     kt_add(&tests, cmocka_unit_test(test_strided_1x1_heuristic));
+    kt_add(&tests, cmocka_unit_test(test_nhwc_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_find_desc));
     kt_add(&tests, cmocka_unit_test(test_find_env));
     return kt_run("conv_plans", &tests);

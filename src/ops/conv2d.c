@@ -147,8 +147,9 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
 /* The profile's heuristic: depthwise and thin groups go direct, unless a
    thin input meets many filters over a large window (a stem: a GEMM with a
    deep enough reduction); plain 1x1 to GEMM, by implicit GEMM from
-   select.conv_1x1_igemm_min_pixels on NCHW, and on NHWC where implicit GEMM
-   takes its CPU kernel; a strided 1x1 of one group on fewer NCHW pixels,
+   select.conv_1x1_igemm_min_pixels on NCHW, and at any size on NHWC where
+   implicit GEMM takes its CPU kernel (whose row variant reads NHWC in
+   place, where the GEMM packs it on every call); a strided 1x1 of one group on fewer NCHW pixels,
    where implicit GEMM takes its CPU kernel, to im2col (the input subsampled, then a GEMM
    that reads it in place); 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
    4x4 and F(2x2) from 16 tiles of 2x2; else the profile's conv.algo. Each
@@ -159,19 +160,20 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     const kiln_conv2d_desc *d = &s->d;
     const long wino_min = kiln_profile_params(profile)->select.conv_wino_min_channels;
     const long igemm_min = kiln_profile_params(profile)->select.conv_1x1_igemm_min_pixels;
-    /* NHWC 1x1 layers by implicit GEMM too where its CPU kernel runs them
-       (its row variant reads NHWC in place). */
+    /* NHWC 1x1 layers by implicit GEMM where its CPU kernel runs them. */
     const int cpu_igemm = kiln_profile_params(profile)->select.conv_igemm_route == KILN_IGEMM_CPU;
     const struct kiln_conv_algorithm *pick;
     if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < 16)) {
         pick = &kiln_conv_direct;
         snprintf(why, why_size, "heuristic: %zu channels and %zu filters per group (depthwise or thin groups)", s->cg,
                  s->kg);
-    } else if (usable(&kiln_conv_gemm1x1, s) && (d->layout == KILN_NCHW || cpu_igemm) &&
-               d->n * s->p * s->q >= (size_t)igemm_min && usable(&kiln_conv_igemm, s)) {
+    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NHWC && cpu_igemm && usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
-        snprintf(why, why_size, "heuristic: 1x1 on %s planes of %ld pixels or more, by implicit GEMM",
-                 d->layout == KILN_NCHW ? "NCHW" : "NHWC", igemm_min);
+        snprintf(why, why_size, "heuristic: 1x1 on NHWC, by implicit GEMM reading it in place");
+    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && d->n * s->p * s->q >= (size_t)igemm_min &&
+               usable(&kiln_conv_igemm, s)) {
+        pick = &kiln_conv_igemm;
+        snprintf(why, why_size, "heuristic: 1x1 on NCHW planes of %ld pixels or more, by implicit GEMM", igemm_min);
     } else if (usable(&kiln_conv_gemm1x1, s)) {
         pick = &kiln_conv_gemm1x1;
         snprintf(why, why_size, "heuristic: 1x1, stride 1, no padding is a GEMM");
