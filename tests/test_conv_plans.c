@@ -127,10 +127,12 @@ static int igemm_kernel(const struct cc_row *row, kiln_conv2d_plan_info *info)
 }
 
 /* Which variant of the implicit GEMM's CPU kernel a plan takes, where the
-   profile routes the implicit GEMM there: the row variant for NHWC and for
-   a strided 3x3 on an image of one tile (whose filters the panel variant
-   would split into blocks on any device), the panel variant for NCHW at
-   stride 1 and for a strided 1x1. */
+   profile routes the implicit GEMM there: the row variant for NHWC, for a
+   strided 3x3 on an image of one tile (whose filters the panel variant
+   would split into blocks on any device) and for a strided filter wider
+   than 1x1 with two panels of the row variant's filters or more; the panel
+   variant for NCHW at stride 1, for a strided 1x1 and for a strided 3x3 of
+   one panel of filters on a larger image. */
 static void test_igemm_variants(void **state)
 {
     (void)state;
@@ -143,12 +145,32 @@ static void test_igemm_variants(void **state)
         {{CONV("3x3 stride2 pad1 one tile", NCHW, 1, 64, 7, 7, 256, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, 1},
         {{CONV("3x3 pad1", NCHW, 1, 16, 12, 12, 32, 3, 3), PAD(1, 1, 1, 1)}, 0},
         {{CONV("1x1 stride2", NCHW, 1, 64, 7, 7, 256, 1, 1), .sh = 2, .sw = 2}, 0},
+        /* -2 and -1: two panels of the profile's tile of filters and one,
+           on an image whose pixel tiles give every compute unit eight (the
+           panel variant does not split its filters there) */
+        {{CONV("3x3 stride2 pad1 two panels", NCHW, 1, 16, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -2},
+        {{CONV("3x3 stride2 pad1 one panel", NCHW, 1, 16, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -1},
     };
+    const size_t nr = (size_t)kiln_profile_params(kt_ctx->profile)->gemm_cpu.nr;
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    size_t side = 1;
+    while (side * side < 8 * (size_t)(dev.compute_units ? dev.compute_units : 1) * nr)
+        side++;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct cc_row row = cases[i].row;
+        if (cases[i].rows < 0)
+            row.k = (size_t)-cases[i].rows * nr, row.h = row.w = 2 * side;
         kiln_conv2d_plan_info info;
-        if (!igemm_kernel(&cases[i].row, &info))
+        if (!igemm_kernel(&row, &info))
             skip();
-        assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0, cases[i].rows);
+        assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0,
+                         cases[i].rows < 0 ? cases[i].rows == -2 : cases[i].rows);
+        kiln_conv2d_desc d = cc_desc_of(&row, KILN_CONV_IMPLICIT_GEMM);
+        d.has_bias = 1, d.activation = KILN_ACT_RELU;
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
+        cc_check_plan(kt_ctx, plan, &d, KILN_CONV_IMPLICIT_GEMM, row.what);
     }
 }
 

@@ -220,17 +220,27 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
 }
 
 /* The CPU kernel's variant: the row variant for NHWC, and for a strided
-   filter wider than 1x1 where the panel variant would split the filters
-   into blocks that gather the same panel again (small images: ResNet-50's
-   stride-2 3x3 layers at 28x28 and 14x14); the panel variant otherwise. */
+   filter wider than 1x1 with two panels of the row variant's filters or
+   more (its channels-last copy then pays for itself: ResNet-50's stem and
+   stride-2 3x3 layers), or where the panel variant would split the filters
+   into blocks that gather the same panel again (small images); the panel
+   variant otherwise (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel). */
 static int rows_variant(struct kiln_conv2d_plan *plan)
 {
-    const kiln_conv2d_desc *d = &plan->s.d;
+    const struct kiln_conv_shape *s = &plan->s;
+    const kiln_conv2d_desc *d = &s->d;
     if (d->layout == KILN_NHWC)
         return 1;
     if (d->stride_h * d->stride_w == 1 || d->r * d->s == 1)
         return 0;
+    const struct kiln_param_gemm_cpu *cpu;
     struct kiln_options options = {0};
+    if (kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu) == KILN_SUCCESS &&
+        s->kg >= 2 * (size_t)kiln_cpu_tile_choose(cpu, d->n * s->p * s->q, s->kg, &options).nr) {
+        kiln_options_free(&options);
+        return 1;
+    }
+    kiln_options_free(&options);
     struct kiln_cpu_tile tile;
     size_t blocks = 1;
     kiln_status st = panel_tile(plan, &options, &tile, &blocks);
