@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""hot-loops.py: the register-tile kernels of the CPU profiles, as POCL
-compiles them for this machine, keep their accumulators in registers.
+"""hot-loops.py: the register-tile kernels of the CPU profiles (and the
+other CPU kernels that accumulate in vector registers: the small-M GEMM,
+the direct convolution, fused attention and decoding), as POCL compiles
+them for this machine, keep their accumulators in registers.
 
 Each CPU kernel built on the register tile (common/register_tile.h) is fast
 only while its MR x NR/VW accumulators live in vector registers through the
@@ -14,15 +16,18 @@ the implicit GEMM did this in NHWC until its epilogue's loop was unrolled
 
 This runs small kiln-bench problems that compile those kernels (the GEMM's
 micro kernel plain, flipped and reading B in place; both implicit-GEMM
-variants in NCHW and NHWC; Winograd's fused kernel), under this device's
+variants in NCHW and NHWC; Winograd's fused kernel in both layouts; the
+small-M GEMM, the direct and depthwise convolutions, decoding and fused
+attention), under this device's
 profile and under generic-cpu and x86-64-avx2 for other tiles, with POCL's
 kernel cache in a scratch directory. Then it disassembles every compiled
 kernel with objdump and counts the vector multiply-adds whose result is
 stored to the stack by the very next instruction. A register-tile kernel
 with more than a quarter of its multiply-adds followed so fails the check
-(the clean ones measure 0 to 0.1: the fused Winograd kernel parks its
-products in private memory on purpose; the spilling row variant measured
-0.9 and more).
+(the clean ones measure 0 to 0.12: the fused Winograd kernel parks its
+products in private memory on purpose, and a direct convolution's widest
+tile runs out of registers; the spilling row variant measured 0.88 and
+more).
 
 x86-64 only (on other hosts it says so and passes). Needs objdump (binutils).
 Usage: tools/hot-loops.py [BUILD_DIR] (default build/ci); exits 1 on a
@@ -37,7 +42,8 @@ import sys
 import tempfile
 
 # The kernels whose inner loop is the register tile.
-TILE_KERNELS = re.compile(r"^(gemm_f32_cpu_micro|conv_f32_igemm|conv_f32_igemm_rows|conv_f32_wino\dx\d_fused)$")
+TILE_KERNELS = re.compile(r"^(gemm_f32_cpu_micro|gemm_f32_smallm\w*|conv_f32_igemm|conv_f32_igemm_rows|"
+                          r"conv_f32_wino\dx\d_fused|conv_f32_direct|attention_f32_(decode|fused))$")
 LIMIT = 0.25
 
 CASES = [
@@ -56,6 +62,12 @@ CASES = [
     "conv --n 1 --c 32 --h 7 --w 7 --k 64 --r 3 --s 3 --pad 1 --bias --relu --constant-weights --algo winograd-2x2",
     "conv --n 1 --c 32 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --layout nhwc --bias --relu --residual "
     "--constant-weights --algo winograd-4x4",
+    "conv --n 1 --c 64 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --groups 64 --bias --relu",
+    "conv --n 1 --c 64 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --groups 64 --layout nhwc --bias --relu",
+    "conv --n 1 --c 16 --h 14 --w 14 --k 32 --r 3 --s 3 --pad 1 --bias --relu --algo direct",
+    "gemm --m 4 --n 300 --k 200",
+    "attention --heads 8 --kv-heads 2 --seq-q 1 --seq-kv 700 --head-dim 128",
+    "attention --heads 2 --seq-q 100 --seq-kv 100 --head-dim 64",
 ]
 PROFILES = ["", "generic-cpu", "x86-64-avx2"]  # "": the device's own
 

@@ -113,10 +113,12 @@ section "work-group kernels under Oclgrind (build/ci)"
 check "GPU kernels: no data race, no access out of bounds" tools/oclgrind.sh build/ci
 
 section "the CPU kernels' hot loops (build/ci)"
-# The register-tile kernels as POCL compiles them for this machine, read
-# back with objdump: their accumulators stay in registers through the k
-# loop (a kernel that stores them back after every multiply-add is two to
-# three times slower and still right, so no other test sees it).
+# The CPU kernels that accumulate in vector registers (the register tile's,
+# the small-M GEMM, direct convolution, attention) as POCL compiles them
+# for this machine, read back with objdump: their accumulators stay in
+# registers through the k loop (a kernel that stores them back after every
+# multiply-add is two to three times slower and still right, so no other
+# test sees it).
 check "CPU register tiles: accumulators kept in registers" tools/hot-loops.py build/ci
 
 section "build and test with sanitizers (build/asan)"
