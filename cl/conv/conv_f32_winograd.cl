@@ -105,7 +105,7 @@
 
 /* VW pixels of a row from column c, zero outside [0, limit): a vector load
    inside, clamped scalar loads where the vector crosses an edge. */
-inline VEC load_lanes(KILN_GLOBAL const KILN_STORAGE *row, int c, int limit)
+__attribute__((always_inline)) inline VEC load_lanes(KILN_GLOBAL const KILN_STORAGE *row, int c, int limit)
 {
     if (c >= 0 && c + VW <= limit)
         return VLOAD_S(0, row + c);
@@ -120,7 +120,7 @@ inline VEC load_lanes(KILN_GLOBAL const KILN_STORAGE *row, int c, int limit)
 }
 
 /* Lane v of d[j] (j < a) is row[col0 + v*m + j], zero outside [0, limit). */
-inline void load_row(KILN_GLOBAL const KILN_STORAGE *row, int col0, int limit, VEC *d)
+__attribute__((always_inline)) inline void load_row(KILN_GLOBAL const KILN_STORAGE *row, int col0, int limit, VEC *d)
 {
     VEC a[WM];
 #pragma unroll
@@ -244,7 +244,7 @@ KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KIL
 }
 
 /* Columns of B^T (d B) from the rows of d B, stored at v[t * plane + out]. */
-inline void input_columns(VEC rows[WA][WA], KILN_GLOBAL float *v, size_t plane, size_t out, int valid)
+__attribute__((always_inline)) inline void input_columns(VEC rows[WA][WA], KILN_GLOBAL float *v, size_t plane, size_t out, int valid)
 {
 #pragma unroll
     for (int j = 0; j < WA; j++) {

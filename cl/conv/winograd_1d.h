@@ -81,9 +81,12 @@ inline void output_1d(const VEC *v, VEC *y)
 #error "KILN_WINO_M must be 2 or 4"
 #endif
 
-/* Side of the stored part of a tile: m, or m / 2 after the 2x2 pool. */
-#if KILN_POOL
-#define SIDE (WM / 2)
+/* Side of the stored part of a tile: m, or m / 2 after the 2x2 pool; a
+   literal, which vector type names are pasted from. */
+#if KILN_POOL && WM == 4
+#define SIDE 2
+#elif KILN_POOL
+#define SIDE 1
 #else
 #define SIDE WM
 #endif
