@@ -147,9 +147,12 @@ static void test_igemm_variants(void **state)
         {{CONV("1x1 stride2", NCHW, 1, 64, 7, 7, 256, 1, 1), .sh = 2, .sw = 2}, 0},
         /* -2 and -1: two panels of the profile's tile of filters and one,
            on an image whose pixel tiles give every compute unit eight (the
-           panel variant does not split its filters there) */
-        {{CONV("3x3 stride2 pad1 two panels", NCHW, 1, 16, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -2},
-        {{CONV("3x3 stride2 pad1 one panel", NCHW, 1, 16, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -1},
+           panel variant does not split its filters there); -3: two panels,
+           the panel variant */
+        {{CONV("3x3 stride2 pad1 two panels", NCHW, 1, 32, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -2},
+        {{CONV("3x3 stride2 pad1 one panel", NCHW, 1, 32, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -1},
+        /* two panels over a filter volume below 256 (an RGB stem's) */
+        {{CONV("3x3 stride2 pad1 volume 27", NCHW, 1, 3, 0, 0, 0, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, -3},
     };
     const size_t nr = (size_t)kiln_profile_params(kt_ctx->profile)->gemm_cpu.nr;
     kiln_device_info dev;
@@ -160,7 +163,7 @@ static void test_igemm_variants(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct cc_row row = cases[i].row;
         if (cases[i].rows < 0)
-            row.k = (size_t)-cases[i].rows * nr, row.h = row.w = 2 * side;
+            row.k = (size_t)(cases[i].rows == -1 ? 1 : 2) * nr, row.h = row.w = 2 * side;
         kiln_conv2d_plan_info info;
         if (!igemm_kernel(&row, &info))
             skip();

@@ -221,10 +221,13 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
 
 /* The CPU kernel's variant: the row variant for NHWC, and for a strided
    filter wider than 1x1 with two panels of the row variant's filters or
-   more (its channels-last copy then pays for itself: ResNet-50's stem and
-   stride-2 3x3 layers), or where the panel variant would split the filters
-   into blocks that gather the same panel again (small images); the panel
-   variant otherwise (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel). */
+   more and a filter volume (C R S) of ROWS_MIN_VOLUME or more (its
+   channels-last copy then pays for itself: ResNet-50's stride-2 3x3
+   layers; short runs of channels, as in an RGB stem, do not), or where the
+   panel variant would split the filters into blocks that gather the same
+   panel again (small images); the panel variant otherwise
+   (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel). */
+#define ROWS_MIN_VOLUME 256
 static int rows_variant(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
@@ -235,7 +238,7 @@ static int rows_variant(struct kiln_conv2d_plan *plan)
         return 0;
     const struct kiln_param_gemm_cpu *cpu;
     struct kiln_options options = {0};
-    if (kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu) == KILN_SUCCESS &&
+    if (s->cg * d->r * d->s >= ROWS_MIN_VOLUME && kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu) == KILN_SUCCESS &&
         s->kg >= 2 * (size_t)kiln_cpu_tile_choose(cpu, d->n * s->p * s->q, s->kg, &options).nr) {
         kiln_options_free(&options);
         return 1;
