@@ -106,29 +106,6 @@ static const struct ar_row rows[] = {
     {AR_SHAPE("bf16 mask", BHSD, 1, 2, 2, 17, 40, 32), .dtype = BF16, .mask = M_BQK},
 };
 
-/* The plan for `d` chose `algo` (FUSED for AUTO) and says what it runs: the
-   fused kernel holds no memory, the naive algorithm at least its score
-   matrix. */
-static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_attention_desc *d)
-{
-    kiln_attention_plan_info info;
-    memset(&info, 0, sizeof info);
-    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-    const kiln_attention_algo want = d->algo == KILN_ATTENTION_NAIVE ? KILN_ATTENTION_NAIVE : KILN_ATTENTION_FUSED;
-    assert_int_equal(info.algo, want);
-    assert_string_equal(info.name, want == KILN_ATTENTION_FUSED ? "fused" : "naive");
-    assert_true(info.kernel[0] && info.params[0] && info.profile[0] && info.reason[0]);
-    kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
-    assert_string_equal(info.profile, dev.profile);
-    /* The fused kernels hold no memory but their splits' partial outputs. */
-    if (want == KILN_ATTENTION_FUSED)
-        assert_true((info.workspace_bytes == 0) ==
-                    (!strstr(info.params, "splits=") || strstr(info.params, "splits=1 ") != NULL));
-    else
-        assert_true(info.workspace_bytes >= d->batch * d->heads * d->seq_q * d->seq_kv * sizeof(float));
-}
-
 struct row_test {
     const struct ar_row *row;
     kiln_attention_algo algo;
@@ -169,6 +146,37 @@ static int mma_runs_here(kiln_context *ctx, const kiln_attention_desc *d)
 {
     return kt_cuda_cc(ctx) >= 80 && d->dtype != KILN_F32 && d->head_dim % 8 == 0 && d->head_dim <= 128 &&
            !cuda_decodes_here(ctx, d);
+}
+
+/* The plan for `d` chose `algo` (FUSED for AUTO) and says what it runs: the
+   fused kernel holds no memory, the naive algorithm at least its score
+   matrix. */
+static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_attention_desc *d)
+{
+    kiln_attention_plan_info info;
+    memset(&info, 0, sizeof info);
+    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+    const kiln_attention_algo want = d->algo == KILN_ATTENTION_NAIVE ? KILN_ATTENTION_NAIVE : KILN_ATTENTION_FUSED;
+    assert_int_equal(info.algo, want);
+    assert_string_equal(info.name, want == KILN_ATTENTION_FUSED ? "fused" : "naive");
+    assert_true(info.kernel[0] && info.params[0] && info.profile[0] && info.reason[0]);
+    kiln_device_info dev;
+    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    assert_string_equal(info.profile, dev.profile);
+    /* Decoding off a CPU: a kernel that splits the keys whatever the
+       profile's route (the CUDA backend's decoding or tensor-core kernels,
+       else the flash kernel where its blocks fit the device). */
+    if (want == KILN_ATTENTION_FUSED && dev.type != KILN_DEVICE_CPU && d->heads / d->kv_heads * d->seq_q <= 8 &&
+        !cuda_decodes_here(kt_ctx, d) && !mma_runs_here(kt_ctx, d) && !strstr(info.reason, "flash blocks:") &&
+        strncmp(info.kernel, "attention_f32_flash_", 20) != 0)
+        fail_msg("decoding on this device planned %s (%s; %s), not the flash kernel", info.kernel, info.params,
+                 info.reason);
+    /* The fused kernels hold no memory but their splits' partial outputs. */
+    if (want == KILN_ATTENTION_FUSED)
+        assert_true((info.workspace_bytes == 0) ==
+                    (!strstr(info.params, "splits=") || strstr(info.params, "splits=1 ") != NULL));
+    else
+        assert_true(info.workspace_bytes >= d->batch * d->heads * d->seq_q * d->seq_kv * sizeof(float));
 }
 
 static void test_row(void **state)

@@ -171,14 +171,20 @@ static int cuda_decode_applies(const struct kiln_attention_plan *plan)
            d->head_dim <= 256;
 }
 
+int kiln_attention_decodes(const struct kiln_attention_plan *plan)
+{
+    return plan->s.group * plan->s.d.seq_q <= KILN_DECODE_MAX_ROWS;
+}
+
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
 {
     /* A CPU's kernel (a work-item a work-group, vectors for lanes) where the
        profile does not route attention to flash, or the CUDA backend's
-       (warps over the keys). GPUs of the OpenCL backend keep their route's
-       kernels, the flash kernel splitting the keys the same way. */
+       (warps over the keys). Other devices of the OpenCL backend take the
+       flash kernel, which splits the keys the same way, whatever their
+       route (attention_fused.c). */
     const kiln_context *ctx = plan->base.ctx;
-    if (plan->s.group * plan->s.d.seq_q > KILN_DECODE_MAX_ROWS)
+    if (!kiln_attention_decodes(plan))
         return 0;
     return (ctx->vector_kernels && ctx->desc.type == KILN_DEVICE_CPU &&
             kiln_profile_params(ctx->profile)->select.attention_route != KILN_ATTENTION_ROUTE_FLASH) ||

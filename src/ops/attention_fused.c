@@ -13,7 +13,9 @@
  * A (batch, kv head) of at most eight rows (decoding) takes the decoding
  * kernel instead, split over the keys (attention_decode.c), on a CPU device
  * whose backend runs vector kernels and whose profile does not route
- * attention to flash; the flash kernel splits such problems' keys too.
+ * attention to flash; the flash kernel splits such problems' keys too, and
+ * takes them on other devices whatever the route (the per-work-item kernel
+ * cannot split them).
  *
  * On the CUDA backend, fp16 and bf16 storage take the tensor-core kernel
  * where it applies (attention_mma.c), whatever the route.
@@ -174,7 +176,10 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
     plan->global[2] = (size_t)plan->splits;
     plan->flash = 1;
     size_t len = strlen(plan->base.reason);
-    snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; profile route flash");
+    snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; %s",
+             kiln_profile_params(plan->base.ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH
+                 ? "profile route flash"
+                 : "decoding off a CPU: the flash kernel, which splits the keys");
     return KILN_SUCCESS;
 }
 
@@ -185,8 +190,13 @@ static kiln_status fused_prepare(struct kiln_attention_plan *plan)
         return kiln_attention_decode_prepare(plan);
     if (kiln_attention_mma_applies(plan))
         return kiln_attention_mma_prepare(plan);
+    /* The flash kernel on its route, on backends without vector kernels,
+       and for decoding on devices other than CPUs whatever the route: the
+       per-work-item kernel cannot split the keys, and a decoding problem
+       would give it a work-item per (batch, kv head) and block of rows
+       (16 on an H100 for 32 heads over 8 kv heads: 4.5 GB/s). */
     if (kiln_profile_params(ctx->profile)->select.attention_route == KILN_ATTENTION_ROUTE_FLASH ||
-        !ctx->vector_kernels) {
+        !ctx->vector_kernels || (kiln_attention_decodes(plan) && ctx->desc.type != KILN_DEVICE_CPU)) {
         char why[160];
         int fits = 0;
         kiln_status st = flash_prepare(plan, &fits, why, sizeof why);
