@@ -99,9 +99,12 @@ INLINE void pool_pairs(VEC a, VEC b, float *out)
         out[l] = fmax(t[2 * l], t[2 * l + 1]);
 }
 
-/* Add input channel xc's contribution (weights wk) to the tile. */
-INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, const VEC wk[KT][FR][FS], int row0,
-                         int col0, bool interior)
+/* Add input channel xc's contribution to the tile: weights wc[kt * CG *
+   FR * FS + r * FS + s] for filter kt, read where each is used (a
+   broadcast operand of the multiply-add: held in registers, KT x FR x FS
+   of them spilled the accumulators). */
+INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KILN_GLOBAL const KILN_STORAGE *wc,
+                         int row0, int col0, bool interior)
 {
 #pragma unroll
     for (int i = 0; i < IR; i++) {
@@ -117,7 +120,8 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, co
                     continue;
 #pragma unroll
                 for (int kt = 0; kt < KT; kt++)
-                    acc[kt][d / SH] = fma(wk[kt][r][s], xv[s], acc[kt][d / SH]);
+                    acc[kt][d / SH] =
+                        fma((VEC)(KILN_LOAD(wc, kt * (CG * FR * FS) + r * FS + s)), xv[s], acc[kt][d / SH]);
             }
     }
 }
@@ -127,17 +131,9 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, co
 INLINE void nchw_tile(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w, int n,
                       int k0, int c0, int row0, int col0, bool interior)
 {
-    for (int c = 0; c < CG; c++) {
-        VEC wk[KT][FR][FS];
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-            for (int r = 0; r < FR; r++)
-#pragma unroll
-                for (int s = 0; s < FS; s++)
-                    wk[kt][r][s] = KILN_LOAD(w, ((size_t)(k0 + kt) * CG + c) * (FR * FS) + r * FS + s);
-        nchw_channel(acc, x + ((size_t)n * C + c0 + c) * H * W, wk, row0, col0, interior);
-    }
+    for (int c = 0; c < CG; c++)
+        nchw_channel(acc, x + ((size_t)n * C + c0 + c) * H * W, w + ((size_t)k0 * CG + c) * (FR * FS), row0, col0,
+                     interior);
 }
 
 /* Tile index = ((n * KBLOCKS + kb) * TILES_P + tp) * TILES_Q + tq. */
