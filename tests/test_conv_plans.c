@@ -212,6 +212,20 @@ static void test_igemm_balanced_rows(void **state)
     }
 }
 
+/* AUTO's plan for `row` with bias and ReLU (described into *info, and
+   printed) and its descriptor in *d. */
+static kiln_conv2d_plan *auto_plan(const struct cc_row *row, kiln_conv2d_desc *d, kiln_conv2d_plan_info *info)
+{
+    *d = cc_desc_of(row, KILN_CONV_AUTO);
+    kiln_conv2d_plan *plan = NULL;
+    d->has_bias = 1, d->activation = KILN_ACT_RELU;
+    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_describe(plan, info), KILN_SUCCESS);
+    printf("# %s %s: %s %s (%s)\n", row->what, row->layout == KILN_NHWC ? "nhwc" : "nchw", info->name, info->kernel,
+           info->reason);
+    return plan;
+}
+
 /* A strided 1x1 layer on an NCHW image of few output pixels takes im2col
    under AUTO (the input subsampled, then a GEMM), where the profile routes
    implicit GEMM to its CPU kernel; a large image keeps implicit GEMM, and
@@ -233,13 +247,8 @@ static void test_strided_1x1_heuristic(void **state)
         /* Where implicit GEMM is not the CPU kernel, the rule does not apply. */
         kiln_conv2d_plan_info info;
         const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
-        kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_AUTO);
-        kiln_conv2d_plan *plan = NULL;
-        d.has_bias = 1, d.activation = KILN_ACT_RELU;
-        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
-        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
-        printf("# %s %s: %s %s (%s)\n", cases[i].row.what, cases[i].row.layout == KILN_NHWC ? "nhwc" : "nchw",
-               info.name, info.kernel, info.reason);
+        kiln_conv2d_desc d;
+        kiln_conv2d_plan *plan = auto_plan(&cases[i].row, &d, &info);
         if (cpu_kernel)
             assert_int_equal(strcmp(info.name, "im2col") == 0, cases[i].im2col);
         else
@@ -265,15 +274,37 @@ static void test_nhwc_1x1_heuristic(void **state)
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         kiln_conv2d_plan_info info;
         const int cpu_kernel = igemm_kernel(&rows[i], &info);
-        kiln_conv2d_desc d = cc_desc_of(&rows[i], KILN_CONV_AUTO);
-        kiln_conv2d_plan *plan = NULL;
-        d.has_bias = 1, d.activation = KILN_ACT_RELU;
-        kt_assert_status(kiln_conv2d_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
-        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
-        printf("# %s %s: %s %s (%s)\n", rows[i].what, rows[i].layout == KILN_NHWC ? "nhwc" : "nchw", info.name,
-               info.kernel, info.reason);
+        kiln_conv2d_desc d;
+        kiln_conv2d_plan *plan = auto_plan(&rows[i], &d, &info);
         assert_string_equal(info.name, cpu_kernel && rows[i].layout == KILN_NHWC ? "implicit-gemm" : "gemm-1x1");
         cc_check_plan(kt_ctx, plan, &d, KILN_CONV_IMPLICIT_GEMM, rows[i].what);
+    }
+}
+
+/* A thin input (under 4 channels a group) with many filters goes direct
+   under AUTO below a filter volume of 16, and on NCHW below 64 where the
+   profile routes implicit GEMM to its CPU kernel (an RGB 3x3 stem: 27);
+   above, implicit GEMM (an RGB 7x7 stem: 147). Results are checked against
+   the reference. */
+static void test_thin_input_heuristic(void **state)
+{
+    (void)state;
+    static const struct {
+        struct cc_row row;
+        int direct_cpu, direct_other; /* under implicit GEMM's CPU kernel, and elsewhere */
+    } cases[] = {
+        {{CONV("rgb 3x3 stem", NCHW, 1, 3, 33, 30, 32, 3, 3), .sh = 2, .sw = 2, PAD(1, 1, 1, 1)}, 1, 0},
+        {{CONV("rgb 3x3 stem", NHWC, 1, 3, 33, 30, 32, 3, 3), .sh = 2, .sw = 2, PAD(1, 1, 1, 1)}, 0, 0},
+        {{CONV("rgb 7x7 stem", NCHW, 1, 3, 40, 36, 64, 7, 7), .sh = 2, .sw = 2, PAD(3, 3, 3, 3)}, 0, 0},
+        {{CONV("gray 3x3", NCHW, 1, 1, 20, 20, 32, 3, 3), PAD(1, 1, 1, 1)}, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_conv2d_plan_info info;
+        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
+        kiln_conv2d_desc d;
+        kiln_conv2d_plan *plan = auto_plan(&cases[i].row, &d, &info);
+        assert_int_equal(strcmp(info.name, "direct") == 0, cpu_kernel ? cases[i].direct_cpu : cases[i].direct_other);
+        cc_check_plan(kt_ctx, plan, &d, KILN_CONV_DIRECT, cases[i].row.what);
     }
 }
 
@@ -466,6 +497,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_igemm_balanced_rows));
     kt_add(&tests, cmocka_unit_test(test_strided_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_nhwc_1x1_heuristic));
+    kt_add(&tests, cmocka_unit_test(test_thin_input_heuristic));
     kt_add(&tests, cmocka_unit_test(test_find_desc));
     kt_add(&tests, cmocka_unit_test(test_find_env));
     return kt_run("conv_plans", &tests);

@@ -146,7 +146,8 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
 
 /* The profile's heuristic: depthwise and thin groups go direct, unless a
    thin input meets many filters over a large window (a stem: a GEMM with a
-   deep enough reduction); plain 1x1 to GEMM, by implicit GEMM from
+   deep enough reduction; on NCHW with implicit GEMM's CPU kernel, a filter
+   volume of 64 or more); plain 1x1 to GEMM, by implicit GEMM from
    select.conv_1x1_igemm_min_pixels on NCHW, and at any size on NHWC where
    implicit GEMM takes its CPU kernel (whose row variant reads NHWC in
    place, where the GEMM packs it on every call); a strided 1x1 of one group on fewer NCHW pixels,
@@ -163,10 +164,16 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     /* NHWC 1x1 layers by implicit GEMM where its CPU kernel runs them. */
     const int cpu_igemm = kiln_profile_params(profile)->select.conv_igemm_route == KILN_IGEMM_CPU;
     const struct kiln_conv_algorithm *pick;
-    if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < 16)) {
+    /* A thin input's filter volume below which direct wins over implicit
+       GEMM: 64 on NCHW where implicit GEMM takes its CPU kernel (MobileNet's
+       stem, 27, goes direct; ResNet's, 147, does not), else 16. */
+    const size_t thin_volume = d->layout == KILN_NCHW && cpu_igemm ? 64 : 16;
+    if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < thin_volume)) {
         pick = &kiln_conv_direct;
-        snprintf(why, why_size, "heuristic: %zu channels and %zu filters per group (depthwise or thin groups)", s->cg,
-                 s->kg);
+        snprintf(why, why_size,
+                 "heuristic: %zu channels and %zu filters per group, a filter volume of %zu (depthwise, thin groups, "
+                 "a thin input's small window: direct below %zu)",
+                 s->cg, s->kg, s->cg * d->r * d->s, thin_volume);
     } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NHWC && cpu_igemm && usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
         snprintf(why, why_size, "heuristic: 1x1 on NHWC, by implicit GEMM reading it in place");
