@@ -22,8 +22,11 @@ attention), under this device's
 profile and under generic-cpu and x86-64-avx2 for other tiles, with POCL's
 kernel cache in a scratch directory. Then it disassembles every compiled
 kernel with objdump and counts the vector multiply-adds whose result is
-stored to the stack by the very next instruction. A register-tile kernel
-with more than a quarter of its multiply-adds followed so fails the check
+stored to the stack by the very next instruction, and those that read an
+operand from the stack (spilled weights or accumulators). A register-tile
+kernel with more than a quarter of its multiply-adds followed so, or (but
+for the small-M GEMM, whose K slices park sums in private memory on
+purpose) more than a quarter reading the stack, fails the check
 (the clean ones measure 0 to 0.12: the fused Winograd kernel parks its
 products in private memory on purpose, and a direct convolution's widest
 tile runs out of registers; the spilling row variant measured 0.88 and
@@ -45,6 +48,13 @@ import tempfile
 TILE_KERNELS = re.compile(r"^(gemm_f32_cpu_micro|gemm_f32_smallm\w*|conv_f32_igemm|conv_f32_igemm_rows|"
                           r"conv_f32_wino\dx\d_fused|conv_f32_direct|attention_f32_(decode|fused))$")
 LIMIT = 0.25
+# Multiply-adds reading an operand from the stack: spilled weights or
+# accumulators (the direct convolution's per-channel weights, held as
+# broadcast vectors, read 0.29 of them so before it read each weight where it
+# is used). The small-M GEMM's K slices park their partial sums in private
+# memory by design, so its reads are not counted against it.
+READ_LIMIT = 0.25
+PARKS = re.compile(r"^gemm_f32_smallm\w*$")
 
 CASES = [
     "gemm --m 200 --n 150 --k 96",
@@ -65,6 +75,7 @@ CASES = [
     "conv --n 1 --c 64 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --groups 64 --bias --relu",
     "conv --n 1 --c 64 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --groups 64 --layout nhwc --bias --relu",
     "conv --n 1 --c 16 --h 14 --w 14 --k 32 --r 3 --s 3 --pad 1 --bias --relu --algo direct",
+    "conv --n 1 --c 3 --h 30 --w 30 --k 32 --r 3 --s 3 --stride 2 --pad 1 --bias --relu --algo direct",
     "gemm --m 4 --n 300 --k 200",
     "attention --heads 8 --kv-heads 2 --seq-q 1 --seq-kv 700 --head-dim 128",
     "attention --heads 2 --seq-q 100 --seq-kv 100 --head-dim 64",
@@ -75,10 +86,11 @@ FMA = re.compile(r"vfn?m(?:add|sub)\d{3}ps\s+\S+,\s*%[xyz]mm\d+,\s*(%[xyz]mm\d+)
 
 
 def spills(so):
-    """(multiply-adds, those whose result the next instruction stores to the stack)."""
+    """(multiply-adds, those whose result the next instruction stores to the stack, those reading an operand
+    from the stack)."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", so], capture_output=True, text=True, check=True).stdout
     code = [line.split("\t", 1)[1].strip() for line in out.splitlines() if re.match(r"\s+[0-9a-f]+:\t", line)]
-    fmas = stored = 0
+    fmas = stored = loaded = 0
     for here, after in zip(code, code[1:]):
         m = FMA.match(here)
         if not m:
@@ -86,7 +98,9 @@ def spills(so):
         fmas += 1
         if re.match(r"vmov[au]ps\s+" + re.escape(m.group(1)) + r",\s*-?(0x[0-9a-f]+)?\(%rsp\)", after):
             stored += 1
-    return fmas, stored
+        if "(%rsp)" in here:
+            loaded += 1
+    return fmas, stored, loaded
 
 
 def main():
@@ -117,15 +131,15 @@ def main():
                     name = f[:-3] if f.endswith(".so") else ""
                     if not TILE_KERNELS.match(name):
                         continue
-                    fmas, stored = spills(os.path.join(root, f))
+                    fmas, stored, loaded = spills(os.path.join(root, f))
                     if not fmas:
                         continue
                     found += 1
-                    share = stored / fmas
-                    bad = share > LIMIT
+                    share, read = stored / fmas, loaded / fmas
+                    bad = share > LIMIT or (read > READ_LIMIT and not PARKS.match(name))
                     status |= bad
-                    print(f"{'FAIL' if bad else 'ok'}: {name}, {stored} of {fmas} multiply-adds stored to the stack "
-                          f"next ({share:.2f}); {what}")
+                    print(f"{'FAIL' if bad else 'ok'}: {name}, of {fmas} multiply-adds {stored} stored to the stack "
+                          f"next ({share:.2f}), {loaded} reading it ({read:.2f}); {what}")
     if not found:
         print("hot-loops.py: no register-tile kernel was compiled", file=sys.stderr)
         status = 1
