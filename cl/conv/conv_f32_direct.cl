@@ -99,6 +99,28 @@ INLINE void pool_pairs(VEC a, VEC b, float *out)
         out[l] = fmax(t[2 * l], t[2 * l + 1]);
 }
 
+#if FR > 3
+/* Filters taller than 3 rows: the filter rows in a loop the compiler keeps
+   (each output row's input row loaded per filter row), so that the kernel's
+   code, unrolled once per tile variant, stays small. */
+INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KILN_GLOBAL const KILN_STORAGE *wc,
+                         int row0, int col0, bool interior)
+{
+#pragma unroll 1
+    for (int r = 0; r < FR; r++)
+#pragma unroll
+        for (int t = 0; t < TH; t++) {
+            VEC xv[FS];
+            if (!footprint_row(xv, xc, row0, t * SH + r * DH, col0, interior, 0.0f))
+                continue;
+#pragma unroll
+            for (int s = 0; s < FS; s++)
+#pragma unroll
+                for (int kt = 0; kt < KT; kt++)
+                    acc[kt][t] = fma((VEC)(KILN_LOAD(wc, kt * (CG * FR * FS) + r * FS + s)), xv[s], acc[kt][t]);
+        }
+}
+#else
 /* Add input channel xc's contribution to the tile: weights wc[kt * CG *
    FR * FS + r * FS + s] for filter kt, read where each is used (a
    broadcast operand of the multiply-add: held in registers, KT x FR x FS
@@ -125,6 +147,8 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KI
             }
     }
 }
+
+#endif
 
 /* The tile's sums over the CG input channels from c0 of filters k0.. of
    image n. */
