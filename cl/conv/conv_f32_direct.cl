@@ -99,6 +99,12 @@ INLINE void pool_pairs(VEC a, VEC b, float *out)
         out[l] = fmax(t[2 * l], t[2 * l + 1]);
 }
 
+/* Weight (r, s) of filter kt of a channel whose first filter's weights
+   start at wc, read where it is used: a broadcast operand of the
+   multiply-add (held in registers, KT x FR x FS of them per channel spilled
+   the accumulators). */
+#define WEIGHT(wc, kt, r, s) ((VEC)(KILN_LOAD((wc), (kt) * (CG * FR * FS) + (r) * FS + (s))))
+
 #if FR > 3
 /* Filters taller than 3 rows: the filter rows in a loop the compiler keeps
    (each output row's input row loaded per filter row), so that the kernel's
@@ -117,14 +123,11 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KI
             for (int s = 0; s < FS; s++)
 #pragma unroll
                 for (int kt = 0; kt < KT; kt++)
-                    acc[kt][t] = fma((VEC)(KILN_LOAD(wc, kt * (CG * FR * FS) + r * FS + s)), xv[s], acc[kt][t]);
+                    acc[kt][t] = fma(WEIGHT(wc, kt, r, s), xv[s], acc[kt][t]);
         }
 }
 #else
-/* Add input channel xc's contribution to the tile: weights wc[kt * CG *
-   FR * FS + r * FS + s] for filter kt, read where each is used (a
-   broadcast operand of the multiply-add: held in registers, KT x FR x FS
-   of them spilled the accumulators). */
+/* Add input channel xc's contribution to the tile (weights from wc). */
 INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KILN_GLOBAL const KILN_STORAGE *wc,
                          int row0, int col0, bool interior)
 {
@@ -142,8 +145,7 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KI
                     continue;
 #pragma unroll
                 for (int kt = 0; kt < KT; kt++)
-                    acc[kt][d / SH] =
-                        fma((VEC)(KILN_LOAD(wc, kt * (CG * FR * FS) + r * FS + s)), xv[s], acc[kt][d / SH]);
+                    acc[kt][d / SH] = fma(WEIGHT(wc, kt, r, s), xv[s], acc[kt][d / SH]);
             }
     }
 }

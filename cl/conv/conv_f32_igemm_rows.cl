@@ -77,14 +77,9 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
         for (int i = 0; i < total; i += 16) {
             if (row_inside && i >= lead && i + 16 <= lead + span)
                 KILN_VSTOREN(KILN_VLOADN(16, row + (i - lead)), 16, dst + i);
-            else if (!row_inside || i + 16 <= lead || i >= lead + span)
-                for (int e = 0; e < 16 && i + e < total; e++)
-                    KILN_STORE(0.0f, dst, i + e);
             else
-                for (int e = 0; e < 16 && i + e < total; e++) {
-                    const int j = i + e;
-                    KILN_STORE(j >= lead && j < lead + span ? KILN_LOAD(row, j - lead) : 0.0f, dst, j);
-                }
+                for (int j = i; j < i + 16 && j < total; j++)
+                    KILN_STORE(row_inside && j >= lead && j < lead + span ? KILN_LOAD(row, j - lead) : 0.0f, dst, j);
         }
         return;
     }

@@ -81,12 +81,12 @@ kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsign
    8.0); if not, why (when `why` is not NULL). */
 int kiln_attention_decode_cuda_runs_on(const kiln_context *ctx, kiln_dtype dtype, char *why, size_t size);
 
-/* The fused algorithm's decoding kernel (attention_decode.c): whether it
-   takes the plan's problem, and its prepare (setting plan->decoding; it
-   runs by kiln_attention_split_launch). */
 /* Whether a (batch, kv head) of the plan has few enough rows to decode
    (KILN_DECODE_MAX_ROWS: decoding, speculative and short query blocks). */
 int kiln_attention_decodes(const struct kiln_attention_plan *plan);
+/* The fused algorithm's decoding kernel (attention_decode.c): whether it
+   takes the plan's problem, and its prepare (setting plan->decoding; it
+   runs by kiln_attention_split_launch). */
 int kiln_attention_decode_applies(const struct kiln_attention_plan *plan);
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
 
