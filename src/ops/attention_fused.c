@@ -102,22 +102,34 @@ static kiln_status fused_params(struct kiln_attention_plan *plan, struct fused_p
 /* The flash kernel's blocks for this problem: block_q and wg halved
    together (the work-item grids keep their columns) while half the rows
    would hold the problem's rows of a (batch, kv head) or the tiles exceed
-   the device's local memory, block_kv halved first for the latter. 0 with
+   the device's local memory, block_kv halved first for the latter. Where
+   wg would fall below min_wg (a warp: a work-group of 8 work-items for
+   decoding's 4 rows left three quarters of one idle), block_q is halved
+   alone if the grids still divide and the tiles fit: the score grid's
+   columns double, block_kv rising to a multiple of them, and each
+   work-item takes fewer rows of the output and more of its values. 0 with
    the reason where no halving fits. */
 static int flash_blocks(const struct kiln_attention_plan *plan, const struct kiln_param_attention_flash *f, size_t dmax,
                         long *bm, long *bn, long *wg, char *why, size_t size)
 {
     const kiln_context *ctx = plan->base.ctx;
-    const long rows = (long)(plan->s.group * plan->s.d.seq_q), sc = f->wg / (f->block_q / f->s_rows);
+    const long rows = (long)(plan->s.group * plan->s.d.seq_q);
     const unsigned long long local = ctx->desc.local_mem_bytes;
     *bm = f->block_q, *bn = f->block_kv, *wg = f->wg;
     for (;;) {
-        const long half = *bm / 2;
+        const long half = *bm / 2, sc = *wg / (*bm / f->s_rows);
         const int halvable = half % f->s_rows == 0 && half % f->o_rows == 0 && half > 0;
         const int too_big = local && (unsigned long long)kiln_flash_local_bytes(*bm, *bn, (long)dmax) > local;
         if (too_big && *bn / 2 >= sc && (*bn / 2) % sc == 0)
             *bn /= 2;
-        else if (halvable && (too_big || half >= rows))
+        else if (halvable && !too_big && half >= rows && *wg / 2 < f->min_wg && *wg % (half / f->s_rows) == 0 &&
+                 *wg % (half / f->o_rows) == 0) {
+            const long sc_half = *wg / (half / f->s_rows), bn_half = (*bn + sc_half - 1) / sc_half * sc_half;
+            if (local && (unsigned long long)kiln_flash_local_bytes(half, bn_half, (long)dmax) > local)
+                *bm = half, *wg /= 2;
+            else
+                *bm = half, *bn = bn_half;
+        } else if (halvable && (too_big || half >= rows))
             *bm = half, *wg /= 2;
         else if (too_big) {
             snprintf(why, size, "%ld bytes of local memory at head dimension %zu, more than the device's %llu",

@@ -67,7 +67,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(attention_flash, s_rows, INT, 1, 1024, DEF,                                                                      \
       "rows of the scores per work-item (its keys: block_kv / (wg / (block_q / s_rows)))")                             \
     F(attention_flash, o_rows, INT, 1, 1024, DEF,                                                                      \
-      "rows of the output per work-item (its head-dimension values: head_dim / (wg / (block_q / o_rows)))")
+      "rows of the output per work-item (its head-dimension values: head_dim / (wg / (block_q / o_rows)))")            \
+    F(attention_flash, min_wg, INT, 1, 1024, HOST,                                                                     \
+      "fewest work-items of a work-group for a problem of few rows (decoding): where halving block_q with wg would "   \
+      "take wg below this, block_q is halved alone and the work-items take fewer rows and more keys")
 
 #define KILN_FIELDS_util(F)                                                                                            \
     F(util, wg, INT, 1, 1024, DEF, "work-group size of element-wise utility kernels (fill, copy) and pooling")         \
