@@ -8,8 +8,10 @@
 # parameters are the ones simulated: fused attention's flash kernel
 # (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
 # tiled GEMM with and without split K and its small-M class, the direct and
-# small-M GEMMs (and, under generic-cpu, the small-M GEMM's K steps and
-# Winograd's fused kernel in NCHW and NHWC, the last block of filters partial),
+# small-M GEMMs (and, under generic-cpu, fused attention's per-work-item
+# kernel with rows in vectors of 4, causal over several blocks of rows, the
+# small-M GEMM's K steps and Winograd's fused kernel in NCHW and NHWC, the
+# last block of filters partial),
 # and the tiled implicit-GEMM convolution with and without split K (the
 # simulator has one compute unit: a problem of one tile and a long K
 # splits); and the softmax's work-group kernel through the operator tests'
@@ -42,9 +44,13 @@ cases=(
     "conv --n 1 --c 12 --h 9 --w 11 --k 13 --r 3 --s 3 --pad 1 --bias --relu --algo implicit-gemm"
     "conv --n 1 --c 64 --h 7 --w 7 --k 20 --r 3 --s 3 --pad 1 --layout nhwc --bias --residual --algo implicit-gemm"
 )
-# The CPU profile's small-M kernel with B as stored, which takes K in steps
-# over several chunks of columns per work-item (gemm.smallm.kc).
+# The CPU profile's kernels: fused attention's with vectors of rows (an
+# integer vector clamped by scalar bounds read wrong lanes under Oclgrind
+# there, 0.43 relative error), and the small-M kernel with B as stored, which
+# takes K in steps over several chunks of columns per work-item
+# (gemm.smallm.kc).
 cpu_cases=(
+    "attention --heads 2 --kv-heads 1 --seq-q 70 --seq-kv 45 --head-dim 24 --causal"
     "gemm --m 5 --n 300 --k 70 --algo smallm"
     "gemm --m 7 --n 130 --k 41 --trans-a --dtype f16 --algo smallm"
     "conv --n 1 --c 16 --h 11 --w 13 --k 40 --r 3 --s 3 --pad 1 --bias --relu --residual --constant-weights --algo winograd-4x4"

@@ -140,7 +140,9 @@ void attention_f32_fused(KILN_ATTENTION_KERNEL_ARGS)
         for (int v = 0; v < QV; v++) {
 #if KILN_ATTN_CAUSAL
             const IVEC pos = min((IVEC)(x->row0 + v * VW) + IOTA, (IVEC)(x->last)) / group;
-            x->lim[v] = clamp(pos + (nk - nq + 1), 0, klimit);
+            /* Vector bounds: Oclgrind's clamp of an integer vector by scalar
+               bounds gave lanes outside them. */
+            x->lim[v] = clamp(pos + (nk - nq + 1), (IVEC)(0), (IVEC)(klimit));
 #else
             x->lim[v] = (IVEC)(klimit);
 #endif
