@@ -120,16 +120,20 @@ static int flash_blocks(const struct kiln_attention_plan *plan, const struct kil
         const long half = *bm / 2, sc = *wg / (*bm / f->s_rows);
         const int halvable = half % f->s_rows == 0 && half % f->o_rows == 0 && half > 0;
         const int too_big = local && (unsigned long long)kiln_flash_local_bytes(*bm, *bn, (long)dmax) > local;
+        /* Halving block_q alone: the score grid's columns and block_kv. */
+        int alone = 0;
+        long bn_alone = *bn;
+        if (halvable && !too_big && half >= rows && *wg / 2 < f->min_wg && *wg % (half / f->s_rows) == 0 &&
+            *wg % (half / f->o_rows) == 0) {
+            const long sc_alone = *wg / (half / f->s_rows);
+            bn_alone = (*bn + sc_alone - 1) / sc_alone * sc_alone;
+            alone = !local || (unsigned long long)kiln_flash_local_bytes(half, bn_alone, (long)dmax) <= local;
+        }
         if (too_big && *bn / 2 >= sc && (*bn / 2) % sc == 0)
             *bn /= 2;
-        else if (halvable && !too_big && half >= rows && *wg / 2 < f->min_wg && *wg % (half / f->s_rows) == 0 &&
-                 *wg % (half / f->o_rows) == 0) {
-            const long sc_half = *wg / (half / f->s_rows), bn_half = (*bn + sc_half - 1) / sc_half * sc_half;
-            if (local && (unsigned long long)kiln_flash_local_bytes(half, bn_half, (long)dmax) > local)
-                *bm = half, *wg /= 2;
-            else
-                *bm = half, *bn = bn_half;
-        } else if (halvable && (too_big || half >= rows))
+        else if (alone)
+            *bm = half, *bn = bn_alone;
+        else if (halvable && (too_big || half >= rows))
             *bm = half, *wg /= 2;
         else if (too_big) {
             snprintf(why, size, "%ld bytes of local memory at head dimension %zu, more than the device's %llu",
