@@ -9,7 +9,8 @@
  * convolutions with bias and ReLU, the projection shortcut with bias only,
  * and the last 1x1 of each block adds the shortcut (beta 1, z) before its
  * ReLU. Pooling runs on kiln_pool2d, the classifier on kiln_gemm, the
- * probabilities on kiln_softmax; every layer gets fresh random data.
+ * probabilities on kiln_softmax; every layer gets fresh random data. Then
+ * the whole network in its own order, waited on once (below).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -312,119 +313,233 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
 
 /* ---- the whole network, one wait ---- */
 
-/* Every layer's plan and buffers, for passes that enqueue the network layer
-   after layer (each as often as it occurs) and wait once at the end: how an
-   application runs it (README, "Running a network"). A layer reads the
-   output of the layer before where their sizes match, as activations pass
-   down a network (every layer of MobileNet; ResNet-50's table lists its
-   distinct layers, so only some chain there), so that they come from cache
-   as they would. The outputs take turns in two buffers of the largest
-   output's size, as an inference runtime reuses its activation memory: with
-   a buffer of its own per layer, MobileNet v1's outputs alone (18 MB) and
-   its weights (17 MB) outgrow the last-level cache and every layer writes
-   to lines fetched from memory. A layer's other buffers are its own,
-   filled with small finite values once (bias 0.01 keeps the chained values
-   from shrinking into denormals). */
+/* A bottleneck network's stage (ResNet-50): its first block (a) and the
+   others (b+) as rows of the table, by name. A block runs 2a, 2b, 2c, and
+   2c adds the shortcut: the block's input, or in the first block the
+   projection (branch1) of it. */
+struct stage {
+    const char *a_2a, *rest_2a, *a_2b, *rest_2b, *branch2c, *branch1;
+    int blocks;
+};
+
+static const struct stage resnet50_stages[] = {
+    {"res2a_branch2a", "res2b+_branch2a", "res2_branch2b", "res2_branch2b", "res2_branch2c", "res2a_branch1", 3},
+    {"res3a_branch2a", "res3b+_branch2a", "res3a_branch2b", "res3b+_branch2b", "res3_branch2c", "res3a_branch1", 4},
+    {"res4a_branch2a", "res4b+_branch2a", "res4a_branch2b", "res4b+_branch2b", "res4_branch2c", "res4a_branch1", 6},
+    {"res5a_branch2a", "res5b+_branch2a", "res5a_branch2b", "res5b+_branch2b", "res5_branch2c", "res5a_branch1", 3},
+};
+
+/* A network's graph for its whole-network pass: the stages of a bottleneck
+   network (none: a chain, every layer reading the one before's output). */
+static const struct {
+    const char *model;
+    const struct stage *stages;
+    size_t count;
+} graphs[] = {
+    {"resnet50", resnet50_stages, sizeof resnet50_stages / sizeof *resnet50_stages},
+};
+
+/* The whole network as an application runs it (README, "Running a
+   network"): every layer in the network's order, each occurrence with
+   weights of its own, enqueued one after another and waited on once at the
+   end. Activations live in NET_SLOTS buffers of the largest activation's
+   size, as an inference runtime reuses its activation memory: a layer reads
+   the output of the layer that produced its input, and ResNet-50's last 1x1
+   of a block adds a shortcut written a few layers before, so both come from
+   cache as they would. With a buffer per output, MobileNet v1's outputs
+   alone (18 MB) and its weights (17 MB) outgrow the last-level cache and
+   every layer writes to lines fetched from memory. Weights are 1 / (the
+   filter volume) and biases 0.01, so the values neither grow to infinity
+   over ResNet-50's shortcuts nor shrink into denormals. */
+enum { NET_SLOTS = 4, NET_IMAGE = NET_SLOTS }; /* act[NET_IMAGE]: the input image, never written */
+
+struct net_step {
+    size_t row;  /* the table's layer */
+    int x, y, z; /* activation slots: input, output, shortcut (-1: none) */
+    kiln_conv2d_plan *conv;
+    kiln_gemm_plan *gemm;
+    kiln_pool2d_desc pool;
+    kiln_buffer *w, *bias;
+};
+
 struct network {
     kiln_context *ctx;
     const struct layer *layers;
-    size_t count, n;
+    size_t count, n, steps;
     kiln_tensor_layout layout;
-    struct net_layer {
-        kiln_conv2d_plan *conv;
-        kiln_gemm_plan *gemm;
-        kiln_pool2d_desc pool;
-        kiln_buffer *x, *w, *bias, *z, *y;
-        size_t ny;    /* elements of y */
-        int x_shared; /* x is the layer before's y */
-    } * l;
-    kiln_buffer *act[2]; /* the outputs, in turn */
+    struct net_step *step;
+    kiln_buffer *act[NET_SLOTS + 1];
     kiln_status st;
+    char error[160]; /* a graph that does not fit the table */
 };
 
-static kiln_status net_buffer(kiln_context *ctx, size_t floats, kiln_buffer **out)
+/* The lowest slot not in mask (a bit per slot). */
+static int net_free_slot(unsigned mask)
 {
-    kiln_status st = kiln_buffer_create(ctx, floats * sizeof(float), out);
-    return st == KILN_SUCCESS ? kiln_buffer_fill_f32(*out, 0, floats, 0.01f) : st;
+    int s = 0;
+    while (mask >> s & 1u)
+        s++;
+    return s;
 }
 
-static kiln_status net_prepare(struct network *net)
+static size_t net_row(const struct network *net, const char *name)
 {
-    size_t most = 1; /* elements of the largest output */
-    for (size_t i = 0; i < net->count; i++) {
-        const struct layer *l = &net->layers[i];
-        struct net_layer *x = &net->l[i];
-        const size_t n = net->n;
-        size_t nx = n * l->c * l->hw * l->hw, ny = 0, nw = 0;
-        kiln_status st = KILN_SUCCESS;
-        if (l->kind == CONV) {
-            kiln_conv2d_desc d;
-            conv_desc(l, n, net->layout, &d);
-            size_t p, q, yh, yw;
-            st = kiln_conv2d_output_size(&d, &p, &q, &yh, &yw);
-            ny = n * l->k * yh * yw, nw = l->k * (l->c / l->groups) * l->rs * l->rs;
-            if (st == KILN_SUCCESS)
-                st = kiln_conv2d_plan_create(net->ctx, &d, &x->conv);
-            if (st == KILN_SUCCESS)
-                st = net_buffer(net->ctx, l->k, &x->bias);
-            if (st == KILN_SUCCESS && d.beta != 0.0f)
-                st = net_buffer(net->ctx, ny, &x->z);
-        } else if (l->kind == FC) {
-            kiln_gemm_desc g;
-            kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, n, l->k, l->c);
-            nx = n * l->c, ny = n * l->k, nw = l->k * l->c;
-            st = kiln_gemm_plan_create(net->ctx, &g, &x->gemm);
-        } else if (l->kind == SOFTMAX) {
-            nx = ny = n * l->c;
-        } else {
-            x->pool = pool_desc(l, n, net->layout);
-            size_t yh, yw;
-            st = kiln_pool2d_output_size(&x->pool, &yh, &yw);
-            ny = n * l->c * yh * yw;
+    for (size_t i = 0; i < net->count; i++)
+        if (strcmp(net->layers[i].name, name) == 0)
+            return i;
+    return net->count;
+}
+
+/* Appends one step reading slot x, adding slot z (-1: none) and writing a
+   slot outside x, z and keep (a bit per slot, the activations still to be
+   read); returns that slot. */
+static int net_add(struct network *net, size_t row, int x, int z, unsigned keep)
+{
+    const int y = net_free_slot(1u << NET_IMAGE | keep | 1u << x | (z >= 0 ? 1u << z : 0u));
+    if (row >= net->count && !net->error[0])
+        snprintf(net->error, sizeof net->error, "the graph names a layer the table lacks");
+    if (net->step && row < net->count)
+        net->step[net->steps] = (struct net_step){.row = row, .x = x, .y = y, .z = z};
+    net->steps++;
+    return y;
+}
+
+/* The network's steps (only counted while net->step is NULL): the rows
+   outside the stages in table order, each as often as it occurs; the
+   stages' blocks in place of their rows. */
+static void net_graph(struct network *net, const char *model)
+{
+    const struct stage *stages = NULL;
+    size_t nstages = 0, first = net->count, last = 0;
+    for (size_t g = 0; g < sizeof graphs / sizeof *graphs; g++)
+        if (strcmp(graphs[g].model, model) == 0)
+            stages = graphs[g].stages, nstages = graphs[g].count;
+    for (size_t i = 0; i < nstages; i++) {
+        const char *names[] = {stages[i].a_2a,    stages[i].rest_2a,  stages[i].a_2b,
+                               stages[i].rest_2b, stages[i].branch2c, stages[i].branch1};
+        for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+            const size_t r = net_row(net, names[k]);
+            first = r < first ? r : first;
+            last = r < net->count && r > last ? r : last;
         }
-        /* The input is the layer before's output where the shapes chain. */
-        x->x_shared = i > 0 && nx == net->l[i - 1].ny;
-        if (st == KILN_SUCCESS && !x->x_shared)
-            st = net_buffer(net->ctx, nx, &x->x);
-        x->ny = ny;
-        most = ny > most ? ny : most;
-        if (st == KILN_SUCCESS && nw)
-            st = net_buffer(net->ctx, nw, &x->w);
-        if (st != KILN_SUCCESS)
-            return st;
     }
-    for (int b = 0; b < 2; b++) {
-        kiln_status st = net_buffer(net->ctx, most, &net->act[b]);
-        if (st != KILN_SUCCESS)
-            return st;
-    }
+    net->steps = 0;
+    int x = NET_IMAGE; /* the slot of the current activation */
     for (size_t i = 0; i < net->count; i++) {
-        struct net_layer *x = &net->l[i];
-        if (x->x_shared)
-            x->x = net->l[i - 1].y;
-        x->y = net->act[x->x == net->act[0]];
+        if (i == first)
+            for (size_t s = 0; s < nstages; s++)
+                for (int b = 0; b < stages[s].blocks; b++) {
+                    const int shortcut = b ? x : net_add(net, net_row(net, stages[s].branch1), x, -1, 0);
+                    const unsigned keep = 1u << shortcut;
+                    const int t1 = net_add(net, net_row(net, b ? stages[s].rest_2a : stages[s].a_2a), x, -1, keep);
+                    const int t2 = net_add(net, net_row(net, b ? stages[s].rest_2b : stages[s].a_2b), t1, -1, keep);
+                    x = net_add(net, net_row(net, stages[s].branch2c), t2, shortcut, 0);
+                }
+        if (nstages && i >= first && i <= last)
+            continue;
+        for (unsigned r = 0; r < net->layers[i].repeat; r++)
+            x = net_add(net, i, x, -1, 0);
+    }
+}
+
+/* A buffer of floats, each value v. */
+static kiln_status net_buffer(kiln_context *ctx, size_t floats, float v, kiln_buffer **out)
+{
+    kiln_status st = kiln_buffer_create(ctx, floats * sizeof(float), out);
+    return st == KILN_SUCCESS ? kiln_buffer_fill_f32(*out, 0, floats, v) : st;
+}
+
+/* Sizes of a layer's input and output (elements), and its step's plan and
+   weights. */
+static kiln_status net_layer(struct network *net, struct net_step *x, size_t *nx, size_t *ny)
+{
+    const struct layer *l = &net->layers[x->row];
+    const size_t n = net->n;
+    *nx = n * l->c * l->hw * l->hw;
+    kiln_status st = KILN_SUCCESS;
+    if (l->kind == CONV) {
+        kiln_conv2d_desc d;
+        conv_desc(l, n, net->layout, &d);
+        size_t p, q, yh, yw;
+        st = kiln_conv2d_output_size(&d, &p, &q, &yh, &yw);
+        const size_t volume = (l->c / l->groups) * l->rs * l->rs;
+        *ny = n * l->k * yh * yw;
+        if (st == KILN_SUCCESS)
+            st = kiln_conv2d_plan_create(net->ctx, &d, &x->conv);
+        if (st == KILN_SUCCESS)
+            st = net_buffer(net->ctx, l->k * volume, 1.0f / (float)volume, &x->w);
+        if (st == KILN_SUCCESS)
+            st = net_buffer(net->ctx, l->k, 0.01f, &x->bias);
+    } else if (l->kind == FC) {
+        kiln_gemm_desc g;
+        kiln_gemm_desc_init(&g, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_TRANS, n, l->k, l->c);
+        *nx = n * l->c, *ny = n * l->k;
+        st = kiln_gemm_plan_create(net->ctx, &g, &x->gemm);
+        if (st == KILN_SUCCESS)
+            st = net_buffer(net->ctx, l->k * l->c, 1.0f / (float)l->c, &x->w);
+    } else if (l->kind == SOFTMAX) {
+        *nx = *ny = n * l->c;
+    } else {
+        x->pool = pool_desc(l, n, net->layout);
+        size_t yh, yw;
+        st = kiln_pool2d_output_size(&x->pool, &yh, &yw);
+        *ny = n * l->c * yh * yw;
+    }
+    return st;
+}
+
+static kiln_status net_prepare(struct network *net, const char *model)
+{
+    net_graph(net, model);
+    if (net->error[0])
+        return KILN_ERROR_INTERNAL;
+    net->step = calloc(net->steps, sizeof *net->step);
+    if (!net->step)
+        return KILN_ERROR_OUT_OF_MEMORY;
+    net_graph(net, model);
+    /* What each slot holds (elements), to check that every layer reads what
+       the graph gives it: the image first. */
+    size_t held[NET_SLOTS + 1] = {0}, most = 1;
+    held[NET_IMAGE] = net->n * net->layers[0].c * net->layers[0].hw * net->layers[0].hw;
+    for (size_t i = 0; i < net->steps; i++) {
+        struct net_step *x = &net->step[i];
+        size_t nx = 0, ny = 0;
+        kiln_status st = net_layer(net, x, &nx, &ny);
+        if (st != KILN_SUCCESS)
+            return st;
+        if (held[x->x] != nx || (x->z >= 0 && held[x->z] != ny)) {
+            snprintf(net->error, sizeof net->error, "%s reads %zu values where the graph holds %zu",
+                     net->layers[x->row].name, nx, held[x->x]);
+            return KILN_ERROR_INTERNAL;
+        }
+        held[x->y] = ny;
+        most = ny > most ? ny : most;
+    }
+    for (int b = 0; b <= NET_SLOTS; b++) {
+        kiln_status st = net_buffer(net->ctx, b == NET_IMAGE ? held[NET_IMAGE] : most, 0.01f, &net->act[b]);
+        if (st != KILN_SUCCESS)
+            return st;
     }
     return kiln_context_finish(net->ctx);
 }
 
-/* One pass: every layer as often as it occurs, no event, one wait. */
+/* One pass: every step, no event, one wait. */
 static int net_pass(void *arg)
 {
     struct network *net = arg;
     kiln_status st = KILN_SUCCESS;
-    for (size_t i = 0; i < net->count && st == KILN_SUCCESS; i++) {
-        const struct layer *l = &net->layers[i];
-        const struct net_layer *x = &net->l[i];
-        for (unsigned r = 0; r < l->repeat && st == KILN_SUCCESS; r++) {
-            if (l->kind == CONV)
-                st = kiln_conv2d_plan_execute(x->conv, x->x, x->w, x->bias, x->z, x->y, NULL);
-            else if (l->kind == FC)
-                st = kiln_gemm_plan_execute(x->gemm, 1.0f, x->x, 0, x->w, 0, 0.0f, x->y, 0, NULL);
-            else if (l->kind == SOFTMAX)
-                st = kiln_softmax(net->ctx, net->n, l->c, 1, x->x, x->y, NULL);
-            else
-                st = kiln_pool2d(net->ctx, &x->pool, x->x, x->y, NULL);
-        }
+    for (size_t i = 0; i < net->steps && st == KILN_SUCCESS; i++) {
+        const struct net_step *x = &net->step[i];
+        const struct layer *l = &net->layers[x->row];
+        kiln_buffer *in = net->act[x->x], *out = net->act[x->y], *z = x->z >= 0 ? net->act[x->z] : NULL;
+        if (l->kind == CONV)
+            st = kiln_conv2d_plan_execute(x->conv, in, x->w, x->bias, z, out, NULL);
+        else if (l->kind == FC)
+            st = kiln_gemm_plan_execute(x->gemm, 1.0f, in, 0, x->w, 0, 0.0f, out, 0, NULL);
+        else if (l->kind == SOFTMAX)
+            st = kiln_softmax(net->ctx, net->n, l->c, 1, in, out, NULL);
+        else
+            st = kiln_pool2d(net->ctx, &x->pool, in, out, NULL);
     }
     if (st == KILN_SUCCESS)
         st = kiln_context_finish(net->ctx);
@@ -432,31 +547,55 @@ static int net_pass(void *arg)
     return st != KILN_SUCCESS;
 }
 
+/* After the passes: the network ends in a softmax, so each image's
+   probabilities are finite and sum to 1. Writes why not. */
+static int net_check(const struct network *net, char *why, size_t size)
+{
+    const struct net_step *last = &net->step[net->steps - 1];
+    const struct layer *l = &net->layers[last->row];
+    if (l->kind != SOFTMAX)
+        return 0;
+    const size_t classes = l->c;
+    float *p = malloc(net->n * classes * sizeof *p);
+    kiln_status st =
+        p ? kiln_buffer_read(net->act[last->y], 0, net->n * classes * sizeof *p, p) : KILN_ERROR_OUT_OF_MEMORY;
+    int bad = st != KILN_SUCCESS;
+    if (bad)
+        snprintf(why, size, "reading the probabilities: %s", kiln_status_string(st));
+    for (size_t i = 0; !bad && i < net->n; i++) {
+        double sum = 0.0;
+        for (size_t j = 0; j < classes; j++)
+            sum += p[i * classes + j];
+        if (!(fabs(sum - 1.0) < 1e-3)) {
+            snprintf(why, size, "image %zu's probabilities sum to %g, not 1", i, sum);
+            bad = 1;
+        }
+    }
+    free(p);
+    return bad;
+}
+
 /* The median whole-network time, or a failed result saying why. */
-static struct bench_result run_network(kiln_context *ctx, const struct layer *layers, size_t count, size_t n,
-                                       kiln_tensor_layout layout)
+static struct bench_result run_network(kiln_context *ctx, const char *model, const struct layer *layers, size_t count,
+                                       size_t n, kiln_tensor_layout layout)
 {
     struct bench_result r = {.state = BENCH_FAILED};
     struct network net = {.ctx = ctx, .layers = layers, .count = count, .n = n, .layout = layout};
-    net.l = calloc(count, sizeof *net.l);
     struct bench_timing t;
-    if (!net.l)
-        snprintf(r.error, sizeof r.error, "out of host memory");
-    else if ((net.st = net_prepare(&net)) != KILN_SUCCESS || bench_measure(net_pass, &net, 1, 0, 1000.0, &t) != 0)
-        snprintf(r.error, sizeof r.error, "%s: %s", kiln_status_string(net.st), kiln_last_error_detail());
-    else
+    if ((net.st = net_prepare(&net, model)) != KILN_SUCCESS || bench_measure(net_pass, &net, 1, 0, 1000.0, &t) != 0)
+        snprintf(r.error, sizeof r.error, "%s: %s", kiln_status_string(net.st),
+                 net.error[0] ? net.error : kiln_last_error_detail());
+    else if (net_check(&net, r.error, sizeof r.error) == 0)
         r = (struct bench_result){.state = BENCH_MEASURED, .median_ms = t.median_ms, .reps = t.reps};
-    for (size_t i = 0; net.l && i < count; i++) {
-        struct net_layer *x = &net.l[i];
-        kiln_conv2d_plan_destroy(x->conv);
-        kiln_gemm_plan_destroy(x->gemm);
-        kiln_buffer *bufs[] = {x->x_shared ? NULL : x->x, x->w, x->bias, x->z};
-        for (size_t b = 0; b < sizeof bufs / sizeof *bufs; b++)
-            kiln_buffer_destroy(bufs[b]);
+    for (size_t i = 0; net.step && i < net.steps; i++) {
+        kiln_conv2d_plan_destroy(net.step[i].conv);
+        kiln_gemm_plan_destroy(net.step[i].gemm);
+        kiln_buffer_destroy(net.step[i].w);
+        kiln_buffer_destroy(net.step[i].bias);
     }
-    kiln_buffer_destroy(net.act[0]);
-    kiln_buffer_destroy(net.act[1]);
-    free(net.l);
+    for (int b = 0; b <= NET_SLOTS; b++)
+        kiln_buffer_destroy(net.act[b]);
+    free(net.step);
     return r;
 }
 
@@ -497,9 +636,10 @@ static const char models_usage[] =
     "context, cuDNN (convolutions only: the other layers are n/a and left out of its total). Each\n"
     "distinct layer is timed once (median of 5-50 runs after a warm-up, a wait after each run) and\n"
     "counted as often as the network runs it; the totals are these weighted sums. Then the whole\n"
-    "network: every layer enqueued in turn, as often as it occurs, each reading the layer before's\n"
-    "output where the sizes match, and one wait at the end (median of passes for about a second),\n"
-    "beside the peer's sum. kiln's plan creation is not in the times; nor are oneDNN's reorders to\n"
+    "network in its order (ResNet-50's blocks with their shortcuts), every occurrence of a layer with\n"
+    "weights of its own, each layer reading what produced its input, one wait at the end (median of\n"
+    "passes for about a second; the probabilities it ends with are checked), beside the peer's sum\n"
+    "of warm per-layer times. kiln's plan creation is not in the times; nor are oneDNN's reorders to\n"
     "its preferred layouts or cuDNN's algorithm search. The launch floor is the median time of a kiln\n"
     "call with no work to speak of (a fill of one float) and its wait, times the waits of the per-layer\n"
     "timing (one per layer run); \"beyond the floor\" is the layers' total less it.\n";
@@ -585,7 +725,7 @@ int bench_conv_models(int argc, char **argv)
         if (!json)
             print_row(l, peer, &row);
     }
-    const struct bench_result whole = run_network(ctx, models[m].layers, models[m].count, n, layout);
+    const struct bench_result whole = run_network(ctx, models[m].name, models[m].layers, models[m].count, n, layout);
     /* Each timed call of a layer waits once: the network's waits, each
        paying about the floor. */
     const double floor_us = bench_launch_floor_us(ctx);
