@@ -2,13 +2,16 @@
    environment, forced profiles, two contexts / many threads at once, and
    cache directories that cannot be used, at open or later. */
 #include <ctype.h>
+#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,10 +56,9 @@ static int have_gpu(void)
     return 0;
 }
 
-/* POCL_AFFINITY in a new process of this program, started with the
-   variable set to `value` (NULL: unset), as it is when main starts: kiln's
-   library sets it while loading, before main, unless the user chose. */
-static void affinity_at_start(const char *value, char *out, size_t size)
+/* What this program prints when started anew with `flag` and the variable
+   `name` set to `value` (NULL: unset). */
+static void output_at_start(const char *flag, const char *name, const char *value, char *out, size_t size)
 {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
@@ -67,19 +69,29 @@ static void affinity_at_start(const char *value, char *out, size_t size)
         close(fds[0]);
         close(fds[1]);
         if (value)
-            setenv("POCL_AFFINITY", value, 1);
+            setenv(name, value, 1);
         else
-            unsetenv("POCL_AFFINITY");
-        execl("/proc/self/exe", "test_context", "--print-pocl-affinity", (char *)NULL);
+            unsetenv(name);
+        execl("/proc/self/exe", "test_context", flag, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
-    ssize_t n = read(fds[0], out, size - 1);
+    size_t got = 0;
+    for (ssize_t r; got < size - 1 && (r = read(fds[0], out + got, size - 1 - got)) > 0;)
+        got += (size_t)r;
     close(fds[0]);
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    out[n > 0 ? n : 0] = '\0';
+    out[got] = '\0';
+}
+
+/* POCL_AFFINITY as it is when main starts, with the variable set to `value`
+   (NULL: unset): kiln's library sets it while loading, before main, unless
+   the user chose. */
+static void affinity_at_start(const char *value, char *out, size_t size)
+{
+    output_at_start("--print-pocl-affinity", "POCL_AFFINITY", value, out, size);
 }
 
 static void test_pocl_workers_pinned_unless_the_user_chose(void **state)
@@ -90,6 +102,69 @@ static void test_pocl_workers_pinned_unless_the_user_chose(void **state)
     assert_string_equal(got, "1");
     affinity_at_start("0", got, sizeof got);
     assert_string_equal(got, "0");
+}
+
+/* --print-pocl-workers: list the devices (which starts POCL's workers) in a
+   new process and print "pocl=P caller=B,A threads=..." (P: whether a POCL
+   platform is listed; B, A: the calling thread's policy before and after;
+   then every other thread's policy: o normal, b batch, x other). */
+static char policy_letter(int policy) { return policy == SCHED_OTHER ? 'o' : policy == SCHED_BATCH ? 'b' : 'x'; }
+
+static int print_pocl_workers(void)
+{
+    const int before = sched_getscheduler(0);
+    size_t n = 0;
+    if (kiln_device_count(&n) != KILN_SUCCESS)
+        return 1;
+    int pocl = 0;
+    for (size_t i = 0; i < n; i++) {
+        kiln_device_info info;
+        if (kiln_device_get_info(i, &info) == KILN_SUCCESS && strstr(info.platform, "Portable Computing Language"))
+            pocl = 1;
+    }
+    printf("pocl=%d caller=%c,%c threads=", pocl, policy_letter(before), policy_letter(sched_getscheduler(0)));
+    const long self = syscall(SYS_gettid);
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 1;
+    for (struct dirent *e; (e = readdir(d));) {
+        const long tid = atol(e->d_name);
+        if (tid > 0 && tid != self)
+            putchar(policy_letter(sched_getscheduler((pid_t)tid)));
+    }
+    closedir(d);
+    return 0;
+}
+
+/* What --print-pocl-workers prints with KILN_POCL_BATCH set to value
+   (NULL: unset). */
+static void pocl_workers_at_start(const char *value, char *out, size_t size)
+{
+    output_at_start("--print-pocl-workers", "KILN_POCL_BATCH", value, out, size);
+}
+
+/* POCL's workers in the batch policy (docs/pocl.md#the-workers-policy):
+   where a POCL platform is listed, listing the devices starts them so and
+   gives the calling thread its policy back; KILN_POCL_BATCH=0 leaves them
+   the caller's. */
+static void test_pocl_workers_batch_unless_the_user_chose(void **state)
+{
+    (void)state;
+    char got[256];
+    pocl_workers_at_start(NULL, got, sizeof got);
+    const char *threads = strstr(got, "threads=");
+    assert_non_null(threads);
+    if (strncmp(got, "pocl=0 ", 7) == 0) {
+        if (strchr(threads, 'b'))
+            fail_msg("no POCL platform, yet threads in the batch policy: %s", got);
+        skip();
+    }
+    if (strncmp(got, "pocl=1 caller=o,o ", 18) != 0 || !strchr(threads, 'b'))
+        fail_msg("POCL's workers not in the batch policy, or the caller's not given back: %s", got);
+    pocl_workers_at_start("0", got, sizeof got);
+    threads = strstr(got, "threads=");
+    if (strncmp(got, "pocl=1 caller=o,o ", 18) != 0 || !threads || strchr(threads, 'b'))
+        fail_msg("KILN_POCL_BATCH=0, yet: %s", got);
 }
 
 static void test_devices_are_listed_with_profiles(void **state)
@@ -581,8 +656,11 @@ int main(int argc, char **argv)
         fputs(v ? v : "(unset)", stdout);
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "--print-pocl-workers") == 0)
+        return print_pocl_workers();
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_pocl_workers_pinned_unless_the_user_chose));
+    kt_add(&tests, cmocka_unit_test(test_pocl_workers_batch_unless_the_user_chose));
     kt_add(&tests, cmocka_unit_test(test_devices_are_listed_with_profiles));
     kt_add(&tests, cmocka_unit_test(test_default_context_is_the_best_device));
     kt_add(&tests, cmocka_unit_test(test_selectors));

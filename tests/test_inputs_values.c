@@ -21,7 +21,8 @@
 
 /* The variables this file sets, as the suite was started with them. */
 static const char *const saved_names[] = {
-    "KILN_DEVICE", "KILN_PROFILE", "KILN_PROFILE_DIR", "KILN_FIND", "KILN_ATTENTION_SPLIT_KV", "KILN_WAIT_POLL_US"};
+    "KILN_DEVICE",       "KILN_PROFILE",   "KILN_PROFILE_DIR", "KILN_FIND", "KILN_ATTENTION_SPLIT_KV",
+    "KILN_WAIT_POLL_US", "KILN_POCL_BATCH"};
 static char *saved_values[sizeof saved_names / sizeof *saved_names];
 
 static int save_env(void **state)
@@ -93,6 +94,22 @@ static char *captured(const struct kt_capture *c)
 {
     size_t size;
     return (char *)kt_read_bytes(c->path, &size);
+}
+
+/* Ends a capture begun in dir (then removed and freed): one warning
+   "NAME="VALUE" is not ACCEPTS" where `warned`, else none. */
+static void expect_env_warning(struct kt_capture *cap, char *dir, const char *name, const char *value,
+                               const char *accepts, int warned)
+{
+    int warnings = kt_capture_end(cap);
+    char *text = captured(cap);
+    kt_remove_tree(dir);
+    free(dir);
+    char want[128];
+    snprintf(want, sizeof want, "%s=\"%s\" is not %s", name, value, accepts);
+    if (warned ? warnings != 1 || !strstr(text, want) : warnings != 0)
+        fail_msg("%s=\"%s\": %d warnings (%s), wanted %s", name, value, warnings, text, warned ? want : "none");
+    free(text);
 }
 
 /* ---- KILN_LOG ---- */
@@ -438,16 +455,38 @@ static void test_wait_poll_values(void **state)
            read the variable. */
         const int read = strcmp(ctx->backend->name, "opencl") == 0;
         kiln_context_destroy(ctx);
-        int warnings = kt_capture_end(&cap);
-        char *text = captured(&cap);
-        kt_remove_tree(dir);
-        free(dir);
-        char want[128];
-        snprintf(want, sizeof want, "KILN_WAIT_POLL_US=\"%s\" is not a number of microseconds", cases[i].value);
-        if (cases[i].bad && read ? warnings != 1 || !strstr(text, want) : warnings != 0)
-            fail_msg("KILN_WAIT_POLL_US=\"%s\": %d warnings (%s), wanted %s", cases[i].value, warnings, text,
-                     cases[i].bad && read ? want : "none");
-        free(text);
+        expect_env_warning(&cap, dir, "KILN_WAIT_POLL_US", cases[i].value, "a number of microseconds",
+                           cases[i].bad && read);
+    }
+    restore_env();
+}
+
+/* ---- KILN_POCL_BATCH ---- */
+
+/* Read when kiln lists a POCL platform's devices (docs/pocl.md): anything
+   but unset, empty, 0 or 1 costs one warning and reads as 1. */
+static void test_pocl_batch_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int bad;
+    } cases[] = {{"0", 0}, {"1", 0}, {"", 0}, {"yes", 1}, {"2", 1}, {"-1", 1}, {" 1", 1}, {"10", 1}};
+    int pocl = 0;
+    size_t n = 0;
+    kt_assert_status(kiln_device_count(&n), KILN_SUCCESS);
+    for (size_t i = 0; i < n; i++) {
+        kiln_device_info info;
+        kt_assert_status(kiln_device_get_info(i, &info), KILN_SUCCESS);
+        pocl |= strstr(info.platform, "Portable Computing Language") != NULL;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *dir = kt_temp_dir();
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_POCL_BATCH", cases[i].value, 1);
+        kt_assert_status(kiln_device_count(&n), KILN_SUCCESS);
+        expect_env_warning(&cap, dir, "KILN_POCL_BATCH", cases[i].value, "0 or 1", cases[i].bad && pocl);
     }
     restore_env();
 }
@@ -781,6 +820,7 @@ int main(void)
     kt_add(&tests, WATCHED(test_find_not_a_switch));
     kt_add(&tests, WATCHED(test_split_kv_not_a_number));
     kt_add(&tests, WATCHED(test_wait_poll_values));
+    kt_add(&tests, WATCHED(test_pocl_batch_values));
     kt_add(&tests, WATCHED(test_cache_options_values));
     kt_add(&tests, WATCHED(test_overlay_text));
     kt_add(&tests, WATCHED(test_every_key_bad_values));

@@ -49,6 +49,54 @@ __attribute__((constructor)) static void prefer_pinned_pocl_workers(void)
         setenv("POCL_AFFINITY", "1", 0);
 }
 
+/* POCL's CPU device starts its worker threads when a program first lists
+   the platform's devices, and each launch wakes them. A worker woken on the
+   core of the thread that is queueing the launch preempts that thread
+   inside clEnqueueNDRangeKernel while it holds POCL's scheduler lock, and
+   the two hand the lock and the core back and forth: on a 2-vCPU Zen 4 a
+   kernel of one work-item and its wait took 25-29 µs, 18-25 of them inside
+   the enqueue. Workers of the batch policy (SCHED_BATCH: the normal weight
+   and share of the processor, but a wakeup never preempts a running thread;
+   the tick shares the core) wait until the caller yields or blocks, which a
+   kiln wait does at once: 10 µs, 2-3 inside the enqueue
+   (docs/pocl.md#the-workers-policy). Threads take their creator's policy,
+   so kiln lists a POCL platform's devices with the calling thread in the
+   batch policy and then restores it. Only a thread of the normal policy is
+   switched (a real-time caller could not switch back unprivileged); POCL
+   workers started before kiln lists the devices keep their policy;
+   KILN_POCL_BATCH=0 leaves the workers the caller's policy. */
+static int pocl_batch_workers(void)
+{
+    const char *v = getenv("KILN_POCL_BATCH");
+    if (!v || !*v || strcmp(v, "1") == 0)
+        return 1;
+    if (strcmp(v, "0") == 0)
+        return 0;
+    kiln_env_warn("KILN_POCL_BATCH", v, "0 or 1", "1, POCL's workers in the batch policy");
+    return 1;
+}
+
+static cl_int list_devices(cl_platform_id platform, cl_device_id *devs, cl_uint *ndev)
+{
+    int switched = 0;
+#ifdef SCHED_BATCH
+    char name[64] = "";
+    if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+        name[0] = '\0';
+    name[sizeof name - 1] = '\0';
+    const struct sched_param none = {0};
+    if (strstr(name, "Portable Computing Language") && sched_getscheduler(0) == SCHED_OTHER && pocl_batch_workers())
+        switched = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
+#endif
+    const cl_int err = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, KILN_CL_MAX_DEVICES, devs, ndev);
+#ifdef SCHED_BATCH
+    if (switched && sched_setscheduler(0, SCHED_OTHER, &none) != 0)
+        kiln_log(KILN_LOG_WARN,
+                 "could not restore the calling thread's scheduling policy after listing POCL's devices");
+#endif
+    return err;
+}
+
 kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, size_t capacity, size_t *count)
 {
     cl_platform_id plats[KILN_CL_MAX_PLATFORMS];
@@ -64,7 +112,7 @@ kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, 
     for (cl_uint p = 0; p < nplat; p++) {
         cl_device_id devs[KILN_CL_MAX_DEVICES];
         cl_uint ndev = 0;
-        err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, KILN_CL_MAX_DEVICES, devs, &ndev);
+        err = list_devices(plats[p], devs, &ndev);
         if (err == CL_DEVICE_NOT_FOUND)
             continue;
         if (err != CL_SUCCESS)
