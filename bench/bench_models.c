@@ -405,8 +405,8 @@ static int net_add(struct network *net, size_t row, int x, int z, unsigned keep)
 }
 
 /* The network's steps (only counted while net->step is NULL): the rows
-   outside the stages in table order, each as often as it occurs; the
-   stages' blocks in place of their rows. */
+   outside the stages in table order, as often as they occur; the stages'
+   blocks in place of their rows. */
 static void net_graph(struct network *net, const char *model)
 {
     const struct stage *stages = NULL;
@@ -437,8 +437,16 @@ static void net_graph(struct network *net, const char *model)
                 }
         if (nstages && i >= first && i <= last)
             continue;
-        for (unsigned r = 0; r < net->layers[i].repeat; r++)
-            x = net_add(net, i, x, -1, 0);
+        /* Consecutive rows of one repeat count above 1 are a block that
+           repeats (MobileNet v1's five depthwise and pointwise pairs). */
+        const unsigned repeat = net->layers[i].repeat;
+        size_t end = i + 1;
+        while (repeat > 1 && end < net->count && net->layers[end].repeat == repeat)
+            end++;
+        for (unsigned r = 0; r < repeat; r++)
+            for (size_t j = i; j < end; j++)
+                x = net_add(net, j, x, -1, 0);
+        i = end - 1;
     }
 }
 
