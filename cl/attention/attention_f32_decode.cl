@@ -83,14 +83,18 @@
  * slower. With two rows or one (H16/KV8, H8/KV8)
  * a key has too little arithmetic to hide anything and the prefetches only
  * cost (H8/KV8 1.12-1.15 -> 1.47-1.53 ms), so the plan streams from four
- * rows up (src/ops/attention_decode.c).
+ * rows up (src/ops/attention_decode.c). With KILN_DECODE_STREAM_L2, each
+ * such load also prefetches into L2 the same line of the row that many
+ * keys on: the L1's few outstanding misses alone left a Zen 4 EPYC's
+ * kernel at about 31 GB/s when a read measured 52 (docs/attention.md).
  *
  * Parameters (-D): KILN_DECODE_VW (VW, dividing the head dimension; also
  * the keys per step), KILN_DECODE_D (the head dimension), KILN_DECODE_ROWS
  * (R: group * seq_q), KILN_DECODE_HEADS (HK, dividing the kv heads),
  * KILN_DECODE_SPLIT (0 or 1), KILN_DECODE_AHEAD and KILN_DECODE_PREFETCH
  * (keys, multiples of VW) and KILN_DECODE_STREAM (keys; all three 0: none;
- * at most one of them), the
+ * at most one of them), KILN_DECODE_STREAM_L2 (keys, with
+ * KILN_DECODE_STREAM; 0: none), the
  * switches KILN_ATTN_CAUSAL, KILN_ATTN_MASK, KILN_ATTN_KEY_LENGTHS,
  * KILN_ATTN_LSE, and KILN_F16 or KILN_BF16.
  */
@@ -243,13 +247,22 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
         }
 #if KILN_DECODE_STREAM
         /* The rows KILN_DECODE_STREAM keys further on, fetched line by line
-           beside the step's own loads. */
+           beside the step's own loads (and those KILN_DECODE_STREAM_L2 keys
+           on, into L2). */
         KILN_GLOBAL const KILN_STORAGE *kn[VW], *vn[VW];
 #pragma unroll
         for (int j = 0; j < VW; j++) {
             const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_STREAM + j, kend - 1) * kv_ss;
             kn[j] = K + at_j, vn[j] = V + at_j;
         }
+#if KILN_DECODE_STREAM_L2
+        KILN_GLOBAL const KILN_STORAGE *kf[VW], *vf[VW];
+#pragma unroll
+        for (int j = 0; j < VW; j++) {
+            const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_STREAM_L2 + j, kend - 1) * kv_ss;
+            kf[j] = K + at_j, vf[j] = V + at_j;
+        }
+#endif
 #endif
         /* The scores, G keys at a time for every kv head and row: where the
            kv heads are adjacent in a key's row (BSHD), the G rows are read
@@ -276,8 +289,12 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #if KILN_DECODE_STREAM
                         if (r0 == 0)
 #pragma unroll
-                            for (int j = 0; j < G; j++)
+                            for (int j = 0; j < G; j++) {
                                 KILN_PREFETCH_L1(kn[g * G + j] + c * kv_sh + e * VW);
+#if KILN_DECODE_STREAM_L2
+                                KILN_PREFETCH(kf[g * G + j] + c * kv_sh + e * VW);
+#endif
+                            }
 #endif
 #pragma unroll
                         for (int r = 0; r < RB && r0 + r < R; r++) {
@@ -341,6 +358,9 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
                             const VEC ve = VLOADU_S(vr[g * GV + j] + c * kv_sh + (e + x) * VW);
 #if KILN_DECODE_STREAM
                             KILN_PREFETCH_L1(vn[g * GV + j] + c * kv_sh + (e + x) * VW);
+#if KILN_DECODE_STREAM_L2
+                            KILN_PREFETCH(vf[g * GV + j] + c * kv_sh + (e + x) * VW);
+#endif
 #endif
 #pragma unroll
                             for (int r = 0; r < R; r++)

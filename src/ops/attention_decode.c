@@ -277,12 +277,15 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
        figures). */
     const size_t rows = s->group * d->seq_q;
     const long stream = hk > 1 && rows >= 4 ? a->stream : 0;
+    /* Streaming, the same lines stream_l2 keys on go to L2 as well
+       (attention.decode.stream_l2): more misses in flight than the L1's. */
+    const long stream_l2 = stream ? a->stream_l2 : 0;
     kiln_options_add(&options,
                      "-DKILN_DECODE_VW=%ld -DKILN_DECODE_D=%zu -DKILN_DECODE_ROWS=%zu -DKILN_DECODE_SPLIT=%d"
                      " -DKILN_DECODE_AHEAD=%ld -DKILN_DECODE_PREFETCH=%ld -DKILN_DECODE_STREAM=%ld"
-                     " -DKILN_DECODE_HEADS=%zu",
+                     " -DKILN_DECODE_STREAM_L2=%ld -DKILN_DECODE_HEADS=%zu",
                      vw, d->head_dim, rows, plan->splits > 1, hk > 1 ? 0 : ahead, hk > 1 && !stream ? ahead : 0, stream,
-                     hk);
+                     stream_l2, hk);
     kiln_attention_switches(s, &options);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "attention_f32_decode");
     kiln_options_free(&options);
@@ -292,12 +295,15 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     plan->global[0] = (size_t)plan->splits, plan->global[1] = d->batch * d->kv_heads / hk;
     plan->local[0] = plan->local[1] = 1;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_%zux%ld", rows, vw);
+    char l2[32] = "";
+    if (stream_l2)
+        snprintf(l2, sizeof l2, " stream_l2=%ld", stream_l2);
     snprintf(plan->base.params, sizeof plan->base.params,
-             "rows=%zu VW=%ld D=%zu %s=%ld kv heads=%zu splits=%d of %d keys (%s)", rows, vw, d->head_dim,
+             "rows=%zu VW=%ld D=%zu %s=%ld%s kv heads=%zu splits=%d of %d keys (%s)", rows, vw, d->head_dim,
              stream   ? "stream"
              : hk > 1 ? "prefetch"
                       : "ahead",
-             stream ? stream : ahead, hk, plan->splits, split_len, why);
+             stream ? stream : ahead, l2, hk, plan->splits, split_len, why);
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head", rows);
     return KILN_SUCCESS;

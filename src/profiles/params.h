@@ -186,6 +186,9 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(attention_decode, stream, INT, 0, 4096, HOST,                                                                    \
       "keys ahead of each load whose same line of K or V the OpenCL decoding kernel prefetches beside it, where it "   \
       "takes several kv heads and at least 4 rows (then in place of ahead's page prefetch); 0: never")                 \
+    F(attention_decode, stream_l2, INT, 0, 4096, HOST,                                                                 \
+      "keys ahead of each load whose same line of K or V the OpenCL decoding kernel also prefetches into L2, where "   \
+      "it streams (stream above 0); 0: never")                                                                         \
     F(attention_decode, heads, INT, 1, 64, HOST,                                                                       \
       "kv heads one work-item of the OpenCL decoding kernel takes, step by step (the largest divisor of the kv heads " \
       "up to this; 1 where K's heads are not adjacent in a key's row), so that it reads whole rows of BSHD")           \
