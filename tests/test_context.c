@@ -159,6 +159,8 @@ static void test_pocl_workers_batch_unless_the_user_chose(void **state)
             fail_msg("no POCL platform, yet threads in the batch policy: %s", got);
         skip();
     }
+    if (strcmp(threads, "threads=") == 0 && strncmp(got, "pocl=1 caller=o,o ", 18) == 0)
+        skip(); /* a POCL device without worker threads (POCL_DEVICES=basic) */
     if (strncmp(got, "pocl=1 caller=o,o ", 18) != 0 || !strchr(threads, 'b'))
         fail_msg("POCL's workers not in the batch policy, or the caller's not given back: %s", got);
     pocl_workers_at_start("0", got, sizeof got);
