@@ -98,13 +98,37 @@ static const struct layer resnet50[] = {
     {"prob", 1, SOFTMAX, 1000, 1, 0, 1, 1, 0, 1, BIAS},
 };
 
-static const struct {
+/* A bottleneck network's stage (ResNet-50): its first block (a) and the
+   others (b+) as rows of the table, by name. A block runs 2a, 2b, 2c, and
+   2c adds the shortcut: the block's input, or in the first block the
+   projection (branch1) of it. */
+struct stage {
+    const char *a_2a, *rest_2a, *a_2b, *rest_2b, *branch2c, *branch1;
+    int blocks;
+};
+
+static const struct stage resnet50_stages[] = {
+    {"res2a_branch2a", "res2b+_branch2a", "res2_branch2b", "res2_branch2b", "res2_branch2c", "res2a_branch1", 3},
+    {"res3a_branch2a", "res3b+_branch2a", "res3a_branch2b", "res3b+_branch2b", "res3_branch2c", "res3a_branch1", 4},
+    {"res4a_branch2a", "res4b+_branch2a", "res4a_branch2b", "res4b+_branch2b", "res4_branch2c", "res4a_branch1", 6},
+    {"res5a_branch2a", "res5b+_branch2a", "res5a_branch2b", "res5b+_branch2b", "res5_branch2c", "res5a_branch1", 3},
+};
+
+/* A network: its table, and for its whole-network pass the stages of a
+   bottleneck network (none: a chain, every layer reading the one before's
+   output). */
+struct model {
     const char *name;
     const struct layer *layers;
     size_t count;
-} models[] = {
-    {"mobilenet_v1", mobilenet_v1, sizeof mobilenet_v1 / sizeof *mobilenet_v1},
-    {"resnet50", resnet50, sizeof resnet50 / sizeof *resnet50},
+    const struct stage *stages;
+    size_t nstages;
+};
+
+static const struct model models[] = {
+    {"mobilenet_v1", mobilenet_v1, sizeof mobilenet_v1 / sizeof *mobilenet_v1, NULL, 0},
+    {"resnet50", resnet50, sizeof resnet50 / sizeof *resnet50, resnet50_stages,
+     sizeof resnet50_stages / sizeof *resnet50_stages},
 };
 
 /* Timed runs per library and layer: about RUN_BUDGET_MS at an assumed
@@ -313,32 +337,6 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
 
 /* ---- the whole network, one wait ---- */
 
-/* A bottleneck network's stage (ResNet-50): its first block (a) and the
-   others (b+) as rows of the table, by name. A block runs 2a, 2b, 2c, and
-   2c adds the shortcut: the block's input, or in the first block the
-   projection (branch1) of it. */
-struct stage {
-    const char *a_2a, *rest_2a, *a_2b, *rest_2b, *branch2c, *branch1;
-    int blocks;
-};
-
-static const struct stage resnet50_stages[] = {
-    {"res2a_branch2a", "res2b+_branch2a", "res2_branch2b", "res2_branch2b", "res2_branch2c", "res2a_branch1", 3},
-    {"res3a_branch2a", "res3b+_branch2a", "res3a_branch2b", "res3b+_branch2b", "res3_branch2c", "res3a_branch1", 4},
-    {"res4a_branch2a", "res4b+_branch2a", "res4a_branch2b", "res4b+_branch2b", "res4_branch2c", "res4a_branch1", 6},
-    {"res5a_branch2a", "res5b+_branch2a", "res5a_branch2b", "res5b+_branch2b", "res5_branch2c", "res5a_branch1", 3},
-};
-
-/* A network's graph for its whole-network pass: the stages of a bottleneck
-   network (none: a chain, every layer reading the one before's output). */
-static const struct {
-    const char *model;
-    const struct stage *stages;
-    size_t count;
-} graphs[] = {
-    {"resnet50", resnet50_stages, sizeof resnet50_stages / sizeof *resnet50_stages},
-};
-
 /* The whole network as an application runs it (README, "Running a
    network"): every layer in the network's order, each occurrence with
    weights of its own, enqueued one after another and waited on once at the
@@ -364,8 +362,10 @@ struct net_step {
 
 struct network {
     kiln_context *ctx;
-    const struct layer *layers;
+    const struct layer *layers; /* the model's */
     size_t count, n, steps;
+    const struct stage *stages;
+    size_t nstages;
     kiln_tensor_layout layout;
     struct net_step *step;
     kiln_buffer *act[NET_SLOTS + 1];
@@ -407,13 +407,11 @@ static int net_add(struct network *net, size_t row, int x, int z, unsigned keep)
 /* The network's steps (only counted while net->step is NULL): the rows
    outside the stages in table order, as often as they occur; the stages'
    blocks in place of their rows. */
-static void net_graph(struct network *net, const char *model)
+static void net_graph(struct network *net)
 {
-    const struct stage *stages = NULL;
-    size_t nstages = 0, first = net->count, last = 0;
-    for (size_t g = 0; g < sizeof graphs / sizeof *graphs; g++)
-        if (strcmp(graphs[g].model, model) == 0)
-            stages = graphs[g].stages, nstages = graphs[g].count;
+    const struct stage *stages = net->stages;
+    const size_t nstages = net->nstages;
+    size_t first = net->count, last = 0;
     for (size_t i = 0; i < nstages; i++) {
         const char *names[] = {stages[i].a_2a,    stages[i].rest_2a,  stages[i].a_2b,
                                stages[i].rest_2b, stages[i].branch2c, stages[i].branch1};
@@ -496,15 +494,15 @@ static kiln_status net_layer(struct network *net, struct net_step *x, size_t *nx
     return st;
 }
 
-static kiln_status net_prepare(struct network *net, const char *model)
+static kiln_status net_prepare(struct network *net)
 {
-    net_graph(net, model);
+    net_graph(net);
     if (net->error[0])
         return KILN_ERROR_INTERNAL;
     net->step = calloc(net->steps, sizeof *net->step);
     if (!net->step)
         return KILN_ERROR_OUT_OF_MEMORY;
-    net_graph(net, model);
+    net_graph(net);
     /* What each slot holds (elements), to check that every layer reads what
        the graph gives it: the image first. */
     size_t held[NET_SLOTS + 1] = {0}, most = 1;
@@ -584,13 +582,19 @@ static int net_check(const struct network *net, char *why, size_t size)
 }
 
 /* The median whole-network time, or a failed result saying why. */
-static struct bench_result run_network(kiln_context *ctx, const char *model, const struct layer *layers, size_t count,
-                                       size_t n, kiln_tensor_layout layout)
+static struct bench_result run_network(kiln_context *ctx, const struct model *model, size_t n,
+                                       kiln_tensor_layout layout)
 {
     struct bench_result r = {.state = BENCH_FAILED};
-    struct network net = {.ctx = ctx, .layers = layers, .count = count, .n = n, .layout = layout};
+    struct network net = {.ctx = ctx,
+                          .layers = model->layers,
+                          .count = model->count,
+                          .n = n,
+                          .stages = model->stages,
+                          .nstages = model->nstages,
+                          .layout = layout};
     struct bench_timing t;
-    if ((net.st = net_prepare(&net, model)) != KILN_SUCCESS || bench_measure(net_pass, &net, 1, 0, 1000.0, &t) != 0)
+    if ((net.st = net_prepare(&net)) != KILN_SUCCESS || bench_measure(net_pass, &net, 1, 0, 1000.0, &t) != 0)
         snprintf(r.error, sizeof r.error, "%s: %s", kiln_status_string(net.st),
                  net.error[0] ? net.error : kiln_last_error_detail());
     else if (net_check(&net, r.error, sizeof r.error) == 0)
@@ -733,7 +737,7 @@ int bench_conv_models(int argc, char **argv)
         if (!json)
             print_row(l, peer, &row);
     }
-    const struct bench_result whole = run_network(ctx, models[m].name, models[m].layers, models[m].count, n, layout);
+    const struct bench_result whole = run_network(ctx, &models[m], n, layout);
     /* Each timed call of a layer waits once: the network's waits, each
        paying about the floor. */
     const double floor_us = bench_launch_floor_us(ctx);
