@@ -663,7 +663,7 @@ static void test_in_place_choice(void **state)
         if (pcts[i] < 0 || pcts[i] > 1000)
             continue;
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
-                                               "\"narrow_mr\": 0, \"in_place_l2\": %ld}}}",
+                                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": %ld}}}",
                                                pcts[i]);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, 49, 512);
@@ -676,6 +676,42 @@ static void test_in_place_choice(void **state)
         assert_string_equal(info.kernel, "gemm_f32_cpu_6x16t");
         if (!strstr(info.params, "B read in place") != !in_place)
             fail_msg("in_place_l2 %ld: \"%s\", B %s", pcts[i], info.params, in_place ? "in place" : "packed");
+        gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
+}
+
+/* The flipped tile's rows (C's columns: a 1x1 convolution's pixels) are at
+   most gemm.cpu.flip_mr where that is set, else mr, balanced over their
+   panels as mr's are: 512 x 196 x 256 with a tile of 5 x 16 flips (B read
+   in place) into 5 rows (40 panels), 4 (49) or 7 (28) by flip_mr 0, 4 and
+   7; the results stay right, also with 59 columns in 9 panels of 7 (the
+   last reads the 7 rows that end at N). */
+static void test_flipped_rows(void **state)
+{
+    (void)state;
+    static const struct {
+        long flip_mr;
+        size_t n;
+        const char *kernel;
+    } cases[] = {{0, 196, "gemm_f32_cpu_5x16t"},
+                 {4, 196, "gemm_f32_cpu_4x16t"},
+                 {7, 196, "gemm_f32_cpu_7x16t"},
+                 {7, 59, "gemm_f32_cpu_7x16t"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 16, \"vw\": 8, "
+                                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"in_place_l2\": 1000}}}",
+                                               cases[i].flip_mr);
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, cases[i].n, 256);
+        kiln_gemm_plan_info info;
+        kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+        if (!plan)
+            return;
+        printf("# flip_mr %ld, 512x%zux256: %s %s\n", cases[i].flip_mr, cases[i].n, info.kernel, info.params);
+        assert_string_equal(info.kernel, cases[i].kernel);
+        assert_non_null(strstr(info.params, "B read in place"));
         gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
         kiln_gemm_plan_destroy(plan);
         kiln_context_destroy(ctx);
@@ -702,9 +738,10 @@ static void test_k_blocks(void **state)
         for (size_t batch = 1; batch <= 3; batch += 2) {
             if (kcs[i] > 4096)
                 continue;
-            kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
-                                                   "\"narrow_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld}}}",
-                                                   kcs[i]);
+            kiln_context *ctx =
+                kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
+                                   "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld}}}",
+                                   kcs[i]);
             kiln_gemm_desc d;
             kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 130, 49, 300);
             d.batch = batch, d.stride_a = 0, d.stride_b = 300 * 49, d.stride_c = 130 * 49;
@@ -1204,6 +1241,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
+    kt_add(&tests, cmocka_unit_test(test_flipped_rows));
     kt_add(&tests, cmocka_unit_test(test_k_blocks));
     kt_add(&tests, cmocka_unit_test(test_smallm_steps));
     kt_add(&tests, cmocka_unit_test(test_a_and_b_share_a_buffer));

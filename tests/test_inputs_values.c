@@ -703,6 +703,8 @@ static void test_compile_cost_bounds(void **state)
          "gemm.direct: (wg/mdimc)*(wg/ndimc) = 4096 accumulators"},
         {"{\"kernels\": {\"gemm.cpu\": {\"mr\": 64, \"nr\": 256, \"vw\": 1}}}",
          "gemm.cpu: mr*nr = 16384 accumulators per work-item, more than the schema's bound of 512"},
+        {"{\"kernels\": {\"gemm.cpu\": {\"flip_mr\": 64, \"mr\": 1, \"nr\": 16, \"vw\": 16}}}",
+         "gemm.cpu: flip_mr*nr = 1024 accumulators per work-item"},
         {"{\"kernels\": {\"gemm.cpu\": {\"narrow_mr\": 64, \"vw\": 16, \"mr\": 1, \"nr\": 16}}}",
          "gemm.cpu: narrow_mr*vw = 1024 accumulators per work-item"},
         {"{\"kernels\": {\"gemm.smallm\": {\"mr\": 64, \"nc\": 256, \"vw\": 16}}}",

@@ -422,20 +422,25 @@ static void test_wrong_candidate_is_rejected(void **state)
         printf("# skipped: the shapes take %s on this device, not the CPU GEMM\n", info.param_set);
         skip();
     }
-    /* The wrong value: the first neighbour of the seed with another mr. */
+    /* The wrong value: the first neighbour of the seed with another mr, or
+       another flip_mr where the first shape takes the flipped tile and the
+       seed sets flip_mr (its rows then). */
     struct kiln_space space;
     kt_assert_status(
         kiln_space_init(&space, KILN_GROUP_gemm_cpu, &kiln_profile_params(kt_ctx->profile)->gemm_cpu, &kt_ctx->desc),
         KILN_SUCCESS);
     union kiln_space_values near[64];
     size_t n = kiln_space_neighbours(&space, &space.seed, near, 64), i = 0;
-    while (i < n && near[i].gemm_cpu.mr == space.seed.gemm_cpu.mr)
+    const int by_flip = info.kernel[strlen(info.kernel) - 1] == 't' && space.seed.gemm_cpu.flip_mr > 0;
+    while (i < n && (by_flip ? near[i].gemm_cpu.flip_mr == space.seed.gemm_cpu.flip_mr
+                             : near[i].gemm_cpu.mr == space.seed.gemm_cpu.mr))
         i++;
     assert_true(i < n);
-    const int wrong = near[i].gemm_cpu.mr;
+    const int wrong = by_flip ? near[i].gemm_cpu.flip_mr : near[i].gemm_cpu.mr;
     char *overlay = kiln_space_overlay(&space, &near[i]);
     assert_non_null(overlay);
-    printf("# seed mr %d; the kernels are wrong for mr %d: %s\n", space.seed.gemm_cpu.mr, wrong, overlay);
+    printf("# seed mr %d, flip_mr %d (%s); the kernels are wrong for %d rows: %s\n", space.seed.gemm_cpu.mr,
+           space.seed.gemm_cpu.flip_mr, info.kernel, wrong, overlay);
 
     char *cl = kt_copy_dir(KT_CL_DIR), *out = kt_temp_dir(), path[4200], to[512];
     snprintf(path, sizeof path, "%s/gemm/gemm_f32_cpu.cl", cl);

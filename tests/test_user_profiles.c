@@ -342,8 +342,8 @@ static void write_tuned(const char *user, struct tuned *t)
     const struct kiln_profile *matched = ctx->profile;
     snprintf(t->matched, sizeof t->matched, "%s", kiln_profile_name(matched));
     t->mr = mr_of(matched) == 4 ? 3 : 4;
-    char overlay[128];
-    snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d}}}", t->mr);
+    char overlay[128]; /* the tile's rows in either orientation */
+    snprintf(overlay, sizeof overlay, "{\"kernels\": {\"gemm.cpu\": {\"mr\": %d, \"flip_mr\": 0}}}", t->mr);
     struct kiln_profile *values = NULL, *rules = NULL;
     kt_assert_status(kiln_profile_derive(matched, overlay, &values), KILN_SUCCESS);
     kt_assert_status(kiln_profile_exact_match(&ctx->desc, &rules), KILN_SUCCESS);

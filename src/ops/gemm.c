@@ -275,7 +275,10 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     const double k = (double)p->k, pack_a = p->kept_a ? 0.0 : (double)p->m * k,
                  pack_b = p->kept_b ? 0.0 : (double)p->n * k;
     const double straight = oriented_cost(cpu, p->m, p->n, &tile) * k + KILN_GEMM_PACK_COST * (pack_a + pack_b);
-    double flipped = oriented_cost(cpu, p->n, p->m, &flip) * (k + (double)cpu->vw);
+    struct kiln_param_gemm_cpu rows_are_columns = *cpu; /* the flipped tile's rows: gemm.cpu.flip_mr */
+    if (cpu->flip_mr > 0)
+        rows_are_columns.mr = cpu->flip_mr;
+    double flipped = oriented_cost(&rows_are_columns, p->n, p->m, &flip) * (k + (double)cpu->vw);
     flip.in_place = in_place_b && (size_t)flip.mr <= p->n;
     flipped += KILN_GEMM_PACK_COST * (pack_a + (flip.in_place ? 0.0 : pack_b));
     if (flipped < straight)

@@ -135,6 +135,9 @@ static int check_gemm_cpu(const void *values, const struct kiln_device_desc *dev
     if (bounded(why, size, "gemm.cpu", "mr*nr", (long)p->mr * p->nr, "accumulators per work-item",
                 KILN_MAX_TILE_VALUES))
         return -1;
+    if (bounded(why, size, "gemm.cpu", "flip_mr*nr", (long)p->flip_mr * p->nr, "accumulators per work-item",
+                KILN_MAX_TILE_VALUES))
+        return -1;
     return bounded(why, size, "gemm.cpu", "narrow_mr*vw", (long)p->narrow_mr * p->vw, "accumulators per work-item",
                    KILN_MAX_TILE_VALUES);
 }
