@@ -281,6 +281,43 @@ static void test_nhwc_1x1_heuristic(void **state)
     }
 }
 
+/* A 1x1 NCHW layer goes direct under AUTO where its output planes have
+   select.conv_1x1_direct_min_pixels or more pixels (400 here) and the
+   profile routes implicit GEMM to its CPU kernel: 20x20 does, 19x19 and
+   two images of 15x15 (450 pixels in all) do not, nor NHWC, nor a strided
+   or a padded 1x1. Results are checked against the reference. */
+static void test_large_plane_1x1_heuristic(void **state)
+{
+    (void)state;
+    static const struct {
+        struct cc_row row;
+        int direct; /* under implicit GEMM's CPU kernel */
+    } cases[] = {
+        {{CONV("1x1 20x20", NCHW, 1, 16, 20, 20, 24, 1, 1)}, 1},
+        {{CONV("1x1 25x16 n2", NCHW, 2, 8, 25, 16, 16, 1, 1)}, 1},
+        {{CONV("1x1 19x19", NCHW, 1, 16, 19, 19, 24, 1, 1)}, 0},
+        {{CONV("1x1 15x15 n2", NCHW, 2, 16, 15, 15, 24, 1, 1)}, 0},
+        {{CONV("1x1 20x20", NHWC, 1, 16, 20, 20, 24, 1, 1)}, 0},
+        {{CONV("1x1 stride2 40x40", NCHW, 1, 16, 40, 40, 24, 1, 1), .sh = 2, .sw = 2}, 0},
+    };
+    kiln_context *ctx = kt_overlay_context("{\"select\": {\"conv_1x1_direct_min_pixels\": 400}}");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_conv2d_plan_info info;
+        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
+        kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_AUTO);
+        d.has_bias = 1, d.activation = KILN_ACT_RELU;
+        kiln_conv2d_plan *plan = NULL;
+        kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        printf("# %s: %s %s (%s)\n", cases[i].row.what, info.name, info.kernel, info.reason);
+        assert_int_equal(strcmp(info.name, "direct") == 0, cpu_kernel && cases[i].direct);
+        if (cpu_kernel && cases[i].direct)
+            assert_non_null(strstr(info.reason, "planes of 400 pixels or more"));
+        cc_check_plan(ctx, plan, &d, KILN_CONV_DIRECT, cases[i].row.what);
+    }
+    kiln_context_destroy(ctx);
+}
+
 /* A thin input (under 4 channels a group) with many filters goes direct
    under AUTO below a filter volume of 16, and on NCHW below 64 where the
    profile routes implicit GEMM to its CPU kernel (an RGB 3x3 stem: 27);
@@ -498,6 +535,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_strided_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_nhwc_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_thin_input_heuristic));
+    kt_add(&tests, cmocka_unit_test(test_large_plane_1x1_heuristic));
     kt_add(&tests, cmocka_unit_test(test_find_desc));
     kt_add(&tests, cmocka_unit_test(test_find_env));
     return kt_run("conv_plans", &tests);

@@ -147,7 +147,9 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
 /* The profile's heuristic: depthwise and thin groups go direct, unless a
    thin input meets many filters over a large window (a stem: a GEMM with a
    deep enough reduction; on NCHW with implicit GEMM's CPU kernel, a filter
-   volume of 64 or more); plain 1x1 to GEMM, by implicit GEMM from
+   volume of 64 or more); plain 1x1 on NCHW output planes of
+   select.conv_1x1_direct_min_pixels or more direct, where implicit GEMM
+   takes its CPU kernel (the batch aside: direct tiles a plane); else to GEMM, by implicit GEMM from
    select.conv_1x1_igemm_min_pixels on NCHW, and at any size on NHWC where
    implicit GEMM takes its CPU kernel (whose row variant reads NHWC in
    place, where the GEMM packs it on every call); a strided 1x1 of one group on fewer NCHW pixels,
@@ -161,6 +163,7 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     const kiln_conv2d_desc *d = &s->d;
     const long wino_min = kiln_profile_params(profile)->select.conv_wino_min_channels;
     const long igemm_min = kiln_profile_params(profile)->select.conv_1x1_igemm_min_pixels;
+    const long direct_min = kiln_profile_params(profile)->select.conv_1x1_direct_min_pixels;
     /* NHWC 1x1 layers by implicit GEMM where its CPU kernel runs them. */
     const int cpu_igemm = kiln_profile_params(profile)->select.conv_igemm_route == KILN_IGEMM_CPU;
     const struct kiln_conv_algorithm *pick;
@@ -177,6 +180,10 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
     } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NHWC && cpu_igemm && usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
         snprintf(why, why_size, "heuristic: 1x1 on NHWC, by implicit GEMM reading it in place");
+    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && cpu_igemm &&
+               s->p * s->q >= (size_t)direct_min && usable(&kiln_conv_direct, s)) {
+        pick = &kiln_conv_direct;
+        snprintf(why, why_size, "heuristic: 1x1 on NCHW output planes of %ld pixels or more, direct", direct_min);
     } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && d->n * s->p * s->q >= (size_t)igemm_min &&
                usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;

@@ -58,7 +58,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "the heuristic takes Winograd for 3x3 stride 1 when C and K are at least this")                                  \
     F(select, conv_1x1_igemm_min_pixels, INT, 1, 1 << 30, HOST,                                                        \
       "the heuristic takes implicit GEMM over gemm-1x1 for a 1x1 NCHW layer of at least this many output pixels "      \
-      "(batch included)")
+      "(batch included)")                                                                                              \
+    F(select, conv_1x1_direct_min_pixels, INT, 1, 1 << 30, HOST,                                                       \
+      "the heuristic takes direct over implicit GEMM for a 1x1 NCHW layer of at least this many output pixels per "    \
+      "image where implicit GEMM takes its CPU kernel")
 
 #define KILN_FIELDS_attention_flash(F)                                                                                 \
     F(attention_flash, block_q, INT, 1, 1024, DEF, "query rows per work-group (fewer for decoding)")                   \

@@ -975,6 +975,27 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
             l->large[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
             l->metric[i] = (long)(e * e);
         }
+        /* Direct against implicit GEMM's CPU kernel for 1x1 layers on large
+           planes (MobileNet's conv2_1/pw: 32 channels at 112x112). */
+        if (p->select.conv_igemm_route == KILN_IGEMM_CPU) {
+            static const size_t planes[] = {28, 40, 56, 80, 112, 160};
+            l = &out[n++];
+            *l = (struct ladder){.group = KILN_GROUP_select,
+                                 .field = "conv_1x1_direct_min_pixels",
+                                 .is_max = 0,
+                                 .never = 1L << 30,
+                                 .metric_name = "pixels"};
+            for (size_t i = 0; i < sizeof planes / sizeof *planes; i++, l->count++) {
+                size_t e = planes[i];
+                snprintf(l->names[0][i], 48, "implicit-gemm 1x1 c=32 k=64 %zu^2", e);
+                snprintf(l->names[1][i], 48, "direct 1x1 c=32 k=64 %zu^2", e);
+                l->small[i] = kiln_tune_conv_shape(l->names[0][i], 32, e, 64, 1, 1, 1);
+                l->large[i] = kiln_tune_conv_shape(l->names[1][i], 32, e, 64, 1, 1, 1);
+                l->small[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
+                l->large[i].conv.algo = KILN_CONV_DIRECT;
+                l->metric[i] = (long)(e * e);
+            }
+        }
         /* The CPU family's flipped product reads B in place or packs it
            first (gemm.cpu.in_place_l2): 1x1 convolutions at 14x14 (ResNet-50's
            res4 and MobileNet's conv5 layers) over more and more channels, B
