@@ -901,6 +901,33 @@ struct ladder {
     char names[2][PROBES_MAX][48];
 };
 
+/* One side of a ladder of 1x1 convolutions: its algorithm and its rungs'
+   names (a format of the plane's side). */
+struct side {
+    kiln_conv_algo algo;
+    const char *name;
+};
+
+/* A minimum threshold of select over 1x1 convolutions of c -> k channels
+   on square planes of `sides` (the metric: the plane's pixels), the small
+   side below it and the large side from it on. */
+static void plane_ladder(struct ladder *l, const char *field, const size_t *sides, size_t count, size_t c, size_t k,
+                         const struct side two[2])
+{
+    *l = (struct ladder){
+        .group = KILN_GROUP_select, .field = field, .is_max = 0, .never = 1L << 30, .metric_name = "pixels"};
+    for (size_t i = 0; i < count && i < PROBES_MAX; i++, l->count++) {
+        const size_t e = sides[i];
+        struct kiln_tune_shape *sh[2] = {&l->small[i], &l->large[i]};
+        for (int j = 0; j < 2; j++) {
+            snprintf(l->names[j][i], sizeof l->names[j][i], two[j].name, e);
+            *sh[j] = kiln_tune_conv_shape(l->names[j][i], c, e, k, 1, 1, 1);
+            sh[j]->conv.algo = two[j].algo;
+        }
+        l->metric[i] = (long)(e * e);
+    }
+}
+
 static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx, const struct kiln_params *p,
                       struct ladder *out)
 {
@@ -959,42 +986,16 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
             l->metric[i] = (long)c;
         }
         static const size_t sides[] = {7, 10, 14, 20, 28, 40, 56};
-        l = &out[n++];
-        *l = (struct ladder){.group = KILN_GROUP_select,
-                             .field = "conv_1x1_igemm_min_pixels",
-                             .is_max = 0,
-                             .never = 1L << 30,
-                             .metric_name = "pixels"};
-        for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
-            size_t e = sides[i];
-            snprintf(l->names[0][i], 48, "gemm-1x1 c=k=256 %zu^2", e);
-            snprintf(l->names[1][i], 48, "implicit-gemm 1x1 c=k=256 %zu^2", e);
-            l->small[i] = kiln_tune_conv_shape(l->names[0][i], 256, e, 256, 1, 1, 1);
-            l->large[i] = kiln_tune_conv_shape(l->names[1][i], 256, e, 256, 1, 1, 1);
-            l->small[i].conv.algo = KILN_CONV_GEMM_1X1;
-            l->large[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
-            l->metric[i] = (long)(e * e);
-        }
+        plane_ladder(&out[n++], "conv_1x1_igemm_min_pixels", sides, sizeof sides / sizeof *sides, 256, 256,
+                     (const struct side[]){{KILN_CONV_GEMM_1X1, "gemm-1x1 c=k=256 %zu^2"},
+                                           {KILN_CONV_IMPLICIT_GEMM, "implicit-gemm 1x1 c=k=256 %zu^2"}});
         /* Direct against implicit GEMM's CPU kernel for 1x1 layers on large
            planes (MobileNet's conv2_1/pw: 32 channels at 112x112). */
         if (p->select.conv_igemm_route == KILN_IGEMM_CPU) {
             static const size_t planes[] = {28, 40, 56, 80, 112, 160};
-            l = &out[n++];
-            *l = (struct ladder){.group = KILN_GROUP_select,
-                                 .field = "conv_1x1_direct_min_pixels",
-                                 .is_max = 0,
-                                 .never = 1L << 30,
-                                 .metric_name = "pixels"};
-            for (size_t i = 0; i < sizeof planes / sizeof *planes; i++, l->count++) {
-                size_t e = planes[i];
-                snprintf(l->names[0][i], 48, "implicit-gemm 1x1 c=32 k=64 %zu^2", e);
-                snprintf(l->names[1][i], 48, "direct 1x1 c=32 k=64 %zu^2", e);
-                l->small[i] = kiln_tune_conv_shape(l->names[0][i], 32, e, 64, 1, 1, 1);
-                l->large[i] = kiln_tune_conv_shape(l->names[1][i], 32, e, 64, 1, 1, 1);
-                l->small[i].conv.algo = KILN_CONV_IMPLICIT_GEMM;
-                l->large[i].conv.algo = KILN_CONV_DIRECT;
-                l->metric[i] = (long)(e * e);
-            }
+            plane_ladder(&out[n++], "conv_1x1_direct_min_pixels", planes, sizeof planes / sizeof *planes, 32, 64,
+                         (const struct side[]){{KILN_CONV_IMPLICIT_GEMM, "implicit-gemm 1x1 c=32 k=64 %zu^2"},
+                                               {KILN_CONV_DIRECT, "direct 1x1 c=32 k=64 %zu^2"}});
         }
         /* The CPU family's flipped product reads B in place or packs it
            first (gemm.cpu.in_place_l2): 1x1 convolutions at 14x14 (ResNet-50's
