@@ -30,11 +30,12 @@ static inline double kt_cpu_tile(const struct kiln_param_gemm_cpu *cpu, long row
 }
 
 /* The same for the flipped tile, whose rows (C^T's) are at most gemm.cpu
-   flip_mr where that is set. */
-static inline double kt_cpu_flip_tile(const struct kiln_param_gemm_cpu *cpu, long rows, long cols, long *mr, long *nr)
+   flip_mr where that is set and B can be read in place (`in_place_b`). */
+static inline double kt_cpu_flip_tile(const struct kiln_param_gemm_cpu *cpu, int in_place_b, long rows, long cols,
+                                      long *mr, long *nr)
 {
     struct kiln_param_gemm_cpu flip = *cpu;
-    if (cpu->flip_mr > 0)
+    if (cpu->flip_mr > 0 && in_place_b)
         flip.mr = cpu->flip_mr;
     return kt_cpu_tile(&flip, rows, cols, mr, nr);
 }

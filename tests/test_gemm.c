@@ -682,36 +682,40 @@ static void test_in_place_choice(void **state)
     }
 }
 
-/* The flipped tile's rows (C's columns: a 1x1 convolution's pixels) are at
-   most gemm.cpu.flip_mr where that is set, else mr, balanced over their
-   panels as mr's are: 512 x 196 x 256 with a tile of 5 x 16 flips (B read
-   in place) into 5 rows (40 panels), 4 (49) or 7 (28) by flip_mr 0, 4 and
-   7; the results stay right, also with 59 columns in 9 panels of 7 (the
-   last reads the 7 rows that end at N). */
+/* The rows of a flipped tile that reads B in place (C's columns: a 1x1
+   convolution's pixels) are at most gemm.cpu.flip_mr where that is set,
+   else mr, balanced over their panels as mr's are: 512 x 196 x 256 with a
+   tile of 5 x 16 flips (B read in place) into 5 rows (40 panels), 4 (49)
+   or 7 (28) by flip_mr 0, 4 and 7; the results stay right, also with 59
+   columns in 9 panels of 7 (the last reads the 7 rows that end at N).
+   Where B is packed (in_place_l2 0) the flipped tile keeps mr's 5. */
 static void test_flipped_rows(void **state)
 {
     (void)state;
     static const struct {
-        long flip_mr;
+        long flip_mr, in_place_l2;
         size_t n;
         const char *kernel;
-    } cases[] = {{0, 196, "gemm_f32_cpu_5x16t"},
-                 {4, 196, "gemm_f32_cpu_4x16t"},
-                 {7, 196, "gemm_f32_cpu_7x16t"},
-                 {7, 59, "gemm_f32_cpu_7x16t"}};
+    } cases[] = {{0, 1000, 196, "gemm_f32_cpu_5x16t"},
+                 {4, 1000, 196, "gemm_f32_cpu_4x16t"},
+                 {7, 1000, 196, "gemm_f32_cpu_7x16t"},
+                 {7, 1000, 59, "gemm_f32_cpu_7x16t"},
+                 {7, 0, 196, "gemm_f32_cpu_5x16t"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 16, \"vw\": 8, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"in_place_l2\": 1000}}}",
-                                               cases[i].flip_mr);
+                                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"in_place_l2\": %ld}}}",
+                                               cases[i].flip_mr, cases[i].in_place_l2);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, cases[i].n, 256);
         kiln_gemm_plan_info info;
         kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
         if (!plan)
             return;
-        printf("# flip_mr %ld, 512x%zux256: %s %s\n", cases[i].flip_mr, cases[i].n, info.kernel, info.params);
+        printf("# flip_mr %ld, in_place_l2 %ld, 512x%zux256: %s %s\n", cases[i].flip_mr, cases[i].in_place_l2,
+               cases[i].n, info.kernel, info.params);
         assert_string_equal(info.kernel, cases[i].kernel);
-        assert_non_null(strstr(info.params, "B read in place"));
+        if (!strstr(info.params, "B read in place") != !cases[i].in_place_l2)
+            fail_msg("\"%s\": B %s", info.params, cases[i].in_place_l2 ? "in place" : "packed");
         gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
         kiln_gemm_plan_destroy(plan);
         kiln_context_destroy(ctx);

@@ -54,8 +54,9 @@ static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, size_t
         s->tb == KILN_NO_TRANS && kiln_gemm_cpu_in_place_l2(ctx, s->k * ldb * sizeof(float)) <= cpu->in_place_l2;
     const double straight =
         kt_cpu_tile(cpu, (long)s->m, (long)s->n, &mr, &nr) * k + KILN_GEMM_PACK_COST * (pack_a + pack_b);
-    const double flipped = kt_cpu_flip_tile(cpu, (long)s->n, (long)s->m, &fmr, &fnr) * (k + (double)cpu->vw) +
-                           KILN_GEMM_PACK_COST * (pack_a + (in_place_b && fmr <= (long)s->n ? 0.0 : pack_b));
+    const double flipped =
+        kt_cpu_flip_tile(cpu, in_place_b, (long)s->n, (long)s->m, &fmr, &fnr) * (k + (double)cpu->vw) +
+        KILN_GEMM_PACK_COST * (pack_a + (in_place_b && fmr <= (long)s->n ? 0.0 : pack_b));
     if (flipped < straight)
         snprintf(name, size, "gemm_f32_cpu_%ldx%ldt", fmr, fnr);
     else

@@ -152,8 +152,8 @@ struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu,
 
 /* The CPU GEMM family's tile for problem p: kiln_cpu_tile_choose's tiles,
    each with its rows balanced over its row panels, for C or for C^T
-   (flipped: the tile's rows, at most gemm.cpu.flip_mr where that is set,
-   run over C's columns, stored transposed), the
+   (flipped: the tile's rows, at most gemm.cpu.flip_mr where that is set
+   and B can be read in place, run over C's columns, stored transposed), the
    one whose padded multiply-adds, and packing of the operands not kept,
    cost least (docs/gemm.md#the-cpu-register-tile-wide-or-narrow).
    `in_place_b`: flipped, B can be read in place (unpacked), which the tile

@@ -89,8 +89,8 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_cpu, narrow_mr, INT, 0, 64, HOST,                                                                           \
       "rows of a second register tile one vector (vw) wide, taken where a problem's columns fill it better (0: none)") \
     F(gemm_cpu, flip_mr, INT, 0, 64, HOST,                                                                             \
-      "rows of the flipped tile at most (C^T's rows: a 1x1 convolution's pixels), balanced over its panels as mr's "   \
-      "are (0: mr)")                                                                                                   \
+      "rows of the flipped tile reading B in place at most (C^T's rows: a 1x1 convolution's pixels), balanced over "   \
+      "its panels as mr's are (0: mr)")                                                                                \
     F(gemm_cpu, in_place_l2, INT, 0, 1000, HOST,                                                                       \
       "the flipped tile reads an untransposed fp32 B in place, unpacked, where it spans at most this percentage of a " \
       "core's second-level cache (the host's, for POCL's CPU device; else 1 MiB); 0: always packed")                   \
