@@ -331,6 +331,54 @@ static void test_cuda_families(void **state)
     free(dir);
 }
 
+/* The convolution thresholds of select, searched alone (ops conv, groups
+   "select"): each is measured on its ladder, reported with every rung's
+   times on both sides, and placed within its field's bounds; the 1x1
+   direct threshold only where implicit GEMM takes its CPU kernel. */
+static void test_conv_thresholds_measured(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    struct kiln_tune_options o;
+    kiln_tune_options_init(&o);
+    o.budget_s = 300;
+    o.out = dir;
+    o.ops = 1u << KILN_TUNE_CONV;
+    o.groups = "select";
+    o.seed = kt_group_seed;
+    o.min_gain = 1e9; /* nothing written */
+    o.measure_peaks = 0;
+    o.log = stdout;
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    const int cpu_kernel = kiln_profile_params(kt_ctx->profile)->select.conv_igemm_route == KILN_IGEMM_CPU;
+    static const struct {
+        const char *field, *metric;
+        int cpu_kernel_only;
+    } ladders[] = {{"select.conv_wino_min_channels", "c=", 0},
+                   {"select.conv_1x1_igemm_min_pixels", "pixels=", 0},
+                   {"select.conv_1x1_direct_min_pixels", "pixels=", 1}};
+    for (size_t i = 0; i < sizeof ladders / sizeof *ladders; i++) {
+        const struct kiln_tune_threshold *t = NULL;
+        for (size_t k = 0; k < r.threshold_count; k++)
+            if (strcmp(r.thresholds[k].field, ladders[i].field) == 0)
+                t = &r.thresholds[k];
+        if (ladders[i].cpu_kernel_only && !cpu_kernel) {
+            assert_null(t);
+            continue;
+        }
+        if (!t)
+            fail_msg("%s: not among the thresholds", ladders[i].field);
+        printf("# %s: %ld -> %ld (%s)\n", t->field, t->before, t->after, t->evidence);
+        assert_true(t->measured);
+        assert_true(t->after >= 1 && t->after <= 1L << 30);
+        assert_non_null(strstr(t->evidence, ladders[i].metric));
+        assert_non_null(strstr(t->evidence, "/"));
+    }
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 /* The journal line of `overlay` in `dir`'s journal (a cJSON the caller
    deletes), or NULL. */
 static cJSON *journal_line(const char *dir, const char *overlay)
@@ -513,6 +561,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_resume_runs_no_trial_twice));
     kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
     kt_add(&tests, cmocka_unit_test(test_cuda_families));
+    kt_add(&tests, cmocka_unit_test(test_conv_thresholds_measured));
     kt_add(&tests, cmocka_unit_test(test_wrong_candidate_is_rejected));
     return kt_run("tune", &tests);
 }
