@@ -340,15 +340,10 @@ static void test_conv_thresholds_measured(void **state)
     (void)state;
     char *dir = kt_temp_dir();
     struct kiln_tune_options o;
-    kiln_tune_options_init(&o);
-    o.budget_s = 300;
-    o.out = dir;
-    o.ops = 1u << KILN_TUNE_CONV;
-    o.groups = "select";
-    o.seed = kt_group_seed;
-    o.min_gain = 1e9; /* nothing written */
-    o.measure_peaks = 0;
-    o.log = stdout;
+    options(&o, 300);
+    o.shapes = NULL, o.shape_count = 0; /* the operation's own */
+    o.ops = 1u << KILN_TUNE_CONV, o.groups = "select", o.thresholds = 1;
+    o.out = dir, o.min_gain = 1e9, o.measure_peaks = 0; /* nothing written */
     struct kiln_tune_result r;
     kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
     const int cpu_kernel = kiln_profile_params(kt_ctx->profile)->select.conv_igemm_route == KILN_IGEMM_CPU;
