@@ -362,10 +362,8 @@ struct net_step {
 
 struct network {
     kiln_context *ctx;
-    const struct layer *layers; /* the model's */
-    size_t count, n, steps;
-    const struct stage *stages;
-    size_t nstages;
+    const struct model *model;
+    size_t n, steps;
     kiln_tensor_layout layout;
     struct net_step *step;
     kiln_buffer *act[NET_SLOTS + 1];
@@ -384,10 +382,10 @@ static int net_free_slot(unsigned mask)
 
 static size_t net_row(const struct network *net, const char *name)
 {
-    for (size_t i = 0; i < net->count; i++)
-        if (strcmp(net->layers[i].name, name) == 0)
+    for (size_t i = 0; i < net->model->count; i++)
+        if (strcmp(net->model->layers[i].name, name) == 0)
             return i;
-    return net->count;
+    return net->model->count;
 }
 
 /* Appends one step reading slot x, adding slot z (-1: none) and writing a
@@ -396,9 +394,9 @@ static size_t net_row(const struct network *net, const char *name)
 static int net_add(struct network *net, size_t row, int x, int z, unsigned keep)
 {
     const int y = net_free_slot(1u << NET_IMAGE | keep | 1u << x | (z >= 0 ? 1u << z : 0u));
-    if (row >= net->count && !net->error[0])
+    if (row >= net->model->count && !net->error[0])
         snprintf(net->error, sizeof net->error, "the graph names a layer the table lacks");
-    if (net->step && row < net->count)
+    if (net->step && row < net->model->count)
         net->step[net->steps] = (struct net_step){.row = row, .x = x, .y = y, .z = z};
     net->steps++;
     return y;
@@ -409,21 +407,21 @@ static int net_add(struct network *net, size_t row, int x, int z, unsigned keep)
    blocks in place of their rows. */
 static void net_graph(struct network *net)
 {
-    const struct stage *stages = net->stages;
-    const size_t nstages = net->nstages;
-    size_t first = net->count, last = 0;
+    const struct stage *stages = net->model->stages;
+    const size_t nstages = net->model->nstages;
+    size_t first = net->model->count, last = 0;
     for (size_t i = 0; i < nstages; i++) {
         const char *names[] = {stages[i].a_2a,    stages[i].rest_2a,  stages[i].a_2b,
                                stages[i].rest_2b, stages[i].branch2c, stages[i].branch1};
         for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
             const size_t r = net_row(net, names[k]);
             first = r < first ? r : first;
-            last = r < net->count && r > last ? r : last;
+            last = r < net->model->count && r > last ? r : last;
         }
     }
     net->steps = 0;
     int x = NET_IMAGE; /* the slot of the current activation */
-    for (size_t i = 0; i < net->count; i++) {
+    for (size_t i = 0; i < net->model->count; i++) {
         if (i == first)
             for (size_t s = 0; s < nstages; s++)
                 for (int b = 0; b < stages[s].blocks; b++) {
@@ -437,9 +435,9 @@ static void net_graph(struct network *net)
             continue;
         /* Consecutive rows of one repeat count above 1 are a block that
            repeats (MobileNet v1's five depthwise and pointwise pairs). */
-        const unsigned repeat = net->layers[i].repeat;
+        const unsigned repeat = net->model->layers[i].repeat;
         size_t end = i + 1;
-        while (repeat > 1 && end < net->count && net->layers[end].repeat == repeat)
+        while (repeat > 1 && end < net->model->count && net->model->layers[end].repeat == repeat)
             end++;
         for (unsigned r = 0; r < repeat; r++)
             for (size_t j = i; j < end; j++)
@@ -459,7 +457,7 @@ static kiln_status net_buffer(kiln_context *ctx, size_t floats, float v, kiln_bu
    weights. */
 static kiln_status net_layer(struct network *net, struct net_step *x, size_t *nx, size_t *ny)
 {
-    const struct layer *l = &net->layers[x->row];
+    const struct layer *l = &net->model->layers[x->row];
     const size_t n = net->n;
     *nx = n * l->c * l->hw * l->hw;
     kiln_status st = KILN_SUCCESS;
@@ -506,7 +504,7 @@ static kiln_status net_prepare(struct network *net)
     /* What each slot holds (elements), to check that every layer reads what
        the graph gives it: the image first. */
     size_t held[NET_SLOTS + 1] = {0}, most = 1;
-    held[NET_IMAGE] = net->n * net->layers[0].c * net->layers[0].hw * net->layers[0].hw;
+    held[NET_IMAGE] = net->n * net->model->layers[0].c * net->model->layers[0].hw * net->model->layers[0].hw;
     for (size_t i = 0; i < net->steps; i++) {
         struct net_step *x = &net->step[i];
         size_t nx = 0, ny = 0;
@@ -515,7 +513,7 @@ static kiln_status net_prepare(struct network *net)
             return st;
         if (held[x->x] != nx || (x->z >= 0 && held[x->z] != ny)) {
             snprintf(net->error, sizeof net->error, "%s reads %zu values where the graph holds %zu",
-                     net->layers[x->row].name, nx, held[x->x]);
+                     net->model->layers[x->row].name, nx, held[x->x]);
             return KILN_ERROR_INTERNAL;
         }
         held[x->y] = ny;
@@ -536,7 +534,7 @@ static int net_pass(void *arg)
     kiln_status st = KILN_SUCCESS;
     for (size_t i = 0; i < net->steps && st == KILN_SUCCESS; i++) {
         const struct net_step *x = &net->step[i];
-        const struct layer *l = &net->layers[x->row];
+        const struct layer *l = &net->model->layers[x->row];
         kiln_buffer *in = net->act[x->x], *out = net->act[x->y], *z = x->z >= 0 ? net->act[x->z] : NULL;
         if (l->kind == CONV)
             st = kiln_conv2d_plan_execute(x->conv, in, x->w, x->bias, z, out, NULL);
@@ -558,7 +556,7 @@ static int net_pass(void *arg)
 static int net_check(const struct network *net, char *why, size_t size)
 {
     const struct net_step *last = &net->step[net->steps - 1];
-    const struct layer *l = &net->layers[last->row];
+    const struct layer *l = &net->model->layers[last->row];
     if (l->kind != SOFTMAX)
         return 0;
     const size_t classes = l->c;
@@ -586,13 +584,7 @@ static struct bench_result run_network(kiln_context *ctx, const struct model *mo
                                        kiln_tensor_layout layout)
 {
     struct bench_result r = {.state = BENCH_FAILED};
-    struct network net = {.ctx = ctx,
-                          .layers = model->layers,
-                          .count = model->count,
-                          .n = n,
-                          .stages = model->stages,
-                          .nstages = model->nstages,
-                          .layout = layout};
+    struct network net = {.ctx = ctx, .model = model, .n = n, .layout = layout};
     struct bench_timing t;
     if ((net.st = net_prepare(&net)) != KILN_SUCCESS || bench_measure(net_pass, &net, 1, 0, 1000.0, &t) != 0)
         snprintf(r.error, sizeof r.error, "%s: %s", kiln_status_string(net.st),

@@ -250,19 +250,18 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
            beside the step's own loads (and those KILN_DECODE_STREAM_L2 keys
            on, into L2). */
         KILN_GLOBAL const KILN_STORAGE *kn[VW], *vn[VW];
+#if KILN_DECODE_STREAM_L2
+        KILN_GLOBAL const KILN_STORAGE *kf[VW], *vf[VW];
+#endif
 #pragma unroll
         for (int j = 0; j < VW; j++) {
             const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_STREAM + j, kend - 1) * kv_ss;
             kn[j] = K + at_j, vn[j] = V + at_j;
-        }
 #if KILN_DECODE_STREAM_L2
-        KILN_GLOBAL const KILN_STORAGE *kf[VW], *vf[VW];
-#pragma unroll
-        for (int j = 0; j < VW; j++) {
-            const ulong at_j = kv0 + (ulong)min(j0 + KILN_DECODE_STREAM_L2 + j, kend - 1) * kv_ss;
-            kf[j] = K + at_j, vf[j] = V + at_j;
-        }
+            const ulong far_j = kv0 + (ulong)min(j0 + KILN_DECODE_STREAM_L2 + j, kend - 1) * kv_ss;
+            kf[j] = K + far_j, vf[j] = V + far_j;
 #endif
+        }
 #endif
         /* The scores, G keys at a time for every kv head and row: where the
            kv heads are adjacent in a key's row (BSHD), the G rows are read
