@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "attention_ref.h"
+#include "core/context.h"
+#include "profiles/profile.h"
 #include "test_util.h"
 
 #define POISON_PLAN ((kiln_attention_plan *)(uintptr_t)0x5a5a)
@@ -138,6 +140,20 @@ static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
            (d->dtype != KILN_BF16 || cc >= 80);
 }
 
+/* Whether ctx runs `d` on the work-group decoding kernel for GPUs: at most
+   8 rows per (batch, kv head), a head dimension of whole vectors of 4 up to
+   256, a backend with vector kernels, where the CPU's decoding kernel does
+   not take it (a device other than a CPU, or the flash route) and the
+   profile's attention.decode wg is above 0 (src/ops/attention_decode.c). */
+static int wg_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
+{
+    const struct kiln_params *p = kiln_profile_params(ctx->profile);
+    return ctx->vector_kernels &&
+           (ctx->desc.type != KILN_DEVICE_CPU || p->select.attention_route == KILN_ATTENTION_ROUTE_FLASH) &&
+           p->attention_decode.wg > 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 &&
+           d->head_dim <= 256;
+}
+
 /* Whether ctx's device runs `d` on the tensor-core kernel (and not the
    decoding one): the CUDA backend
    on compute capability 8.0 or newer, 16-bit storage, a head dimension a
@@ -165,12 +181,14 @@ static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_at
     assert_string_equal(info.profile, dev.profile);
     /* Decoding off a CPU: a kernel that splits the keys whatever the
        profile's route (the CUDA backend's decoding or tensor-core kernels,
-       else the flash kernel where its blocks fit the device). */
+       the work-group decoding kernel, else the flash kernel where its
+       blocks fit the device). */
+    const char *split_kernel = wg_decodes_here(kt_ctx, d) ? "attention_f32_decode_wg_" : "attention_f32_flash_";
     if (want == KILN_ATTENTION_FUSED && dev.type != KILN_DEVICE_CPU && d->heads / d->kv_heads * d->seq_q <= 8 &&
         !cuda_decodes_here(kt_ctx, d) && !mma_runs_here(kt_ctx, d) && !strstr(info.reason, "flash blocks:") &&
-        strncmp(info.kernel, "attention_f32_flash_", 20) != 0)
-        fail_msg("decoding on this device planned %s (%s; %s), not the flash kernel", info.kernel, info.params,
-                 info.reason);
+        strncmp(info.kernel, split_kernel, strlen(split_kernel)) != 0)
+        fail_msg("decoding on this device planned %s (%s; %s), not %s", info.kernel, info.params, info.reason,
+                 split_kernel);
     /* The fused kernels hold no memory but their splits' partial outputs. */
     if (want == KILN_ATTENTION_FUSED)
         assert_true((info.workspace_bytes == 0) ==
@@ -191,22 +209,34 @@ static void test_row(void **state)
         kiln_attention_plan_destroy(plan);
         return;
     }
-    /* This profile's attention.flash blocks on this device. */
-    kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
-    kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
-    kiln_attention_plan_info info;
-    kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-    /* The CUDA backend's decoding and tensor-core kernels whatever the route. */
-    const char *want = cuda_decodes_here(ctx, &d) ? "attention_decode_"
-                       : mma_runs_here(ctx, &d)   ? "attention_f16_mma_"
-                                                  : "attention_f32_flash_";
-    const int split = strstr(info.params, "splits=") && !strstr(info.params, "splits=1 ");
-    if (strncmp(info.kernel, want, strlen(want)) != 0 || (info.workspace_bytes != 0) != split)
-        fail_msg("the flash route planned %s (%s, %s), workspace %zu", info.kernel, info.params, info.reason,
-                 info.workspace_bytes);
-    run_case_on(ctx, plan, &d, rt->row->logits, rt->row->what);
-    kiln_attention_plan_destroy(plan);
-    kiln_context_destroy(ctx);
+    /* This profile's attention.flash blocks on this device; where the
+       work-group decoding kernel takes the row, again without it (its wg
+       0), on the flash kernel. */
+    for (int wg = 1; wg >= 0; wg--) {
+        kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}%s}",
+                                               wg ? "" : ", \"kernels\": {\"attention.decode\": {\"wg\": 0}}");
+        kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+        kiln_attention_plan_info info;
+        kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+        /* The CUDA backend's decoding and tensor-core kernels whatever the
+           route. */
+        const int by_wg = wg_decodes_here(ctx, &d);
+        const char *want = cuda_decodes_here(ctx, &d) ? "attention_decode_"
+                           : mma_runs_here(ctx, &d)   ? "attention_f16_mma_"
+                           : by_wg                    ? "attention_f32_decode_wg_"
+                                                      : "attention_f32_flash_";
+        const int split = strstr(info.params, "splits=") && !strstr(info.params, "splits=1 ");
+        if (strncmp(info.kernel, want, strlen(want)) != 0 || (info.workspace_bytes != 0) != split)
+            fail_msg("the flash route (decode wg %d) planned %s (%s, %s), workspace %zu", wg, info.kernel, info.params,
+                     info.reason, info.workspace_bytes);
+        char label[160];
+        snprintf(label, sizeof label, "%s on %s", rt->row->what, info.kernel);
+        run_case_on(ctx, plan, &d, rt->row->logits, label);
+        kiln_attention_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+        if (!by_wg)
+            break;
+    }
 }
 
 /* Keys split over work-items (KILN_ATTENTION_SPLIT_KV), on the decoding
@@ -301,6 +331,10 @@ static void test_split_kv(void **state)
     decode_heads_on(r, 3, 5);
     decode_heads_on(r, 64, 0);
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
+    split_kv_on(ctx, r, "attention_f32_decode_wg");
+    kiln_context_destroy(ctx);
+    ctx = kt_overlay_context(
+        "{\"select\": {\"attention_route\": \"flash\"}, \"kernels\": {\"attention.decode\": {\"wg\": 0}}}");
     split_kv_on(ctx, r, "attention_f32_flash");
     kiln_context_destroy(ctx);
     /* The CUDA backend's decoding kernel, and the tensor-core kernel in
@@ -313,6 +347,66 @@ static void test_split_kv(void **state)
     d = ar_desc_of(&h, KILN_ATTENTION_AUTO);
     if (mma_runs_here(kt_ctx, &d))
         split_kv_on(kt_ctx, &h, "attention_f16_mma");
+}
+
+/* The work-group decoding kernel's geometry (src/ops/attention_decode.c):
+   the profile's work-items halved to the device's limit, keys per tile
+   halved to its local memory, the dot products in parts where the rows'
+   scores would leave work-items idle, and the flash kernel (or the fused
+   one) where even one key a tile does not fit. The device's limits are
+   lowered in the context's description; every plan's result is checked. */
+static void test_decode_wg_geometry(void **state)
+{
+    (void)state;
+    static const struct ar_row eight = {AR_SHAPE("8 rows d256", BSHD, 2, 8, 1, 1, 300, 256), .key_lengths = 1,
+                                        .lse = 1},
+                               one = {AR_SHAPE("1 row d64", BHSD, 1, 2, 2, 1, 150, 64), .causal = 1};
+    static const struct {
+        const struct ar_row *row;
+        unsigned long long local;
+        size_t max_wg;
+        const char *want; /* in the params; NULL: not this kernel */
+    } cases[] = {
+        {&eight, 0, 0, "WG=256 BN=32 D=256 parts=1 "},
+        {&eight, 48 << 10, 0, "WG=256 BN=16 D=256 parts=2 "},
+        {&eight, 0, 64, "WG=64 BN=32 D=256 parts=1 "},
+        {&eight, 16 << 10, 0, "WG=256 BN=2 D=256 parts=16 "},
+        {&eight, 10 << 10, 0, NULL},
+        {&one, 0, 0, "WG=256 BN=32 D=64 parts=8 "},
+        {&one, 0, 100, "WG=64 BN=32 D=64 parts=2 "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
+        kiln_attention_desc d = ar_desc_of(cases[i].row, KILN_ATTENTION_AUTO);
+        if (!wg_decodes_here(ctx, &d)) {
+            printf("# skipped: this device does not run the work-group decoding kernel\n");
+            kiln_context_destroy(ctx);
+            skip();
+        }
+        if (cases[i].local)
+            ctx->desc.local_mem_bytes = cases[i].local;
+        if (cases[i].max_wg)
+            ctx->desc.max_work_group_size = cases[i].max_wg;
+        kiln_attention_plan *plan = NULL;
+        const kiln_status st = kiln_attention_plan_create(ctx, &d, &plan);
+        if (!cases[i].want && st == KILN_ERROR_UNSUPPORTED && strstr(kiln_last_error_detail(), "attention.flash")) {
+            /* The flash kernel, next in line, does not fit either. */
+            kiln_context_destroy(ctx);
+            continue;
+        }
+        kt_assert_status(st, KILN_SUCCESS);
+        kiln_attention_plan_info info;
+        kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
+        const int wg = strncmp(info.kernel, "attention_f32_decode_wg_", 24) == 0;
+        if (cases[i].want ? !wg || !strstr(info.params, cases[i].want) : wg)
+            fail_msg("%s, local %llu, work-groups up to %zu: %s [%s], wanted %s", cases[i].row->what, cases[i].local,
+                     cases[i].max_wg, info.kernel, info.params, cases[i].want ? cases[i].want : "another kernel");
+        char label[400];
+        snprintf(label, sizeof label, "%s on %s [%s]", cases[i].row->what, info.kernel, info.params);
+        run_case_on(ctx, plan, &d, 0.0f, label);
+        kiln_attention_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
 }
 
 /* 16-bit storage takes the tensor-core kernel wherever it runs: every row
@@ -851,6 +945,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_desc_init));
     kt_add(&tests, cmocka_unit_test(test_auto_is_fused));
     kt_add(&tests, cmocka_unit_test(test_rows_on_tensor_cores));
+    kt_add(&tests, cmocka_unit_test(test_decode_wg_geometry));
     kt_add(&tests, cmocka_unit_test(test_event_completes_the_work));
     kt_add(&tests, cmocka_unit_test(test_plan_reuse));
     kt_add(&tests, cmocka_unit_test(test_one_shot));

@@ -6,7 +6,10 @@
 # shows) and accesses out of bounds. Runs small kiln-bench problems with the
 # GPU profiles forced (KILN_PROFILE), so the GPU kernels and their
 # parameters are the ones simulated: fused attention's flash kernel
-# (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route), the
+# (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route),
+# its decoding kernel for GPUs (every GPU profile; the simulated device's
+# 32 KiB of local memory halve its tiles at head dimension 128, and 300 keys
+# make three splits, the last partial, on its one compute unit), the
 # tiled GEMM with and without split K and its small-M class, the direct and
 # small-M GEMMs (and, under generic-cpu, fused attention's per-work-item
 # kernel with rows in vectors of 4, causal over several blocks of rows, the
@@ -34,6 +37,7 @@ cases=(
     "attention --heads 2 --kv-heads 1 --seq-q 70 --seq-kv 45 --head-dim 24 --causal"
     "attention --heads 2 --seq-q 33 --seq-kv 50 --head-dim 64 --dtype f16 --layout bhsd"
     "attention --heads 4 --kv-heads 1 --seq-q 1 --seq-kv 40 --head-dim 128"
+    "attention --heads 6 --kv-heads 1 --seq-q 1 --seq-kv 300 --head-dim 80 --causal --dtype f16"
     "gemm --m 70 --n 37 --k 19 --algo tiled"
     "gemm --m 130 --n 70 --k 40 --trans-b --algo tiled"
     "gemm --m 16 --n 100 --k 1000 --algo tiled"

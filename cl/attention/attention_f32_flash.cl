@@ -63,6 +63,7 @@
 #include "common/storage.h"
 
 #include "attention/args.h"
+#include "attention/online_softmax.h"
 
 #include "attention/head_dim.h"
 #define TD ((DMAX + OC - 1) / OC)
@@ -72,10 +73,6 @@
 #if BM % TM || WG % SR || BN % SC || BM % TO || WG % OR
 #error "attention.flash parameters break the constraints listed in device_profiles/README.md"
 #endif
-
-/* The base a row's weights are taken against: its maximum, or 0 while that
-   is still -inf (so that exp2(-inf - base) is 0, not NaN). */
-#define BASE(top) ((top) == -INFINITY ? 0.0f : (top))
 
 /* Stage BN rows of K or V from key j0 (rows at or past kend read as 0). */
 void flash_stage(KILN_LOCAL float *tile, KILN_GLOBAL const KILN_STORAGE *X, const ulong kv0, const ulong kv_ss,
@@ -203,21 +200,8 @@ void attention_f32_flash(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 
         /* 3. The values; the weights of each row, in place. */
         flash_stage(kv_l, V, kv0, kv_ss, j0, kend, head_dim, tid);
-        for (int r = tid; r < BM; r += WG) {
-            const float m_old = m_l[r];
-            float top = m_old;
-            for (int c = 0; c < BN; c++)
-                top = fmax(top, s_l[r * SLD + c]);
-            const float base = BASE(top);
-            float sum = 0.0f;
-            for (int c = 0; c < BN; c++) {
-                const float p = exp2(s_l[r * SLD + c] - base);
-                s_l[r * SLD + c] = p;
-                sum += p;
-            }
-            const float corr = exp2(m_old - base);
-            m_l[r] = top, l_l[r] = l_l[r] * corr + sum, c_l[r] = corr;
-        }
+        for (int r = tid; r < BM; r += WG)
+            attention_softmax_step(s_l + r * SLD, BN, m_l + r, l_l + r, c_l + r);
         KILN_BARRIER_LOCAL();
 
         /* 4. O += P V for TO rows by TD values. */

@@ -87,7 +87,7 @@ int kiln_attention_decodes(const struct kiln_attention_plan *plan);
 /* The fused algorithm's decoding kernel (attention_decode.c): whether it
    takes the plan's problem, and its prepare (setting plan->decoding; it
    runs by kiln_attention_split_launch). */
-int kiln_attention_decode_applies(const struct kiln_attention_plan *plan);
+int kiln_attention_decode_applies(struct kiln_attention_plan *plan);
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan);
 
 /* The fused algorithm on tensor cores (attention_mma.c): whether ctx runs

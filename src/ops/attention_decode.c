@@ -35,6 +35,7 @@
 
 #define SOURCE "attention/attention_f32_decode"
 #define COMBINE_SOURCE "attention/attention_combine"
+#define WG_SOURCE "attention/attention_f32_decode_wg"
 #define KILN_DECODE_MAX_ROWS 8
 enum { WS_PART = 0, WS_PART_LSE = 1 }; /* workspace slots */
 
@@ -54,7 +55,11 @@ int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t uni
         len = (long)((d->seq_kv + splits - 1) / splits);
         if (len < min_split)
             len = min_split;
-        *why = per_cu == 1 ? "a work-group per compute unit" : "4 work-items per compute unit";
+        static const char *const per_cu_why[] = {"a work-group per compute unit",  "2 work-groups per compute unit",
+                                                 "3 work-groups per compute unit", "4 work-groups per compute unit",
+                                                 "5 work-groups per compute unit", "6 work-groups per compute unit",
+                                                 "7 work-groups per compute unit", "8 work-groups per compute unit"};
+        *why = per_cu >= 1 && per_cu <= 8 ? per_cu_why[per_cu - 1] : "work-groups per compute unit";
     }
     len = (len + step - 1) / step * step;
     /* No more splits than KILN_ATTENTION_MAX_SPLITS. */
@@ -176,19 +181,74 @@ int kiln_attention_decodes(const struct kiln_attention_plan *plan)
     return plan->s.group * plan->s.d.seq_q <= KILN_DECODE_MAX_ROWS;
 }
 
-int kiln_attention_decode_applies(const struct kiln_attention_plan *plan)
+/* The CPU's decoding kernel: a CPU device of a backend that runs vector
+   kernels, whose profile does not route attention to flash. */
+static int cpu_decode_applies(const struct kiln_attention_plan *plan)
+{
+    const kiln_context *ctx = plan->base.ctx;
+    return ctx->vector_kernels && ctx->desc.type == KILN_DEVICE_CPU &&
+           kiln_profile_params(ctx->profile)->select.attention_route != KILN_ATTENTION_ROUTE_FLASH;
+}
+
+static long wg_local_bytes(long bn, long rows, long head_dim, long parts)
+{
+    /* The queries, the padded key tile, the value tile, the scores' parts
+       and three values per row, floats. */
+    return 4 * (rows * head_dim + bn * (head_dim + 1) + bn * head_dim + parts * rows * bn + 3 * rows);
+}
+
+/* The work-group decoding kernel's geometry for this problem: the profile's
+   work-items halved to the device's limit, its keys per tile halved while
+   the tiles exceed the device's local memory, and the parts of a dot
+   product (a power of two dividing the head dimension, parts of at least
+   four values) that keep the work-items busy with the rows' scores; 0 where
+   even one key a tile does not fit. */
+static int wg_geometry(const struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a, long *wg,
+                       long *bn, long *parts)
+{
+    const kiln_context *ctx = plan->base.ctx;
+    const long rows = (long)(plan->s.group * plan->s.d.seq_q), d = (long)plan->s.d.head_dim;
+    const unsigned long long local = ctx->desc.local_mem_bytes;
+    *wg = a->wg, *bn = a->wg_keys, *parts = 1;
+    while (*wg > 1 && ctx->desc.max_work_group_size && (size_t)*wg > ctx->desc.max_work_group_size)
+        *wg /= 2;
+    while (*parts * 2 * rows * *bn <= *wg && d % (*parts * 2) == 0 && d / (*parts * 2) >= 4)
+        *parts *= 2;
+    while (local && (unsigned long long)wg_local_bytes(*bn, rows, d, *parts) > local && *bn > 1) {
+        *bn /= 2;
+        while (*parts * 2 * rows * *bn <= *wg && d % (*parts * 2) == 0 && d / (*parts * 2) >= 4)
+            *parts *= 2;
+    }
+    return !local || (unsigned long long)wg_local_bytes(*bn, rows, d, *parts) <= local;
+}
+
+/* The work-group decoding kernel for GPUs: where the flash kernel would
+   take the problem (a device other than a CPU, or the flash route) on a
+   backend that runs vector kernels, with a head dimension of whole vectors
+   of four up to 256, the profile's attention.decode wg above 0 and tiles
+   that fit the device. */
+static int wg_decode_applies(struct kiln_attention_plan *plan)
+{
+    const kiln_context *ctx = plan->base.ctx;
+    const kiln_attention_desc *d = &plan->s.d;
+    const struct kiln_param_attention_decode *a;
+    long wg, bn, parts;
+    return ctx->vector_kernels && !cpu_decode_applies(plan) && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
+           kiln_attention_params(plan, KILN_GROUP_attention_decode, &a) == KILN_SUCCESS && a->wg > 0 &&
+           wg_geometry(plan, a, &wg, &bn, &parts);
+}
+
+int kiln_attention_decode_applies(struct kiln_attention_plan *plan)
 {
     /* A CPU's kernel (a work-item a work-group, vectors for lanes) where the
-       profile does not route attention to flash, or the CUDA backend's
-       (warps over the keys). Other devices of the OpenCL backend take the
-       flash kernel, which splits the keys the same way, whatever their
-       route (attention_fused.c). */
-    const kiln_context *ctx = plan->base.ctx;
+       profile does not route attention to flash; the CUDA backend's (warps
+       over the keys); the work-group kernel for GPUs. Where none applies,
+       devices of the OpenCL backend other than CPUs take the flash kernel,
+       which splits the keys the same way, whatever their route
+       (attention_fused.c). */
     if (!kiln_attention_decodes(plan))
         return 0;
-    return (ctx->vector_kernels && ctx->desc.type == KILN_DEVICE_CPU &&
-            kiln_profile_params(ctx->profile)->select.attention_route != KILN_ATTENTION_ROUTE_FLASH) ||
-           cuda_decode_applies(plan);
+    return cpu_decode_applies(plan) || cuda_decode_applies(plan) || wg_decode_applies(plan);
 }
 
 /* The CUDA decoding kernel's plan: blocks of the profile's warps, halved
@@ -232,6 +292,45 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
     return KILN_SUCCESS;
 }
 
+/* The work-group decoding kernel's plan: its geometry (wg_geometry), splits
+   giving about four work-groups per compute unit, none shorter than
+   split_kv keys, each whole tiles. */
+static kiln_status wg_decode_prepare(struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a)
+{
+    const struct kiln_attention_shape *s = &plan->s;
+    const kiln_attention_desc *d = &s->d;
+    const size_t rows = s->group * d->seq_q;
+    long wg, bn, parts;
+    wg_geometry(plan, a, &wg, &bn, &parts);
+    const char *why = NULL;
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 4, a->split_kv, bn, &why);
+    kiln_status st;
+    if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
+        (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
+        return st;
+    struct kiln_options options = {0};
+    kiln_options_add(&options,
+                     "-DKILN_DWG_WG=%ld -DKILN_DWG_BN=%ld -DKILN_DWG_ROWS=%zu -DKILN_DWG_D=%zu -DKILN_DWG_PARTS=%ld "
+                     "-DKILN_DWG_SPLIT=%d",
+                     wg, bn, rows, d->head_dim, parts, plan->splits > 1);
+    kiln_attention_switches(s, &options);
+    st = kiln_plan_kernel(&plan->base, 0, WG_SOURCE, &options, "attention_f32_decode_wg");
+    kiln_options_free(&options);
+    if (st != KILN_SUCCESS)
+        return st;
+    plan->decoding = 1;
+    plan->global[0] = (size_t)plan->splits * (size_t)wg, plan->global[1] = d->batch * d->kv_heads;
+    plan->local[0] = (size_t)wg, plan->local[1] = 1;
+    snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_f32_decode_wg_%zux%ld", rows, bn);
+    snprintf(plan->base.params, sizeof plan->base.params, "rows=%zu WG=%ld BN=%ld D=%zu parts=%ld local=%ld", rows, wg,
+             bn, d->head_dim, parts, wg_local_bytes(bn, (long)rows, (long)d->head_dim, parts));
+    kiln_attention_split_describe(plan, split_len, why);
+    size_t len = strlen(plan->base.reason);
+    snprintf(plan->base.reason + len, sizeof plan->base.reason - len,
+             "; decoding: %zu rows per kv head, a work-group over each split's keys", rows);
+    return KILN_SUCCESS;
+}
+
 kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
 {
     const struct kiln_attention_shape *s = &plan->s;
@@ -242,6 +341,8 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
         return st;
     if (!plan->base.ctx->vector_kernels && cuda_decode_applies(plan))
         return cuda_decode_prepare(plan, a);
+    if (!cpu_decode_applies(plan))
+        return wg_decode_prepare(plan, a);
     /* The profile's vector width, halved until it divides the head
        dimension; the kernel's steps are one vector of keys. */
     long vw = a->vw;

@@ -200,7 +200,15 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "up to this; 1 where K's heads are not adjacent in a key's row), so that it reads whole rows of BSHD")           \
     F(attention_decode, warps, INT, 1, 32, HOST,                                                                       \
       "warps of a block of the CUDA backend's decoding kernel (cu/attention/attention_decode.cu), each taking every "  \
-      "warps-th key of the block's split")
+      "warps-th key of the block's split")                                                                             \
+    F(attention_decode, wg, INT, 0, 1024, HOST,                                                                        \
+      "work-items of a work-group of the OpenCL decoding kernel for GPUs (cl/attention/attention_f32_decode_wg.cl), "  \
+      "which takes the decoding problems the flash kernel would (on devices other than CPUs, and on the flash route) " \
+      "where the head dimension is a multiple of 4 up to 256; halved to the device's limit; 0: the flash kernel "      \
+      "takes them")                                                                                                    \
+    F(attention_decode, wg_keys, INT, 1, 128, HOST,                                                                    \
+      "keys per tile of that kernel, staged in local memory while the next tile's loads are in flight; halved while "  \
+      "the tiles exceed the device's local memory")
 
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
