@@ -69,16 +69,37 @@
 #error "attention_f32_decode_wg: parameters break the constraints listed in docs/attention.md"
 #endif
 
+/* Four consecutive values from p as one aligned load (a row of K or V
+   starts at a multiple of four values: the head dimension is, and kiln's
+   buffers are whole allocations), fp32. A float4 of 4-byte alignment
+   (KILN_VLOADN) compiles to four scalar loads in PTX (clang's NVPTX back
+   end, sm_90). */
+#if KILN_F16
+#define LOAD4(p) vload_half4(0, (p))
+#elif KILN_BF16
+#define LOAD4(p) KILN_BF16_WIDEN(4, *(KILN_GLOBAL const ushort4 *)(p))
+#else
+#define LOAD4(p) (*(KILN_GLOBAL const float4 *)(p))
+#endif
+
+/* The keys row r of the work-group sees: those below k1, and with causal
+   masking up to its query position's diagonal. */
+#if KILN_ATTN_CAUSAL
+#define ROW_KEYS(r) min(k1, clamp((r) / group + nk - nq + 1, 0, klimit))
+#else
+#define ROW_KEYS(r) k1
+#endif
+
 /* This work-item's vectors of the tile from key j0 into registers (zeros at
    or past kend). */
 #define LOAD_TILE(j0)                                                                                                  \
-    for (int x = 0; x < LOADS; x++) {                                                                                  \
+    _Pragma("unroll") for (int x = 0; x < LOADS; x++) {                                                                \
         const int f = tid + x * WG, jj = f / DV;                                                                       \
         kr[x] = vr[x] = (float4)(0.0f);                                                                                \
         if (f < BN * DV && (j0) + jj < kend) {                                                                         \
             const ulong at = kv0 + (ulong)((j0) + jj) * kv_ss + 4 * (f % DV);                                          \
-            kr[x] = KILN_VLOADN(4, K + at);                                                                            \
-            vr[x] = KILN_VLOADN(4, V + at);                                                                            \
+            kr[x] = LOAD4(K + at);                                                                                     \
+            vr[x] = LOAD4(V + at);                                                                                     \
         }                                                                                                              \
     }
 
@@ -102,17 +123,11 @@ attention_f32_decode_wg(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #else
     const int k0 = 0, k1 = klimit;
 #endif
-    /* The keys each row sees (lim), the last any row sees (kend). */
-    int lim[ROWS], kend = k0;
+    /* The last key any row sees. */
+    int kend = k0;
 #pragma unroll
-    for (int r = 0; r < ROWS; r++) {
-#if KILN_ATTN_CAUSAL
-        lim[r] = min(k1, clamp(r / group + nk - nq + 1, 0, klimit));
-#else
-        lim[r] = k1;
-#endif
-        kend = max(kend, lim[r]);
-    }
+    for (int r = 0; r < ROWS; r++)
+        kend = max(kend, ROW_KEYS(r));
     const ulong kv0 = b * kv_sb + hk * kv_sh;
 
     /* The queries, scaled into base 2; the row values. */
@@ -131,6 +146,7 @@ attention_f32_decode_wg(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
     LOAD_TILE(k0)
     for (int j0 = k0; j0 < kend; j0 += BN) {
         /* 1. The tile to local memory. */
+#pragma unroll
         for (int x = 0; x < LOADS; x++) {
             const int f = tid + x * WG, jj = f / DV, d = 4 * (f % DV);
             if (f < BN * DV) {
@@ -159,7 +175,8 @@ attention_f32_decode_wg(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #if KILN_ATTN_MASK
             const ulong mrow = b * m_sb + (hk * group + r % group) * m_sh + (ulong)(r / group) * nk;
 #endif
-            const int seen = lim[r];
+            const int seen = ROW_KEYS(r);
+#pragma unroll 4
             for (int jj = 0; jj < BN; jj++) {
                 const int j = j0 + jj;
                 float x = s_l[r * BN + jj];

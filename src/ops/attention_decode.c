@@ -293,8 +293,10 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
 }
 
 /* The work-group decoding kernel's plan: its geometry (wg_geometry), splits
-   giving about four work-groups per compute unit, none shorter than
-   split_kv keys, each whole tiles. */
+   giving about two work-groups per compute unit (as many as stay resident
+   on a GPU at 256 work-items of 80 to 120 registers: all in one wave, each
+   loading its first tile once), none shorter than four tiles, each whole
+   tiles. */
 static kiln_status wg_decode_prepare(struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a)
 {
     const struct kiln_attention_shape *s = &plan->s;
@@ -303,7 +305,7 @@ static kiln_status wg_decode_prepare(struct kiln_attention_plan *plan, const str
     long wg, bn, parts;
     wg_geometry(plan, a, &wg, &bn, &parts);
     const char *why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 4, a->split_kv, bn, &why);
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 2, 4 * bn, bn, &why);
     kiln_status st;
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
