@@ -144,13 +144,13 @@ static int cuda_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
    8 rows per (batch, kv head), a head dimension of whole vectors of 4 up to
    256, a backend with vector kernels, where the CPU's decoding kernel does
    not take it (a device other than a CPU, or the flash route) and the
-   profile's attention.decode wg is above 0 (src/ops/attention_decode.c). */
+   profile's attention.decode_wg wg is above 0 (src/ops/attention_decode.c). */
 static int wg_decodes_here(kiln_context *ctx, const kiln_attention_desc *d)
 {
     const struct kiln_params *p = kiln_profile_params(ctx->profile);
     return ctx->vector_kernels &&
            (ctx->desc.type != KILN_DEVICE_CPU || p->select.attention_route == KILN_ATTENTION_ROUTE_FLASH) &&
-           p->attention_decode.wg > 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 &&
+           p->attention_decode_wg.wg > 0 && d->heads / d->kv_heads * d->seq_q <= 8 && d->head_dim % 4 == 0 &&
            d->head_dim <= 256;
 }
 
@@ -214,7 +214,7 @@ static void test_row(void **state)
        0), on the flash kernel. */
     for (int wg = 1; wg >= 0; wg--) {
         kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}%s}",
-                                               wg ? "" : ", \"kernels\": {\"attention.decode\": {\"wg\": 0}}");
+                                               wg ? "" : ", \"kernels\": {\"attention.decode_wg\": {\"wg\": 0}}");
         kt_assert_status(kiln_attention_plan_create(ctx, &d, &plan), KILN_SUCCESS);
         kiln_attention_plan_info info;
         kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
@@ -334,7 +334,7 @@ static void test_split_kv(void **state)
     split_kv_on(ctx, r, "attention_f32_decode_wg");
     kiln_context_destroy(ctx);
     ctx = kt_overlay_context(
-        "{\"select\": {\"attention_route\": \"flash\"}, \"kernels\": {\"attention.decode\": {\"wg\": 0}}}");
+        "{\"select\": {\"attention_route\": \"flash\"}, \"kernels\": {\"attention.decode_wg\": {\"wg\": 0}}}");
     split_kv_on(ctx, r, "attention_f32_flash");
     kiln_context_destroy(ctx);
     /* The CUDA backend's decoding kernel, and the tensor-core kernel in

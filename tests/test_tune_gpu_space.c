@@ -36,13 +36,14 @@ static const char *const profiles[] = {"nvidia-hopper", "amd-rdna3", "intel-gen9
 
 /* The groups of the GPU kernels: the tiled, direct and small-M GEMMs, the
    tiled implicit-GEMM convolution, fused attention (both routes: the flash
-   kernel, and the per-work-item kernel the GPU profiles may still name,
-   with its decoding kernel), and the utility kernels (naive attention's softmax, pooling). gemm.cpu
-   is the CPU GEMM's; the direct and Winograd convolutions are not covered
-   here. */
+   kernel with the decoding kernel for GPUs, and the per-work-item kernel
+   the GPU profiles may still name, with its decoding kernel), and the
+   utility kernels (naive attention's softmax, pooling). gemm.cpu is the CPU
+   GEMM's; the direct and Winograd convolutions are not covered here. */
 static const enum kiln_group_id groups[] = {
-    KILN_GROUP_gemm_tiled,      KILN_GROUP_gemm_direct,     KILN_GROUP_gemm_smallm,      KILN_GROUP_conv_igemm_tiled,
-    KILN_GROUP_attention_fused, KILN_GROUP_attention_flash, KILN_GROUP_attention_decode, KILN_GROUP_util};
+    KILN_GROUP_gemm_tiled,       KILN_GROUP_gemm_direct,         KILN_GROUP_gemm_smallm,
+    KILN_GROUP_conv_igemm_tiled, KILN_GROUP_attention_fused,     KILN_GROUP_attention_flash,
+    KILN_GROUP_attention_decode, KILN_GROUP_attention_decode_wg, KILN_GROUP_util};
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
 struct item {
@@ -126,7 +127,7 @@ static void run_attention(kiln_context *ctx, kiln_attention_algo algo, enum kiln
                           uint64_t seed, const char *label)
 {
     kiln_attention_desc d[2];
-    const int decoding = g == KILN_GROUP_attention_decode;
+    const int decoding = g == KILN_GROUP_attention_decode || g == KILN_GROUP_attention_decode_wg;
     /* Few query rows (fewer than a block; for the decoding kernel, at most
        its 8 per kv head), at a head dimension with a kernel of its own. */
     kiln_attention_desc_init(&d[0], KILN_BHSD, 3, 2, decoding ? 5 : 9, 70, 64);
@@ -199,9 +200,10 @@ static void run_candidate(const struct kiln_space *s, const char *profile, const
         cJSON_AddArrayToObject(group, "classes");
     /* The route whose kernel takes the group. */
     if (s->group == KILN_GROUP_attention_fused || s->group == KILN_GROUP_attention_flash ||
-        s->group == KILN_GROUP_attention_decode)
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(root, "select"), "attention_route",
-                                s->group == KILN_GROUP_attention_flash ? "flash" : "cpu");
+        s->group == KILN_GROUP_attention_decode || s->group == KILN_GROUP_attention_decode_wg)
+        cJSON_AddStringToObject(
+            cJSON_AddObjectToObject(root, "select"), "attention_route",
+            s->group == KILN_GROUP_attention_flash || s->group == KILN_GROUP_attention_decode_wg ? "flash" : "cpu");
     char *overlay = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     assert_non_null(overlay);
@@ -222,6 +224,7 @@ static void run_candidate(const struct kiln_space *s, const char *profile, const
     case KILN_GROUP_attention_fused:
     case KILN_GROUP_attention_flash:
     case KILN_GROUP_attention_decode:
+    case KILN_GROUP_attention_decode_wg:
         run_attention(ctx, KILN_ATTENTION_FUSED, s->group, which, seed, label);
         break;
     case KILN_GROUP_util:
@@ -247,7 +250,7 @@ static void test_space(void **state)
     /* The small-M GEMM, the per-work-item attention kernel and the decoding
        kernel are written in OpenCL's vector syntax. */
     if ((it->group == KILN_GROUP_gemm_smallm || it->group == KILN_GROUP_attention_fused ||
-         it->group == KILN_GROUP_attention_decode) &&
+         it->group == KILN_GROUP_attention_decode || it->group == KILN_GROUP_attention_decode_wg) &&
         !kt_ctx->vector_kernels) {
         printf("# %s's kernels use OpenCL vector syntax, which the %s backend does not compile\n",
                kiln_param_groups[it->group].name, kt_ctx->backend->name);

@@ -15,6 +15,14 @@
  * reading whole rows of keys and values, the splits giving about eight
  * blocks per compute unit.
  *
+ * On devices of the OpenCL backend other than CPUs (and on the flash route),
+ * they take cl/attention/attention_f32_decode_wg.cl where the profile's
+ * attention.decode_wg allows (wg above 0) and the head dimension is whole
+ * vectors of four up to 256: a work-group per split of a (batch, kv head)
+ * that loads the next tile of keys and values while it computes on the
+ * last, the splits giving about two work-groups per compute unit; else the
+ * flash kernel (attention_fused.c).
+ *
  * The decoding kernel (cl/attention/attention_f32_decode.cl): where a
  * (batch, kv head) has at most KILN_DECODE_MAX_ROWS rows (query heads per kv
  * head times query positions: decoding, speculative and short query
@@ -203,13 +211,13 @@ static long wg_local_bytes(long bn, long rows, long head_dim, long parts)
    product (a power of two dividing the head dimension, parts of at least
    four values) that keep the work-items busy with the rows' scores; 0 where
    even one key a tile does not fit. */
-static int wg_geometry(const struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a, long *wg,
+static int wg_geometry(const struct kiln_attention_plan *plan, const struct kiln_param_attention_decode_wg *a, long *wg,
                        long *bn, long *parts)
 {
     const kiln_context *ctx = plan->base.ctx;
     const long rows = (long)(plan->s.group * plan->s.d.seq_q), d = (long)plan->s.d.head_dim;
     const unsigned long long local = ctx->desc.local_mem_bytes;
-    *wg = a->wg, *bn = a->wg_keys, *parts = 1;
+    *wg = a->wg, *bn = a->block_kv, *parts = 1;
     while (*wg > 1 && ctx->desc.max_work_group_size && (size_t)*wg > ctx->desc.max_work_group_size)
         *wg /= 2;
     while (*parts * 2 * rows * *bn <= *wg && d % (*parts * 2) == 0 && d / (*parts * 2) >= 4)
@@ -225,16 +233,16 @@ static int wg_geometry(const struct kiln_attention_plan *plan, const struct kiln
 /* The work-group decoding kernel for GPUs: where the flash kernel would
    take the problem (a device other than a CPU, or the flash route) on a
    backend that runs vector kernels, with a head dimension of whole vectors
-   of four up to 256, the profile's attention.decode wg above 0 and tiles
+   of four up to 256, the profile's attention.decode_wg wg above 0 and tiles
    that fit the device. */
 static int wg_decode_applies(struct kiln_attention_plan *plan)
 {
     const kiln_context *ctx = plan->base.ctx;
     const kiln_attention_desc *d = &plan->s.d;
-    const struct kiln_param_attention_decode *a;
+    const struct kiln_param_attention_decode_wg *a;
     long wg, bn, parts;
     return ctx->vector_kernels && !cpu_decode_applies(plan) && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
-           kiln_attention_params(plan, KILN_GROUP_attention_decode, &a) == KILN_SUCCESS && a->wg > 0 &&
+           kiln_attention_params(plan, KILN_GROUP_attention_decode_wg, &a) == KILN_SUCCESS && a->wg > 0 &&
            wg_geometry(plan, a, &wg, &bn, &parts);
 }
 
@@ -297,18 +305,21 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
    on a GPU at 256 work-items of 80 to 120 registers: all in one wave, each
    loading its first tile once), none shorter than four tiles, each whole
    tiles. */
-static kiln_status wg_decode_prepare(struct kiln_attention_plan *plan, const struct kiln_param_attention_decode *a)
+static kiln_status wg_decode_prepare(struct kiln_attention_plan *plan)
 {
     const struct kiln_attention_shape *s = &plan->s;
     const kiln_attention_desc *d = &s->d;
     const size_t rows = s->group * d->seq_q;
+    const struct kiln_param_attention_decode_wg *a;
+    kiln_status st = kiln_attention_params(plan, KILN_GROUP_attention_decode_wg, &a);
+    if (st != KILN_SUCCESS)
+        return st;
     long wg, bn, parts;
     wg_geometry(plan, a, &wg, &bn, &parts);
     const char *why = NULL;
     const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 2, 4 * bn, bn, &why);
-    kiln_status st;
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
-        (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
+        (st = kiln_attention_params(plan, KILN_GROUP_attention_decode_wg, &a)) != KILN_SUCCESS)
         return st;
     struct kiln_options options = {0};
     kiln_options_add(&options,
@@ -344,7 +355,7 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     if (!plan->base.ctx->vector_kernels && cuda_decode_applies(plan))
         return cuda_decode_prepare(plan, a);
     if (!cpu_decode_applies(plan))
-        return wg_decode_prepare(plan, a);
+        return wg_decode_prepare(plan);
     /* The profile's vector width, halved until it divides the head
        dimension; the kernel's steps are one vector of keys. */
     long vw = a->vw;

@@ -200,15 +200,14 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "up to this; 1 where K's heads are not adjacent in a key's row), so that it reads whole rows of BSHD")           \
     F(attention_decode, warps, INT, 1, 32, HOST,                                                                       \
       "warps of a block of the CUDA backend's decoding kernel (cu/attention/attention_decode.cu), each taking every "  \
-      "warps-th key of the block's split")                                                                             \
-    F(attention_decode, wg, INT, 0, 1024, HOST,                                                                        \
-      "work-items of a work-group of the OpenCL decoding kernel for GPUs (cl/attention/attention_f32_decode_wg.cl), "  \
-      "which takes the decoding problems the flash kernel would (on devices other than CPUs, and on the flash route) " \
-      "where the head dimension is a multiple of 4 up to 256; halved to the device's limit; 0: the flash kernel "      \
-      "takes them")                                                                                                    \
-    F(attention_decode, wg_keys, INT, 1, 128, HOST,                                                                    \
-      "keys per tile of that kernel, staged in local memory while the next tile's loads are in flight; halved while "  \
-      "the tiles exceed the device's local memory")
+      "warps-th key of the block's split")
+
+#define KILN_FIELDS_attention_decode_wg(F)                                                                             \
+    F(attention_decode_wg, wg, INT, 0, 1024, HOST,                                                                     \
+      "work-items of a work-group; halved to the device's limit; 0: the flash kernel takes these problems instead")    \
+    F(attention_decode_wg, block_kv, INT, 1, 128, HOST,                                                                \
+      "keys per tile, staged in local memory while the next tile's loads are in flight; halved while the tiles "       \
+      "exceed the device's local memory")
 
 #define KILN_FIELDS_conv_igemm_tiled(F)                                                                                \
     F(conv_igemm_tiled, mwg, INT, 1, 1024, DEF, "work-group tile in output pixels")                                    \
@@ -336,7 +335,11 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
       "mma.sync on fp16 or bf16 NHWC storage; m pixels, n filters, k channels x taps")                                 \
     G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, check_attention_decode,               \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
-      "8 rows")
+      "8 rows")                                                                                                        \
+    G(attention_decode_wg, "attention.decode_wg", "KILN_DWG_", KILN_DIMS_ATTENTION, NULL,                              \
+      "decoding attention for GPUs (cl/attention/attention_f32_decode_wg.cl): a work-group per split of the keys of "  \
+      "a (batch, kv head) of at most 8 rows, where the flash kernel would take it (devices other than CPUs, the "      \
+      "flash route) and the head dimension is a multiple of 4 up to 256")
 
 /* Shape dimensions a parameter set's class may bound. */
 #define KILN_DIMENSIONS(D)                                                                                             \
