@@ -205,28 +205,34 @@ static long wg_local_bytes(long bn, long rows, long head_dim, long parts)
     return 4 * (rows * head_dim + bn * (head_dim + 1) + bn * head_dim + parts * rows * bn + 3 * rows);
 }
 
+/* The parts of a dot product of head dimension d for wg work-items scoring
+   rows x bn (row, key) pairs: the most, a power of two dividing d with
+   parts of at least four values, that the work-items hold at once. */
+static long wg_parts(long wg, long rows, long bn, long d)
+{
+    long parts = 1;
+    while (parts * 2 * rows * bn <= wg && d % (parts * 2) == 0 && d / (parts * 2) >= 4)
+        parts *= 2;
+    return parts;
+}
+
 /* The work-group decoding kernel's geometry for this problem: the profile's
    work-items halved to the device's limit, its keys per tile halved while
    the tiles exceed the device's local memory, and the parts of a dot
-   product (a power of two dividing the head dimension, parts of at least
-   four values) that keep the work-items busy with the rows' scores; 0 where
-   even one key a tile does not fit. */
+   product (wg_parts) that keep the work-items busy with the rows' scores;
+   0 where even one key a tile does not fit. */
 static int wg_geometry(const struct kiln_attention_plan *plan, const struct kiln_param_attention_decode_wg *a, long *wg,
                        long *bn, long *parts)
 {
     const kiln_context *ctx = plan->base.ctx;
     const long rows = (long)(plan->s.group * plan->s.d.seq_q), d = (long)plan->s.d.head_dim;
     const unsigned long long local = ctx->desc.local_mem_bytes;
-    *wg = a->wg, *bn = a->block_kv, *parts = 1;
+    *wg = a->wg, *bn = a->block_kv;
     while (*wg > 1 && ctx->desc.max_work_group_size && (size_t)*wg > ctx->desc.max_work_group_size)
         *wg /= 2;
-    while (*parts * 2 * rows * *bn <= *wg && d % (*parts * 2) == 0 && d / (*parts * 2) >= 4)
-        *parts *= 2;
-    while (local && (unsigned long long)wg_local_bytes(*bn, rows, d, *parts) > local && *bn > 1) {
-        *bn /= 2;
-        while (*parts * 2 * rows * *bn <= *wg && d % (*parts * 2) == 0 && d / (*parts * 2) >= 4)
-            *parts *= 2;
-    }
+    *parts = wg_parts(*wg, rows, *bn, d);
+    while (local && (unsigned long long)wg_local_bytes(*bn, rows, d, *parts) > local && *bn > 1)
+        *bn /= 2, *parts = wg_parts(*wg, rows, *bn, d);
     return !local || (unsigned long long)wg_local_bytes(*bn, rows, d, *parts) <= local;
 }
 
