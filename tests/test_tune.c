@@ -134,7 +134,11 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
     printf("# %zu trials, %zu refused, %zu rejected; wrote %s: %s\n", r.trials, r.refused, r.rejected, r.profile,
            r.changes);
-    assert_true(r.timed >= 2);
+    /* The seed and at least one other candidate, timed or refused before
+       compiling: on NVIDIA's OpenCL (nvidia-hopper's gemm.direct, wg =
+       mdimc * vwm) every neighbour the budget left time for broke a
+       constraint. */
+    assert_true(r.timed >= 1 && r.timed + r.refused >= 2);
     assert_true(r.profile[0] != '\0');
     assert_non_null(strstr(r.path, base));
     assert_true(r.peak_gflops > 0 && r.peak_gbps > 0);
