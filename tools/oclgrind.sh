@@ -9,7 +9,7 @@
 # (generic-gpu, amd-rdna3) and per-work-item kernel (nvidia-hopper's route),
 # its decoding kernel for GPUs (every GPU profile; the simulated device's
 # 32 KiB of local memory halve its tiles at head dimension 128, and 300 keys
-# make two splits of 160, the last partial, on its one compute unit), the
+# make two splits of 256, the last partial, on its one compute unit), the
 # tiled GEMM with and without split K and its small-M class, the direct and
 # small-M GEMMs (and, under generic-cpu, fused attention's per-work-item
 # kernel with rows in vectors of 4, causal over several blocks of rows, the
