@@ -198,7 +198,7 @@ static void assert_plan_describes(const kiln_attention_plan *plan, const kiln_at
     const char *split_kernel = wg_decodes_here(kt_ctx, d) ? "attention_f32_decode_wg_" : "attention_f32_flash_";
     if (want == KILN_ATTENTION_FUSED && dev.type != KILN_DEVICE_CPU && d->heads / d->kv_heads * d->seq_q <= 8 &&
         !cuda_decodes_here(kt_ctx, d) && !mma_runs_here(kt_ctx, d) && !strstr(info.reason, "flash blocks:") &&
-        strncmp(info.kernel, split_kernel, strlen(split_kernel)) != 0)
+        !kernel_of(info.kernel, split_kernel))
         fail_msg("decoding on this device planned %s (%s; %s), not %s", info.kernel, info.params, info.reason,
                  split_kernel);
     /* The fused kernels hold no memory but their splits' partial outputs. */
@@ -238,7 +238,7 @@ static void test_row(void **state)
                            : by_wg                    ? "attention_f32_decode_wg_"
                                                       : "attention_f32_flash_";
         const int split = strstr(info.params, "splits=") && !strstr(info.params, "splits=1 ");
-        if (strncmp(info.kernel, want, strlen(want)) != 0 || (info.workspace_bytes != 0) != split)
+        if (!kernel_of(info.kernel, want) || (info.workspace_bytes != 0) != split)
             fail_msg("the flash route (decode wg %d) planned %s (%s, %s), workspace %zu", wg, info.kernel, info.params,
                      info.reason, info.workspace_bytes);
         char label[160];
@@ -416,7 +416,7 @@ static void test_decode_wg_geometry(void **state)
         kt_assert_status(st, KILN_SUCCESS);
         kiln_attention_plan_info info;
         kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-        const int wg = strncmp(info.kernel, "attention_f32_decode_wg_", 24) == 0;
+        const int wg = kernel_of(info.kernel, "attention_f32_decode_wg");
         if (cases[i].want ? !wg || !strstr(info.params, cases[i].want) : wg)
             fail_msg("%s, local %llu, work-groups up to %zu: %s [%s], wanted %s", cases[i].row->what, cases[i].local,
                      cases[i].max_wg, info.kernel, info.params, cases[i].want ? cases[i].want : "another kernel");
@@ -453,7 +453,7 @@ static void test_rows_on_tensor_cores(void **state)
             kt_assert_status(kiln_attention_plan_create(kt_ctx, &d, &plan), KILN_SUCCESS);
             kiln_attention_plan_info info;
             kt_assert_status(kiln_attention_plan_describe(plan, &info), KILN_SUCCESS);
-            if (strncmp(info.kernel, "attention_f16_mma_", 18) != 0)
+            if (!kernel_of(info.kernel, "attention_f16_mma"))
                 fail_msg("%s in %s: planned %s (%s)", h.what, kt_dtype_name(h.dtype), info.kernel, info.reason);
             char label[120];
             snprintf(label, sizeof label, "%s in %s on %s", h.what, kt_dtype_name(h.dtype), info.kernel);
