@@ -5,7 +5,10 @@
  * compute right results, after which a ninth finds everything on disk; and a
  * process given a directory with damaged entries and foreign files discards
  * and rebuilds the damaged entries and leaves the foreign files alone.
- * tests/test_disk_cache.c covers the entry format within one process.
+ * tests/test_disk_cache.c covers the entry format within one process. And
+ * a process whose first kiln calls are eight threads creating contexts at
+ * once gets eight contexts (the first listing of POCL's devices, which
+ * other threads' listings must wait for).
  *
  * The parent never opens a context: POCL is not fork-safe once initialised,
  * so every process that uses kiln is this program run again as
@@ -22,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +139,66 @@ static int child_main(int argc, char **argv)
     r.magic = REPORT_MAGIC;
     kt_write_bytes(argv[3], &r, sizeof r);
     return 0;
+}
+
+/* The first-contexts child: FIRST_THREADS threads, released together, each
+   create a context as the process's first kiln call, fill a buffer and
+   read it back. Exits 0 if all did, else 1 after saying what failed. */
+#define FIRST_THREADS 8
+
+struct first_context {
+    pthread_barrier_t *start;
+    kiln_status status;
+    char detail[256];
+    int wrong; /* the buffer read back other than it was filled */
+};
+
+static void *first_context_thread(void *arg)
+{
+    struct first_context *f = arg;
+    pthread_barrier_wait(f->start);
+    kiln_context *ctx = NULL;
+    kiln_buffer *buf = NULL;
+    f->status = kiln_context_create(NULL, &ctx);
+    if (f->status == KILN_SUCCESS)
+        f->status = kiln_buffer_create(ctx, 64 * sizeof(float), &buf);
+    if (f->status == KILN_SUCCESS)
+        f->status = kiln_buffer_fill_f32(buf, 0, 64, 2.5f);
+    float back[64] = {0};
+    if (f->status == KILN_SUCCESS)
+        f->status = kiln_buffer_read(buf, 0, sizeof back, back);
+    if (f->status != KILN_SUCCESS)
+        snprintf(f->detail, sizeof f->detail, "%s", kiln_last_error_detail());
+    for (int i = 0; f->status == KILN_SUCCESS && i < 64; i++)
+        f->wrong |= back[i] != 2.5f;
+    kiln_buffer_destroy(buf);
+    kiln_context_destroy(ctx);
+    return NULL;
+}
+
+static int first_contexts_main(void)
+{
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, FIRST_THREADS);
+    struct first_context f[FIRST_THREADS];
+    pthread_t threads[FIRST_THREADS];
+    memset(f, 0, sizeof f);
+    for (int i = 0; i < FIRST_THREADS; i++) {
+        f[i].start = &start;
+        if (pthread_create(&threads[i], NULL, first_context_thread, &f[i]) != 0)
+            return 1;
+    }
+    int failed = 0;
+    for (int i = 0; i < FIRST_THREADS; i++) {
+        pthread_join(threads[i], NULL);
+        if (f[i].status != KILN_SUCCESS || f[i].wrong) {
+            fprintf(stderr, "thread %d: status %d%s: %s\n", i, (int)f[i].status,
+                    f[i].wrong ? ", its buffer read back wrong" : "", f[i].detail);
+            failed = 1;
+        }
+    }
+    pthread_barrier_destroy(&start);
+    return failed;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -535,13 +599,40 @@ static void test_new_process_discards_damaged_entries_and_ignores_foreign_files(
     free(work);
 }
 
+/* Three processes, one after another, whose first kiln calls are eight
+   threads creating contexts at once: every thread of each gets a context
+   that works. Before kiln listed devices one thread at a time, seven of the
+   eight failed "there is no device" on POCL in every process. */
+static void test_threads_create_the_first_contexts_at_once(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 3; round++) {
+        struct child c = {0};
+        c.pid = fork();
+        assert_true(c.pid >= 0);
+        if (c.pid == 0) {
+            char *argv[] = {"test_processes", "--first-contexts", NULL};
+            execv("/proc/self/exe", argv);
+            _exit(127);
+        }
+        wait_all(&c, 1, now_s() + DEADLINE_S);
+        if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0)
+            fail_msg("process %d of 3: %s %d (its stderr says which threads failed)", round + 1,
+                     WIFEXITED(c.status) ? "exited with" : "was killed by signal",
+                     WIFEXITED(c.status) ? WEXITSTATUS(c.status) : WTERMSIG(c.status));
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
         return child_main(argc, argv);
+    if (argc == 2 && strcmp(argv[1], "--first-contexts") == 0)
+        return first_contexts_main();
     seed = kt_seed();
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_eight_processes_on_one_empty_directory_then_a_ninth_finds_all_on_disk));
     kt_add(&tests, cmocka_unit_test(test_new_process_discards_damaged_entries_and_ignores_foreign_files));
+    kt_add(&tests, cmocka_unit_test(test_threads_create_the_first_contexts_at_once));
     return kt_run_with("processes", &tests, NULL, NULL);
 }

@@ -97,7 +97,17 @@ static cl_int list_devices(cl_platform_id platform, cl_device_id *devs, cl_uint 
     return err;
 }
 
-kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, size_t capacity, size_t *count)
+/* One thread at a time lists the devices. POCL sets its devices up at the
+   first listing, and a thread that asks while another's first listing is
+   under way is told the platform has none (CL_DEVICE_NOT_FOUND): eight
+   threads creating their first contexts at once on the 2-vCPU Zen 4, seven
+   failed "there is no device", every time in ten processes. Listing is
+   rare (context creation, kiln-info), so the lock costs nothing that
+   matters; it does not cover a program's own OpenCL calls from other
+   threads (docs/threads.md). */
+static pthread_mutex_t listing_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static kiln_status enumerate_locked(cl_platform_id *platforms, cl_device_id *devices, size_t capacity, size_t *count)
 {
     cl_platform_id plats[KILN_CL_MAX_PLATFORMS];
     cl_uint nplat = 0;
@@ -124,6 +134,14 @@ kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, 
         }
     }
     return KILN_SUCCESS;
+}
+
+kiln_status kiln_cl_enumerate(cl_platform_id *platforms, cl_device_id *devices, size_t capacity, size_t *count)
+{
+    pthread_mutex_lock(&listing_lock);
+    const kiln_status st = enumerate_locked(platforms, devices, capacity, count);
+    pthread_mutex_unlock(&listing_lock);
+    return st;
 }
 
 static void device_string(cl_device_id dev, cl_device_info what, char *buf, size_t size)
