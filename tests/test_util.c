@@ -6,6 +6,7 @@
 #include "profiles/profile_impl.h"
 #include "ref/storage.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -393,6 +394,37 @@ static int check_names_unique(const char *group, const struct kt_list *list)
     return dup;
 }
 
+/* KILN_TEST_SHARD "i/n" (0 <= i < n <= 1000): reads it into *shard and
+   *shards (0 and 1 when it is unset or empty); 0 if it is well formed, else
+   1 after saying so. */
+static int shard_of(const char *group, size_t *shard, size_t *shards)
+{
+    *shard = 0, *shards = 1;
+    const char *v = getenv("KILN_TEST_SHARD");
+    if (!v || !v[0])
+        return 0;
+    char *end = NULL;
+    const unsigned long i = isdigit((unsigned char)v[0]) ? strtoul(v, &end, 10) : 0;
+    const int slash = end && *end == '/' && isdigit((unsigned char)end[1]);
+    const unsigned long n = slash ? strtoul(end + 1, &end, 10) : 0;
+    if (!slash || *end || n < 1 || n > 1000 || i >= n) {
+        fprintf(stderr, "%s: KILN_TEST_SHARD=\"%s\" is not \"i/n\" with 0 <= i < n <= 1000\n", group, v);
+        return 1;
+    }
+    *shard = i, *shards = n;
+    return 0;
+}
+
+/* Keeps the list's tests shard, shard + shards, shard + 2 * shards, ... in
+   their order (the names stay owned by the list). */
+static void keep_shard(struct kt_list *list, size_t shard, size_t shards)
+{
+    size_t kept = 0;
+    for (size_t i = shard; i < list->count; i += shards)
+        list->tests[kept++] = list->tests[i];
+    list->count = kept;
+}
+
 int kt_run_with(const char *group, struct kt_list *list, CMFixtureFunction setup, CMFixtureFunction teardown)
 {
     int failed = check_names_unique(group, list);
@@ -401,6 +433,16 @@ int kt_run_with(const char *group, struct kt_list *list, CMFixtureFunction setup
     const char *filter = getenv("KILN_TEST_FILTER");
     if (filter && filter[0])
         cmocka_set_test_filter(filter);
+    /* KILN_TEST_SHARD "i/n": run every n-th test from the i-th, so that n
+       processes (ctest's KILN_TEST_SHARDS) share a long program. */
+    size_t shard = 0, shards = 1;
+    if (!failed)
+        failed = shard_of(group, &shard, &shards);
+    if (!failed && shards > 1) {
+        const size_t all = list->count;
+        keep_shard(list, shard, shards);
+        printf("%s: shard %zu of %zu (KILN_TEST_SHARD): %zu of %zu tests\n", group, shard, shards, list->count, all);
+    }
     if (!failed)
         failed = _cmocka_run_group_tests(group, list->tests, list->count, setup, teardown);
     for (size_t i = 0; i < list->owned_count; i++)
