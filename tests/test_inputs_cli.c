@@ -15,8 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 /* Seconds a bad command line may take: it must fail before any kernel is
    compiled. */
 #define RUN_LIMIT_S 30
@@ -45,27 +43,6 @@ static int remove_tmp(void **state)
     return kt_group_teardown(state);
 }
 
-/* environ with `set` applied (each "NAME=value" replacing NAME). */
-static char **environment(const char *const *set)
-{
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 4, sizeof *env);
-    assert_non_null(env);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int replaced = 0;
-        for (const char *const *s = set; *s; s++)
-            replaced |= strncmp(environ[i], *s, strcspn(*s, "=") + 1) == 0;
-        if (!replaced)
-            env[k++] = environ[i];
-    }
-    for (const char *const *s = set; *s; s++)
-        env[k++] = (char *)*s;
-    return env;
-}
-
 /* Runs the case and checks its exit status and message; returns the number
    of "kiln warning:" lines it printed on stderr. */
 static int run(const struct cli_case *c)
@@ -91,7 +68,7 @@ static int run(const struct cli_case *c)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    char **env = environment(c->env);
+    char **env = kt_environ_with(c->env);
     pid_t pid;
     assert_int_equal(posix_spawn(&pid, program, &fa, NULL, (char *const *)argv, env), 0);
     posix_spawn_file_actions_destroy(&fa);

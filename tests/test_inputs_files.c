@@ -422,10 +422,18 @@ static const char *cache_reason(enum kind kind, int itself)
 }
 
 /* The context opens, keeps programs in memory, and says why in the cache
-   info and in one warning naming where the directory came from. */
+   info and in one warning naming where the directory came from. The devices
+   are listed first, with the environment as it came: POCL sets its devices
+   up at a process's first listing and lists none if it cannot make its own
+   cache directory, which it puts under XDG_CACHE_HOME or HOME too (what a
+   process that starts so is told: test_processes,
+   test_first_context_with_an_unusable_home). */
 static void test_cache_dir_unusable(void **state)
 {
     const struct cache_case *c = *state;
+    size_t devices = 0;
+    kt_assert_status(kiln_device_count(&devices), KILN_SUCCESS);
+    assert_true(devices > 0);
     char *base = kt_temp_dir();
     char path[PATH_MAX + 100];
     make_kind(c->kind, base, "bad", path, sizeof path);

@@ -201,6 +201,25 @@ static int first_contexts_main(void)
     return failed;
 }
 
+/* The first-context child: creates a context as the process's first kiln
+   call and writes its status and detail to the report file argv[2]. */
+struct first_report {
+    int status;
+    char detail[1536];
+};
+
+static int first_context_main(const char *report)
+{
+    struct first_report r;
+    memset(&r, 0, sizeof r);
+    kiln_context *ctx = NULL;
+    r.status = (int)kiln_context_create(NULL, &ctx);
+    snprintf(r.detail, sizeof r.detail, "%s", kiln_last_error_detail());
+    kiln_context_destroy(ctx);
+    kt_write_bytes(report, &r, sizeof r);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The parent: starting, synchronising and reaping children                  */
 /* ------------------------------------------------------------------------ */
@@ -623,8 +642,59 @@ static void test_threads_create_the_first_contexts_at_once(void **state)
     }
 }
 
+/* A process whose HOME is a file (no XDG_CACHE_HOME, POCL_CACHE_DIR or
+   KILN_CACHE_DIR) creating its first context: it gets one where the device
+   needs no cache directory there, and where it does (POCL, which then lists
+   no device) the detail names the directory and what is wrong with it, not
+   only "is an OpenCL ICD installed?". */
+static void test_first_context_with_an_unusable_home(void **state)
+{
+    (void)state;
+    char *work = kt_temp_dir();
+    char home[PATH_MAX], report[PATH_MAX], home_var[PATH_MAX + 8];
+    snprintf(home, sizeof home, "%s/home-is-a-file", work);
+    snprintf(report, sizeof report, "%s/report", work);
+    kt_write_bytes(home, "", 0);
+    snprintf(home_var, sizeof home_var, "HOME=%s", home);
+
+    const char *const set[] = {home_var, "XDG_CACHE_HOME", "POCL_CACHE_DIR", "KILN_CACHE_DIR", NULL};
+    char **envp = kt_environ_with(set);
+
+    struct child c = {0};
+    c.pid = fork();
+    assert_true(c.pid >= 0);
+    if (c.pid == 0) {
+        char *argv[] = {"test_processes", "--first-context", report, NULL};
+        execve("/proc/self/exe", argv, envp);
+        _exit(127);
+    }
+    free(envp);
+    wait_all(&c, 1, now_s() + DEADLINE_S);
+    assert_true(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+    size_t size = 0;
+    unsigned char *bytes = kt_read_bytes(report, &size);
+    struct first_report r;
+    assert_int_equal(size, sizeof r);
+    memcpy(&r, bytes, sizeof r);
+    free(bytes);
+    r.detail[sizeof r.detail - 1] = '\0';
+    print_message("# HOME a file: status %d%s%s\n", r.status, r.detail[0] ? ": " : "", r.detail);
+    if (r.status != KILN_SUCCESS) {
+        assert_int_equal(r.status, KILN_ERROR_NOT_FOUND);
+        assert_non_null(strstr(r.detail, "cache directory"));
+        char says[PATH_MAX + 32];
+        snprintf(says, sizeof says, "%s is not a directory", home);
+        if (!strstr(r.detail, says))
+            fail_msg("the detail does not say \"%s\"", says);
+    }
+    kt_remove_tree(work);
+    free(work);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--first-context") == 0)
+        return first_context_main(argv[2]);
     if (argc > 1 && strcmp(argv[1], "--child") == 0)
         return child_main(argc, argv);
     if (argc == 2 && strcmp(argv[1], "--first-contexts") == 0)
@@ -634,5 +704,6 @@ int main(int argc, char **argv)
     kt_add(&tests, cmocka_unit_test(test_eight_processes_on_one_empty_directory_then_a_ninth_finds_all_on_disk));
     kt_add(&tests, cmocka_unit_test(test_new_process_discards_damaged_entries_and_ignores_foreign_files));
     kt_add(&tests, cmocka_unit_test(test_threads_create_the_first_contexts_at_once));
+    kt_add(&tests, cmocka_unit_test(test_first_context_with_an_unusable_home));
     return kt_run_with("processes", &tests, NULL, NULL);
 }

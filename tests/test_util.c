@@ -373,6 +373,32 @@ void kt_add_profiles(struct kt_list *list, CMUnitTestFunction test, CMFixtureFun
     kiln_profile_set_free(set);
 }
 
+char **kt_environ_with(const char *const *set)
+{
+    extern char **environ;
+    size_t n = 0, changes = 0;
+    while (environ[n])
+        n++;
+    while (set[changes])
+        changes++;
+    char **env = calloc(n + changes + 1, sizeof *env);
+    assert_non_null(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int named = 0;
+        for (const char *const *s = set; *s && !named; s++) {
+            const size_t len = strcspn(*s, "=");
+            named = strncmp(environ[i], *s, len) == 0 && environ[i][len] == '=';
+        }
+        if (!named)
+            env[k++] = environ[i];
+    }
+    for (const char *const *s = set; *s; s++)
+        if (strchr(*s, '='))
+            env[k++] = (char *)*s;
+    return env;
+}
+
 static int by_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* 0 if every test has its own name, else 1 after naming the duplicates. */

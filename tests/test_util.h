@@ -131,6 +131,11 @@ kiln_context *kt_profile_context(const char *name);
    formats (kiln_context_options.profile_overlay); the caller destroys it. */
 kiln_context *kt_overlay_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A copy of environ (the array only; the caller frees it) with `set`
+   applied, a NULL-terminated list: "NAME=value" replaces NAME or adds it,
+   "NAME" alone removes it. For execve in a child. */
+char **kt_environ_with(const char *const *set);
+
 /* A value no event handle has: event outputs are set to it before a call
    that must not touch them. */
 #define KT_POISON_EVENT ((kiln_event *)(uintptr_t)0x5b5b)

@@ -275,6 +275,15 @@ static void list_for_detail(const struct kiln_listing *devices, size_t count)
             snprintf(line, sizeof line, "%s%s: %s", be == kiln_backends ? "" : "; ", (*be)->name,
                      (*be)->no_device_hint);
             kiln_error_append(line);
+            if ((*be)->status) { /* what it found, or why it found nothing */
+                char status[1024];
+                (*be)->status(status, sizeof status);
+                if (status[0]) {
+                    kiln_error_append(" [");
+                    kiln_error_append(status);
+                    kiln_error_append("]");
+                }
+            }
         }
         kiln_error_append(")");
         return;

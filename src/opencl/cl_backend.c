@@ -3,10 +3,14 @@
  * opened device, buffers as cl_mem, programs as cl_program, kernels as
  * cl_kernel (the backend's `void *` handles are these objects themselves).
  */
+#include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <CL/cl_ext.h>
 
@@ -245,6 +249,81 @@ static void describe_device(cl_platform_id platform, cl_device_id dev, struct ki
     struct kiln_host_cpu cpu;
     if (d->type == KILN_DEVICE_CPU && kiln_host_cpu_read(&cpu))
         kiln_device_refine_host_arch(d, &cpu);
+}
+
+/* POCL's kernel cache directory, which it makes when it sets its devices up
+   and without which it lists none: POCL_CACHE_DIR, else
+   $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl. Says into `why` what stands
+   in the way, as far as a look without writing can tell (the nearest
+   existing part of the path is not a directory, or not writable), or
+   nothing. */
+static void pocl_cache_dir(char *path, size_t size, char *why, size_t why_size)
+{
+    const char *dir = getenv("POCL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (dir && dir[0])
+        snprintf(path, size, "%s", dir);
+    else if (xdg && xdg[0])
+        snprintf(path, size, "%s/pocl", xdg);
+    else
+        snprintf(path, size, "%s/.cache/pocl", home ? home : "");
+    why[0] = '\0';
+    char part[1024];
+    snprintf(part, sizeof part, "%s", path);
+    for (;;) {
+        struct stat st;
+        if (part[0] && stat(part, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                snprintf(why, why_size, "%s is not a directory", part);
+            else if (access(part, W_OK | X_OK) != 0)
+                snprintf(why, why_size, "%s is not a directory kiln's user can write", part);
+            return;
+        }
+        if (part[0] && errno != ENOENT && errno != ENOTDIR) {
+            snprintf(why, why_size, "%s: %s", part, strerror(errno));
+            return;
+        }
+        char *slash = strrchr(part, '/');
+        if (!slash || slash == part)
+            return;
+        *slash = '\0';
+    }
+}
+
+/* The platforms and how many devices each lists; for a POCL platform that
+   lists none, the cache directory it needs (pocl_cache_dir). */
+static void cl_status(char *text, size_t size)
+{
+    text[0] = '\0';
+    pthread_mutex_lock(&listing_lock);
+    cl_platform_id plats[KILN_CL_MAX_PLATFORMS];
+    cl_uint nplat = 0;
+    const cl_int err = clGetPlatformIDs(KILN_CL_MAX_PLATFORMS, plats, &nplat);
+    size_t used = 0;
+    if (err != CL_SUCCESS || nplat == 0)
+        snprintf(text, size, "no OpenCL platform (no ICD listed in /etc/OpenCL/vendors or OCL_ICD_VENDORS)");
+    for (cl_uint p = 0; err == CL_SUCCESS && p < nplat && p < KILN_CL_MAX_PLATFORMS && used < size; p++) {
+        char name[128] = "";
+        if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+            name[0] = '\0';
+        name[sizeof name - 1] = '\0';
+        cl_device_id devs[KILN_CL_MAX_DEVICES];
+        cl_uint ndev = 0;
+        if (list_devices(plats[p], devs, &ndev) != CL_SUCCESS)
+            ndev = 0;
+        int n = snprintf(text + used, size - used, "%splatform \"%s\": %u device%s", p ? "; " : "", name, ndev,
+                         ndev == 1 ? "" : "s");
+        used += n > 0 ? (size_t)n : 0;
+        if (ndev == 0 && strstr(name, "Portable Computing Language") && used < size) {
+            char path[1024], why[1100];
+            pocl_cache_dir(path, sizeof path, why, sizeof why);
+            n = snprintf(text + used, size - used,
+                         " (POCL lists none when it cannot make its cache directory, POCL_CACHE_DIR, else "
+                         "$XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl: here %s%s%s)",
+                         path, why[0] ? ", and " : "", why);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    pthread_mutex_unlock(&listing_lock);
 }
 
 static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capacity, size_t *count)
@@ -659,6 +738,7 @@ static void cl_event_release(void *event)
 const struct kiln_backend kiln_opencl_backend = {
     .name = "opencl",
     .no_device_hint = "is an OpenCL ICD such as POCL installed?",
+    .status = cl_status,
     .kernel_sources = kiln_embedded_cl_kernels,
     .kernel_extension = ".cl",
     .vector_kernels = 1,
