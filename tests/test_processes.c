@@ -690,8 +690,8 @@ static void test_first_context_with_an_unusable_home(void **state)
     if (r.status != KILN_SUCCESS) {
         assert_int_equal(r.status, KILN_ERROR_NOT_FOUND);
         assert_non_null(strstr(r.detail, "cache directory"));
-        char says[PATH_MAX + 32];
-        snprintf(says, sizeof says, "%s is not a directory", home);
+        char says[PATH_MAX + 64];
+        snprintf(says, sizeof says, "is under %s, which is a regular file, not a directory", home);
         if (!strstr(r.detail, says))
             fail_msg("the detail does not say \"%s\"", says);
     }

@@ -389,58 +389,15 @@ kiln_status kiln_disk_cache_default_dir(char *buf, size_t size, const char **ori
                       "no cache directory: set KILN_CACHE_DIR, XDG_CACHE_HOME (absolute) or HOME");
 }
 
-/* Cut `path` back to its parent: trailing slashes, then the last component
-   ("." for a relative name without a slash, "/" for one under the root). */
-static void to_parent(char *path)
-{
-    size_t len = strlen(path);
-    while (len > 1 && path[len - 1] == '/')
-        path[--len] = '\0';
-    char *slash = strrchr(path, '/');
-    if (!slash)
-        strcpy(path, ".");
-    else if (slash == path)
-        path[1] = '\0';
-    else
-        *slash = '\0';
-}
-
 kiln_status kiln_disk_cache_check(const char *dir)
 {
     if (!dir)
         return null_argument(__func__, "dir");
-    size_t len = strlen(dir);
-    if (len == 0)
+    if (!dir[0])
         return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "cache directory is empty");
-    char path[PATH_MAX];
-    if (len >= sizeof path)
-        return kiln_error(KILN_ERROR_IO, "is too long (%zu bytes, the system allows %d)", len, PATH_MAX - 1);
-    memcpy(path, dir, len + 1);
-    /* The directory, or the nearest ancestor that exists: what a store's
-       mkdir -p would create the rest under. */
-    struct stat st;
-    while (stat(path, &st) != 0) {
-        if (errno == ELOOP)
-            return kiln_error(KILN_ERROR_IO, "is or lies under a symbolic link loop");
-        if (errno == ENAMETOOLONG)
-            return kiln_error(KILN_ERROR_IO, "has a name too long for the system");
-        if (errno != ENOENT && errno != ENOTDIR)
-            return kiln_error(KILN_ERROR_IO, "cannot be used (%s)", strerror(errno));
-        if (strcmp(path, "/") == 0 || strcmp(path, ".") == 0)
-            return kiln_error(KILN_ERROR_IO, "cannot be used (%s)", strerror(errno));
-        to_parent(path);
-    }
-    const int itself = strcmp(path, dir) == 0;
-    if (!S_ISDIR(st.st_mode)) {
-        if (itself)
-            return kiln_error(KILN_ERROR_IO, "is %s, not a directory", kiln_fs_kind(st.st_mode));
-        return kiln_error(KILN_ERROR_IO, "is under %s, which is %s, not a directory", path, kiln_fs_kind(st.st_mode));
-    }
-    if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) != 0) {
-        if (itself)
-            return kiln_error(KILN_ERROR_IO, "is not writable (%s)", strerror(errno));
-        return kiln_error(KILN_ERROR_IO, "cannot be created: %s is not writable (%s)", path, strerror(errno));
-    }
+    char why[PATH_MAX + 160];
+    if (kiln_fs_dir_creatable(dir, why, sizeof why) != 0)
+        return kiln_error(KILN_ERROR_IO, "%s", why);
     return KILN_SUCCESS;
 }
 

@@ -3,14 +3,11 @@
  * opened device, buffers as cl_mem, programs as cl_program, kernels as
  * cl_kernel (the backend's `void *` handles are these objects themselves).
  */
-#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <CL/cl_ext.h>
 
@@ -18,6 +15,7 @@
 #include "core/diag.h"
 #include "opencl/cl_backend.h"
 #include "util/embedded.h"
+#include "util/fs.h"
 
 #ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
@@ -253,11 +251,8 @@ static void describe_device(cl_platform_id platform, cl_device_id dev, struct ki
 
 /* POCL's kernel cache directory, which it makes when it sets its devices up
    and without which it lists none: POCL_CACHE_DIR, else
-   $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl. Says into `why` what stands
-   in the way, as far as a look without writing can tell (the nearest
-   existing part of the path is not a directory, or not writable), or
-   nothing. */
-static void pocl_cache_dir(char *path, size_t size, char *why, size_t why_size)
+   $XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl. */
+static void pocl_cache_dir(char *path, size_t size)
 {
     const char *dir = getenv("POCL_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (dir && dir[0])
@@ -266,27 +261,6 @@ static void pocl_cache_dir(char *path, size_t size, char *why, size_t why_size)
         snprintf(path, size, "%s/pocl", xdg);
     else
         snprintf(path, size, "%s/.cache/pocl", home ? home : "");
-    why[0] = '\0';
-    char part[1024];
-    snprintf(part, sizeof part, "%s", path);
-    for (;;) {
-        struct stat st;
-        if (part[0] && stat(part, &st) == 0) {
-            if (!S_ISDIR(st.st_mode))
-                snprintf(why, why_size, "%s is not a directory", part);
-            else if (access(part, W_OK | X_OK) != 0)
-                snprintf(why, why_size, "%s is not a directory kiln's user can write", part);
-            return;
-        }
-        if (part[0] && errno != ENOENT && errno != ENOTDIR) {
-            snprintf(why, why_size, "%s: %s", part, strerror(errno));
-            return;
-        }
-        char *slash = strrchr(part, '/');
-        if (!slash || slash == part)
-            return;
-        *slash = '\0';
-    }
 }
 
 /* The platforms and how many devices each lists; for a POCL platform that
@@ -314,12 +288,13 @@ static void cl_status(char *text, size_t size)
                          ndev == 1 ? "" : "s");
         used += n > 0 ? (size_t)n : 0;
         if (ndev == 0 && strstr(name, "Portable Computing Language") && used < size) {
-            char path[1024], why[1100];
-            pocl_cache_dir(path, sizeof path, why, sizeof why);
+            char path[1024], why[1300] = "";
+            pocl_cache_dir(path, sizeof path);
+            kiln_fs_dir_creatable(path, why, sizeof why);
             n = snprintf(text + used, size - used,
                          " (POCL lists none when it cannot make its cache directory, POCL_CACHE_DIR, else "
                          "$XDG_CACHE_HOME/pocl, else $HOME/.cache/pocl: here %s%s%s)",
-                         path, why[0] ? ", and " : "", why);
+                         path, why[0] ? ", which " : "", why);
             used += n > 0 ? (size_t)n : 0;
         }
     }

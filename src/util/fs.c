@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -195,4 +196,66 @@ kiln_status kiln_fs_check_dir(const char *path)
     if (access(path, R_OK | X_OK) != 0)
         return kiln_error(KILN_ERROR_IO, "cannot be read (%s)", strerror(errno));
     return KILN_SUCCESS;
+}
+
+/* Cut `path` back to its parent: trailing slashes, then the last component
+   ("." for a relative name without a slash, "/" for one under the root). */
+static void to_parent(char *path)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        path[--len] = '\0';
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        strcpy(path, ".");
+    else if (slash == path)
+        path[1] = '\0';
+    else
+        *slash = '\0';
+}
+
+int kiln_fs_dir_creatable(const char *dir, char *why, size_t why_size)
+{
+    why[0] = '\0';
+    const size_t len = strlen(dir);
+    char path[PATH_MAX];
+    if (len >= sizeof path) {
+        snprintf(why, why_size, "is too long (%zu bytes, the system allows %d)", len, PATH_MAX - 1);
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    /* The directory, or the nearest ancestor that exists: what a mkdir -p
+       would create the rest under. */
+    struct stat st;
+    while (stat(path, &st) != 0) {
+        if (errno == ELOOP) {
+            snprintf(why, why_size, "is or lies under a symbolic link loop");
+            return -1;
+        }
+        if (errno == ENAMETOOLONG) {
+            snprintf(why, why_size, "has a name too long for the system");
+            return -1;
+        }
+        if ((errno != ENOENT && errno != ENOTDIR) || strcmp(path, "/") == 0 || strcmp(path, ".") == 0) {
+            snprintf(why, why_size, "cannot be used (%s)", strerror(errno));
+            return -1;
+        }
+        to_parent(path);
+    }
+    const int itself = strcmp(path, dir) == 0;
+    if (!S_ISDIR(st.st_mode)) {
+        if (itself)
+            snprintf(why, why_size, "is %s, not a directory", kiln_fs_kind(st.st_mode));
+        else
+            snprintf(why, why_size, "is under %s, which is %s, not a directory", path, kiln_fs_kind(st.st_mode));
+        return -1;
+    }
+    if (faccessat(AT_FDCWD, path, W_OK | X_OK, AT_EACCESS) != 0) {
+        if (itself)
+            snprintf(why, why_size, "is not writable (%s)", strerror(errno));
+        else
+            snprintf(why, why_size, "cannot be created: %s is not writable (%s)", path, strerror(errno));
+        return -1;
+    }
+    return 0;
 }

@@ -69,4 +69,14 @@ ssize_t kiln_fs_read_full(int fd, void *buf, size_t n);
    NULL or empty path. */
 kiln_status kiln_fs_check_dir(const char *path);
 
+/* Whether directory `dir` exists or mkdir -p could make it, as far as a look
+   that writes nothing can tell: 0 when it, or the nearest ancestor that
+   exists, is a directory this process can write; else -1 with the reason in
+   `why`, phrased to follow the path: "is too long (5000 bytes, the system
+   allows 4095)", "is a FIFO, not a directory", "is under /h, which is a
+   regular file, not a directory", "is or lies under a symbolic link loop",
+   "is not writable (Permission denied)", "cannot be created: /h is not
+   writable (...)", "cannot be used (...)". Sets no error detail. */
+int kiln_fs_dir_creatable(const char *dir, char *why, size_t why_size);
+
 #endif /* KILN_FS_H */
