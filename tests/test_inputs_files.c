@@ -72,7 +72,7 @@ static void make_too_long(const char *base, char *path, size_t size)
 }
 
 /* A path in `dir` made into the kind of thing named by `kind`. */
-enum kind { MISSING, REGULAR, DIRECTORY, FIFO, SOCKET, DEV_NULL, DEV_ZERO, LOOP, TOO_LONG };
+enum kind { MISSING, UNDER_FILE, REGULAR, DIRECTORY, FIFO, SOCKET, DEV_NULL, DEV_ZERO, LOOP, TOO_LONG };
 
 static void make_kind(enum kind kind, const char *base, const char *name, char *path, size_t size)
 {
@@ -82,6 +82,11 @@ static void make_kind(enum kind kind, const char *base, const char *name, char *
     }
     snprintf(path, size, "%s/%s", base, name);
     switch (kind) {
+    case UNDER_FILE: /* a name under a regular file: <name>.file/dir */
+        snprintf(path, size, "%s/%s.file", base, name);
+        make_regular(path);
+        snprintf(path, size, "%s/%s.file/dir", base, name);
+        break;
     case REGULAR:
         make_regular(path);
         break;
@@ -145,6 +150,7 @@ struct dir_case {
    naming the variable, its value and why), like a bad KILN_PROFILE_DIR. */
 static const struct dir_case kernel_dirs[] = {
     {"missing", MISSING, "does not exist"},
+    {"a name under a regular file", UNDER_FILE, ".file, which is a regular file, not a directory"},
     {"a regular file", REGULAR, "is a regular file, not a directory"},
     {"a FIFO", FIFO, "is a FIFO, not a directory"},
     {"a socket", SOCKET, "is a socket, not a directory"},

@@ -173,31 +173,6 @@ kiln_status kiln_fs_read(const char *path, int flags, size_t max_size, char **da
     return KILN_SUCCESS;
 }
 
-kiln_status kiln_fs_check_dir(const char *path)
-{
-    if (!path || !*path)
-        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_fs_check_dir: path is %s", path ? "empty" : "NULL");
-    size_t len = strlen(path);
-    if (len >= PATH_MAX)
-        return kiln_error(KILN_ERROR_IO, "is too long (%zu bytes, the system allows %d)", len, PATH_MAX - 1);
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        int err = errno;
-        if (err == ENOENT || err == ENOTDIR)
-            return kiln_error(KILN_ERROR_IO, "does not exist");
-        if (err == ELOOP)
-            return kiln_error(KILN_ERROR_IO, "is a symbolic link loop");
-        if (err == ENAMETOOLONG)
-            return kiln_error(KILN_ERROR_IO, "has a name too long for the system");
-        return kiln_error(KILN_ERROR_IO, "cannot be used (%s)", strerror(err));
-    }
-    if (!S_ISDIR(st.st_mode))
-        return kiln_error(KILN_ERROR_IO, "is %s, not a directory", kiln_fs_kind(st.st_mode));
-    if (access(path, R_OK | X_OK) != 0)
-        return kiln_error(KILN_ERROR_IO, "cannot be read (%s)", strerror(errno));
-    return KILN_SUCCESS;
-}
-
 /* Cut `path` back to its parent: trailing slashes, then the last component
    ("." for a relative name without a slash, "/" for one under the root). */
 static void to_parent(char *path)
@@ -212,6 +187,43 @@ static void to_parent(char *path)
         path[1] = '\0';
     else
         *slash = '\0';
+}
+
+kiln_status kiln_fs_check_dir(const char *path)
+{
+    if (!path || !*path)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "kiln_fs_check_dir: path is %s", path ? "empty" : "NULL");
+    size_t len = strlen(path);
+    if (len >= PATH_MAX)
+        return kiln_error(KILN_ERROR_IO, "is too long (%zu bytes, the system allows %d)", len, PATH_MAX - 1);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int err = errno;
+        if (err == ENOTDIR) { /* an ancestor is no directory: say which */
+            char at[PATH_MAX];
+            memcpy(at, path, len + 1);
+            int found = 0;
+            do {
+                to_parent(at);
+                found = stat(at, &st) == 0;
+            } while (!found && strcmp(at, "/") != 0 && strcmp(at, ".") != 0);
+            if (found && !S_ISDIR(st.st_mode))
+                return kiln_error(KILN_ERROR_IO, "does not exist: it is under %s, which is %s, not a directory", at,
+                                  kiln_fs_kind(st.st_mode));
+        }
+        if (err == ENOENT || err == ENOTDIR)
+            return kiln_error(KILN_ERROR_IO, "does not exist");
+        if (err == ELOOP)
+            return kiln_error(KILN_ERROR_IO, "is a symbolic link loop");
+        if (err == ENAMETOOLONG)
+            return kiln_error(KILN_ERROR_IO, "has a name too long for the system");
+        return kiln_error(KILN_ERROR_IO, "cannot be used (%s)", strerror(err));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return kiln_error(KILN_ERROR_IO, "is %s, not a directory", kiln_fs_kind(st.st_mode));
+    if (access(path, R_OK | X_OK) != 0)
+        return kiln_error(KILN_ERROR_IO, "cannot be read (%s)", strerror(errno));
+    return KILN_SUCCESS;
 }
 
 int kiln_fs_dir_creatable(const char *dir, char *why, size_t why_size)
