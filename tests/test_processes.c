@@ -652,9 +652,10 @@ static void test_threads_create_the_first_contexts_at_once(void **state)
 
 /* A process whose HOME is a file (no XDG_CACHE_HOME, POCL_CACHE_DIR or
    KILN_CACHE_DIR) creating its first context: it gets one where the device
-   needs no cache directory there, and where it does (POCL, which then lists
-   no device) the detail names the directory and what is wrong with it, not
-   only "is an OpenCL ICD installed?". */
+   needs no cache directory there, and where POCL lists no device for want
+   of one the detail names the directory and what is wrong with it, not
+   only "is an OpenCL ICD installed?". On POCL alone the context fails so,
+   and the detail's check runs. */
 static void test_first_context_with_an_unusable_home(void **state)
 {
     (void)state;
@@ -687,8 +688,11 @@ static void test_first_context_with_an_unusable_home(void **state)
     free(bytes);
     r.detail[sizeof r.detail - 1] = '\0';
     print_message("# HOME a file: status %d%s%s\n", r.status, r.detail[0] ? ": " : "", r.detail);
-    if (r.status != KILN_SUCCESS) {
+    /* Where POCL is what lists no device; another device (a GPU under
+       KILN_DEVICE=gpu, say) may answer NOT_FOUND for reasons of its own. */
+    if (r.status != KILN_SUCCESS)
         assert_int_equal(r.status, KILN_ERROR_NOT_FOUND);
+    if (r.status != KILN_SUCCESS && strstr(r.detail, "\"Portable Computing Language\": 0 devices")) {
         assert_non_null(strstr(r.detail, "cache directory"));
         char says[PATH_MAX + 64];
         snprintf(says, sizeof says, "is under %s, which is a regular file, not a directory", home);
