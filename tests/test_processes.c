@@ -626,6 +626,23 @@ static void test_new_process_discards_damaged_entries_and_ignores_foreign_files(
     free(work);
 }
 
+/* Runs this program again with argv (argv[1] naming a child's part) and
+   envp (NULL: this environment) to its end, or kills it at the deadline and
+   fails; its wait status. */
+static int run_self(char *const argv[], char *const envp[])
+{
+    extern char **environ;
+    struct child c = {0};
+    c.pid = fork();
+    assert_true(c.pid >= 0);
+    if (c.pid == 0) {
+        execve("/proc/self/exe", argv, envp ? envp : environ);
+        _exit(127);
+    }
+    wait_all(&c, 1, now_s() + DEADLINE_S);
+    return c.status;
+}
+
 /* Three processes, one after another, whose first kiln calls are eight
    threads creating contexts at once: every thread of each gets a context
    that works. Before kiln listed devices one thread at a time, seven of the
@@ -634,19 +651,12 @@ static void test_threads_create_the_first_contexts_at_once(void **state)
 {
     (void)state;
     for (int round = 0; round < 3; round++) {
-        struct child c = {0};
-        c.pid = fork();
-        assert_true(c.pid >= 0);
-        if (c.pid == 0) {
-            char *argv[] = {"test_processes", "--first-contexts", NULL};
-            execv("/proc/self/exe", argv);
-            _exit(127);
-        }
-        wait_all(&c, 1, now_s() + DEADLINE_S);
-        if (!WIFEXITED(c.status) || WEXITSTATUS(c.status) != 0)
+        char *argv[] = {"test_processes", "--first-contexts", NULL};
+        const int status = run_self(argv, NULL);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             fail_msg("process %d of 3: %s %d (its stderr says which threads failed)", round + 1,
-                     WIFEXITED(c.status) ? "exited with" : "was killed by signal",
-                     WIFEXITED(c.status) ? WEXITSTATUS(c.status) : WTERMSIG(c.status));
+                     WIFEXITED(status) ? "exited with" : "was killed by signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     }
 }
 
@@ -669,17 +679,10 @@ static void test_first_context_with_an_unusable_home(void **state)
     const char *const set[] = {home_var, "XDG_CACHE_HOME", "POCL_CACHE_DIR", "KILN_CACHE_DIR", NULL};
     char **envp = kt_environ_with(set);
 
-    struct child c = {0};
-    c.pid = fork();
-    assert_true(c.pid >= 0);
-    if (c.pid == 0) {
-        char *argv[] = {"test_processes", "--first-context", report, NULL};
-        execve("/proc/self/exe", argv, envp);
-        _exit(127);
-    }
+    char *argv[] = {"test_processes", "--first-context", report, NULL};
+    const int status = run_self(argv, envp);
     free(envp);
-    wait_all(&c, 1, now_s() + DEADLINE_S);
-    assert_true(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     size_t size = 0;
     unsigned char *bytes = kt_read_bytes(report, &size);
     struct first_report r;

@@ -78,6 +78,9 @@ static int pocl_batch_workers(void)
     return 1;
 }
 
+/* POCL's platform name (CL_PLATFORM_NAME contains it). */
+#define POCL_PLATFORM "Portable Computing Language"
+
 static cl_int list_devices(cl_platform_id platform, cl_device_id *devs, cl_uint *ndev)
 {
     int switched = 0;
@@ -87,7 +90,7 @@ static cl_int list_devices(cl_platform_id platform, cl_device_id *devs, cl_uint 
         name[0] = '\0';
     name[sizeof name - 1] = '\0';
     const struct sched_param none = {0};
-    if (strstr(name, "Portable Computing Language") && sched_getscheduler(0) == SCHED_OTHER && pocl_batch_workers())
+    if (strstr(name, POCL_PLATFORM) && sched_getscheduler(0) == SCHED_OTHER && pocl_batch_workers())
         switched = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
 #endif
     const cl_int err = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, KILN_CL_MAX_DEVICES, devs, ndev);
@@ -287,7 +290,7 @@ static void cl_status(char *text, size_t size)
         int n = snprintf(text + used, size - used, "%splatform \"%s\": %u device%s", p ? "; " : "", name, ndev,
                          ndev == 1 ? "" : "s");
         used += n > 0 ? (size_t)n : 0;
-        if (ndev == 0 && strstr(name, "Portable Computing Language") && used < size) {
+        if (ndev == 0 && strstr(name, POCL_PLATFORM) && used < size) {
             char path[1024], why[1300] = "";
             pocl_cache_dir(path, sizeof path);
             kiln_fs_dir_creatable(path, why, sizeof why);

@@ -200,16 +200,9 @@ kiln_status kiln_fs_check_dir(const char *path)
     if (stat(path, &st) != 0) {
         int err = errno;
         if (err == ENOTDIR) { /* an ancestor is no directory: say which */
-            char at[PATH_MAX];
-            memcpy(at, path, len + 1);
-            int found = 0;
-            do {
-                to_parent(at);
-                found = stat(at, &st) == 0;
-            } while (!found && strcmp(at, "/") != 0 && strcmp(at, ".") != 0);
-            if (found && !S_ISDIR(st.st_mode))
-                return kiln_error(KILN_ERROR_IO, "does not exist: it is under %s, which is %s, not a directory", at,
-                                  kiln_fs_kind(st.st_mode));
+            char why[PATH_MAX + 160];
+            if (kiln_fs_dir_creatable(path, why, sizeof why) != 0 && strncmp(why, "is under ", 9) == 0)
+                return kiln_error(KILN_ERROR_IO, "does not exist: it %s", why);
         }
         if (err == ENOENT || err == ENOTDIR)
             return kiln_error(KILN_ERROR_IO, "does not exist");
