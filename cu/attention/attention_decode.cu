@@ -9,17 +9,25 @@
  * states them.
  *
  * A block of WARPS warps takes one split of one (batch, kv head); warp w
- * takes keys w, w + WARPS, ... of it, four at a time (their rows loaded
- * before any is used). Per key, each lane loads four
- * consecutive values of the key (a warp reads a whole row of the head
- * dimension, 128 values a pass, coalesced), multiplies them with its four
- * values of every row's query (held in registers, scaled into base 2),
- * and the warp sums the rows' dot products by shuffles; then each row's
- * running maximum, sum and output (four values a lane a pass) take the
- * key's weight, with the value row read the same way. At the end the
- * warps' states merge through shared memory (the log-sum-exp algebra of
- * the combine kernel) and the block writes its rows: O / l, or with
- * KILN_DECODE_SPLIT the partial output and log-sum-exp the combine kernel
+ * takes keys w, w + WARPS, ... of it, UNROLL (8, or 4 where the rows take
+ * the registers) at a time, their rows loaded before any is used and, where
+ * both sets fit the registers (PREFETCH), while the last UNROLL are used.
+ * Per key, each lane loads four consecutive values of the key (a warp
+ * reads a whole row of the head dimension, 128 values a pass, coalesced)
+ * and multiplies them with its four values of every row's query (held in
+ * registers, scaled into base 2). The warp sums a row's UNROLL dot
+ * products at once, transposed: each step of shuffles halves the keys a
+ * lane holds, so 8 keys take 9 shuffles rather than 40, and lane l ends
+ * with key l / (32 / UNROLL)'s score. The row's running maximum and sum
+ * then take the batch at once (one correction of the output a batch, one
+ * exp a lane), and each lane's four values a pass of the output take every
+ * key's weight (a shuffle from the lane holding it) times its value row.
+ * Measured on an H200 (docs/cuda.md): per-key sums of 5 shuffles and 2 exps
+ * in every lane had kept the kernel at 0.39 of the memory's bandwidth,
+ * fp16 storage no faster than fp32. At the end the warps' states merge
+ * through shared memory (the log-sum-exp algebra of the combine kernel)
+ * and the block writes its rows: O / l, or with KILN_DECODE_SPLIT the
+ * partial output and log-sum-exp the combine kernel
  * (cl/attention/attention_combine.cl) merges.
  *
  * Parameters (-D): KILN_DECODE_WARPS, KILN_DECODE_ROWS (the rows of a
@@ -35,6 +43,10 @@
 #define D KILN_DECODE_D
 #define PASSES ((D + 127) / 128) /* 128 values of the head dimension a pass of the warp */
 #define UNROLL (ROWS * PASSES <= 4 ? 8 : 4) /* keys a warp has in flight: fewer where rows take the registers */
+#define LOG_UNROLL (UNROLL == 8 ? 3 : 2)
+/* The next UNROLL keys' rows in flight while these are used, where both
+   sets and the rows' queries and outputs fit the registers. */
+#define PREFETCH (16 * UNROLL * PASSES + 8 * ROWS * PASSES <= 160)
 
 #if ROWS < 1 || ROWS > 8 || D % 4 || D > 256 || WARPS < 1 || WARPS > 32
 #error "attention_decode: parameters break the constraints listed in docs/attention.md"
@@ -76,10 +88,65 @@ __device__ __forceinline__ float4 load4(const storage *p)
 #endif
 }
 
-__device__ __forceinline__ float warp_sum(float x)
+/* The rows of keys j, j + WARPS, ... (UNROLL of them) below kend: this
+   lane's four values a pass of each key's row and value row, zeros past
+   kend and past D. */
+__device__ __forceinline__ void load_rows(const storage *__restrict__ K, const storage *__restrict__ V,
+                                          const unsigned long kv0, const unsigned long kv_ss, const int j,
+                                          const int kend, const int lane, float4 (&kx)[UNROLL][PASSES],
+                                          float4 (&vx)[UNROLL][PASSES])
 {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2)
+    for (int u = 0; u < UNROLL; u++) {
+        const int ju = j + u * WARPS;
+        const storage *kr = K + kv0 + (unsigned long)ju * kv_ss, *vr = V + kv0 + (unsigned long)ju * kv_ss;
+#pragma unroll
+        for (int p = 0; p < PASSES; p++) {
+            const int d = p * 128 + lane * 4;
+            kx[u][p] = vx[u][p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (ju < kend && d < D)
+                kx[u][p] = load4(kr + d), vx[u][p] = load4(vr + d);
+        }
+    }
+}
+
+/* The warp's sums of s[0..UNROLL) (one key each) over its lanes, transposed:
+   at each of the first LOG_UNROLL steps a lane keeps half its keys and
+   sends the other half to its partner, so the whole sum takes
+   UNROLL - 1 + 5 - LOG_UNROLL shuffles rather than 5 a key. Lane l ends
+   with the sum of key l >> (5 - LOG_UNROLL). */
+__device__ __forceinline__ float transposed_sum(float (&s)[UNROLL], const int lane)
+{
+#pragma unroll
+    for (int h = UNROLL / 2, o = 16; h >= 1; h /= 2, o /= 2) {
+        const int up = lane & o;
+#pragma unroll
+        for (int j = 0; j < h; j++) {
+            const float send = up ? s[j] : s[j + h], keep = up ? s[j + h] : s[j];
+            s[j] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+        }
+    }
+    float x = s[0];
+#pragma unroll
+    for (int o = 16 / UNROLL; o >= 1; o /= 2)
+        x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+/* The maximum and the sum over the batch's keys of a value each lane holds
+   for its key (transposed_sum's layout). */
+__device__ __forceinline__ float keys_max(float x)
+{
+#pragma unroll
+    for (int o = 16; o >= 32 / UNROLL; o /= 2)
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+
+__device__ __forceinline__ float keys_sum(float x)
+{
+#pragma unroll
+    for (int o = 16; o >= 32 / UNROLL; o /= 2)
         x += __shfl_xor_sync(0xffffffffu, x, o);
     return x;
 }
@@ -134,47 +201,62 @@ attention_decode(const storage *__restrict__ Q, const storage *__restrict__ K, c
 #endif
     }
 
-    /* UNROLL keys a warp at once, their rows loaded before any is used. */
+    /* UNROLL keys a warp at once, their rows loaded before any is used;
+       with PREFETCH, the next UNROLL keys' rows load while these are used. */
+#if PREFETCH
+    float4 kx[UNROLL][PASSES], vx[UNROLL][PASSES];
+    load_rows(K, V, kv0, kv_ss, k0 + warp, kend, lane, kx, vx);
+#endif
     for (int j0 = k0 + warp; j0 < kend; j0 += WARPS * UNROLL) {
-        float4 kx[UNROLL][PASSES], vx[UNROLL][PASSES];
+        float4 kc[UNROLL][PASSES], vc[UNROLL][PASSES];
+#if PREFETCH
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            const int j = j0 + u * WARPS;
-            const storage *kr = K + kv0 + (unsigned long)j * kv_ss, *vr = V + kv0 + (unsigned long)j * kv_ss;
+        for (int u = 0; u < UNROLL; u++)
 #pragma unroll
-            for (int p = 0; p < PASSES; p++) {
-                const int d = p * 128 + lane * 4;
-                kx[u][p] = vx[u][p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                if (j < kend && d < D)
-                    kx[u][p] = load4(kr + d), vx[u][p] = load4(vr + d);
-            }
-        }
+            for (int p = 0; p < PASSES; p++)
+                kc[u][p] = kx[u][p], vc[u][p] = vx[u][p];
+        load_rows(K, V, kv0, kv_ss, j0 + WARPS * UNROLL, kend, lane, kx, vx);
+#else
+        load_rows(K, V, kv0, kv_ss, j0, kend, lane, kc, vc);
+#endif
+        /* After the transposed sum, this lane holds the score of key jl. */
+        const int jl = j0 + (lane >> (5 - LOG_UNROLL)) * WARPS;
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            const int j = j0 + u * WARPS;
+        for (int r = 0; r < ROWS; r++) {
+            float s[UNROLL];
 #pragma unroll
-            for (int r = 0; r < ROWS; r++) {
-                float s = 0.0f;
+            for (int u = 0; u < UNROLL; u++) {
+                s[u] = 0.0f;
 #pragma unroll
                 for (int p = 0; p < PASSES; p++)
-                    s = fmaf(q[r][p].x, kx[u][p].x,
-                             fmaf(q[r][p].y, kx[u][p].y, fmaf(q[r][p].z, kx[u][p].z, fmaf(q[r][p].w, kx[u][p].w, s))));
-                s = warp_sum(s);
+                    s[u] = fmaf(q[r][p].x, kc[u][p].x,
+                                fmaf(q[r][p].y, kc[u][p].y, fmaf(q[r][p].z, kc[u][p].z, fmaf(q[r][p].w, kc[u][p].w, s[u]))));
+            }
+            float x = transposed_sum(s, lane);
 #if KILN_ATTN_MASK
-                if (j < kend)
-                    s = fmaf(mask[mrow[r] + j], LOG2E, s);
+            if (jl < kend)
+                x = fmaf(mask[mrow[r] + jl], LOG2E, x);
 #endif
-                if (j >= lim[r])
-                    s = NEG_INF;
-                /* The weight against the new maximum (0 while it is -inf). */
-                const float top = fmaxf(m[r], s), base = top == NEG_INF ? 0.0f : top;
-                const float corr = exp2f(m[r] - base), w = exp2f(s - base);
-                m[r] = top, l[r] = l[r] * corr + w;
+            if (jl >= lim[r])
+                x = NEG_INF;
+            /* The batch's maximum and weights against the new maximum (0
+               while it is -inf), the sum of its weights. */
+            const float top = fmaxf(m[r], keys_max(x)), base = top == NEG_INF ? 0.0f : top;
+            const float corr = exp2f(m[r] - base), w = exp2f(x - base);
+            m[r] = top, l[r] = fmaf(l[r], corr, keys_sum(w));
+#pragma unroll
+            for (int p = 0; p < PASSES; p++) {
+                float4 *a = &o[r][p];
+                a->x *= corr, a->y *= corr, a->z *= corr, a->w *= corr;
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) {
+                const float wu = __shfl_sync(0xffffffffu, w, u << (5 - LOG_UNROLL));
 #pragma unroll
                 for (int p = 0; p < PASSES; p++) {
                     float4 *a = &o[r][p];
-                    a->x = fmaf(w, vx[u][p].x, a->x * corr), a->y = fmaf(w, vx[u][p].y, a->y * corr);
-                    a->z = fmaf(w, vx[u][p].z, a->z * corr), a->w = fmaf(w, vx[u][p].w, a->w * corr);
+                    a->x = fmaf(wu, vc[u][p].x, a->x), a->y = fmaf(wu, vc[u][p].y, a->y);
+                    a->z = fmaf(wu, vc[u][p].z, a->z), a->w = fmaf(wu, vc[u][p].w, a->w);
                 }
             }
         }
