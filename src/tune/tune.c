@@ -1329,6 +1329,14 @@ static kiln_status write_profile(kiln_context *ctx, const struct kiln_tune_optio
     return st;
 }
 
+kiln_status kiln_tune_shape_set(kiln_context *ctx, const struct kiln_tune_shape *shape, char *set, size_t size)
+{
+    struct kiln_dims dims;
+    double gflop;
+    char kernel[400];
+    return shape_facts(ctx, shape, &dims, &gflop, set, size, kernel, sizeof kernel);
+}
+
 /* The group each shape's plan takes on the matched profile, its extents and
    its GFLOP. */
 static kiln_status plan_groups(kiln_context *ctx, struct search *s)

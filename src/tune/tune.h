@@ -175,6 +175,11 @@ void kiln_tune_families(const kiln_context *ctx, struct kiln_tune_family out[KIL
    to KILN_CONV_IGEMM_MMA. */
 size_t kiln_tune_family_shapes(const struct kiln_tune_family *f, struct kiln_tune_shape *out);
 
+/* The parameter set AUTO's plan of `shape` takes on ctx's profile
+   ("gemm.tiled:default", "attention.mma:d-to-64", ...; empty where the plan
+   takes none): a search tunes a group's default set, never a class's. */
+kiln_status kiln_tune_shape_set(kiln_context *ctx, const struct kiln_tune_shape *shape, char *set, size_t size);
+
 /* A GEMM shape (row-major, no transposes; `batch` > 1: packed batches), and
    a convolution layer as kiln-bench --model runs it at batch 1 (NCHW,
    padded by rs/2, folded batch norm as a bias, ReLU, constant weights). */
