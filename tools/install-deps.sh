@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
     libclblast-dev libcmocka-dev libcjson-dev libopenblas-dev libdnnl-dev
-    cmake gcc make pkg-config cppcheck clang-format clang libclang-rt-dev oclgrind
+    cmake gcc g++ make pkg-config cppcheck clang-format clang libclang-rt-dev oclgrind
     python3 python3-matplotlib
 )
 

@@ -164,8 +164,8 @@ attention_decode(const storage *__restrict__ Q, const storage *__restrict__ K, c
 /* clang-format on */
 {
     __shared__ float m_s[WARPS][ROWS], l_s[WARPS][ROWS], o_s[WARPS][ROWS][D];
-    (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)part, (void)part_lse, (void)split_len;
-    (void)head_dim;
+    (void)O, (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)part, (void)part_lse;
+    (void)split_len, (void)head_dim;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int kv_heads = heads / group, b = blockIdx.y / kv_heads, hk = blockIdx.y % kv_heads;
     int k0, k1, klimit;
