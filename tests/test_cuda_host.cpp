@@ -44,12 +44,15 @@ struct operands {
     float scale_log2;
 };
 
-operands *current;
-const problem *current_p;
+/* What a launch's threads read: the problem and its operands. */
+struct launch {
+    const problem *p;
+    operands *x;
+};
 
 double uniform() { return rand() / (double)RAND_MAX * 2.0 - 1.0; }
 
-/* A value in storage and back (bf16 keeps the top half of the float). */
+/* A value in storage and back (bf16: rounded to the top half of the float). */
 storage to_stored(double x)
 {
 #if KILN_BF16
@@ -71,10 +74,11 @@ double from_stored(storage s)
 #endif
 }
 
-void body(void *)
+void body(void *arg)
 {
-    operands &x = *current;
-    const problem &p = *current_p;
+    const launch *l = (const launch *)arg;
+    const problem &p = *l->p;
+    operands &x = *l->x;
     attention_decode(x.q.data(), x.k.data(), x.v.data(), x.mask.data(), x.lengths.data(), x.o.data(), x.lse.data(),
                      p.nq, p.nk, D, x.heads, p.group, x.q_sb, x.q_sh, x.q_ss, x.kv_sb, x.kv_sh, x.kv_ss, x.m_sb, x.m_sh,
                      x.scale_log2, x.part.data(), x.part_lse.data(), p.split_len);
@@ -111,9 +115,9 @@ int check(const problem &p, const char *label)
     x.part.assign((size_t)x.splits * rows * D, NAN), x.part_lse.assign((size_t)x.splits * rows, NAN);
     const double scale = 1.0 / sqrt((double)D);
     x.scale_log2 = (float)(scale * 1.4426950408889634);
-    current = &x, current_p = &p;
+    launch l = {&p, &x};
     if (cuda_host_launch(dim3{(unsigned)x.splits, (unsigned)(p.batch * p.kv_heads), 1},
-                         dim3{(unsigned)(WARPS * 32), 1, 1}, body, nullptr) != 0) {
+                         dim3{(unsigned)(WARPS * 32), 1, 1}, body, &l) != 0) {
         printf("%s: the host could not start a block's threads\n", label);
         return 1;
     }

@@ -71,7 +71,7 @@ static inline unsigned short to_storage(float f)
     return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/* Runs `block(arg)` on every thread of every block of `grid` x `block`
+/* Runs `body(arg)` on every thread of every block of `grid` x `block`
    threads (at most 1024 a block), blocks one after another. 0, or -1 where
    a thread could not be started. */
 int cuda_host_launch(dim3 grid, dim3 block, void (*body)(void *arg), void *arg);
