@@ -1,12 +1,16 @@
 /*
  * test_cuda_host: the CUDA decoding kernel (cu/attention/attention_decode.cu)
  * run on the host (tests/cuda_host/cuda_host.h: a block's threads as host
- * threads, a warp's in lockstep at each shuffle), against a double-precision
- * reference, so the suite checks its results where there is no GPU. The
+ * threads, a warp's in lockstep at each shuffle), against the suite's
+ * double-precision reference and its error bounds
+ * (kiln_attention_reference_row, src/ref/attention_operand.h, whose
+ * indexing also gives the strides passed), so the suite checks its results
+ * where there is no GPU. The
  * build compiles it once per parameter set (tests/CMakeLists.txt: warps,
  * rows, head dimension, split, storage and switches as -D options, as the
  * plan passes them); this program runs that build on every (query heads per
- * kv head, query positions) making its rows, in both layouts, over key
+ * kv head, query positions) making its rows, in both layouts and the
+ * three mask kinds, over key
  * counts around its batches of keys and, split, over splits that do not
  * divide the keys, keys shorter than a split and splits hidden whole by key
  * lengths or causal masking. The outputs are poisoned first; a split build's
@@ -14,7 +18,13 @@
  * fp16 storage converts by inline PTX and is left to the GPU suite.
  */
 #include "cuda_host/cuda_host.h"
+#include "ref/attention_operand.h"
 
+/* The build's storage (KT_BF16), named before the kernel's switches
+   KILN_F16 and KILN_BF16 take the names of kiln's types. */
+static const kiln_dtype kt_dtype = KT_BF16 ? KILN_BF16 : KILN_F32;
+#define KILN_F16 0
+#define KILN_BF16 KT_BF16
 #include "attention/attention_decode.cu"
 
 #include <stdio.h>
@@ -22,26 +32,24 @@
 
 #include <vector>
 
-#if KILN_F16
-#error "test_cuda_host: fp16 storage converts by inline PTX, which the host cannot run"
-#endif
-
 namespace {
 
+/* A problem of the build's rows: a descriptor (the reference's) and the
+   split the plan would pass. */
 struct problem {
-    int batch, kv_heads, group, nq, nk, split_len, bhsd;
-    int mask_per_batch; /* the mask's batch stride is not 0 */
-    int lengths[2];     /* key lengths of the two batch items (KILN_ATTN_KEY_LENGTHS) */
+    kiln_attention_desc d;
+    int split_len;      /* keys a split (a split build), else 0 */
+    int32_t lengths[2]; /* key lengths of the two batch items (KILN_ATTN_KEY_LENGTHS) */
 };
 
-/* What the kernel reads and writes for one problem, in storage type. */
+/* What the kernel reads and writes for one problem: the inputs in storage
+   type beside the values the reference reads (bf16-rounded), and the
+   strides the plan passes, derived from the reference's own indexing. */
 struct operands {
     std::vector<storage> q, k, v, o;
-    std::vector<float> mask, lse, part, part_lse;
-    std::vector<int> lengths;
+    std::vector<float> qv, kv, vv, mask, lse, part, part_lse;
     unsigned long q_sb, q_sh, q_ss, kv_sb, kv_sh, kv_ss, m_sb, m_sh;
-    int heads, splits;
-    float scale_log2;
+    int splits;
 };
 
 /* What a launch's threads read: the problem and its operands. */
@@ -52,108 +60,93 @@ struct launch {
 
 double uniform() { return rand() / (double)RAND_MAX * 2.0 - 1.0; }
 
-/* A value in storage and back (bf16: rounded to the top half of the float). */
-storage to_stored(double x)
+/* A fresh value in storage, and the value the reference reads. */
+storage stored(double x, float *seen)
 {
 #if KILN_BF16
-    return to_storage((float)x);
+    const storage h = kiln_ref_to_bf16((float)x);
+    *seen = kiln_ref_from_bf16(h);
+    return h;
 #else
-    return (storage)x;
+    return *seen = (float)x;
 #endif
 }
 
-double from_stored(storage s)
+#if !KILN_DECODE_SPLIT
+/* A value of O as stored. */
+float loaded(storage s)
 {
 #if KILN_BF16
-    const uint32_t u = (uint32_t)s << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return kiln_ref_from_bf16(s);
 #else
     return s;
 #endif
+}
+#endif
+
+void fill(std::vector<storage> &raw, std::vector<float> &seen, size_t n)
+{
+    raw.resize(n), seen.resize(n);
+    for (size_t e = 0; e < n; e++)
+        raw[e] = stored(uniform(), &seen[e]);
 }
 
 void body(void *arg)
 {
     const launch *l = (const launch *)arg;
     const problem &p = *l->p;
+    const kiln_attention_desc &d = p.d;
     operands &x = *l->x;
-    attention_decode(x.q.data(), x.k.data(), x.v.data(), x.mask.data(), x.lengths.data(), x.o.data(), x.lse.data(),
-                     p.nq, p.nk, D, x.heads, p.group, x.q_sb, x.q_sh, x.q_ss, x.kv_sb, x.kv_sh, x.kv_ss, x.m_sb, x.m_sh,
-                     x.scale_log2, x.part.data(), x.part_lse.data(), p.split_len);
+    attention_decode(x.q.data(), x.k.data(), x.v.data(), x.mask.data(), p.lengths, x.o.data(), x.lse.data(),
+                     (int)d.seq_q, (int)d.seq_kv, D, (int)d.heads, (int)(d.heads / d.kv_heads), x.q_sb, x.q_sh, x.q_ss,
+                     x.kv_sb, x.kv_sh, x.kv_ss, x.m_sb, x.m_sh, (float)(d.scale * 1.4426950408889634), x.part.data(),
+                     x.part_lse.data(), p.split_len);
 }
 
 /* Runs one problem; the count of wrong values (printing the first few). */
 int check(const problem &p, const char *label)
 {
+    const kiln_attention_desc &d = p.d;
     operands x;
-    x.heads = p.kv_heads * p.group;
-    x.splits = KILN_DECODE_SPLIT ? (p.nk + p.split_len - 1) / p.split_len : 1;
-    const unsigned long rows = (unsigned long)p.batch * x.heads * p.nq, kv = (unsigned long)p.nk * p.kv_heads * D;
-    if (p.bhsd)
-        x.q_ss = D, x.q_sh = (unsigned long)p.nq * D, x.kv_ss = D, x.kv_sh = (unsigned long)p.nk * D;
-    else
-        x.q_ss = (unsigned long)x.heads * D, x.q_sh = D, x.kv_ss = (unsigned long)p.kv_heads * D, x.kv_sh = D;
-    x.q_sb = (unsigned long)p.nq * x.heads * D, x.kv_sb = kv;
-    x.m_sh = (unsigned long)p.nq * p.nk, x.m_sb = p.mask_per_batch ? x.heads * x.m_sh : 0;
-    x.q.resize(p.batch * x.q_sb), x.k.resize(p.batch * kv), x.v.resize(p.batch * kv);
-    for (storage &e : x.q)
-        e = to_stored(uniform());
-    for (storage &e : x.k)
-        e = to_stored(uniform());
-    for (storage &e : x.v)
-        e = to_stored(uniform());
-    x.mask.resize((p.mask_per_batch ? p.batch : 1) * x.heads * x.m_sh);
+    x.splits = KILN_DECODE_SPLIT ? ((int)d.seq_kv + p.split_len - 1) / p.split_len : 1;
+    /* Strides: the steps of the reference's element indices, which are 0
+       at (0, 0, 0). */
+    x.q_sb = kiln_attention_at(&d, d.seq_q, d.heads, 1, 0, 0),
+    x.q_sh = kiln_attention_at(&d, d.seq_q, d.heads, 0, 1, 0);
+    x.q_ss = kiln_attention_at(&d, d.seq_q, d.heads, 0, 0, 1);
+    x.kv_sb = kiln_attention_at(&d, d.seq_kv, d.kv_heads, 1, 0, 0);
+    x.kv_sh = kiln_attention_at(&d, d.seq_kv, d.kv_heads, 0, 1, 0);
+    x.kv_ss = kiln_attention_at(&d, d.seq_kv, d.kv_heads, 0, 0, 1);
+    x.m_sb = kiln_attention_mask_at(&d, 1, 0, 0, 0), x.m_sh = kiln_attention_mask_at(&d, 0, 1, 0, 0);
+    fill(x.q, x.qv, kiln_attention_operand_count(&d, KILN_ATTENTION_OP_Q));
+    fill(x.k, x.kv, kiln_attention_operand_count(&d, KILN_ATTENTION_OP_K));
+    fill(x.v, x.vv, kiln_attention_operand_count(&d, KILN_ATTENTION_OP_V));
+    x.mask.resize(kiln_attention_operand_count(&d, KILN_ATTENTION_OP_MASK));
     for (float &e : x.mask)
         e = rand() % 10 == 0 ? -INFINITY : (float)uniform();
-    for (int j = 0; j < p.nk; j++) /* a row no key is visible to */
+    for (size_t j = 0; j < d.seq_kv && !x.mask.empty(); j++) /* a row no key is visible to */
         x.mask[j] = -INFINITY;
-    x.lengths.assign(p.lengths, p.lengths + 2);
-    x.o.assign(p.batch * x.q_sb, to_stored(NAN));
+    const size_t rows = d.batch * d.heads * d.seq_q;
+    float poison;
+    x.o.assign(x.q.size(), stored(NAN, &poison));
     x.lse.assign(rows, NAN);
     x.part.assign((size_t)x.splits * rows * D, NAN), x.part_lse.assign((size_t)x.splits * rows, NAN);
-    const double scale = 1.0 / sqrt((double)D);
-    x.scale_log2 = (float)(scale * 1.4426950408889634);
     launch l = {&p, &x};
-    if (cuda_host_launch(dim3{(unsigned)x.splits, (unsigned)(p.batch * p.kv_heads), 1},
+    if (cuda_host_launch(dim3{(unsigned)x.splits, (unsigned)(d.batch * d.kv_heads), 1},
                          dim3{(unsigned)(WARPS * 32), 1, 1}, body, &l) != 0) {
         printf("%s: the host could not start a block's threads\n", label);
         return 1;
     }
+    const struct kiln_attention_inputs in = {x.qv.data(), x.kv.data(), x.vv.data(), x.mask.data(), p.lengths};
+    std::vector<double> scores(d.seq_kv), out(D), bound(D);
     int bad = 0;
-    std::vector<double> s(p.nk);
-    for (int b = 0; b < p.batch; b++)
-        for (int h = 0; h < x.heads; h++)
-            for (int i = 0; i < p.nq; i++) {
-                const int hk = h / p.group;
-                int visible = p.nk;
-#if KILN_ATTN_KEY_LENGTHS
-                visible = std::min(std::max(p.lengths[b], 0), p.nk);
-#endif
-#if KILN_ATTN_CAUSAL
-                visible = std::min(visible, std::max(i + p.nk - p.nq + 1, 0));
-#endif
-                double top = -INFINITY;
-                for (int j = 0; j < visible; j++) {
-                    double dot = 0.0;
-                    for (int e = 0; e < D; e++)
-                        dot += from_stored(x.q[b * x.q_sb + h * x.q_sh + i * x.q_ss + e]) *
-                               from_stored(x.k[b * x.kv_sb + hk * x.kv_sh + j * x.kv_ss + e]);
-                    s[j] = dot * scale;
-#if KILN_ATTN_MASK
-                    s[j] += x.mask[b * x.m_sb + h * x.m_sh + (unsigned long)i * p.nk + j];
-#endif
-                    top = std::max(top, s[j]);
-                }
-                double sum = 0.0;
-                for (int j = 0; j < visible && top > -INFINITY; j++)
-                    sum += exp(s[j] - top);
-                const unsigned long row = ((unsigned long)b * x.heads + h) * p.nq + i;
+    for (size_t b = 0; b < d.batch; b++)
+        for (size_t h = 0; h < d.heads; h++)
+            for (size_t i = 0; i < d.seq_q; i++) {
+                struct kiln_attention_row ref = {out.data(), bound.data(), 0.0, 0.0};
+                kiln_attention_reference_row(&d, &in, b, h, i, scores.data(), &ref);
+                const size_t row = (b * d.heads + h) * d.seq_q + i;
                 for (int e = 0; e < D; e++) {
-                    double ref = 0.0;
-                    for (int j = 0; j < visible && sum > 0.0; j++)
-                        ref += exp(s[j] - top) / sum * from_stored(x.v[b * x.kv_sb + hk * x.kv_sh + j * x.kv_ss + e]);
 #if KILN_DECODE_SPLIT
                     /* The combine kernel's merge: lse = log sum exp(lse_s), O = sum exp(lse_s - lse) O_s. */
                     double high = -INFINITY, weights = 0.0, got = 0.0;
@@ -164,18 +157,18 @@ int check(const problem &p, const char *label)
                         weights += w, got += w * x.part[(sp * rows + row) * D + e];
                     }
                     got = weights > 0.0 ? got / weights : 0.0;
-                    const double bound = 1e-5;
 #else
-                    const double got = from_stored(x.o[b * x.q_sb + h * x.q_sh + i * x.q_ss + e]);
-                    const double bound = KILN_BF16 ? 1e-5 + fabs(ref) / 128 : 1e-5;
+                    const double got = loaded(x.o[kiln_attention_at(&d, d.seq_q, d.heads, b, h, i) + e]);
 #endif
-                    if (!(fabs(got - ref) <= bound) && bad++ < 5)
-                        printf("%s: O(b%d h%d i%d d%d) = %.9g, reference %.9g\n", label, b, h, i, e, got, ref);
+                    if (!(fabs(got - out[e]) <= bound[e]) && bad++ < 5)
+                        printf("%s: O(b%zu h%zu i%zu d%d) = %.9g, reference %.9g, bound %.3g\n", label, b, h, i, e, got,
+                               out[e], bound[e]);
                 }
 #if KILN_ATTN_LSE && !KILN_DECODE_SPLIT
-                const double lse = sum > 0.0 ? top + log(sum) : -INFINITY, v = x.lse[row];
-                if (!(isinf(lse) ? v == lse : fabs(v - lse) <= 1e-5 * (1.0 + fabs(lse))) && bad++ < 5)
-                    printf("%s: lse(b%d h%d i%d) = %.9g, reference %.9g\n", label, b, h, i, v, lse);
+                const double v = x.lse[row];
+                if (!(isinf(ref.lse) ? v == ref.lse : fabs(v - ref.lse) <= ref.lse_bound) && bad++ < 5)
+                    printf("%s: lse(b%zu h%zu i%zu) = %.9g, reference %.9g, bound %.3g\n", label, b, h, i, v, ref.lse,
+                           ref.lse_bound);
 #endif
             }
     return bad;
@@ -196,28 +189,33 @@ int main()
                 {unit + 1, KILN_DECODE_SPLIT ? unit : 0},
                 {3 * unit + 5, KILN_DECODE_SPLIT ? 2 * unit + 3 : 0},
                 {5 * unit, KILN_DECODE_SPLIT ? 5 * unit + 9 : 0}}; /* keys shorter than a split */
+    static const kiln_attention_mask masks[] = {KILN_ATTENTION_MASK_BHQK, KILN_ATTENTION_MASK_BQK,
+                                                KILN_ATTENTION_MASK_QK};
+    static const char *const mask_names[] = {"bhqk", "bqk", "qk"};
     int failed = 0, ran = 0;
     for (int group = 1; group <= ROWS; group++) {
         if (ROWS % group)
             continue;
         for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
-            const problem p = {2,
-                               2,
-                               group,
-                               ROWS / group,
-                               keys[k].nk,
-                               keys[k].split_len,
-                               (int)(k % 2),
-                               (int)(k % 3 != 0),
-                               {keys[k].nk - keys[k].nk / 3, k % 2 ? 0 : keys[k].nk / 2}};
+            problem p = {};
+            kiln_attention_desc &d = p.d;
+            d.layout = k % 2 ? KILN_BHSD : KILN_BSHD;
+            d.dtype = kt_dtype;
+            d.batch = 2, d.kv_heads = 2, d.heads = 2 * (size_t)group, d.seq_q = (size_t)(ROWS / group);
+            d.seq_kv = (size_t)keys[k].nk, d.head_dim = D;
+            d.scale = (float)(1.0 / sqrt((double)D));
+            d.causal = KILN_ATTN_CAUSAL, d.key_lengths = KILN_ATTN_KEY_LENGTHS, d.lse = KILN_ATTN_LSE;
+            d.mask = KILN_ATTN_MASK ? masks[k % 3] : KILN_ATTENTION_MASK_NONE;
+            p.split_len = keys[k].split_len;
+            p.lengths[0] = keys[k].nk - keys[k].nk / 3, p.lengths[1] = k % 2 ? 0 : keys[k].nk / 2;
             char label[160];
             snprintf(label, sizeof label,
-                     "attention_decode %d warps, %d rows (%d heads a kv head x %d queries), d%d, %d keys", WARPS, ROWS,
-                     group, p.nq, D, p.nk);
+                     "attention_decode %d warps, %d rows (%d heads a kv head x %zu queries), d%d, %d keys", WARPS, ROWS,
+                     group, d.seq_q, D, keys[k].nk);
             if (KILN_DECODE_SPLIT)
                 snprintf(label + strlen(label), sizeof label - strlen(label), ", splits of %d", p.split_len);
-            snprintf(label + strlen(label), sizeof label - strlen(label), "%s%s", p.bhsd ? ", bhsd" : ", bshd",
-                     p.mask_per_batch ? "" : ", one mask for the batch");
+            snprintf(label + strlen(label), sizeof label - strlen(label), ", %s%s%s", k % 2 ? "bhsd" : "bshd",
+                     KILN_ATTN_MASK ? ", mask " : "", KILN_ATTN_MASK ? mask_names[k % 3] : "");
             const int bad = check(p, label);
             printf("%s %s\n", bad ? "FAILED" : "ok", label);
             failed += bad != 0, ran++;

@@ -133,21 +133,15 @@ __device__ __forceinline__ float transposed_sum(float (&s)[UNROLL], const int la
     return x;
 }
 
-/* The maximum and the sum over the batch's keys of a value each lane holds
-   for its key (transposed_sum's layout). */
-__device__ __forceinline__ float keys_max(float x)
+/* The maximum (MAX) or the sum over the batch's keys of a value each lane
+   holds for its key (transposed_sum's layout). */
+template <bool MAX> __device__ __forceinline__ float over_keys(float x)
 {
 #pragma unroll
-    for (int o = 16; o >= 32 / UNROLL; o /= 2)
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-    return x;
-}
-
-__device__ __forceinline__ float keys_sum(float x)
-{
-#pragma unroll
-    for (int o = 16; o >= 32 / UNROLL; o /= 2)
-        x += __shfl_xor_sync(0xffffffffu, x, o);
+    for (int o = 16; o >= 32 / UNROLL; o /= 2) {
+        const float y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = MAX ? fmaxf(x, y) : x + y;
+    }
     return x;
 }
 
@@ -241,9 +235,9 @@ attention_decode(const storage *__restrict__ Q, const storage *__restrict__ K, c
                 x = NEG_INF;
             /* The batch's maximum and weights against the new maximum (0
                while it is -inf), the sum of its weights. */
-            const float top = fmaxf(m[r], keys_max(x)), base = top == NEG_INF ? 0.0f : top;
+            const float top = fmaxf(m[r], over_keys<true>(x)), base = top == NEG_INF ? 0.0f : top;
             const float corr = exp2f(m[r] - base), w = exp2f(x - base);
-            m[r] = top, l[r] = fmaf(l[r], corr, keys_sum(w));
+            m[r] = top, l[r] = fmaf(l[r], corr, over_keys<false>(w));
 #pragma unroll
             for (int p = 0; p < PASSES; p++) {
                 float4 *a = &o[r][p];

@@ -14,7 +14,8 @@
  * log2f, fmaf, fmaxf, min and max on int. Not inline PTX: fp16 storage
  * (converted by PTX) stays with the GPU suite; bf16 is plain bit shifts.
  * gemm/tensor_core.h is left out (its PTX) and its to_storage given here,
- * rounding to nearest even as cvt.rn.bf16.f32 does.
+ * by src/ref/storage.h's bf16 rounding (to nearest even, as
+ * cvt.rn.bf16.f32).
  */
 #ifndef KILN_TESTS_CUDA_HOST_H
 #define KILN_TESTS_CUDA_HOST_H
@@ -23,6 +24,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "ref/storage.h"
 
 #define __device__
 #define __forceinline__ inline
@@ -62,14 +65,9 @@ static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 static inline float __ldcg(const float *p) { return *(const volatile float *)p; }
 
-static inline unsigned short to_storage(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (unsigned short)((u >> 16) | 0x40u); /* NaN stays NaN */
-    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+/* gemm/tensor_core.h's store of a value in 16-bit storage, as
+   cvt.rn.bf16.f32 rounds (bf16 alone: fp16 takes PTX elsewhere too). */
+static inline unsigned short to_storage(float f) { return kiln_ref_to_bf16(f); }
 
 /* Runs `body(arg)` on every thread of every block of `grid` x `block`
    threads (at most 1024 a block), blocks one after another. 0, or -1 where
