@@ -194,11 +194,18 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
         else
             KILN_TILE_MULTIPLY(acc, a, panel, kk_count);
 
-        /* Epilogue and the only store. */
+        /* Epilogue and the only store, unrolled with the bound inside so
+           that acc is indexed by constants and stays in registers. With a
+           loop that broke at kg, POCL's code kept the tile on the stack,
+           zeroed it there before every panel's k loop and read it back here
+           (on the 2-vCPU Zen 4, alternating: 64 -> 128 channels at 56x56
+           0.283-0.285 -> 0.261-0.264 ms, 128 -> 128 0.508-0.509 ->
+           0.489-0.490). */
+#pragma unroll
         for (int i = 0; i < MR; i++) {
             const int kl = mt * MR + i;
             if (kl >= kg)
-                break;
+                continue;
             const int k = g * kg + kl;
 #if KILN_HAS_BIAS
             const float b = bias[k];

@@ -286,8 +286,15 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
             }
         return;
     }
-    for (int i = 0; i < MR && row0 + i < M; i++)
+    /* Unrolled with the bounds inside, so that acc stays in registers in
+       every tile (as in conv_f32_igemm's epilogue: a 256 x 3136 x 64 GEMM
+       0.575 -> 0.539-0.544 ms on the 2-vCPU Zen 4). */
+#pragma unroll
+    for (int i = 0; i < MR; i++)
+#pragma unroll
         for (int v = 0; v < NV; v++) {
+            if (row0 + i >= M)
+                continue;
             float lane[VW];
             VSTORE(acc[i][v], 0, lane);
             for (int e = 0; e < VW && col0 + v * VW + e < N; e++) {
