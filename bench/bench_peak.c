@@ -42,11 +42,13 @@ int bench_peak(int argc, char **argv)
         return 1;
     }
     if (json) {
-        printf("{\"op\":\"peak\",\"device\":\"%s\",\"profile\":\"%s\",\"gflops\":%.1f,\"gbps\":%.1f,"
+        printf("{\"op\":\"peak\",\"device\":\"%s\",\"device_type\":\"%s\",\"profile\":\"%s\",\"gflops\":%.1f,\"gbps\":%"
+               ".1f,"
                "\"copy_gbps\":%.1f,\"read_gbps\":%.1f,\"profile_gflops\":%.1f,\"profile_gbps\":%.1f,"
                "\"peak_source\":\"%s\",\"gbps_remembered\":%s,\"launch_floor_us\":%.1f}\n",
-               device.name, device.profile, p.gflops, p.gbps, p.copy_gbps, p.read_gbps, device.peak_gflops,
-               device.peak_gbps, device.peak_source, remembered ? "true" : "false", floor_us);
+               device.name, kiln_device_type_string(device.type), device.profile, p.gflops, p.gbps, p.copy_gbps,
+               p.read_gbps, device.peak_gflops, device.peak_gbps, device.peak_source, remembered ? "true" : "false",
+               floor_us);
         return 0;
     }
     printf("peaks of %s (profile %s)\n", device.name, device.profile);

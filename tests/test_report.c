@@ -4,7 +4,9 @@
  * a markdown summary naming the device, and, where matplotlib can be
  * imported by the interpreter the tool runs under, the roofline and speed
  * plots (their presence and SVG header checked, not their pixels); without
- * matplotlib the summary says why there are none.
+ * matplotlib the summary says why there are none. And the report rendered
+ * from an earlier run's results (--from), with the host's peers set apart
+ * on a device that is not a CPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,19 +37,34 @@ static int can_plot(void)
            system("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null") == 0;
 }
 
+/* Runs kiln-report with args (its output into dir/out); its exit status. */
+static int run_report(const char *dir, const char *args)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out' 2>&1", KT_KILN_REPORT, args, dir);
+    return system(cmd);
+}
+
+/* Fails, with what the tool said, unless kiln-report with args succeeds. */
+static void report_ok(const char *dir, const char *args)
+{
+    const int rc = run_report(dir, args);
+    if (rc != 0) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/out", dir);
+        char *out = slurp(path);
+        fail_msg("kiln-report %s exited with %d:\n%s", args, rc, out ? out : "");
+    }
+}
+
 static void test_tiny_report(void **state)
 {
     (void)state;
     char *dir = kt_temp_dir(), cmd[4096], path[1200];
     const char *device = getenv("KILN_DEVICE");
-    snprintf(cmd, sizeof cmd, "'%s' --suite tiny --out '%s/r' --devices '%s' --bench '%s' --info '%s' > '%s/out' 2>&1",
-             KT_KILN_REPORT, dir, device && *device ? device : "default", KT_KILN_BENCH, KT_KILN_INFO, dir);
-    const int rc = system(cmd);
-    snprintf(path, sizeof path, "%s/out", dir);
-    char *out = slurp(path);
-    if (rc != 0)
-        fail_msg("kiln-report exited with %d:\n%s", rc, out ? out : "");
-    free(out);
+    snprintf(cmd, sizeof cmd, "--suite tiny --out '%s/r' --devices '%s' --bench '%s' --info '%s'", dir,
+             device && *device ? device : "default", KT_KILN_BENCH, KT_KILN_INFO);
+    report_ok(dir, cmd);
 
     snprintf(path, sizeof path, "%s/r/results.jsonl", dir);
     char *lines = slurp(path);
@@ -85,7 +102,87 @@ static void test_tiny_report(void **state)
     kt_remove_tree(dir);
     free(dir);
 }
+
+/* --from renders an earlier run's results.jsonl, running nothing: two
+   devices, a GPU's and a CPU's, each with a GEMM row against OpenBLAS (the
+   host's) and an attention row against the naive kernel (the device's).
+   On the GPU the table marks OpenBLAS as the host CPU's and the speed plot
+   leaves it out; on the CPU both stay. A missing or empty file is an
+   error, not a report. */
+static void test_report_from_results(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir(), cmd[4096], path[1200];
+    static const char *const lines[] = {
+        "{\"op\": \"peak\", \"device\": \"A GPU\", \"device_type\": \"gpu\", \"gflops\": 50000.0, \"gbps\": 3000.0, "
+        "\"report_device\": \"gpu\"}",
+        "{\"op\": \"gemm\", \"m\": 512, \"n\": 512, \"k\": 512, \"device\": \"A GPU\", \"median_ms\": 0.02, "
+        "\"gflops\": 13421.8, \"peers\": {\"openblas\": {\"median_ms\": 1.0}}, \"report_device\": \"gpu\"}",
+        "{\"op\": \"attention\", \"device\": \"A GPU\", \"median_ms\": 0.05, \"gflops\": 100.0, \"flops\": 5e6, "
+        "\"bytes\": 1e6, \"peers\": {\"naive\": {\"median_ms\": 0.5}}, \"report_device\": \"gpu\"}",
+        "{\"op\": \"peak\", \"device\": \"A CPU\", \"device_type\": \"cpu\", \"gflops\": 200.0, \"gbps\": 40.0, "
+        "\"report_device\": \"cpu\"}",
+        "{\"op\": \"gemm\", \"m\": 512, \"n\": 512, \"k\": 512, \"device\": \"A CPU\", \"median_ms\": 1.5, "
+        "\"gflops\": 179.0, \"peers\": {\"openblas\": {\"median_ms\": 1.4}}, \"report_device\": \"cpu\"}",
+        "{\"op\": \"attention\", \"device\": \"A CPU\", \"median_ms\": 0.5, \"gflops\": 10.0, \"flops\": 5e6, "
+        "\"bytes\": 1e6, \"peers\": {\"naive\": {\"median_ms\": 2.0}}, \"report_device\": \"cpu\"}",
+    };
+    snprintf(path, sizeof path, "%s/in.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        fprintf(f, "%s\n", lines[i]);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "--from '%s/in.jsonl' --out '%s/r'", dir, dir);
+    report_ok(dir, cmd);
+
+    snprintf(path, sizeof path, "%s/r/report.md", dir);
+    char *md = slurp(path);
+    assert_non_null(md);
+    const char *gpu = strstr(md, "## A GPU"), *cpu = strstr(md, "## A CPU");
+    if (!gpu || !cpu || cpu < gpu)
+        fail_msg("report.md lacks a section per device, in order:\n%s", md);
+    const char *marked = strstr(md, "openblas (host CPU) 1.000 (50.00)");
+    if (!marked || marked > cpu)
+        fail_msg("the GPU's table does not mark OpenBLAS as the host's:\n%s", md);
+    if (strstr(cpu, "(host CPU)") || !strstr(cpu, "openblas 1.400 (0.93)"))
+        fail_msg("the CPU's table marks or lacks OpenBLAS:\n%s", md);
+    assert_non_null(strstr(md, "naive 0.500 (10.00)"));
+    if (can_plot()) {
+        snprintf(path, sizeof path, "%s/r/speed-0.svg", dir);
+        char *svg = slurp(path);
+        assert_non_null(svg);
+        if (strstr(svg, "openblas") || !strstr(svg, "naive time / kiln time"))
+            fail_msg("the GPU's speed plot should show the naive kernel and not OpenBLAS");
+        free(svg);
+        snprintf(path, sizeof path, "%s/r/speed-1.svg", dir);
+        svg = slurp(path);
+        assert_non_null(svg);
+        if (!strstr(svg, "openblas time / kiln time"))
+            fail_msg("the CPU's speed plot lacks OpenBLAS");
+        free(svg);
+    }
+    free(md);
+
+    snprintf(cmd, sizeof cmd, "--from '%s/none.jsonl' --out '%s/r2'", dir, dir);
+    assert_int_not_equal(run_report(dir, cmd), 0);
+    snprintf(path, sizeof path, "%s/empty.jsonl", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "--from '%s' --out '%s/r3'", path, dir);
+    assert_int_not_equal(run_report(dir, cmd), 0);
+    kt_remove_tree(dir);
+    free(dir);
+}
 #else
+static void test_report_from_results(void **state)
+{
+    (void)state;
+    printf("# kiln-report not found: nothing to render\n");
+    skip();
+}
+
 static void test_tiny_report(void **state)
 {
     (void)state;
@@ -98,5 +195,6 @@ int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_tiny_report));
+    kt_add(&tests, cmocka_unit_test(test_report_from_results));
     return kt_run("report", &tests);
 }

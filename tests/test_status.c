@@ -21,6 +21,19 @@ static void test_status_strings_are_distinct(void **state)
     assert_string_equal(kiln_status_string((kiln_status)-1), "unknown status");
 }
 
+/* The device types' names are the ones KILN_DEVICE takes; anything else is
+   "other", never NULL. */
+static void test_device_type_strings(void **state)
+{
+    (void)state;
+    assert_string_equal(kiln_device_type_string(KILN_DEVICE_CPU), "cpu");
+    assert_string_equal(kiln_device_type_string(KILN_DEVICE_GPU), "gpu");
+    assert_string_equal(kiln_device_type_string(KILN_DEVICE_ACCELERATOR), "accelerator");
+    assert_string_equal(kiln_device_type_string(KILN_DEVICE_OTHER), "other");
+    assert_string_equal(kiln_device_type_string((kiln_device_type)0), "other");
+    assert_string_equal(kiln_device_type_string((kiln_device_type)99), "other");
+}
+
 static void test_version_string(void **state)
 {
     (void)state;
@@ -63,6 +76,7 @@ int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_status_strings_are_distinct));
+    kt_add(&tests, cmocka_unit_test(test_device_type_strings));
     kt_add(&tests, cmocka_unit_test(test_version_string));
     kt_add(&tests, cmocka_unit_test(test_detail_names_the_argument_and_clears_on_success));
     kt_add(&tests, cmocka_unit_test(test_detail_is_per_thread));

@@ -7,20 +7,6 @@
 
 #include "kiln/kiln.h"
 
-static const char *type_name(kiln_device_type t)
-{
-    switch (t) {
-    case KILN_DEVICE_CPU:
-        return "cpu";
-    case KILN_DEVICE_GPU:
-        return "gpu";
-    case KILN_DEVICE_ACCELERATOR:
-        return "accelerator";
-    default:
-        return "other";
-    }
-}
-
 static void print_device(const kiln_device_info *d, int is_default)
 {
     printf("  [%zu] %s%s\n", d->index, d->name, is_default ? "  (default)" : "");
@@ -33,7 +19,8 @@ static void print_device(const kiln_device_info *d, int is_default)
         printf("      same as    %s\n", d->same_device);
     printf("      platform   %s\n", d->platform);
     printf("      vendor     %s\n", d->vendor);
-    printf("      type       %s, %u compute units @ %u MHz\n", type_name(d->type), d->compute_units, d->clock_mhz);
+    printf("      type       %s, %u compute units @ %u MHz\n", kiln_device_type_string(d->type), d->compute_units,
+           d->clock_mhz);
     printf("      arch       %s\n", d->arch[0] ? d->arch : "(not recognised)");
     printf("      memory     %.2f GiB global, %.0f KiB local, %.2f GiB largest allocation\n",
            d->global_mem_bytes / 1073741824.0, d->local_mem_bytes / 1024.0, d->max_alloc_bytes / 1073741824.0);

@@ -88,6 +88,11 @@ typedef enum kiln_device_type {
     KILN_DEVICE_OTHER = 4
 } kiln_device_type;
 
+/** "cpu", "gpu", "accelerator" or "other": the type's lower-case name, as
+    KILN_DEVICE takes the first three (static storage; "other" for a value
+    outside the enum). */
+KILN_API const char *kiln_device_type_string(kiln_device_type type);
+
 /** Everything kiln knows about a device, including the profile it matched. */
 typedef struct kiln_device_info {
     size_t index;             /**< position in kiln's device enumeration */

@@ -80,7 +80,4 @@ kiln_status kiln_profile_parse_overlay(const char *text, struct kiln_profile **o
    reported as -2. */
 int kiln_profile_inherit(struct kiln_profile *p, const struct kiln_profile *parent, char *why);
 
-/* "cpu", "gpu", "accelerator", "other" (profile_parse.c). */
-const char *kiln_profile_type_name(kiln_device_type type);
-
 #endif /* KILN_PROFILE_IMPL_H */

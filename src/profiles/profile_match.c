@@ -112,7 +112,7 @@ static int score(const struct kiln_profile *p, const struct kiln_device_desc *de
     if (p->match_type) {
         if (p->match_type != desc->type)
             return -1;
-        append(why, size, "type %s", kiln_profile_type_name(desc->type));
+        append(why, size, "type %s", kiln_device_type_string(desc->type));
         total += TYPE_SCORE;
     }
     if (p->match_driver.count) {
@@ -146,7 +146,7 @@ const struct kiln_profile *kiln_profile_match(const struct kiln_profile_set *set
         const char *root = desc->type == KILN_DEVICE_CPU ? "generic-cpu" : "generic-gpu";
         best = kiln_profile_find(set, root);
         snprintf(best_why, sizeof best_why, "no profile matches; generic fallback for type %s%s",
-                 kiln_profile_type_name(desc->type), best ? "" : ", which is missing");
+                 kiln_device_type_string(desc->type), best ? "" : ", which is missing");
     } else if (!best) {
         snprintf(best_why, sizeof best_why, "no device description or profile set");
     }

@@ -11,7 +11,7 @@
 
 #include "core/diag.h"
 
-const char *kiln_profile_type_name(kiln_device_type type)
+const char *kiln_device_type_string(kiln_device_type type)
 {
     switch (type) {
     case KILN_DEVICE_CPU:
@@ -103,7 +103,7 @@ static kiln_status parse_match(const cJSON *match, struct kiln_profile *p, char 
         kiln_status st = KILN_SUCCESS;
         if (strcmp(item->string, "type") == 0) {
             for (int t = KILN_DEVICE_CPU; t <= KILN_DEVICE_ACCELERATOR; t++)
-                if (cJSON_IsString(item) && strcmp(item->valuestring, kiln_profile_type_name(t)) == 0)
+                if (cJSON_IsString(item) && strcmp(item->valuestring, kiln_device_type_string(t)) == 0)
                     p->match_type = (kiln_device_type)t;
             if (!p->match_type) {
                 snprintf(why, KILN_PROFILE_WHY_SIZE, "'match.type' must be \"cpu\", \"gpu\" or \"accelerator\"");

@@ -92,7 +92,7 @@ static cJSON *profile_json(const char *name, const char *parent, const char *pro
     if (match_from && match_from->has_match) {
         cJSON *match = cJSON_AddObjectToObject(root, "match");
         if (match_from->match_type)
-            cJSON_AddStringToObject(match, "type", kiln_profile_type_name(match_from->match_type));
+            cJSON_AddStringToObject(match, "type", kiln_device_type_string(match_from->match_type));
         add_list(match, "vendor", &match_from->match_vendor);
         add_list(match, "name", &match_from->match_name);
         add_list(match, "arch", &match_from->match_arch);
