@@ -189,6 +189,35 @@ static void to_parent(char *path)
         *slash = '\0';
 }
 
+/* The directory `dir`, or the nearest ancestor of it that exists (what a
+   mkdir -p would create the rest under), into path with its stat: 0, or -1
+   with the reason in why, phrased as kiln_fs_dir_creatable's. */
+static int nearest_existing(const char *dir, char path[PATH_MAX], struct stat *st, char *why, size_t why_size)
+{
+    const size_t len = strlen(dir);
+    if (len >= PATH_MAX) {
+        snprintf(why, why_size, "is too long (%zu bytes, the system allows %d)", len, PATH_MAX - 1);
+        return -1;
+    }
+    memcpy(path, dir, len + 1);
+    while (stat(path, st) != 0) {
+        if (errno == ELOOP) {
+            snprintf(why, why_size, "is or lies under a symbolic link loop");
+            return -1;
+        }
+        if (errno == ENAMETOOLONG) {
+            snprintf(why, why_size, "has a name too long for the system");
+            return -1;
+        }
+        if ((errno != ENOENT && errno != ENOTDIR) || strcmp(path, "/") == 0 || strcmp(path, ".") == 0) {
+            snprintf(why, why_size, "cannot be used (%s)", strerror(errno));
+            return -1;
+        }
+        to_parent(path);
+    }
+    return 0;
+}
+
 kiln_status kiln_fs_check_dir(const char *path)
 {
     if (!path || !*path)
@@ -200,9 +229,12 @@ kiln_status kiln_fs_check_dir(const char *path)
     if (stat(path, &st) != 0) {
         int err = errno;
         if (err == ENOTDIR) { /* an ancestor is no directory: say which */
-            char why[PATH_MAX + 160];
-            if (kiln_fs_dir_creatable(path, why, sizeof why) != 0 && strncmp(why, "is under ", 9) == 0)
-                return kiln_error(KILN_ERROR_IO, "does not exist: it %s", why);
+            char near[PATH_MAX], why[160];
+            struct stat ast;
+            if (nearest_existing(path, near, &ast, why, sizeof why) == 0 && strcmp(near, path) != 0 &&
+                !S_ISDIR(ast.st_mode))
+                return kiln_error(KILN_ERROR_IO, "does not exist: it is under %s, which is %s, not a directory", near,
+                                  kiln_fs_kind(ast.st_mode));
         }
         if (err == ENOENT || err == ENOTDIR)
             return kiln_error(KILN_ERROR_IO, "does not exist");
@@ -222,31 +254,10 @@ kiln_status kiln_fs_check_dir(const char *path)
 int kiln_fs_dir_creatable(const char *dir, char *why, size_t why_size)
 {
     why[0] = '\0';
-    const size_t len = strlen(dir);
     char path[PATH_MAX];
-    if (len >= sizeof path) {
-        snprintf(why, why_size, "is too long (%zu bytes, the system allows %d)", len, PATH_MAX - 1);
-        return -1;
-    }
-    memcpy(path, dir, len + 1);
-    /* The directory, or the nearest ancestor that exists: what a mkdir -p
-       would create the rest under. */
     struct stat st;
-    while (stat(path, &st) != 0) {
-        if (errno == ELOOP) {
-            snprintf(why, why_size, "is or lies under a symbolic link loop");
-            return -1;
-        }
-        if (errno == ENAMETOOLONG) {
-            snprintf(why, why_size, "has a name too long for the system");
-            return -1;
-        }
-        if ((errno != ENOENT && errno != ENOTDIR) || strcmp(path, "/") == 0 || strcmp(path, ".") == 0) {
-            snprintf(why, why_size, "cannot be used (%s)", strerror(errno));
-            return -1;
-        }
-        to_parent(path);
-    }
+    if (nearest_existing(dir, path, &st, why, why_size) != 0)
+        return -1;
     const int itself = strcmp(path, dir) == 0;
     if (!S_ISDIR(st.st_mode)) {
         if (itself)
