@@ -129,7 +129,7 @@ static void test_writes_a_profile_the_next_context_uses(void **state)
     struct kiln_tune_options o;
     options(&o, 6);
     o.min_gain = -2;
-    o.max_loss = 1e9; /* nor refuted by a noisy table */
+    o.max_loss = o.select_max_loss = 1e9; /* nor refuted by a noisy table */
     struct kiln_tune_result r;
     kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
     printf("# %zu trials, %zu refused, %zu rejected; wrote %s: %s\n", r.trials, r.refused, r.rejected, r.profile,
@@ -518,7 +518,7 @@ static void test_wrong_candidate_is_rejected(void **state)
     options(&o, 10);
     o.out = out;
     o.min_gain = -2; /* write whatever the search found best */
-    o.max_loss = 1e9;
+    o.max_loss = o.select_max_loss = 1e9;
     o.measure_peaks = 0;
     struct kiln_tune_result r;
     kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);

@@ -3,7 +3,7 @@
    sizes (kiln_tune_place), where a class of shapes splits off a group and
    which candidates its parts take (kiln_tune_best_split), the --ops
    list (kiln_tune_parse_ops), and which kept changes the before/after
-   table refutes (kiln_tune_refuted). */
+   table refutes (kiln_tune_refuted, kiln_tune_select_refuted). */
 #include "test_util.h"
 
 #include <limits.h>
@@ -208,6 +208,67 @@ static void test_refuted(void **state)
     assert_int_equal(kiln_tune_refuted(shapes, 5, max, both, why, sizeof why), both);
 }
 
+/* The select thresholds answer for the shapes they moved to another
+   kernel, summed (kiln_tune_select_refuted): a layer moved from implicit
+   GEMM to the direct kernel at 0.88x refutes them; a move that gains, or
+   loses within KILN_TUNE_SELECT_LOSS_MAX over the moved shapes together,
+   does not; shapes that kept their kernel, or whose own group's parameters
+   changed (which may rename a kernel), are not counted, whatever their
+   times; neither are shapes the table did not measure. */
+static void test_select_refuted(void **state)
+{
+    (void)state;
+    const double max = KILN_TUNE_SELECT_LOSS_MAX;
+    struct kiln_tune_shape_result shapes[] = {
+        {.name = "pw 28",
+         .group = "gemm.cpu",
+         .kernel_before = "conv_f32_igemm",
+         .kernel_after = "conv_f32_direct",
+         .before_ms = 0.4697,
+         .after_ms = 0.5337}, /* 0.88x */
+        {.name = "pw 56",
+         .group = "gemm.cpu",
+         .kernel_before = "conv_f32_igemm",
+         .kernel_after = "conv_f32_igemm",
+         .before_ms = 0.5,
+         .after_ms = 0.9}, /* not moved */
+        {.name = "dw 14",
+         .group = "conv.direct",
+         .kernel_before = "conv_f32_direct",
+         .kernel_after = "conv_f32_direct_b",
+         .before_ms = 0.01,
+         .after_ms = 0.05}, /* renamed by its group */
+        {.name = "gemm",
+         .group = "gemm.cpu:seq",
+         .kernel_before = "",
+         .kernel_after = "gemm_f32_smallm",
+         .before_ms = 0.1,
+         .after_ms = 0.9}, /* not measured before */
+    };
+    const int direct = kiln_param_group_find("conv.direct");
+    assert_true(direct >= 0);
+    char why[200] = "";
+    assert_int_equal(kiln_tune_select_refuted(shapes, 4, max, 1u << direct, why, sizeof why), 1);
+    printf("# %s\n", why);
+    assert_non_null(strstr(why, "the 1 shape the thresholds moved to another kernel 0.88x"));
+    /* With conv.direct unchanged, the renamed kernel is a move too. */
+    assert_int_equal(kiln_tune_select_refuted(shapes, 4, max, 0, why, sizeof why), 1);
+    assert_non_null(strstr(why, "the 2 shapes"));
+    /* Another moved shape that gains more than the first loses: kept. */
+    struct kiln_tune_shape_result gain = {.name = "pw 14",
+                                          .group = "gemm.cpu",
+                                          .kernel_before = "gemm_f32_cpu_7x64t",
+                                          .kernel_after = "conv_f32_igemm",
+                                          .before_ms = 0.30,
+                                          .after_ms = 0.20};
+    struct kiln_tune_shape_result both[] = {shapes[0], gain};
+    assert_int_equal(kiln_tune_select_refuted(both, 2, max, 0, why, sizeof why), 0);
+    /* A loss within the bound over the moved shapes: kept. */
+    shapes[0].after_ms = shapes[0].before_ms * (1.0 + max * 0.8);
+    assert_int_equal(kiln_tune_select_refuted(shapes, 4, max, 1u << direct, why, sizeof why), 0);
+    assert_int_equal(kiln_tune_select_refuted(shapes, 0, max, 0, why, sizeof why), 0);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -216,5 +277,6 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_split_along_m));
     kt_add(&tests, cmocka_unit_test(test_ops));
     kt_add(&tests, cmocka_unit_test(test_refuted));
+    kt_add(&tests, cmocka_unit_test(test_select_refuted));
     return kt_run("tune_choices", &tests);
 }

@@ -76,8 +76,10 @@ static void print_table(const struct kiln_tune_result *r)
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *s = &r->shapes[i];
         double before = gflops(s->gflop, s->before_ms), after = gflops(s->gflop, s->after_ms);
+        const int moved = s->kernel_before[0] && s->kernel_after[0] && strcmp(s->kernel_before, s->kernel_after);
         if (before > 0)
-            printf("%-36s %-28s %9.1f %9.1f %6.2fx\n", s->name, s->group, before, after, after / before);
+            printf("%-36s %-28s %9.1f %9.1f %6.2fx%s%s%s%s\n", s->name, s->group, before, after, after / before,
+                   moved ? "  " : "", moved ? s->kernel_before : "", moved ? " -> " : "", moved ? s->kernel_after : "");
         else
             printf("%-36s %-28s %9s %9s %7s\n", s->name, s->group, "-", "-", "-");
     }
@@ -112,10 +114,10 @@ static void print_json(const struct kiln_tune_result *r)
            r->seconds, r->peak_gflops, r->peak_gbps);
     for (size_t i = 0; i < r->shape_count; i++) {
         const struct kiln_tune_shape_result *s = &r->shapes[i];
-        printf("%s{\"shape\": \"%s\", \"group\": \"%s\", \"set_after\": \"%s\", \"before_gflops\": %.3f, "
-               "\"after_gflops\": %.3f}",
-               i ? ", " : "", s->name, s->group, s->set_after, gflops(s->gflop, s->before_ms),
-               gflops(s->gflop, s->after_ms));
+        printf("%s{\"shape\": \"%s\", \"group\": \"%s\", \"set_after\": \"%s\", \"kernel_before\": \"%s\", "
+               "\"kernel_after\": \"%s\", \"before_gflops\": %.3f, \"after_gflops\": %.3f}",
+               i ? ", " : "", s->name, s->group, s->set_after, s->kernel_before, s->kernel_after,
+               gflops(s->gflop, s->before_ms), gflops(s->gflop, s->after_ms));
     }
     printf("], \"skipped\": [");
     for (size_t i = 0; i < r->skipped_count; i++)

@@ -53,6 +53,7 @@ void kiln_tune_options_init(struct kiln_tune_options *o)
     o->thresholds = 1;
     o->min_gain = 0.03;
     o->max_loss = KILN_TUNE_REGRESSION_MAX;
+    o->select_max_loss = KILN_TUNE_SELECT_LOSS_MAX;
     o->measure_peaks = 1;
 }
 
@@ -346,7 +347,8 @@ static kiln_status open_journal(struct search *s, const char *dir)
    and, when `sets` is not NULL, the parameter set each plan took. *ok is 0
    when one was rejected, with `reason` saying why. */
 static kiln_status measure(const struct search *s, const char *overlay, const size_t *idx, size_t n, int reps,
-                           const double *cutoff, double *ms, char (*sets)[48], int *ok, char *reason, size_t size)
+                           const double *cutoff, double *ms, char (*sets)[48], char (*kernels)[64], int *ok,
+                           char *reason, size_t size)
 {
     kiln_context_options opts;
     kiln_context_options_init(&opts);
@@ -368,6 +370,8 @@ static kiln_status measure(const struct search *s, const char *overlay, const si
         ms[i] = t.ms;
         if (sets)
             snprintf(sets[i], sizeof sets[i], "%s", t.param_set);
+        if (kernels)
+            snprintf(kernels[i], sizeof kernels[i], "%s", t.kernel);
         if (!*ok)
             snprintf(reason, size, "%s: %s", s->shapes[idx[i]].name, t.reason);
     }
@@ -381,7 +385,7 @@ static kiln_status run_trials(struct search *s, struct candidate *c, int reps, i
     double cutoff[KILN_TUNE_SHAPES_MAX];
     for (size_t m = 0; m < s->member_count; m++)
         cutoff[m] = cut && s->best_ms[m] > 0 ? CUTOFF * s->best_ms[m] : 0.0;
-    return measure(s, c->overlay, s->members, s->member_count, reps, cutoff, c->ms, NULL, &c->ok, reason, size);
+    return measure(s, c->overlay, s->members, s->member_count, reps, cutoff, c->ms, NULL, NULL, &c->ok, reason, size);
 }
 
 /* The geometric mean over members `which` (all when NULL) of
@@ -1220,7 +1224,7 @@ static kiln_status before_after(struct search *s, const char *overlay)
 {
     for (size_t i = 0; i < s->shape_count; i++) {
         struct kiln_tune_shape_result *sr = &s->r->shapes[i];
-        char reason[400] = "", sets[1][48] = {""};
+        char reason[400] = "", sets[1][48] = {""}, kernels[2][1][64] = {{""}, {""}};
         int ok = 1;
         kiln_status st = KILN_SUCCESS;
         sr->before_ms = sr->after_ms = 0;
@@ -1230,7 +1234,8 @@ static kiln_status before_after(struct search *s, const char *overlay)
             for (int side = 0; side < 2 && st == KILN_SUCCESS && ok; side++) {
                 const int is_after = (side + round) % 2;
                 st = measure(s, is_after ? overlay : NULL, &i, 1, CONFIRM_REPS / TABLE_ROUNDS, NULL,
-                             is_after ? &after : &before, is_after ? sets : NULL, &ok, reason, sizeof reason);
+                             is_after ? &after : &before, is_after ? sets : NULL, kernels[is_after], &ok, reason,
+                             sizeof reason);
             }
             if (st == KILN_SUCCESS && ok) {
                 sr->before_ms = round == 0 ? before : fmin(sr->before_ms, before);
@@ -1242,6 +1247,8 @@ static kiln_status before_after(struct search *s, const char *overlay)
         if (!ok)
             return kiln_error(KILN_ERROR_INTERNAL, "kiln-tune: the tuned profile fails where it was tuned: %s", reason);
         snprintf(sr->set_after, sizeof sr->set_after, "%s", sets[0]);
+        snprintf(sr->kernel_before, sizeof sr->kernel_before, "%s", kernels[0][0]);
+        snprintf(sr->kernel_after, sizeof sr->kernel_after, "%s", kernels[1][0]);
         report_progress(s, "before/after");
     }
     return KILN_SUCCESS;
@@ -1502,6 +1509,35 @@ unsigned kiln_tune_refuted(const struct kiln_tune_shape_result *shapes, size_t c
     return groups;
 }
 
+/* A shape's kernel group: the group before any ":<set>"; -1 for none. */
+static int shape_group(const char *group)
+{
+    char name[48];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(group, ":"), group);
+    return *name ? kiln_param_group_find(name) : -1;
+}
+
+int kiln_tune_select_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max,
+                             unsigned kernel_changed, char *why, size_t size)
+{
+    double before = 0, after = 0;
+    size_t moved = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct kiln_tune_shape_result *sr = &shapes[i];
+        const int g = shape_group(sr->group);
+        if (!sr->kernel_before[0] || !sr->kernel_after[0] || strcmp(sr->kernel_before, sr->kernel_after) == 0 ||
+            (g >= 0 && g < 32 && (kernel_changed & (1u << g))) || !(sr->before_ms > 0.0) || !(sr->after_ms > 0.0))
+            continue;
+        before += sr->before_ms, after += sr->after_ms, moved++;
+    }
+    if (!moved || !(after > before * (1.0 + max)))
+        return 0;
+    if (why && size)
+        snprintf(why, size, "the %zu shape%s the thresholds moved to another kernel %.2fx (%.4f -> %.4f ms)", moved,
+                 moved == 1 ? "" : "s", before / after, before, after);
+    return 1;
+}
+
 kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result *r)
 {
     if (!o || !r)
@@ -1596,9 +1632,19 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
         for (size_t i = 0; i < part_count; i++)
             if (part_group[i] != KILN_GROUP_select && changes_something(parts[i]))
                 real |= 1u << part_group[i];
-        const unsigned refuted = st == KILN_SUCCESS ? kiln_tune_refuted(r->shapes, r->shape_count, o->max_loss,
-                                                                        changed & real, r->refuted, sizeof r->refuted)
-                                                    : 0;
+        unsigned refuted = st == KILN_SUCCESS ? kiln_tune_refuted(r->shapes, r->shape_count, o->max_loss,
+                                                                  changed & real, r->refuted, sizeof r->refuted)
+                                              : 0;
+        /* The thresholds answer for the shapes they moved to another
+           kernel, in sum (KILN_TUNE_SELECT_LOSS_MAX). */
+        char why[200];
+        if (st == KILN_SUCCESS && (changed & (1u << KILN_GROUP_select)) &&
+            kiln_tune_select_refuted(r->shapes, r->shape_count, o->select_max_loss, changed & real & ~refuted, why,
+                                     sizeof why)) {
+            const size_t len = strlen(r->refuted);
+            snprintf(r->refuted + len, sizeof r->refuted - len, "%s%s", len ? "; " : "", why);
+            refuted |= 1u << KILN_GROUP_select;
+        }
         if (refuted) {
             size_t len = strlen(r->refuted), kept = 0;
             snprintf(r->refuted + len, sizeof r->refuted - len, ": left out");

@@ -110,6 +110,10 @@ struct kiln_tune_options {
        before/after table before it is refuted and left out
        (KILN_TUNE_REGRESSION_MAX). Tests that force a write set it huge. */
     double max_loss;
+    /* The most the select thresholds' change may slow the shapes it moves
+       to another kernel, their times summed, before it is refuted
+       (KILN_TUNE_SELECT_LOSS_MAX). Tests that force a write set it huge. */
+    double select_max_loss;
     /* Kernel groups to search, comma-separated ("gemm.wgmma"); NULL: every
        group the shapes' plans take. With a list, only the shapes whose
        plans take a listed group are run, and the thresholds are searched
@@ -123,7 +127,8 @@ struct kiln_tune_options {
 
 /* Fill `o` with the defaults: 600 s, the user's profile directory, seed 1,
    every operation, thresholds searched, min_gain 0.03, max_loss
-   KILN_TUNE_REGRESSION_MAX, peaks measured, quiet. */
+   KILN_TUNE_REGRESSION_MAX, select_max_loss KILN_TUNE_SELECT_LOSS_MAX,
+   peaks measured, quiet. */
 void kiln_tune_options_init(struct kiln_tune_options *o);
 
 /* The representative shapes of the operations in `ops`: GEMM square,
@@ -192,6 +197,8 @@ struct kiln_tune_shape_result {
     char group[48];             /* the kernel group its plan takes ("" for none); "<group>:<set>" when it takes a
                                    class of the matched profile, which is not tuned */
     char set_after[48];         /* the set its plan takes with the tuned profile */
+    char kernel_before[64];     /* the main kernel of its plan on the matched profile ("" if not measured) */
+    char kernel_after[64];      /* ... and on the tuned one: another where a threshold moved the shape */
     double gflop;               /* per run */
     double before_ms, after_ms; /* AUTO's plans on the matched profile and on the tuned one */
 };
@@ -246,6 +253,30 @@ struct kiln_tune_result {
    found). */
 unsigned kiln_tune_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max, unsigned among,
                            char *why, size_t size);
+
+/* The select thresholds' change may make the shapes it moves to another
+   kernel slower than this in the before/after table, their times summed
+   (after over before, less one): past it the thresholds are refuted and the
+   profile's values stay. A threshold is placed on a ladder of synthetic
+   sizes (one metric, a pixel count or a channel count), and a real shape
+   that differs from the ladder in another dimension can land on the wrong
+   side: on a 2-vCPU Zen 4, select.conv_1x1_direct_min_pixels placed at 784
+   by its ladder (32 -> 64 channels) moved MobileNet's 256 -> 256 layer at
+   28x28 to the direct kernel at 0.88x, which a bound of 25% on one shape
+   let through. Summed over the moved shapes, the table's noise stays well
+   under this. */
+#define KILN_TUNE_SELECT_LOSS_MAX 0.05
+
+/* Whether the before/after table refutes the select thresholds' change:
+   the shapes it moved, those whose plan took another main kernel
+   (kernel_before and kernel_after differ) and whose own kernel group is not
+   among `kernel_changed` (bits 1 << group id; a group's new parameters may
+   rename its kernel), took more than (1 + max) times as long after as
+   before, summed. Shapes without a group, or of a class of the matched
+   profile, count by the group before the colon or not at all. The moved
+   shapes' count and ratio are written to why (when refuted). */
+int kiln_tune_select_refuted(const struct kiln_tune_shape_result *shapes, size_t count, double max,
+                             unsigned kernel_changed, char *why, size_t size);
 
 /* Where a threshold goes, from a ladder of n sizes `metric` (ascending, at
    most 8) and the times of its two sides there (INFINITY: the side does not
