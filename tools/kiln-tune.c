@@ -24,7 +24,7 @@ static const char usage[] =
     "--ops LIST        operations to tune, comma-separated: gemm, conv, attention (default all)\n"
     "--groups LIST     kernel groups to search, comma-separated (gemm.wgmma, gemm.tiled, ...;\n"
     "                  select for the thresholds, gemm.cpu.in_place_l2 among them): only the\n"
-    "                  shapes that take one are run\n"
+    "                  shapes that take one are run (all where it names select)\n"
     "                  (default: every group the shapes take, and the thresholds)\n"
     "--device SEL      the device, as KILN_DEVICE selects it (default: KILN_DEVICE, else the default)\n"
     "--out DIR         where the profile and the journal go (default: the user's profile\n"

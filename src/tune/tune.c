@@ -1445,8 +1445,13 @@ static void gather_shapes(struct search *s, const kiln_context *ctx)
 }
 
 /* Only the shapes whose plans take a group of the groups option. */
-static void keep_listed(struct search *s)
+static void keep_listed(struct search *s, int thresholds)
 {
+    /* The thresholds answer for every shape they may move (the before/after
+       table, kiln_tune_select_refuted): with them searched, every shape
+       stays, and only the listed kernel groups are searched (below). */
+    if (thresholds)
+        return;
     size_t n = 0;
     for (size_t i = 0; i < s->shape_count; i++) {
         if (!listed(s->o->groups, s->r->shapes[i].group)) {
@@ -1571,7 +1576,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     if (st == KILN_SUCCESS)
         st = plan_groups(ctx, &s);
     if (st == KILN_SUCCESS && o->groups)
-        keep_listed(&s);
+        keep_listed(&s, thresholds);
 
     /* The groups in the order of their first shape; each gets an equal
        share of what is left of the groups' time when it starts. */
@@ -1580,7 +1585,8 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
     unsigned seen = 0;
     for (size_t i = 0; st == KILN_SUCCESS && i < s.shape_count; i++) {
         int g = kiln_param_group_find(r->shapes[i].group);
-        if (g >= 0 && !(seen & (1u << g)) && kiln_space_kernel_group((enum kiln_group_id)g))
+        if (g >= 0 && !(seen & (1u << g)) && kiln_space_kernel_group((enum kiln_group_id)g) &&
+            (!o->groups || listed(o->groups, kiln_param_groups[g].name)))
             order[group_count++] = g, seen |= 1u << g;
     }
     const double groups_end = s.start + (thresholds ? GROUPS_END : GROUPS_END_ALONE) * o->budget_s;

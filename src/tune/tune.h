@@ -116,8 +116,9 @@ struct kiln_tune_options {
     double select_max_loss;
     /* Kernel groups to search, comma-separated ("gemm.wgmma"); NULL: every
        group the shapes' plans take. With a list, only the shapes whose
-       plans take a listed group are run, and the thresholds are searched
-       only if it names "select". */
+       plans take a listed group are run (every shape where it names
+       "select", for the before/after table), and the thresholds are
+       searched only if it names "select". */
     const char *groups;
     int measure_peaks; /* measure and write device.peak_gflops and peak_gbps */
     FILE *log;         /* a plain line per trial; NULL: quiet */
