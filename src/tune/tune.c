@@ -344,8 +344,9 @@ static kiln_status open_journal(struct search *s, const char *dir)
 
 /* Time the shapes `idx[0..n)` on a context with `overlay` ("" or NULL:
    none), `reps` runs each, cut short past cutoff[i] (NULL: never): ms[i]
-   and, when `sets` is not NULL, the parameter set each plan took. *ok is 0
-   when one was rejected, with `reason` saying why. */
+   and, when `sets` and `kernels` are not NULL, the parameter set and the
+   main kernel each plan took. *ok is 0 when one was rejected, with `reason`
+   saying why. */
 static kiln_status measure(const struct search *s, const char *overlay, const size_t *idx, size_t n, int reps,
                            const double *cutoff, double *ms, char (*sets)[48], char (*kernels)[64], int *ok,
                            char *reason, size_t size)
@@ -1444,7 +1445,8 @@ static void gather_shapes(struct search *s, const kiln_context *ctx)
     s->shape_count = s->r->shape_count = n;
 }
 
-/* Only the shapes whose plans take a group of the groups option. */
+/* Only the shapes whose plans take a group of the groups option (all of
+   them where the thresholds are searched). */
 static void keep_listed(struct search *s, int thresholds)
 {
     /* The thresholds answer for every shape they may move (the before/after
@@ -1645,8 +1647,7 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
            kernel, in sum (KILN_TUNE_SELECT_LOSS_MAX). */
         char why[200];
         if (st == KILN_SUCCESS && (changed & (1u << KILN_GROUP_select)) &&
-            kiln_tune_select_refuted(r->shapes, r->shape_count, o->select_max_loss, changed & real & ~refuted, why,
-                                     sizeof why)) {
+            kiln_tune_select_refuted(r->shapes, r->shape_count, o->select_max_loss, changed & real, why, sizeof why)) {
             const size_t len = strlen(r->refuted);
             snprintf(r->refuted + len, sizeof r->refuted - len, "%s%s", len ? "; " : "", why);
             refuted |= 1u << KILN_GROUP_select;
