@@ -344,7 +344,7 @@ static kiln_status open_journal(struct search *s, const char *dir)
 
 /* Time the shapes `idx[0..n)` on a context with `overlay` ("" or NULL:
    none), `reps` runs each, cut short past cutoff[i] (NULL: never): ms[i]
-   and, when `sets` and `kernels` are not NULL, the parameter set and the
+   and, where `sets` or `kernels` is not NULL, the parameter set or the
    main kernel each plan took. *ok is 0 when one was rejected, with `reason`
    saying why. */
 static kiln_status measure(const struct search *s, const char *overlay, const size_t *idx, size_t n, int reps,
@@ -1225,7 +1225,7 @@ static kiln_status before_after(struct search *s, const char *overlay)
 {
     for (size_t i = 0; i < s->shape_count; i++) {
         struct kiln_tune_shape_result *sr = &s->r->shapes[i];
-        char reason[400] = "", sets[1][48] = {""}, kernels[2][1][64] = {{""}, {""}};
+        char reason[400] = "", sets[1][48] = {""}, kernels[2][64] = {"", ""}; /* before, after */
         int ok = 1;
         kiln_status st = KILN_SUCCESS;
         sr->before_ms = sr->after_ms = 0;
@@ -1235,7 +1235,7 @@ static kiln_status before_after(struct search *s, const char *overlay)
             for (int side = 0; side < 2 && st == KILN_SUCCESS && ok; side++) {
                 const int is_after = (side + round) % 2;
                 st = measure(s, is_after ? overlay : NULL, &i, 1, CONFIRM_REPS / TABLE_ROUNDS, NULL,
-                             is_after ? &after : &before, is_after ? sets : NULL, kernels[is_after], &ok, reason,
+                             is_after ? &after : &before, is_after ? sets : NULL, &kernels[is_after], &ok, reason,
                              sizeof reason);
             }
             if (st == KILN_SUCCESS && ok) {
@@ -1248,8 +1248,8 @@ static kiln_status before_after(struct search *s, const char *overlay)
         if (!ok)
             return kiln_error(KILN_ERROR_INTERNAL, "kiln-tune: the tuned profile fails where it was tuned: %s", reason);
         snprintf(sr->set_after, sizeof sr->set_after, "%s", sets[0]);
-        snprintf(sr->kernel_before, sizeof sr->kernel_before, "%s", kernels[0][0]);
-        snprintf(sr->kernel_after, sizeof sr->kernel_after, "%s", kernels[1][0]);
+        snprintf(sr->kernel_before, sizeof sr->kernel_before, "%s", kernels[0]);
+        snprintf(sr->kernel_after, sizeof sr->kernel_after, "%s", kernels[1]);
         report_progress(s, "before/after");
     }
     return KILN_SUCCESS;
@@ -1445,15 +1445,9 @@ static void gather_shapes(struct search *s, const kiln_context *ctx)
     s->shape_count = s->r->shape_count = n;
 }
 
-/* Only the shapes whose plans take a group of the groups option (all of
-   them where the thresholds are searched). */
-static void keep_listed(struct search *s, int thresholds)
+/* Only the shapes whose plans take a group of the groups option. */
+static void keep_listed(struct search *s)
 {
-    /* The thresholds answer for every shape they may move (the before/after
-       table, kiln_tune_select_refuted): with them searched, every shape
-       stays, and only the listed kernel groups are searched (below). */
-    if (thresholds)
-        return;
     size_t n = 0;
     for (size_t i = 0; i < s->shape_count; i++) {
         if (!listed(s->o->groups, s->r->shapes[i].group)) {
@@ -1577,8 +1571,11 @@ kiln_status kiln_tune(const struct kiln_tune_options *o, struct kiln_tune_result
              : kiln_error(KILN_ERROR_IO, "kiln-tune: no output directory (neither XDG_CONFIG_HOME nor HOME is set)");
     if (st == KILN_SUCCESS)
         st = plan_groups(ctx, &s);
-    if (st == KILN_SUCCESS && o->groups)
-        keep_listed(&s, thresholds);
+    /* The thresholds answer for every shape they may move (the before/after
+       table, kiln_tune_select_refuted): with them searched, every shape
+       stays, and only the listed kernel groups are searched (below). */
+    if (st == KILN_SUCCESS && o->groups && !thresholds)
+        keep_listed(&s);
 
     /* The groups in the order of their first shape; each gets an equal
        share of what is left of the groups' time when it starts. */
