@@ -346,9 +346,11 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
    of a block adds a shortcut written a few layers before, so both come from
    cache as they would. With a buffer per output, MobileNet v1's outputs
    alone (18 MB) and its weights (17 MB) outgrow the last-level cache and
-   every layer writes to lines fetched from memory. Weights are 1 / (the
-   filter volume) and biases 0.01, so the values neither grow to infinity
-   over ResNet-50's shortcuts nor shrink into denormals. */
+   every layer writes to lines fetched from memory. Weights are random in
+   [0, 2 / the filter volume), the image in [0, 1) and biases 0.01, so the
+   values neither grow to infinity over ResNet-50's shortcuts nor shrink
+   into denormals, and the classes' probabilities differ: the peer's pass
+   over the same graph and values (below) must end with the same ones. */
 enum { NET_SLOTS = 4, NET_IMAGE = NET_SLOTS }; /* act[NET_IMAGE]: the input image, never written */
 
 struct net_step {
@@ -369,6 +371,8 @@ struct network {
     kiln_buffer *act[NET_SLOTS + 1];
     kiln_status st;
     char error[160]; /* a graph that does not fit the table */
+    float *scores;   /* the classifier's output in the last pass (NULL: no classifier before a softmax) */
+    size_t nscores;
 };
 
 /* The lowest slot not in mask (a bit per slot). */
@@ -453,6 +457,31 @@ static kiln_status net_buffer(kiln_context *ctx, size_t floats, float v, kiln_bu
     return st == KILN_SUCCESS ? kiln_buffer_fill_f32(*out, 0, floats, v) : st;
 }
 
+/* `floats` random values in [0, top), the same for the same seed (a step's
+   index, or the image's): kiln's weights and the peer's. NULL when out of
+   memory. */
+static float *net_random(uint64_t seed, size_t floats, float top)
+{
+    float *a = malloc(floats * sizeof *a);
+    uint64_t state = seed * 0x9e3779b97f4a7c15u + 1u;
+    for (size_t i = 0; a && i < floats; i++)
+        a[i] = (float)(bench_random_next(&state) >> 40) * 0x1p-24f * top;
+    return a;
+}
+
+enum { NET_IMAGE_SEED = 1u << 30 };
+
+/* A buffer of net_random(seed, floats, top). */
+static kiln_status net_random_buffer(kiln_context *ctx, uint64_t seed, size_t floats, float top, kiln_buffer **out)
+{
+    float *a = net_random(seed, floats, top);
+    kiln_status st = a ? kiln_buffer_create(ctx, floats * sizeof(float), out) : KILN_ERROR_OUT_OF_MEMORY;
+    if (st == KILN_SUCCESS)
+        st = kiln_buffer_write(*out, 0, floats * sizeof(float), a);
+    free(a);
+    return st;
+}
+
 /* Sizes of a layer's input and output (elements), and its step's plan and
    weights. */
 static kiln_status net_layer(struct network *net, struct net_step *x, size_t *nx, size_t *ny)
@@ -471,7 +500,7 @@ static kiln_status net_layer(struct network *net, struct net_step *x, size_t *nx
         if (st == KILN_SUCCESS)
             st = kiln_conv2d_plan_create(net->ctx, &d, &x->conv);
         if (st == KILN_SUCCESS)
-            st = net_buffer(net->ctx, l->k * volume, 1.0f / (float)volume, &x->w);
+            st = net_random_buffer(net->ctx, (uint64_t)(x - net->step), l->k * volume, 2.0f / (float)volume, &x->w);
         if (st == KILN_SUCCESS)
             st = net_buffer(net->ctx, l->k, 0.01f, &x->bias);
     } else if (l->kind == FC) {
@@ -480,7 +509,7 @@ static kiln_status net_layer(struct network *net, struct net_step *x, size_t *nx
         *nx = n * l->c, *ny = n * l->k;
         st = kiln_gemm_plan_create(net->ctx, &g, &x->gemm);
         if (st == KILN_SUCCESS)
-            st = net_buffer(net->ctx, l->k * l->c, 1.0f / (float)l->c, &x->w);
+            st = net_random_buffer(net->ctx, (uint64_t)(x - net->step), l->k * l->c, 2.0f / (float)l->c, &x->w);
     } else if (l->kind == SOFTMAX) {
         *nx = *ny = n * l->c;
     } else {
@@ -520,7 +549,9 @@ static kiln_status net_prepare(struct network *net)
         most = ny > most ? ny : most;
     }
     for (int b = 0; b <= NET_SLOTS; b++) {
-        kiln_status st = net_buffer(net->ctx, b == NET_IMAGE ? held[NET_IMAGE] : most, 0.01f, &net->act[b]);
+        kiln_status st = b == NET_IMAGE
+                             ? net_random_buffer(net->ctx, NET_IMAGE_SEED, held[NET_IMAGE], 1.0f, &net->act[b])
+                             : net_buffer(net->ctx, most, 0.01f, &net->act[b]);
         if (st != KILN_SUCCESS)
             return st;
     }
@@ -551,38 +582,214 @@ static int net_pass(void *arg)
     return st != KILN_SUCCESS;
 }
 
-/* After the passes: the network ends in a softmax, so each image's
-   probabilities are finite and sum to 1. Writes why not. */
-static int net_check(const struct network *net, char *why, size_t size)
+/* Each of n images' `classes` probabilities finite and summing to 1; writes
+   why not. */
+static int net_sums_to_one(const float *p, size_t n, size_t classes, char *why, size_t size)
 {
-    const struct net_step *last = &net->step[net->steps - 1];
-    const struct layer *l = &net->model->layers[last->row];
-    if (l->kind != SOFTMAX)
-        return 0;
-    const size_t classes = l->c;
-    float *p = malloc(net->n * classes * sizeof *p);
-    kiln_status st =
-        p ? kiln_buffer_read(net->act[last->y], 0, net->n * classes * sizeof *p, p) : KILN_ERROR_OUT_OF_MEMORY;
-    int bad = st != KILN_SUCCESS;
-    if (bad)
-        snprintf(why, size, "reading the probabilities: %s", kiln_status_string(st));
-    for (size_t i = 0; !bad && i < net->n; i++) {
+    for (size_t i = 0; i < n; i++) {
         double sum = 0.0;
         for (size_t j = 0; j < classes; j++)
             sum += p[i * classes + j];
         if (!(fabs(sum - 1.0) < 1e-3)) {
             snprintf(why, size, "image %zu's probabilities sum to %g, not 1", i, sum);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The classifier before the softmax a network ends with, or NULL. */
+static const struct net_step *net_classifier(const struct network *net)
+{
+    const struct net_step *x = net->steps > 1 ? &net->step[net->steps - 2] : NULL;
+    return x && net->model->layers[x->row].kind == FC && net->model->layers[x[1].row].kind == SOFTMAX ? x : NULL;
+}
+
+/* `count` floats of kiln's buffer into a new array (*out), or a status. */
+static kiln_status net_read(const kiln_buffer *b, size_t count, float **out)
+{
+    *out = malloc(count * sizeof **out);
+    kiln_status st = *out ? kiln_buffer_read(b, 0, count * sizeof **out, *out) : KILN_ERROR_OUT_OF_MEMORY;
+    if (st != KILN_SUCCESS) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* After the passes: the network ends in a softmax, so each image's
+   probabilities are finite and sum to 1; and the classifier's scores are
+   kept for the peer's (net->scores). Writes why not. */
+static int net_check(struct network *net, char *why, size_t size)
+{
+    const struct net_step *last = &net->step[net->steps - 1], *fc = net_classifier(net);
+    const struct layer *l = &net->model->layers[last->row];
+    if (l->kind != SOFTMAX)
+        return 0;
+    float *p;
+    kiln_status st = net_read(net->act[last->y], net->n * l->c, &p);
+    int bad = st != KILN_SUCCESS;
+    if (bad)
+        snprintf(why, size, "reading the probabilities: %s", kiln_status_string(st));
+    bad = bad || net_sums_to_one(p, net->n, l->c, why, size);
+    free(p);
+    if (!bad && fc) {
+        net->nscores = net->n * net->model->layers[fc->row].k;
+        if ((st = net_read(net->act[fc->y], net->nscores, &net->scores)) != KILN_SUCCESS) {
+            snprintf(why, size, "reading the scores: %s", kiln_status_string(st));
             bad = 1;
         }
     }
-    free(p);
     return bad;
 }
 
-/* The median whole-network time, or a failed result saying why. */
-static struct bench_result run_network(kiln_context *ctx, const struct model *model, size_t n,
-                                       kiln_tensor_layout layout)
+/* ---- the same network on the peer ---- */
+
+/* The peer's steps over kiln's graph, with arrays of their own holding
+   kiln's values (net_random's weights and image, biases 0.01). */
+struct peer_network {
+    struct bench_nn_step *step;
+    kiln_conv2d_desc *conv;
+    kiln_pool2d_desc *pool;
+    float **arrays; /* every step's weights and bias, then the image */
+    size_t narrays;
+    bench_nn_network *prepared;
+    char error[160];
+};
+
+/* An array of kiln's values: net_random(seed, floats, top), or each value
+   `top` when seed is PEER_CONSTANT. */
+enum { PEER_CONSTANT = -1 };
+static float *peer_array(struct peer_network *p, int64_t seed, size_t floats, float top)
 {
+    float *a = seed == PEER_CONSTANT ? malloc(floats * sizeof *a) : net_random((uint64_t)seed, floats, top);
+    for (size_t i = 0; a && seed == PEER_CONSTANT && i < floats; i++)
+        a[i] = top;
+    p->arrays[p->narrays++] = a;
+    return a;
+}
+
+/* 0 with p->step filled, or 1 with p->error set. */
+static int peer_steps(const struct network *net, struct peer_network *p)
+{
+    p->step = calloc(net->steps, sizeof *p->step);
+    p->conv = calloc(net->steps, sizeof *p->conv);
+    p->pool = calloc(net->steps, sizeof *p->pool);
+    p->arrays = calloc(2 * net->steps + 1, sizeof *p->arrays);
+    int bad = !p->step || !p->conv || !p->pool || !p->arrays;
+    for (size_t i = 0; !bad && i < net->steps; i++) {
+        const struct net_step *x = &net->step[i];
+        const struct layer *l = &net->model->layers[x->row];
+        struct bench_nn_step *s = &p->step[i];
+        *s = (struct bench_nn_step){.x = x->x, .y = x->y, .z = x->z};
+        if (l->kind == CONV) {
+            conv_desc(l, net->n, net->layout, &p->conv[i]);
+            const size_t volume = (l->c / l->groups) * l->rs * l->rs;
+            s->op = (struct bench_nn_op){.kind = BENCH_NN_CONV, .conv = &p->conv[i]};
+            s->op.weights = peer_array(p, (int64_t)i, l->k * volume, 2.0f / (float)volume);
+            s->op.bias = peer_array(p, PEER_CONSTANT, l->k, 0.01f);
+            bad = !s->op.weights || !s->op.bias;
+        } else if (l->kind == FC) {
+            s->op = (struct bench_nn_op){.kind = BENCH_NN_FC, .rows = net->n, .in = l->c, .out = l->k};
+            bad = !(s->op.weights = peer_array(p, (int64_t)i, l->k * l->c, 2.0f / (float)l->c));
+        } else if (l->kind == SOFTMAX) {
+            s->op = (struct bench_nn_op){.kind = BENCH_NN_SOFTMAX, .rows = net->n, .in = l->c};
+        } else {
+            p->pool[i] = pool_desc(l, net->n, net->layout);
+            s->op = (struct bench_nn_op){.kind = BENCH_NN_POOL, .pool = &p->pool[i]};
+        }
+    }
+    if (bad)
+        snprintf(p->error, sizeof p->error, "out of host memory");
+    return bad;
+}
+
+/* kiln's and the peer's classifier scores agree within this, relative to
+   the peer's largest: each layer's result differs by a few units in the
+   last place (Winograd's by more), and 30-70 layers carry the differences
+   on. */
+#define NET_AGREE 1e-3
+
+/* max |a - b| / max |b| (NaN when either holds one). */
+static double net_differ(const float *a, const float *b, size_t count)
+{
+    double most = 0.0, top = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        most = d > most || d != d ? d : most;
+        top = fmax(top, fabs((double)b[i]));
+    }
+    return most / top;
+}
+
+static int peer_pass(void *arg)
+{
+    struct peer_network *p = arg;
+    return bench_nn_peer_network_run(p->prepared, p->error, sizeof p->error);
+}
+
+/* The peer's whole-network time over kiln's graph (net prepared), its
+   probabilities checked; BENCH_NOT_APPLICABLE where the peer has no such
+   pass. */
+static struct bench_result run_peer_network(const struct network *net, enum bench_nn_peer peer)
+{
+    struct bench_result r = {.state = BENCH_FAILED};
+    struct peer_network p = {0};
+    struct bench_timing t;
+    const struct layer *first = &net->model->layers[0], *last = &net->model->layers[net->step[net->steps - 1].row];
+    const size_t image = net->n * first->c * first->hw * first->hw, classes = last->c;
+    float *probs = NULL, *scores = NULL, *image_data = NULL;
+    int rc = BENCH_NN_FAILED;
+    if (peer_steps(net, &p) == 0 && (image_data = peer_array(&p, NET_IMAGE_SEED, image, 1.0f)) == NULL)
+        snprintf(p.error, sizeof p.error, "out of host memory");
+    else if (image_data)
+        rc = bench_nn_peer_network_prepare(peer, p.step, net->steps, NET_SLOTS + 1, NET_IMAGE, image_data, &p.prepared,
+                                           p.error, sizeof p.error);
+    if (rc == BENCH_NN_UNSUPPORTED)
+        r.state = BENCH_NOT_APPLICABLE;
+    else if (rc == BENCH_NN_READY && bench_measure(peer_pass, &p, 1, 0, 1000.0, &t) == 0) {
+        const struct net_step *fc = net_classifier(net);
+        probs = malloc(net->n * classes * sizeof *probs);
+        scores = fc ? malloc(net->nscores * sizeof *scores) : NULL;
+        if (!probs || (fc && !scores))
+            snprintf(p.error, sizeof p.error, "out of host memory");
+        else if (last->kind != SOFTMAX ||
+                 (bench_nn_peer_network_output(p.prepared, net->step[net->steps - 1].y, probs, net->n * classes,
+                                               p.error, sizeof p.error) == 0 &&
+                  net_sums_to_one(probs, net->n, classes, p.error, sizeof p.error) == 0 &&
+                  (!fc || bench_nn_peer_network_output(p.prepared, fc->y, scores, net->nscores, p.error,
+                                                       sizeof p.error) == 0))) {
+            r = (struct bench_result){.state = BENCH_MEASURED, .median_ms = t.median_ms, .reps = t.reps};
+            r.max_rel_err = scores && net->scores ? net_differ(net->scores, scores, net->nscores) : NAN;
+            if (!(r.max_rel_err <= NET_AGREE) && r.max_rel_err == r.max_rel_err) {
+                snprintf(p.error, sizeof p.error, "its classifier's scores and kiln's differ by %.2g of the largest",
+                         r.max_rel_err);
+                r.state = BENCH_FAILED;
+            }
+        }
+    }
+    if (r.state != BENCH_MEASURED)
+        snprintf(r.error, sizeof r.error, "%s", p.error);
+    bench_nn_peer_network_release(p.prepared);
+    for (size_t i = 0; i < p.narrays; i++)
+        free(p.arrays[i]);
+    free(p.arrays);
+    free(p.step);
+    free(p.conv);
+    free(p.pool);
+    free(probs);
+    free(scores);
+    return r;
+}
+
+/* The median whole-network time, or a failed result saying why; and the
+   peer's over the same graph in *peer_whole (BENCH_NOT_REQUESTED for no
+   peer or when kiln's graph failed). */
+static struct bench_result run_network(kiln_context *ctx, const struct model *model, size_t n,
+                                       kiln_tensor_layout layout, enum bench_nn_peer peer,
+                                       struct bench_result *peer_whole)
+{
+    *peer_whole = (struct bench_result){.state = BENCH_NOT_REQUESTED};
     struct bench_result r = {.state = BENCH_FAILED};
     struct network net = {.ctx = ctx, .model = model, .n = n, .layout = layout};
     struct bench_timing t;
@@ -591,6 +798,8 @@ static struct bench_result run_network(kiln_context *ctx, const struct model *mo
                  net.error[0] ? net.error : kiln_last_error_detail());
     else if (net_check(&net, r.error, sizeof r.error) == 0)
         r = (struct bench_result){.state = BENCH_MEASURED, .median_ms = t.median_ms, .reps = t.reps};
+    if (r.state == BENCH_MEASURED && peer < BENCH_NN_PEER_COUNT)
+        *peer_whole = run_peer_network(&net, peer);
     for (size_t i = 0; net.step && i < net.steps; i++) {
         kiln_conv2d_plan_destroy(net.step[i].conv);
         kiln_gemm_plan_destroy(net.step[i].gemm);
@@ -600,6 +809,7 @@ static struct bench_result run_network(kiln_context *ctx, const struct model *mo
     for (int b = 0; b <= NET_SLOTS; b++)
         kiln_buffer_destroy(net.act[b]);
     free(net.step);
+    free(net.scores);
     return r;
 }
 
@@ -641,10 +851,13 @@ static const char models_usage[] =
     "distinct layer is timed once (median of 5-50 runs after a warm-up, a wait after each run) and\n"
     "counted as often as the network runs it; the totals are these weighted sums. Then the whole\n"
     "network in its order (ResNet-50's blocks with their shortcuts), every occurrence of a layer with\n"
-    "weights of its own, each layer reading what produced its input, one wait at the end (median of\n"
-    "passes for about a second; the probabilities it ends with are checked), beside the peer's sum\n"
-    "of warm per-layer times. kiln's plan creation is not in the times; nor are oneDNN's reorders to\n"
-    "its preferred layouts or cuDNN's algorithm search. The launch floor is the median time of a kiln\n"
+    "random weights of its own, each layer reading what produced its input, one wait at the end\n"
+    "(median of passes for about a second; the probabilities it ends with are checked), beside\n"
+    "oneDNN's own pass over the same graph and values (its layouts, conversions between them in the\n"
+    "pass, one wait; its classifier's scores must agree with kiln's to 1e-3 of the largest, the\n"
+    "difference shown) or, for cuDNN, the peer's sum of warm per-layer times. kiln's plan creation\n"
+    "is not in the times; nor are oneDNN's conversions of the weights to its preferred layouts or\n"
+    "cuDNN's algorithm search. The launch floor is the median time of a kiln\n"
     "call with no work to speak of (a fill of one float) and its wait, times the waits of the per-layer\n"
     "timing (one per layer run); \"beyond the floor\" is the layers' total less it.\n";
 
@@ -729,7 +942,8 @@ int bench_conv_models(int argc, char **argv)
         if (!json)
             print_row(l, peer, &row);
     }
-    const struct bench_result whole = run_network(ctx, &models[m], n, layout);
+    struct bench_result peer_whole;
+    const struct bench_result whole = run_network(ctx, &models[m], n, layout, peer, &peer_whole);
     /* Each timed call of a layer waits once: the network's waits, each
        paying about the floor. */
     const double floor_us = bench_launch_floor_us(ctx);
@@ -761,6 +975,15 @@ int bench_conv_models(int argc, char **argv)
             snprintf(key, sizeof key, "%s_ms", peer_name);
             bench_json_number(stdout, key, peer_total);
             printf(",\"%s_missing\":%d", peer_name, peer_missing);
+            if (peer_whole.state == BENCH_MEASURED) {
+                snprintf(key, sizeof key, "%s_network_ms", peer_name);
+                bench_json_number(stdout, key, peer_whole.median_ms);
+                if (peer_whole.max_rel_err == peer_whole.max_rel_err)
+                    bench_json_number(stdout, "network_max_rel_diff", peer_whole.max_rel_err);
+            } else if (peer_whole.state == BENCH_FAILED) {
+                printf(",\"%s_network_error\":", peer_name);
+                bench_json_string(stdout, peer_whole.error);
+            }
         }
         printf("}\n");
     } else {
@@ -779,11 +1002,20 @@ int bench_conv_models(int argc, char **argv)
             printf("\n");
         }
         if (whole.state == BENCH_MEASURED) {
+            /* Against the peer's own pass where it has one, else its sum. */
+            const int own = peer_whole.state == BENCH_MEASURED;
+            const double peer_ms = own ? peer_whole.median_ms : peer_total;
             printf("%-17s %-46s %3s %-14s %10.3f", "whole network", "(every layer enqueued, one wait)", "", "",
                    whole.median_ms);
             if (peers)
-                printf(" %10.3f %7.2f", peer_total, peer_total / whole.median_ms);
+                printf(" %10.3f %7.2f", peer_ms, peer_ms / whole.median_ms);
+            if (own && peer_whole.max_rel_err == peer_whole.max_rel_err)
+                printf(" %11.1e", peer_whole.max_rel_err);
+            else if (peers && !own)
+                printf(" (the peer's sum)");
             printf("\n");
+            if (peer_whole.state == BENCH_FAILED)
+                printf("%17s %s's whole network: %s\n", "", peer_name, peer_whole.error);
         } else {
             printf("whole network: %s\n", whole.error);
         }

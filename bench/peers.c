@@ -370,7 +370,8 @@ static int onednn_memory(struct onednn_state *o, const dnnl_memory_desc_t *md, c
 }
 
 /* Copy `from` into `to`, converting the layout, to completion. */
-static int onednn_reorder(struct onednn_state *o, dnnl_memory_t from, dnnl_memory_t to, char *err, size_t err_size)
+static int onednn_convert(dnnl_engine_t engine, dnnl_stream_t stream, dnnl_memory_t from, dnnl_memory_t to, char *err,
+                          size_t err_size)
 {
     const dnnl_memory_desc_t *from_md, *to_md;
     dnnl_primitive_desc_t pd = NULL;
@@ -378,14 +379,19 @@ static int onednn_reorder(struct onednn_state *o, dnnl_memory_t from, dnnl_memor
     dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     int rc = onednn_failed(dnnl_memory_get_memory_desc(from, &from_md), "dnnl_memory_get_memory_desc", err, err_size) ||
              onednn_failed(dnnl_memory_get_memory_desc(to, &to_md), "dnnl_memory_get_memory_desc", err, err_size) ||
-             onednn_failed(dnnl_reorder_primitive_desc_create(&pd, from_md, o->engine, to_md, o->engine, NULL),
-                           "reorder", err, err_size) ||
+             onednn_failed(dnnl_reorder_primitive_desc_create(&pd, from_md, engine, to_md, engine, NULL), "reorder",
+                           err, err_size) ||
              onednn_failed(dnnl_primitive_create(&reorder, pd), "reorder", err, err_size) ||
-             onednn_failed(dnnl_primitive_execute(reorder, o->stream, 2, args), "reorder", err, err_size) ||
-             onednn_failed(dnnl_stream_wait(o->stream), "dnnl_stream_wait", err, err_size);
+             onednn_failed(dnnl_primitive_execute(reorder, stream, 2, args), "reorder", err, err_size) ||
+             onednn_failed(dnnl_stream_wait(stream), "dnnl_stream_wait", err, err_size);
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(pd);
     return rc;
+}
+
+static int onednn_reorder(struct onednn_state *o, dnnl_memory_t from, dnnl_memory_t to, char *err, size_t err_size)
+{
+    return onednn_convert(o->engine, o->stream, from, to, err, err_size);
 }
 
 /* The primitive's argument `arg` in layout `want`, from the caller's array
@@ -504,10 +510,15 @@ static int onednn_conv_attr(const kiln_conv2d_desc *d, dnnl_primitive_attr_t *at
     return rc;
 }
 
-static int onednn_conv(struct onednn_state *o, const struct bench_nn_op *op, char *routine, size_t routine_size,
-                       char *err, size_t err_size)
+/* A convolution in oneDNN's terms: the caller's layouts of its tensors, and
+   the convolution with every layout left to oneDNN. */
+struct onednn_conv_mds {
+    dnnl_memory_desc_t src, weights, bias, dst;
+};
+
+static int onednn_conv_init(const kiln_conv2d_desc *d, struct onednn_conv_mds *m, dnnl_convolution_desc_t *conv,
+                            char *err, size_t err_size)
 {
-    const kiln_conv2d_desc *d = op->conv;
     dnnl_dim_t n = (dnnl_dim_t)d->n, c = (dnnl_dim_t)d->c, k = (dnnl_dim_t)d->k, g = (dnnl_dim_t)d->groups;
     dnnl_dim_t r = (dnnl_dim_t)d->r, s = (dnnl_dim_t)d->s;
     dnnl_dim_t p = (dnnl_dim_t)((d->h + d->pad_top + d->pad_bottom - d->dilation_h * (d->r - 1) - 1) / d->stride_h + 1);
@@ -521,39 +532,48 @@ static int onednn_conv(struct onednn_state *o, const struct bench_nn_op *op, cha
     dnnl_dims_t pad_r = {(dnnl_dim_t)d->pad_bottom, (dnnl_dim_t)d->pad_right};
     dnnl_format_tag_t w_tag = g > 1 ? (nhwc ? dnnl_gohwi : dnnl_goihw) : (nhwc ? dnnl_ohwi : dnnl_oihw);
     int w_ndims = g > 1 ? 5 : 4;
-    dnnl_memory_desc_t src, weights, bias, dst, any_src, any_weights, any_dst;
+    dnnl_memory_desc_t any_src, any_weights, any_dst;
+    return onednn_failed(dnnl_memory_desc_init_by_tag(&m->src, 4, src_dims, dnnl_f32, nhwc ? dnnl_nhwc : dnnl_nchw),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&m->weights, w_ndims, g > 1 ? gw_dims : w_dims, dnnl_f32, w_tag),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&m->bias, 1, bias_dims, dnnl_f32, dnnl_x), "memory desc", err,
+                         err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&m->dst, 4, dst_dims, dnnl_f32, nhwc ? dnnl_nhwc : dnnl_nchw),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&any_src, 4, src_dims, dnnl_f32, dnnl_format_tag_any),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&any_weights, w_ndims, g > 1 ? gw_dims : w_dims, dnnl_f32,
+                                                      dnnl_format_tag_any),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&any_dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_dilated_convolution_forward_desc_init(
+                             conv, dnnl_forward_inference, dnnl_convolution_auto, &any_src, &any_weights,
+                             d->has_bias ? &m->bias : NULL, &any_dst, strides, dilates, pad_l, pad_r),
+                         "dnnl_dilated_convolution_forward_desc_init", err, err_size);
+}
+
+static int onednn_conv(struct onednn_state *o, const struct bench_nn_op *op, char *routine, size_t routine_size,
+                       char *err, size_t err_size)
+{
+    const kiln_conv2d_desc *d = op->conv;
+    struct onednn_conv_mds m;
     dnnl_convolution_desc_t conv;
     dnnl_primitive_attr_t attr = NULL;
-    int rc = onednn_failed(dnnl_memory_desc_init_by_tag(&src, 4, src_dims, dnnl_f32, nhwc ? dnnl_nhwc : dnnl_nchw),
-                           "memory desc", err, err_size) ||
-             onednn_failed(dnnl_memory_desc_init_by_tag(&weights, w_ndims, g > 1 ? gw_dims : w_dims, dnnl_f32, w_tag),
-                           "memory desc", err, err_size) ||
-             onednn_failed(dnnl_memory_desc_init_by_tag(&bias, 1, bias_dims, dnnl_f32, dnnl_x), "memory desc", err,
-                           err_size) ||
-             onednn_failed(dnnl_memory_desc_init_by_tag(&dst, 4, dst_dims, dnnl_f32, nhwc ? dnnl_nhwc : dnnl_nchw),
-                           "memory desc", err, err_size) ||
-             onednn_failed(dnnl_memory_desc_init_by_tag(&any_src, 4, src_dims, dnnl_f32, dnnl_format_tag_any),
-                           "memory desc", err, err_size) ||
-             onednn_failed(dnnl_memory_desc_init_by_tag(&any_weights, w_ndims, g > 1 ? gw_dims : w_dims, dnnl_f32,
-                                                        dnnl_format_tag_any),
-                           "memory desc", err, err_size) ||
-             onednn_failed(dnnl_memory_desc_init_by_tag(&any_dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any),
-                           "memory desc", err, err_size) ||
-             onednn_failed(dnnl_dilated_convolution_forward_desc_init(
-                               &conv, dnnl_forward_inference, dnnl_convolution_auto, &any_src, &any_weights,
-                               d->has_bias ? &bias : NULL, &any_dst, strides, dilates, pad_l, pad_r),
-                           "dnnl_dilated_convolution_forward_desc_init", err, err_size) ||
-             onednn_conv_attr(d, &attr, err, err_size) ||
-             onednn_setup(o, &conv, attr, op, &src, &weights, d->has_bias ? &bias : NULL, &dst, routine, routine_size,
-                          err, err_size);
+    int rc = onednn_conv_init(d, &m, &conv, err, err_size) || onednn_conv_attr(d, &attr, err, err_size) ||
+             onednn_setup(o, &conv, attr, op, &m.src, &m.weights, d->has_bias ? &m.bias : NULL, &m.dst, routine,
+                          routine_size, err, err_size);
     dnnl_primitive_attr_destroy(attr);
     return rc;
 }
 
-static int onednn_pool(struct onednn_state *o, const struct bench_nn_op *op, char *routine, size_t routine_size,
-                       char *err, size_t err_size)
+/* A pooling in oneDNN's terms: its source in layout `src` (NULL: the
+   descriptor's), its destination in the descriptor's layout (dst) and as
+   oneDNN chooses (the pooling). */
+static int onednn_pool_init(const kiln_pool2d_desc *d, const dnnl_memory_desc_t *src, dnnl_memory_desc_t *dst,
+                            dnnl_pooling_desc_t *pool, char *err, size_t err_size)
 {
-    const kiln_pool2d_desc *d = op->pool;
     dnnl_dim_t p = (dnnl_dim_t)((d->h + d->pad_top + d->pad_bottom - d->window_h) / d->stride_h + 1);
     dnnl_dim_t q = (dnnl_dim_t)((d->w + d->pad_left + d->pad_right - d->window_w) / d->stride_w + 1);
     dnnl_dims_t src_dims = {(dnnl_dim_t)d->n, (dnnl_dim_t)d->c, (dnnl_dim_t)d->h, (dnnl_dim_t)d->w};
@@ -566,16 +586,24 @@ static int onednn_pool(struct onednn_state *o, const struct bench_nn_op *op, cha
     dnnl_alg_kind_t alg = d->mode == KILN_POOL_MAX ? dnnl_pooling_max
                           : d->count_include_pad   ? dnnl_pooling_avg_include_padding
                                                    : dnnl_pooling_avg_exclude_padding;
-    dnnl_memory_desc_t src, dst;
+    dnnl_memory_desc_t user_src, any_dst;
+    return onednn_failed(dnnl_memory_desc_init_by_tag(&user_src, 4, src_dims, dnnl_f32, tag), "memory desc", err,
+                         err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(dst, 4, dst_dims, dnnl_f32, tag), "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&any_dst, 4, dst_dims, dnnl_f32, dnnl_format_tag_any),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_pooling_forward_desc_init(pool, dnnl_forward_inference, alg, src ? src : &user_src,
+                                                        src ? &any_dst : dst, strides, window, pad_l, pad_r),
+                         "dnnl_pooling_forward_desc_init", err, err_size);
+}
+
+static int onednn_pool(struct onednn_state *o, const struct bench_nn_op *op, char *routine, size_t routine_size,
+                       char *err, size_t err_size)
+{
+    dnnl_memory_desc_t dst;
     dnnl_pooling_desc_t pool;
-    return onednn_failed(dnnl_memory_desc_init_by_tag(&src, 4, src_dims, dnnl_f32, tag), "memory desc", err,
-                         err_size) ||
-           onednn_failed(dnnl_memory_desc_init_by_tag(&dst, 4, dst_dims, dnnl_f32, tag), "memory desc", err,
-                         err_size) ||
-           onednn_failed(dnnl_pooling_forward_desc_init(&pool, dnnl_forward_inference, alg, &src, &dst, strides, window,
-                                                        pad_l, pad_r),
-                         "dnnl_pooling_forward_desc_init", err, err_size) ||
-           onednn_setup(o, &pool, NULL, op, &src, NULL, NULL, &dst, routine, routine_size, err, err_size);
+    return onednn_pool_init(op->pool, NULL, &dst, &pool, err, err_size) ||
+           onednn_setup(o, &pool, NULL, op, &pool.src_desc, NULL, NULL, &dst, routine, routine_size, err, err_size);
 }
 
 static int onednn_fc(struct onednn_state *o, const struct bench_nn_op *op, char *routine, size_t routine_size,
@@ -645,6 +673,321 @@ static void onednn_release(struct onednn_state *o)
         dnnl_stream_destroy(o->stream);
     if (o->engine)
         dnnl_engine_destroy(o->engine);
+}
+
+/* ---- oneDNN: a whole network ---- */
+
+/* A network as a framework runs it on oneDNN: each step's primitive with
+   the layouts oneDNN picks, a conversion in the pass wherever a step's
+   input is not in the layout its primitive wants, a shortcut summed into
+   the destination that holds it (in place), activation buffers reused as
+   the caller's slots say. Memory objects on activation buffers are made
+   before the buffers (whose size is the largest layout any step puts there)
+   and pointed at them at the end. */
+enum { NET_MAX_BUFFERS = 16 };
+
+struct net_primitive {
+    dnnl_primitive_t p;
+    dnnl_exec_arg_t args[4];
+    int nargs;
+};
+
+struct onednn_network {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    struct net_primitive *prims;
+    dnnl_memory_t *mems;
+    int *mem_buffer; /* the activation buffer a memory object lies on, -1: its own */
+    size_t nprims, nmems, cap;
+    int nbuffers, image, scratch; /* buffers: the slots', then one for conversions */
+    int map[NET_MAX_BUFFERS];     /* slot -> buffer */
+    void *buffer[NET_MAX_BUFFERS];
+    size_t bytes[NET_MAX_BUFFERS];
+    dnnl_memory_desc_t held[NET_MAX_BUFFERS]; /* the layout each buffer holds */
+};
+
+/* A memory object of layout md: on activation buffer b (>= 0), or on the
+   caller's array data (b -1; NULL: allocated by oneDNN). */
+static int net_memory(struct onednn_network *net, const dnnl_memory_desc_t *md, int b, const float *data,
+                      dnnl_memory_t *out, char *err, size_t err_size)
+{
+    if (net->nmems == net->cap) {
+        snprintf(err, err_size, "too many oneDNN memory objects");
+        return 1;
+    }
+    void *handle = DNNL_MEMORY_NONE; /* on an activation buffer, pointed at it at the end */
+    if (b < 0)
+        handle = data ? (void *)data : DNNL_MEMORY_ALLOCATE;
+    else if (b == net->image)
+        handle = net->buffer[b];
+    if (onednn_failed(dnnl_memory_create(out, md, net->engine, handle), "dnnl_memory_create", err, err_size))
+        return 1;
+    if (b >= 0) {
+        const size_t bytes = dnnl_memory_desc_get_size(md);
+        net->bytes[b] = bytes > net->bytes[b] ? bytes : net->bytes[b];
+    }
+    net->mem_buffer[net->nmems] = b;
+    net->mems[net->nmems++] = *out;
+    return 0;
+}
+
+/* Append a primitive of pd to the pass with its arguments. */
+static int net_primitive(struct onednn_network *net, const_dnnl_primitive_desc_t pd, const dnnl_exec_arg_t *args,
+                         int nargs, char *err, size_t err_size)
+{
+    if (net->nprims == net->cap) {
+        snprintf(err, err_size, "too many oneDNN primitives");
+        return 1;
+    }
+    struct net_primitive *x = &net->prims[net->nprims];
+    if (onednn_failed(dnnl_primitive_create(&x->p, pd), "dnnl_primitive_create", err, err_size))
+        return 1;
+    memcpy(x->args, args, (size_t)nargs * sizeof *args);
+    x->nargs = nargs;
+    net->nprims++;
+    return 0;
+}
+
+/* Append a conversion of `from` into `to` to the pass. */
+static int net_reorder(struct onednn_network *net, dnnl_memory_t from, dnnl_memory_t to, char *err, size_t err_size)
+{
+    const dnnl_memory_desc_t *from_md, *to_md;
+    dnnl_primitive_desc_t pd = NULL;
+    const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    int rc = onednn_failed(dnnl_memory_get_memory_desc(from, &from_md), "dnnl_memory_get_memory_desc", err, err_size) ||
+             onednn_failed(dnnl_memory_get_memory_desc(to, &to_md), "dnnl_memory_get_memory_desc", err, err_size) ||
+             onednn_failed(dnnl_reorder_primitive_desc_create(&pd, from_md, net->engine, to_md, net->engine, NULL),
+                           "reorder", err, err_size) ||
+             net_primitive(net, pd, args, 2, err, err_size);
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+/* Slot x's activation in layout want: its buffer, or a conversion of it
+   into the scratch buffer. */
+static int net_input(struct onednn_network *net, int x, const dnnl_memory_desc_t *want, dnnl_memory_t *out, char *err,
+                     size_t err_size)
+{
+    const int b = net->map[x];
+    dnnl_memory_t held;
+    if (net_memory(net, &net->held[b], b, NULL, &held, err, err_size))
+        return 1;
+    *out = held;
+    return !dnnl_memory_desc_equal(&net->held[b], want) &&
+           (net_memory(net, want, net->scratch, NULL, out, err, err_size) ||
+            net_reorder(net, held, *out, err, err_size));
+}
+
+/* The caller's array `data` (layout user) in layout want, converted once
+   here when they differ. */
+static int net_constant(struct onednn_network *net, const dnnl_memory_desc_t *want, const dnnl_memory_desc_t *user,
+                        const float *data, dnnl_memory_t *out, char *err, size_t err_size)
+{
+    dnnl_memory_t mem;
+    if (net_memory(net, user, -1, data, &mem, err, err_size))
+        return 1;
+    *out = mem;
+    return !dnnl_memory_desc_equal(want, user) && (net_memory(net, want, -1, NULL, out, err, err_size) ||
+                                                   onednn_convert(net->engine, net->stream, mem, *out, err, err_size));
+}
+
+/* The buffer a step writes, in layout dst: slot y's, or, for a convolution
+   adding slot z, z's own when it holds that layout and is not the image
+   (summed in place; the slots trade buffers), else y's after a conversion
+   of z into it. */
+static int net_output(struct onednn_network *net, const struct bench_nn_step *step, const dnnl_memory_desc_t *dst,
+                      dnnl_memory_t *out, char *err, size_t err_size)
+{
+    const int in_place =
+        step->z >= 0 && net->map[step->z] != net->image && dnnl_memory_desc_equal(&net->held[net->map[step->z]], dst);
+    if (in_place) {
+        const int t = net->map[step->y];
+        net->map[step->y] = net->map[step->z];
+        net->map[step->z] = t;
+    }
+    const int b = net->map[step->y];
+    if (net_memory(net, dst, b, NULL, out, err, err_size))
+        return 1;
+    if (step->z >= 0 && !in_place) {
+        const int zb = net->map[step->z];
+        dnnl_memory_t z;
+        if (net_memory(net, &net->held[zb], zb, NULL, &z, err, err_size) || net_reorder(net, z, *out, err, err_size))
+            return 1;
+    }
+    net->held[b] = *dst;
+    return 0;
+}
+
+/* A step's primitive from its operation descriptor (and attr, NULL for
+   none): its source from slot x, its weights and bias converted once, its
+   destination as net_output() says. */
+static int net_step(struct onednn_network *net, const struct bench_nn_step *step, const void *desc,
+                    const_dnnl_primitive_attr_t attr, const dnnl_memory_desc_t *user_weights,
+                    const dnnl_memory_desc_t *user_bias, char *err, size_t err_size)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_exec_arg_t args[4];
+    int nargs = 0;
+    dnnl_memory_t mem;
+    int rc = onednn_failed(dnnl_primitive_desc_create(&pd, desc, attr, net->engine, NULL), "dnnl_primitive_desc_create",
+                           err, err_size) ||
+             net_input(net, step->x, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), &mem, err, err_size);
+    if (rc == 0) {
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, mem};
+        if (user_weights) {
+            rc = net_constant(net, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), user_weights,
+                              step->op.weights, &mem, err, err_size);
+            args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mem};
+        }
+        if (rc == 0 && user_bias) {
+            rc = net_constant(net, user_bias, user_bias, step->op.bias, &mem, err, err_size);
+            args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mem};
+        }
+    }
+    if (rc == 0)
+        rc = net_output(net, step, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &mem, err, err_size);
+    if (rc == 0) {
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, mem};
+        rc = net_primitive(net, pd, args, nargs, err, err_size);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+static int net_conv(struct onednn_network *net, const struct bench_nn_step *step, char *err, size_t err_size)
+{
+    const kiln_conv2d_desc *d = step->op.conv;
+    struct onednn_conv_mds m;
+    dnnl_convolution_desc_t conv;
+    dnnl_primitive_attr_t attr = NULL;
+    int rc = onednn_conv_init(d, &m, &conv, err, err_size) || onednn_conv_attr(d, &attr, err, err_size) ||
+             net_step(net, step, &conv, attr, &m.weights, d->has_bias ? &m.bias : NULL, err, err_size);
+    dnnl_primitive_attr_destroy(attr);
+    return rc;
+}
+
+/* The classifier on whatever its input is (NCHW-shaped after a pooling):
+   weights of the same shape, out of them. */
+static int net_fc(struct onednn_network *net, const struct bench_nn_step *step, char *err, size_t err_size)
+{
+    const dnnl_memory_desc_t *src = &net->held[net->map[step->x]];
+    dnnl_dims_t w_dims = {(dnnl_dim_t)step->op.out}, dst_dims = {(dnnl_dim_t)step->op.rows, (dnnl_dim_t)step->op.out};
+    dnnl_dim_t volume = 1;
+    for (int i = 1; i < src->ndims; i++)
+        volume *= w_dims[i] = src->dims[i];
+    if (src->dims[0] != (dnnl_dim_t)step->op.rows || volume != (dnnl_dim_t)step->op.in) {
+        snprintf(err, err_size, "the classifier's input is not %zu x %zu", step->op.rows, step->op.in);
+        return 1;
+    }
+    dnnl_memory_desc_t weights, any_weights, dst;
+    dnnl_inner_product_desc_t ip;
+    return onednn_failed(dnnl_memory_desc_init_by_tag(&weights, src->ndims, w_dims, dnnl_f32,
+                                                      src->ndims == 4 ? dnnl_oihw : dnnl_oi),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&any_weights, src->ndims, w_dims, dnnl_f32, dnnl_format_tag_any),
+                         "memory desc", err, err_size) ||
+           onednn_failed(dnnl_memory_desc_init_by_tag(&dst, 2, dst_dims, dnnl_f32, dnnl_nc), "memory desc", err,
+                         err_size) ||
+           onednn_failed(
+               dnnl_inner_product_forward_desc_init(&ip, dnnl_forward_inference, src, &any_weights, NULL, &dst),
+               "dnnl_inner_product_forward_desc_init", err, err_size) ||
+           net_step(net, step, &ip, NULL, &weights, NULL, err, err_size);
+}
+
+static int net_other(struct onednn_network *net, const struct bench_nn_step *step, char *err, size_t err_size)
+{
+    const dnnl_memory_desc_t *src = &net->held[net->map[step->x]];
+    if (step->op.kind == BENCH_NN_POOL) {
+        dnnl_memory_desc_t dst;
+        dnnl_pooling_desc_t pool;
+        return onednn_pool_init(step->op.pool, src, &dst, &pool, err, err_size) ||
+               net_step(net, step, &pool, NULL, NULL, NULL, err, err_size);
+    }
+    if (step->op.kind == BENCH_NN_FC)
+        return net_fc(net, step, err, err_size);
+    dnnl_softmax_desc_t softmax;
+    return onednn_failed(dnnl_softmax_forward_desc_init(&softmax, dnnl_forward_inference, src, 1),
+                         "dnnl_softmax_forward_desc_init", err, err_size) ||
+           net_step(net, step, &softmax, NULL, NULL, NULL, err, err_size);
+}
+
+static void net_release(struct onednn_network *net)
+{
+    for (size_t i = 0; i < net->nprims; i++)
+        dnnl_primitive_destroy(net->prims[i].p);
+    for (size_t i = 0; i < net->nmems; i++)
+        dnnl_memory_destroy(net->mems[i]);
+    for (int b = 0; b < net->nbuffers; b++)
+        if (b != net->image)
+            free(net->buffer[b]);
+    if (net->stream)
+        dnnl_stream_destroy(net->stream);
+    if (net->engine)
+        dnnl_engine_destroy(net->engine);
+    free(net->prims);
+    free(net->mems);
+    free(net->mem_buffer);
+}
+
+static int net_prepare(struct onednn_network *net, const struct bench_nn_step *steps, size_t count, int slots,
+                       int image, const float *image_data, char *err, size_t err_size)
+{
+    if (slots + 1 > NET_MAX_BUFFERS || image < 0 || image >= slots || !count || steps[0].x != image ||
+        steps[0].op.kind != BENCH_NN_CONV) {
+        snprintf(err, err_size, "a network of %d slots starting with a convolution of the image", NET_MAX_BUFFERS - 1);
+        return 1;
+    }
+    net->cap = count * 8 + 8; /* a step: 3 primitives, 8 memory objects at most */
+    net->prims = calloc(net->cap, sizeof *net->prims);
+    net->mems = calloc(net->cap, sizeof *net->mems);
+    net->mem_buffer = calloc(net->cap, sizeof *net->mem_buffer);
+    net->nbuffers = slots + 1;
+    net->image = image;
+    net->scratch = slots;
+    for (int b = 0; b < net->nbuffers; b++)
+        net->map[b] = b;
+    net->buffer[image] = (void *)image_data;
+    struct onednn_conv_mds m;
+    dnnl_convolution_desc_t conv;
+    if (!net->prims || !net->mems || !net->mem_buffer) {
+        snprintf(err, err_size, "out of host memory");
+        return 1;
+    }
+    if (onednn_failed(dnnl_engine_create(&net->engine, dnnl_cpu, 0), "dnnl_engine_create", err, err_size) ||
+        onednn_failed(dnnl_stream_create(&net->stream, net->engine, dnnl_stream_default_flags), "dnnl_stream_create",
+                      err, err_size) ||
+        onednn_conv_init(steps[0].op.conv, &m, &conv, err, err_size))
+        return 1;
+    net->held[image] = m.src; /* the image, in the first convolution's layout */
+    for (size_t i = 0; i < count; i++) {
+        const struct bench_nn_step *step = &steps[i];
+        if (step->x < 0 || step->x >= slots || step->y < 0 || step->y >= slots || step->y == image ||
+            step->z >= slots || (step->z >= 0 && step->op.kind != BENCH_NN_CONV)) {
+            snprintf(err, err_size, "step %zu names slots outside 0-%d or writes the image", i, slots - 1);
+            return 1;
+        }
+        if (step->op.kind == BENCH_NN_CONV && onednn_unsupported(&step->op, err, err_size))
+            return 1;
+        if (step->op.kind == BENCH_NN_CONV ? net_conv(net, step, err, err_size) : net_other(net, step, err, err_size))
+            return 1;
+    }
+    for (int b = 0; b < net->nbuffers; b++) {
+        if (b == net->image || !net->bytes[b])
+            continue;
+        net->buffer[b] = calloc(1, net->bytes[b]);
+        if (!net->buffer[b]) {
+            snprintf(err, err_size, "out of host memory");
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < net->nmems; i++) {
+        const int b = net->mem_buffer[i];
+        if (b >= 0 && b != net->image &&
+            onednn_failed(dnnl_memory_set_data_handle(net->mems[i], net->buffer[b]), "dnnl_memory_set_data_handle", err,
+                          err_size))
+            return 1;
+    }
+    return 0;
 }
 #endif
 
@@ -760,4 +1103,99 @@ int bench_nn_peer_output(bench_nn_prepared *prepared, char *err, size_t err_size
     (void)err;
     (void)err_size;
     return 0;
+}
+
+struct bench_nn_network {
+#ifdef KILN_BENCH_WITH_ONEDNN
+    struct onednn_network onednn;
+#endif
+    int unused;
+};
+
+void bench_nn_peer_network_release(bench_nn_network *net)
+{
+    if (!net)
+        return;
+#ifdef KILN_BENCH_WITH_ONEDNN
+    net_release(&net->onednn);
+#endif
+    free(net);
+}
+
+int bench_nn_peer_network_prepare(enum bench_nn_peer peer, const struct bench_nn_step *steps, size_t count, int slots,
+                                  int image, const float *image_data, bench_nn_network **out, char *err,
+                                  size_t err_size)
+{
+    *out = NULL;
+    if (peer != BENCH_NN_PEER_ONEDNN || !bench_nn_peer_built(peer)) {
+        snprintf(err, err_size, "%s", bench_nn_peer_built(peer) ? "no whole-network pass on this peer" : "not built");
+        return bench_nn_peer_built(peer) ? BENCH_NN_UNSUPPORTED : BENCH_NN_FAILED;
+    }
+    bench_nn_network *net = calloc(1, sizeof *net);
+    if (!net) {
+        snprintf(err, err_size, "out of host memory");
+        return BENCH_NN_FAILED;
+    }
+#ifdef KILN_BENCH_WITH_ONEDNN
+    if (net_prepare(&net->onednn, steps, count, slots, image, image_data, err, err_size)) {
+        bench_nn_peer_network_release(net);
+        return BENCH_NN_FAILED;
+    }
+#else
+    (void)steps, (void)count, (void)slots, (void)image, (void)image_data;
+#endif
+    *out = net;
+    return BENCH_NN_READY;
+}
+
+int bench_nn_peer_network_run(bench_nn_network *net, char *err, size_t err_size)
+{
+#ifdef KILN_BENCH_WITH_ONEDNN
+    struct onednn_network *o = &net->onednn;
+    for (size_t i = 0; i < o->nprims; i++)
+        if (onednn_failed(dnnl_primitive_execute(o->prims[i].p, o->stream, o->prims[i].nargs, o->prims[i].args),
+                          "dnnl_primitive_execute", err, err_size))
+            return 1;
+    return onednn_failed(dnnl_stream_wait(o->stream), "dnnl_stream_wait", err, err_size);
+#else
+    (void)net;
+    snprintf(err, err_size, "not built");
+    return 1;
+#endif
+}
+
+int bench_nn_peer_network_output(bench_nn_network *net, int slot, float *dst, size_t count, char *err, size_t err_size)
+{
+#ifdef KILN_BENCH_WITH_ONEDNN
+    struct onednn_network *o = &net->onednn;
+    if (slot < 0 || slot >= o->nbuffers - 1 || !o->bytes[o->map[slot]]) {
+        snprintf(err, err_size, "slot %d holds no step's output", slot);
+        return 1;
+    }
+    const int b = o->map[slot];
+    const dnnl_memory_desc_t *md = &o->held[b];
+    dnnl_memory_desc_t plain;
+    dnnl_memory_t from = NULL, to = NULL;
+    size_t elements = 1;
+    for (int i = 0; i < md->ndims; i++)
+        elements *= (size_t)md->dims[i];
+    if (elements != count || md->ndims < 1 || md->ndims > 6) {
+        snprintf(err, err_size, "slot %d holds %zu values, not %zu", slot, elements, count);
+        return 1;
+    }
+    static const dnnl_format_tag_t plain_tags[] = {dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
+    int rc =
+        onednn_failed(dnnl_memory_desc_init_by_tag(&plain, md->ndims, md->dims, dnnl_f32, plain_tags[md->ndims - 1]),
+                      "memory desc", err, err_size) ||
+        onednn_failed(dnnl_memory_create(&from, md, o->engine, o->buffer[b]), "dnnl_memory_create", err, err_size) ||
+        onednn_failed(dnnl_memory_create(&to, &plain, o->engine, dst), "dnnl_memory_create", err, err_size) ||
+        onednn_convert(o->engine, o->stream, from, to, err, err_size);
+    dnnl_memory_destroy(from);
+    dnnl_memory_destroy(to);
+    return rc;
+#else
+    (void)net, (void)slot, (void)dst, (void)count;
+    snprintf(err, err_size, "not built");
+    return 1;
+#endif
 }

@@ -173,6 +173,46 @@ int bench_nn_peer_workspace(const bench_nn_prepared *prepared, size_t *bytes);
 /* Release a prepared operation. NULL is ignored. */
 void bench_nn_peer_release(bench_nn_prepared *prepared);
 
+/* ---- A whole network on a peer (kiln-bench conv --model) ---- */
+
+/* One step of a network: `op` (its kind, descriptor, weights and bias; src,
+   dst and residual unused) reading activation slot x and writing slot y; a
+   convolution whose beta is 1 adds slot z (-1: none), written by an earlier
+   step and read by no later one. */
+struct bench_nn_step {
+    struct bench_nn_op op;
+    int x, y, z;
+};
+
+typedef struct bench_nn_network bench_nn_network;
+
+/*
+ * Prepare the network of `count` steps on the peer (oneDNN only), outside
+ * any timing: slot `image` of `slots` holds image_data (the first step's
+ * input, in its descriptor's layout) and is never written. Each step runs
+ * in the layouts the peer picks, converted in the pass wherever a step's
+ * input is not in the layout it wants (as a framework runs it), weights
+ * converted once here; a shortcut is summed in place into the buffer that
+ * holds it. The steps' arrays must outlive the network.
+ * @return BENCH_NN_READY with *out set, BENCH_NN_UNSUPPORTED (another peer)
+ *         or BENCH_NN_FAILED, with `err` saying why.
+ */
+int bench_nn_peer_network_prepare(enum bench_nn_peer peer, const struct bench_nn_step *steps, size_t count, int slots,
+                                  int image, const float *image_data, bench_nn_network **out, char *err,
+                                  size_t err_size);
+
+/* One pass: every step in order, one wait at the end. Returns 0, or 1 with
+   `err` filled. */
+int bench_nn_peer_network_run(bench_nn_network *net, char *err, size_t err_size);
+
+/* What slot `slot` holds after a pass (the output of the last step that
+   wrote it), `count` floats in plain row-major order of its dimensions.
+   Returns 0, or 1 with `err` filled. */
+int bench_nn_peer_network_output(bench_nn_network *net, int slot, float *dst, size_t count, char *err, size_t err_size);
+
+/* Release a prepared network. NULL is ignored. */
+void bench_nn_peer_network_release(bench_nn_network *net);
+
 /* cuDNN (peer_cudnn.c), loaded at run time: its convolution, prepared, run
    and released as above, and a line on where it was loaded from or why it
    was not. */
