@@ -300,11 +300,47 @@ static void test_igemm_parameters_checked(void **state)
     free(dir);
 }
 
+/* The CPU implicit GEMM's panel variant (NCHW, stride 1, a filter wider
+   than 1x1) gathers an im2col panel of the filter volume by NR pixels in
+   local memory; a filter volume too deep for it (3x3 over 2048 channels in
+   POCL's 1 MiB) takes the row variant, which keeps no panel, rather than
+   failing (implicit GEMM was UNSUPPORTED there, AUTO included where no
+   Winograd applied). The device's local memory is shrunk to 16 KiB, below
+   a 576 x 8 panel, so a small layer shows it. */
+static void test_igemm_panel_beyond_local_memory(void **state)
+{
+    (void)state;
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+    if (takes_tiled_igemm(ctx)) {
+        printf("# skipped: implicit GEMM takes the tiled kernel on this device's profile\n");
+        kiln_context_destroy(ctx);
+        skip();
+    }
+    if (ctx->desc.local_mem_bytes > 16384)
+        ctx->desc.local_mem_bytes = 16384;
+    kiln_conv2d_desc d;
+    kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 64, 9, 9, 8, 3, 3);
+    d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+    d.has_bias = 1;
+    d.algo = KILN_CONV_IMPLICIT_GEMM;
+    assert_true(run_case(ctx, &d, NULL, "3x3 over 64 channels, 16 KiB of local memory"));
+    kiln_conv2d_plan *plan = NULL;
+    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kiln_conv2d_plan_info info;
+    kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+    if (!strstr(info.kernel, "igemm_rows"))
+        fail_msg("the layer runs %s, not the row variant", info.kernel);
+    kiln_conv2d_plan_destroy(plan);
+    kiln_context_destroy(ctx);
+}
+
 int main(void)
 {
     seed = kt_seed();
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_igemm_parameters_checked));
+    kt_add(&tests, cmocka_unit_test(test_igemm_panel_beyond_local_memory));
     kt_add_profiles(&tests, test_profile, NULL);
     return kt_run_with("conv_conformance", &tests, NULL, NULL);
 }

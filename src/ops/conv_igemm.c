@@ -251,12 +251,28 @@ static int rows_variant(struct kiln_conv2d_plan *plan)
     return st == KILN_SUCCESS && blocks > 1;
 }
 
+/* Whether the panel variant's im2col panel (the filter volume x NR pixels)
+   fits the device's local memory; where it does not (a deep filter volume:
+   3x3 over 2048 channels on POCL's 1 MiB), the row variant, which keeps no
+   panel, takes the layer. */
+static int panel_fits(struct kiln_conv2d_plan *plan)
+{
+    const struct kiln_conv_shape *s = &plan->s;
+    struct kiln_options options = {0};
+    struct kiln_cpu_tile tile;
+    size_t blocks = 1;
+    const kiln_status st = panel_tile(plan, &options, &tile, &blocks);
+    kiln_options_free(&options);
+    return st != KILN_SUCCESS || /* cpu_prepare reports it */
+           s->cg * s->d.r * s->d.s * (size_t)tile.nr * sizeof(float) <= plan->base.ctx->desc.local_mem_bytes;
+}
+
 static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
 {
     const int route = kiln_profile_params(plan->base.ctx->profile)->select.conv_igemm_route;
     if (route != KILN_IGEMM_CPU || !plan->base.ctx->vector_kernels)
         return tiled_prepare(plan);
-    return rows_variant(plan) ? rows_prepare(plan) : cpu_prepare(plan);
+    return rows_variant(plan) || !panel_fits(plan) ? rows_prepare(plan) : cpu_prepare(plan);
 }
 
 /* The kernels' shape arguments (IGEMM_SHAPE_ARGS of conv/igemm_shape.h). */
