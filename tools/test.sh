@@ -104,7 +104,7 @@ section "the CUDA backend's kernel choices on the OpenCL device (build/ci)"
 # syntax): those choices run and are checked here, and test_cuda compiles
 # their programs with NVRTC.
 suite build/ci KILN_CUDA_ROUTES=1 -- \
-    -R '^test_(attention|buffer|gemm|gemm_conformance|nn_ops|conv_conformance|conv_desc|conv_epilogue|params|peaks|threads)$'
+    -R '^test_(attention|buffer|gemm|gemm_conformance|nn_ops|conv_conformance|conv_desc|conv_epilogue|conv_plans|params|peaks|threads)$'
 
 section "work-group kernels under Oclgrind (build/ci)"
 # The GPU kernels with the GPU profiles' parameters on Oclgrind's simulated

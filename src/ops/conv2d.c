@@ -157,15 +157,19 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
    that reads it in place); 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
    4x4 and F(2x2) from 16 tiles of 2x2; else the profile's conv.algo. Each
    threshold is a measured break-even (docs/convolution.md#heuristic). */
-static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const struct kiln_profile *profile,
-                                                   char *why, size_t why_size)
+static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape *s, const kiln_context *ctx, char *why,
+                                                   size_t why_size)
 {
+    const struct kiln_profile *profile = ctx->profile;
     const kiln_conv2d_desc *d = &s->d;
     const long wino_min = kiln_profile_params(profile)->select.conv_wino_min_channels;
     const long igemm_min = kiln_profile_params(profile)->select.conv_1x1_igemm_min_pixels;
     const long direct_min = kiln_profile_params(profile)->select.conv_1x1_direct_min_pixels;
-    /* NHWC 1x1 layers by implicit GEMM where its CPU kernel runs them. */
-    const int cpu_igemm = kiln_profile_params(profile)->select.conv_igemm_route == KILN_IGEMM_CPU;
+    /* NHWC 1x1 layers by implicit GEMM where its CPU kernel runs them: the
+       profile's route, on a context that runs vector kernels (the rule of
+       igemm_prepare, src/ops/conv_igemm.c). */
+    const int cpu_igemm =
+        kiln_profile_params(profile)->select.conv_igemm_route == KILN_IGEMM_CPU && ctx->vector_kernels;
     const struct kiln_conv_algorithm *pick;
     /* A thin input's filter volume below which direct wins over implicit
        GEMM: 64 on NCHW where implicit GEMM takes its CPU kernel (MobileNet's
@@ -414,7 +418,7 @@ kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *d
         snprintf(reason, sizeof reason, "requested");
     } else {
         int find = desc->find || kiln_env_flag("KILN_FIND");
-        algorithm = heuristic(&s, ctx->profile, reason, sizeof reason);
+        algorithm = heuristic(&s, ctx, reason, sizeof reason);
         /* Tensor cores wherever they run and apply; else the CUDA backend's
            algorithms: implicit GEMM where it applies, else direct (which
            takes every shape and epilogue). */
