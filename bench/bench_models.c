@@ -710,7 +710,8 @@ static int peer_steps(const struct network *net, struct peer_network *p)
    on. */
 #define NET_AGREE 1e-3
 
-/* max |a - b| / max |b| (NaN when either holds one). */
+/* max |a - b| / max |b|: NaN when either holds one, infinite when b is all
+   zeros and a is not. */
 static double net_differ(const float *a, const float *b, size_t count)
 {
     double most = 0.0, top = 0.0;
@@ -719,6 +720,10 @@ static double net_differ(const float *a, const float *b, size_t count)
         most = d > most || d != d ? d : most;
         top = fmax(top, fabs((double)b[i]));
     }
+    if (most != most)
+        return NAN;
+    if (top == 0.0)
+        return most == 0.0 ? 0.0 : INFINITY;
     return most / top;
 }
 
@@ -760,8 +765,9 @@ static struct bench_result run_peer_network(const struct network *net, enum benc
                   (!fc || bench_nn_peer_network_output(p.prepared, fc->y, scores, net->nscores, p.error,
                                                        sizeof p.error) == 0))) {
             r = (struct bench_result){.state = BENCH_MEASURED, .median_ms = t.median_ms, .reps = t.reps};
-            r.max_rel_err = scores && net->scores ? net_differ(net->scores, scores, net->nscores) : NAN;
-            if (!(r.max_rel_err <= NET_AGREE) && r.max_rel_err == r.max_rel_err) {
+            const int compared = scores && net->scores;
+            r.max_rel_err = compared ? net_differ(net->scores, scores, net->nscores) : NAN;
+            if (compared && !(r.max_rel_err <= NET_AGREE)) {
                 snprintf(p.error, sizeof p.error, "its classifier's scores and kiln's differ by %.2g of the largest",
                          r.max_rel_err);
                 r.state = BENCH_FAILED;
