@@ -7,7 +7,8 @@
  * that agree with kiln's to 1e-3 of the largest. The two passes are
  * independent implementations of the network, so a slot read or written
  * wrongly on either side (a shortcut left out, a layout misread) shows as a
- * difference of the scores' own size.
+ * difference of the scores' own size. Both networks run in NCHW, MobileNet
+ * v1 also in NHWC (the image as oneDNN's first convolution reads it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +19,14 @@
 #include "test_util.h"
 
 #ifdef KT_KILN_BENCH
-/* The last line kiln-bench conv --model <model> --json prints, parsed. */
-static cJSON *run_model(const char *model)
+/* The last line kiln-bench conv --model <model> --layout <layout> --json
+   prints, parsed. */
+static cJSON *run_model(const char *model, const char *layout)
 {
     char *dir = kt_temp_dir(), cmd[4400], path[4200];
     snprintf(path, sizeof path, "%s/out", dir);
-    snprintf(cmd, sizeof cmd, "'%s' conv --model %s --json > '%s' 2>&1", KT_KILN_BENCH, model, path);
+    snprintf(cmd, sizeof cmd, "'%s' conv --model %s --layout %s --json > '%s' 2>&1", KT_KILN_BENCH, model, layout,
+             path);
     const int rc = system(cmd);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
@@ -43,9 +46,9 @@ static cJSON *run_model(const char *model)
     return j;
 }
 
-static void check_model(const char *model)
+static void check_model(const char *model, const char *layout)
 {
-    cJSON *j = run_model(model);
+    cJSON *j = run_model(model, layout);
     char *text = cJSON_PrintUnformatted(j);
     const cJSON *kiln = cJSON_GetObjectItem(j, "kiln_network_ms");
     if (!cJSON_IsNumber(kiln) || !(kiln->valuedouble > 0.0))
@@ -69,13 +72,20 @@ static void check_model(const char *model)
 static void test_mobilenet_v1(void **state)
 {
     (void)state;
-    check_model("mobilenet_v1");
+    check_model("mobilenet_v1", "nchw");
+}
+
+/* The image in NHWC: oneDNN's first convolution reads it as it is. */
+static void test_mobilenet_v1_nhwc(void **state)
+{
+    (void)state;
+    check_model("mobilenet_v1", "nhwc");
 }
 
 static void test_resnet50(void **state)
 {
     (void)state;
-    check_model("resnet50");
+    check_model("resnet50", "nchw");
 }
 #else
 static void test_mobilenet_v1(void **state)
@@ -91,6 +101,13 @@ static void test_resnet50(void **state)
     printf("# kiln-bench not built\n");
     skip();
 }
+
+static void test_mobilenet_v1_nhwc(void **state)
+{
+    (void)state;
+    printf("# kiln-bench not built\n");
+    skip();
+}
 #endif
 
 int main(void)
@@ -98,5 +115,6 @@ int main(void)
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_mobilenet_v1));
     kt_add(&tests, cmocka_unit_test(test_resnet50));
+    kt_add(&tests, cmocka_unit_test(test_mobilenet_v1_nhwc));
     return kt_run("bench_models", &tests);
 }
