@@ -75,6 +75,13 @@ static kiln_status panel_tile(struct kiln_conv2d_plan *plan, struct kiln_options
     return KILN_SUCCESS;
 }
 
+/* The panel variant's im2col panel in local memory: the filter volume by NR
+   pixels, in fp32. */
+static size_t panel_bytes(const struct kiln_conv_shape *s, const struct kiln_cpu_tile *tile)
+{
+    return s->cg * s->d.r * s->d.s * (size_t)tile->nr * sizeof(float);
+}
+
 static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
 {
     const struct kiln_conv_shape *s = &plan->s;
@@ -85,7 +92,7 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
     size_t blocks = 1;
     kiln_status st = panel_tile(plan, &options, &tile, &blocks);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr, pixels = d->n * s->p * s->q;
-    const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, mr), local_bytes = kk * nr * sizeof(float);
+    const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, mr), local_bytes = panel_bytes(s, &tile);
     if (st == KILN_SUCCESS && local_bytes > plan->base.ctx->desc.local_mem_bytes)
         st = kiln_error(KILN_ERROR_UNSUPPORTED,
                         "conv2d implicit-gemm: a %zu x %zu im2col panel (%zu bytes) exceeds the device's %llu bytes "
@@ -219,7 +226,9 @@ static kiln_status tiled_prepare(struct kiln_conv2d_plan *plan)
     return st;
 }
 
-/* The CPU kernel's variant: the row variant for NHWC, and for a strided
+/* The CPU kernel's variant: the row variant for NHWC; where the panel
+   variant's panel would not fit the device's local memory (a deep filter
+   volume: 3x3 over 512 channels at 7x7 on POCL's 1 MiB); for a strided
    filter wider than 1x1 with two panels of the row variant's filters or
    more and a filter volume (C R S) of ROWS_MIN_VOLUME or more (its
    channels-last copy then pays for itself: ResNet-50's stride-2 3x3
@@ -234,37 +243,23 @@ static int rows_variant(struct kiln_conv2d_plan *plan)
     const kiln_conv2d_desc *d = &s->d;
     if (d->layout == KILN_NHWC)
         return 1;
-    if (d->stride_h * d->stride_w == 1 || d->r * d->s == 1)
-        return 0;
-    const struct kiln_param_gemm_cpu *cpu;
     struct kiln_options options = {0};
-    if (s->cg * d->r * d->s >= ROWS_MIN_VOLUME && kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu) == KILN_SUCCESS &&
-        s->kg >= 2 * (size_t)kiln_cpu_tile_choose(cpu, d->n * s->p * s->q, s->kg, &options).nr) {
-        kiln_options_free(&options);
-        return 1;
-    }
-    kiln_options_free(&options);
     struct kiln_cpu_tile tile;
     size_t blocks = 1;
     kiln_status st = panel_tile(plan, &options, &tile, &blocks);
     kiln_options_free(&options);
-    return st == KILN_SUCCESS && blocks > 1;
-}
-
-/* Whether the panel variant's im2col panel (the filter volume x NR pixels)
-   fits the device's local memory; where it does not (a deep filter volume:
-   3x3 over 2048 channels on POCL's 1 MiB), the row variant, which keeps no
-   panel, takes the layer. */
-static int panel_fits(struct kiln_conv2d_plan *plan)
-{
-    const struct kiln_conv_shape *s = &plan->s;
-    struct kiln_options options = {0};
-    struct kiln_cpu_tile tile;
-    size_t blocks = 1;
-    const kiln_status st = panel_tile(plan, &options, &tile, &blocks);
+    if (st != KILN_SUCCESS)
+        return 0; /* cpu_prepare reports it */
+    if (panel_bytes(s, &tile) > plan->base.ctx->desc.local_mem_bytes)
+        return 1;
+    if (d->stride_h * d->stride_w == 1 || d->r * d->s == 1)
+        return 0;
+    const struct kiln_param_gemm_cpu *cpu;
+    int wide = 0;
+    if (s->cg * d->r * d->s >= ROWS_MIN_VOLUME && kiln_conv_params(plan, KILN_GROUP_gemm_cpu, &cpu) == KILN_SUCCESS)
+        wide = s->kg >= 2 * (size_t)kiln_cpu_tile_choose(cpu, d->n * s->p * s->q, s->kg, &options).nr;
     kiln_options_free(&options);
-    return st != KILN_SUCCESS || /* cpu_prepare reports it */
-           s->cg * s->d.r * s->d.s * (size_t)tile.nr * sizeof(float) <= plan->base.ctx->desc.local_mem_bytes;
+    return wide || blocks > 1;
 }
 
 static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
@@ -272,7 +267,7 @@ static kiln_status igemm_prepare(struct kiln_conv2d_plan *plan)
     const int route = kiln_profile_params(plan->base.ctx->profile)->select.conv_igemm_route;
     if (route != KILN_IGEMM_CPU || !plan->base.ctx->vector_kernels)
         return tiled_prepare(plan);
-    return rows_variant(plan) || !panel_fits(plan) ? rows_prepare(plan) : cpu_prepare(plan);
+    return rows_variant(plan) ? rows_prepare(plan) : cpu_prepare(plan);
 }
 
 /* The kernels' shape arguments (IGEMM_SHAPE_ARGS of conv/igemm_shape.h). */
