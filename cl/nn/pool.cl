@@ -16,8 +16,9 @@
  * nn_pool2d_nhwc: VW channels (contiguous) of one output pixel per
  * work-item, one vector load per window cell inside the input.
  *
- * KILN_NHWC selects the layout. Work-groups of KILN_UTIL_WG; the argument
- * `items` bounds the work-items.
+ * KILN_NHWC selects the layout. Work-groups of KILN_POOL_WG (the host's
+ * choice: the profile's util.wg or less); the argument `items` bounds the
+ * work-items.
  * Offsets inside a plane (NCHW) are ints: the host refuses planes of 2^31
  * values or more.
  */
@@ -93,7 +94,7 @@ INLINE void pool_tile(VEC acc[TH], KILN_GLOBAL const float *xc, int row0, int co
 }
 
 /* Tile index = (plane * TILES_P + tp) * TILES_Q + tq. */
-KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
     size_t id = KILN_GLOBAL_ID(0);
@@ -136,7 +137,7 @@ void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulon
 #endif /* KILN_ROW_TILES_Q */
 
 /* Plane `id` (H * W values, unpadded, one output). */
-KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
     const size_t id = KILN_GLOBAL_ID(0);
@@ -177,7 +178,7 @@ void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, cons
 #endif
 
 /* Work-item = ((n * P + oy) * Q + ox) * C / VW + channel block. */
-KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
+KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nhwc(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
     const size_t id = KILN_GLOBAL_ID(0);

@@ -28,5 +28,5 @@ kiln_status kiln_activation_forward(kiln_context *ctx, kiln_activation act, floa
     kiln_args_buffer(&args, y->handle);
     kiln_args_ulong(&args, count);
     kiln_args_float(&args, leaky_slope);
-    return kiln_nn_launch(ctx, "nn/activation", "nn_activation", defines, &args, count, event);
+    return kiln_nn_launch(ctx, "nn/activation", "nn_activation", defines, &args, count, 0, event);
 }

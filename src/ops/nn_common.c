@@ -33,7 +33,7 @@ kiln_status kiln_tensor_check(const char *func, const char *name, const kiln_con
 }
 
 kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *name, const char *defines,
-                           const struct kiln_args *args, size_t items, kiln_event **event)
+                           const struct kiln_args *args, size_t items, size_t wg, kiln_event **event)
 {
     const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
     struct kiln_kernel *kernel = NULL;
@@ -46,7 +46,7 @@ kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *na
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;
-    size_t local = (size_t)util->wg, global = (items + local - 1) / local * local;
+    size_t local = wg ? wg : (size_t)util->wg, global = (items + local - 1) / local * local;
     void *handle = NULL;
     st = kiln_kernel_launch(ctx, kernel, args, 1, &global, &local, 0, event ? &handle : NULL);
     if (st == KILN_SUCCESS && event)

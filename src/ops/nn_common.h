@@ -52,11 +52,13 @@ static inline size_t kiln_pow2_ceil(size_t n)
 }
 
 /* Launch kernel `name` of `source` (built once with the profile's `util`
-   defines followed by `defines`; the kernel declares
-   reqd_work_group_size(KILN_UTIL_WG, 1, 1)) over `items` work-items, and if
-   `event` is not NULL wrap the launch's event into *event. Nothing is queued
-   when the build fails. */
+   defines followed by `defines`) over `items` work-items in work-groups of
+   `wg` (0: the profile's util.wg, which the kernel then declares as
+   reqd_work_group_size(KILN_UTIL_WG, 1, 1); another size, the caller
+   compiles into the kernel through `defines`), and if `event` is not NULL
+   wrap the launch's event into *event. Nothing is queued when the build
+   fails. */
 kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *name, const char *defines,
-                           const struct kiln_args *args, size_t items, kiln_event **event);
+                           const struct kiln_args *args, size_t items, size_t wg, kiln_event **event);
 
 #endif /* KILN_OPS_NN_COMMON_H */

@@ -4,7 +4,8 @@
  * three: NCHW row tiles (row_tiling.c), NCHW global pooling (a window that
  * is the whole unpadded plane) a plane per work-item, or NHWC a vector of
  * channels per work-item; vector widths and work-groups from the profile's
- * `util` family.
+ * `util` family, the work-groups smaller where they would not reach every
+ * compute unit.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -113,13 +114,25 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
         kiln_row_tiling(&win, d->n * d->c, (size_t)vw, 16, (size_t)wg, &rows);
         items = d->n * d->c * rows.tiles_p * rows.tiles_q;
     }
+    /* Work-groups of util.wg, halved while there would be fewer than 4 per
+       compute unit, so that a compute unit that starts late does not hold
+       back the whole: a global pool at batch 1 in NHWC has C / VW
+       work-items, 128 for 1024 channels in the CPU profiles' vectors of 8,
+       two of their work-groups of 64 (POCL's second worker often starts
+       late). That pool, 7x7, took 28 us a call with its wait, and 21 in
+       work-groups of 16 (2-vCPU Zen 4). */
+    const size_t cus = ctx->desc.compute_units ? ctx->desc.compute_units : 1;
+    size_t local = (size_t)wg;
+    while (local > 1 && items < 4 * cus * local)
+        local /= 2;
     struct kiln_options defines = {0};
     kiln_options_add(&defines,
-                     "-DKILN_NHWC=%d -DKILN_POOL_AVG=%d -DKILN_POOL_COUNT_PAD=%d -DKILN_POOL_R=%zu -DKILN_POOL_S=%zu"
+                     "-DKILN_POOL_WG=%zu -DKILN_NHWC=%d -DKILN_POOL_AVG=%d -DKILN_POOL_COUNT_PAD=%d -DKILN_POOL_R=%zu"
+                     " -DKILN_POOL_S=%zu"
                      " -DKILN_POOL_SH=%zu -DKILN_POOL_SW=%zu -DKILN_POOL_PT=%zu -DKILN_POOL_PL=%zu -DKILN_POOL_C=%zu"
                      " -DKILN_POOL_H=%zu -DKILN_POOL_W=%zu -DKILN_POOL_P=%zu -DKILN_POOL_Q=%zu -DKILN_POOL_VW=%zu"
                      " -DKILN_POOL_TH=%zu -DKILN_POOL_TILES_P=%zu",
-                     d->layout == KILN_NHWC, d->mode == KILN_POOL_AVG, d->count_include_pad != 0, d->window_h,
+                     local, d->layout == KILN_NHWC, d->mode == KILN_POOL_AVG, d->count_include_pad != 0, d->window_h,
                      d->window_w, d->stride_h, d->stride_w, d->pad_top, d->pad_left, d->c, d->h, d->w, yh, yw, rows.vw,
                      rows.th, rows.tiles_p);
     if (strcmp(kernel, "nn_pool2d_nchw") == 0)
@@ -130,7 +143,7 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
     kiln_args_ulong(&args, items);
     st = kiln_options_status(&defines, __func__);
     if (st == KILN_SUCCESS)
-        st = kiln_nn_launch(ctx, "nn/pool", kernel, kiln_options_text(&defines), &args, items, event);
+        st = kiln_nn_launch(ctx, "nn/pool", kernel, kiln_options_text(&defines), &args, items, local, event);
     kiln_options_free(&defines);
     return st;
 }

@@ -41,6 +41,7 @@ kiln_status kiln_softmax(kiln_context *ctx, size_t outer, size_t dim, size_t inn
     char defines[48];
     snprintf(defines, sizeof defines, "-DKILN_SOFTMAX_VW=%d", (int)util->vw);
     if (columns < (size_t)util->wg && (inner > 1 || util->vw <= 1))
-        return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax_group", defines, &args, columns * (size_t)util->wg, event);
-    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", defines, &args, columns, event);
+        return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax_group", defines, &args, columns * (size_t)util->wg, 0,
+                              event);
+    return kiln_nn_launch(ctx, "nn/softmax", "nn_softmax", defines, &args, columns, 0, event);
 }
