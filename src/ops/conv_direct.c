@@ -31,13 +31,13 @@ struct tiling {
     size_t wg;                   /* work-group size */
 };
 
-/* NCHW: row tiles (row_tiling.c) of KT filters of a group (at most 8, and
-   half the accumulators) and up to acc / KT rows. */
-static void nchw_tiling(const struct kiln_conv_shape *s, size_t vw, size_t acc, size_t p_ext, size_t q_ext,
+/* NCHW: row tiles (row_tiling.c) of KT filters of a group (at most
+   conv.direct.kt and the accumulators) and up to acc / KT rows. */
+static void nchw_tiling(const struct kiln_conv_shape *s, size_t vw, size_t acc, size_t kt, size_t p_ext, size_t q_ext,
                         struct tiling *t)
 {
     const kiln_conv2d_desc *d = &s->d;
-    t->kt = kiln_pow2_divisor(s->kg, kiln_min_size(8, acc / 2));
+    t->kt = kiln_pow2_divisor(s->kg, kiln_min_size(kt, acc));
     t->kblocks = d->k / t->kt;
     const struct kiln_row_window win = {
         d->h, d->w, p_ext, q_ext, d->stride_w, d->s, d->dilation_w, d->pad_left, d->fused_maxpool != 0};
@@ -92,7 +92,7 @@ static kiln_status tiling_of(struct kiln_conv2d_plan *plan, struct tiling *t)
     if (t->nhwc)
         nhwc_tiling(s, (size_t)vw, (size_t)params->acc, p_ext, q_ext, t);
     else
-        nchw_tiling(s, (size_t)vw, (size_t)params->acc, p_ext, q_ext, t);
+        nchw_tiling(s, (size_t)vw, (size_t)params->acc, (size_t)params->kt, p_ext, q_ext, t);
     t->tiles = s->d.n * t->kblocks * t->tiles_p * t->tiles_q;
     return KILN_SUCCESS;
 }

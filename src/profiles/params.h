@@ -228,7 +228,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(conv_direct, vw, VW, 1, 16, HOST, "vector width (output columns in NCHW, filters or channels in NHWC)")          \
     F(conv_direct, acc, INT, 2, 64, HOST,                                                                              \
       "vector accumulators of a work-item's tile (filters x rows in NCHW, rows x columns in NHWC): about half the "    \
-      "vector registers, which also hold the window's inputs and the weights")
+      "vector registers, which also hold the window's inputs and the weights")                                         \
+    F(conv_direct, kt, INT, 1, 64, HOST,                                                                               \
+      "NCHW: the most filters of a work-item's tile (a power of two dividing the group's filters, at most acc); acc "  \
+      "/ filters rows")
 
 #define KILN_FIELDS_conv_winograd(F)                                                                                   \
     F(conv_winograd, vw, VW, 1, 16, HOST,                                                                              \
