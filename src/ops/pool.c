@@ -120,10 +120,12 @@ kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const k
        work-items, 128 for 1024 channels in the CPU profiles' vectors of 8,
        two of their work-groups of 64 (POCL's second worker often starts
        late). That pool, 7x7, took 28 us a call with its wait, and 21 in
-       work-groups of 16 (2-vCPU Zen 4). */
+       work-groups of 16 (2-vCPU Zen 4). On a GPU not below 32 work-items,
+       a warp, whose lanes a smaller group would leave idle. */
     const size_t cus = ctx->desc.compute_units ? ctx->desc.compute_units : 1;
+    const size_t least = ctx->desc.type == KILN_DEVICE_CPU ? 1 : 32;
     size_t local = (size_t)wg;
-    while (local > 1 && items < 4 * cus * local)
+    while (local > least && items < 4 * cus * local)
         local /= 2;
     struct kiln_options defines = {0};
     kiln_options_add(&defines,
