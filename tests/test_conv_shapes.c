@@ -98,6 +98,9 @@ static const struct cc_row rows[] = {
     {CONV("1x3 pad0,1", NHWC, 1, 8, 10, 9, 8, 1, 3), PAD(0, 0, 1, 1)},
     {CONV("5x5 pad2", NCHW, 1, 6, 11, 11, 8, 5, 5), PAD(2, 2, 2, 2)},
     {CONV("5x5 pad2", NHWC, 1, 6, 11, 11, 8, 5, 5), PAD(2, 2, 2, 2)},
+    /* MobileNet's 3x3 stem, direct: a filter tile of 16 (amd-zen4's
+       conv.direct.kt) or 8 by its rows, at a width with interior tiles. */
+    {CONV("3x3 stride2 pad1 stem", NCHW, 1, 3, 15, 40, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, D},
     {CONV("7x7 stride2 pad3 stem", NCHW, 1, 3, 16, 16, 32, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2, D},
     {CONV("7x7 stride2 pad3 stem", NHWC, 1, 3, 16, 16, 32, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2, D},
     {CONV("3x3 groups2", NCHW, 1, 8, 10, 10, 12, 3, 3), PAD(1, 1, 1, 1), .groups = 2, D},
