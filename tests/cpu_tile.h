@@ -29,6 +29,23 @@ static inline double kt_cpu_tile(const struct kiln_param_gemm_cpu *cpu, long row
     return cost;
 }
 
+/* kt_cpu_tile, also costing the half-width tile (the implicit GEMM's row
+   variant): narrow_mr rows by half the wide tile's columns where those are
+   an even number of 4 or more vectors, its padded elements counted 3%
+   dearer than the wide tile's. */
+static inline double kt_cpu_half_tile(const struct kiln_param_gemm_cpu *cpu, long rows, long cols, long *mr, long *nr)
+{
+    double cost = kt_cpu_tile(cpu, rows, cols, mr, nr);
+    const long nv = cpu->nr / cpu->vw, narrow = cpu->narrow_mr, half = cpu->nr / 2;
+    if (narrow > 0 && nv >= 4 && nv % 2 == 0) {
+        const double c =
+            1.03 * (double)((rows + narrow - 1) / narrow * narrow) * (double)((cols + half - 1) / half * half);
+        if (c < cost)
+            cost = c, *mr = narrow, *nr = half;
+    }
+    return cost;
+}
+
 /* The same for the flipped tile, whose rows (C^T's) are at most gemm.cpu
    flip_mr where that is set and B can be read in place (`in_place_b`). */
 static inline double kt_cpu_flip_tile(const struct kiln_param_gemm_cpu *cpu, int in_place_b, long rows, long cols,

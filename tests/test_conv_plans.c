@@ -180,8 +180,10 @@ static void test_igemm_variants(void **state)
 /* The CPU kernel's register tile has its rows balanced over the panels it
    needs, as the GEMM's has (tests/cpu_tile.h): 49 output pixels on the row
    variant take tiles of 7 where the profile's tile has 8 rows, 20 filters on
-   the panel variant tiles of 7, or the narrow tile where that is cheaper.
-   Results are checked against the reference. */
+   the panel variant tiles of 7, or the narrow tile where that is cheaper;
+   32 filters on the row variant its half-width tile where the profile's
+   wide tile is 4 vectors or more (8 x 32 on amd-zen4). Results are
+   checked against the reference. */
 static void test_igemm_balanced_rows(void **state)
 {
     (void)state;
@@ -193,13 +195,18 @@ static void test_igemm_balanced_rows(void **state)
         {{CONV("3x3 stride2 7x7 out", NCHW, 1, 64, 14, 14, 64, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, 1, 49, 64},
         {{CONV("1x1 7x7", NHWC, 1, 32, 7, 7, 64, 1, 1)}, 1, 49, 64},
         {{CONV("3x3 20 filters", NCHW, 1, 16, 12, 12, 20, 3, 3), PAD(1, 1, 1, 1)}, 0, 20, 144},
+        {{CONV("3x3 stride2 stem", NHWC, 1, 3, 32, 32, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2}, 1, 256, 32},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_conv2d_plan_info info;
         if (!igemm_kernel(&cases[i].row, &info))
             skip();
         long mr, nr;
-        kt_cpu_tile(&kiln_profile_params(kt_ctx->profile)->gemm_cpu, cases[i].tile_rows, cases[i].tile_cols, &mr, &nr);
+        const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(kt_ctx->profile)->gemm_cpu;
+        if (cases[i].rows_variant)
+            kt_cpu_half_tile(cpu, cases[i].tile_rows, cases[i].tile_cols, &mr, &nr);
+        else
+            kt_cpu_tile(cpu, cases[i].tile_rows, cases[i].tile_cols, &mr, &nr);
         char expected[64];
         snprintf(expected, sizeof expected, "conv_f32_igemm_%s%ldx%ld", cases[i].rows_variant ? "rows_" : "", mr, nr);
         assert_string_equal(info.kernel, expected);

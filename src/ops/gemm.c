@@ -254,14 +254,36 @@ static double oriented_cost(const struct kiln_param_gemm_cpu *cpu, size_t rows, 
 }
 
 /* The profile's tile with its rows balanced over the row panels, or its
-   narrow tile where that is cheaper. */
+   narrow tile where that is cheaper; with `half`, also the half-width tile
+   (narrow_mr rows by half the wide tile's columns, where those are an even
+   number of at least 4 vectors) where that is cheaper still, its padded
+   elements counted 3% dearer than the wide tile's (its narrow_mr x nv / 2
+   accumulators take narrow_mr + nv / 2 loads per k: 10 for 16 at 8 x 32,
+   where 5 x 64 takes 9 for 20 and 8 x 16 9 for 8) and so cheaper than the
+   narrow tile's at the same padding (docs/gemm.md#the-half-width-tile). */
+static struct kiln_cpu_tile tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, int half,
+                                        struct kiln_options *o)
+{
+    struct kiln_cpu_tile tile = {0};
+    const double cost = oriented_cost(cpu, m, n, &tile);
+    const long nv = cpu->nr / cpu->vw;
+    if (half && cpu->narrow_mr > 0 && nv >= 4 && nv % 2 == 0 &&
+        1.03 * padded(m, n, (size_t)cpu->narrow_mr, (size_t)(cpu->nr / 2)) < cost)
+        tile.mr = cpu->narrow_mr, tile.nr = cpu->nr / 2, tile.vw = cpu->vw;
+    kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
+    return tile;
+}
+
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o)
 {
-    struct kiln_cpu_tile tile = {0};
-    oriented_cost(cpu, m, n, &tile);
-    kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
-    return tile;
+    return tile_choose(cpu, m, n, 0, o);
+}
+
+struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
+                                               struct kiln_options *o)
+{
+    return tile_choose(cpu, m, n, 1, o);
 }
 
 /* Flipped, the tile is stored transposed: vw multiply-adds' worth per

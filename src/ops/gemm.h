@@ -143,6 +143,13 @@ struct kiln_cpu_tile {
 };
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o);
+/* The same, also costing a half-width tile: narrow_mr rows by half the wide
+   tile's columns, where those are 4 or more vectors (amd-zen4's 8 x 32
+   beside its 5 x 64 and 8 x 16), for products whose columns fill half the
+   wide tile (the row variant of implicit GEMM, columns = filters: a stem's
+   32). */
+struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
+                                               struct kiln_options *o);
 
 /* Packing one element of an operand on an execution, in the CPU tile's
    multiply-adds (a padded element's k-step): measured about 20 as a packing
