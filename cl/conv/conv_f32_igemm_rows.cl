@@ -10,14 +10,15 @@
  * channels-last order, the inputs a pixel's window reads, tap by tap, are
  * runs of C/groups consecutive channels (the whole filter row, S * C, with
  * one group and no column dilation), so each of the MR pixels streams
- * through its own contiguous run. NCHW inputs, and padded NHWC ones, are
- * first copied into a channels-last buffer with a zero border (the copy
- * kernel); unpadded NHWC is read in place.
+ * through its own contiguous run. NHWC is read in place: a tile whose
+ * windows reach the padding reads tap by tap, zeros where a tap lies
+ * outside the image. NCHW inputs are first copied into a channels-last
+ * buffer with a zero border (the copy kernel).
  *
  * conv_f32_igemm_rows_pack: weights into zero-padded panels of NR filters,
  *   Wt[g][panel][(r * S + s) * cg + c][NR]. Global (KK, panels, groups).
- * conv_f32_igemm_rows_copy: x into xp, N x Hp x Wp x C with the padding as
- *   zeros. Global (ceil(C / 16), Hp, N), local (1, 1, 1).
+ * conv_f32_igemm_rows_copy (NCHW): x into xp, N x Hp x Wp x C with the
+ *   padding as zeros. Global (ceil(C / 16), Hp, N), local (1, 1, 1).
  * conv_f32_igemm_rows: global (chunks, panels, groups), local (1, 1, 1);
  *   work-group (chunk, panel, g) computes chunk_tiles tiles of MR pixels
  *   against the panel's NR filters, reading the panel's weights once per
@@ -54,6 +55,7 @@ KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int 
     igemm_pack_row(kg, kk_count, g, panel, kk, src, NR, w, wt);
 }
 
+#if !KILN_NHWC
 /* Work-item (c-block, hp, n): channels c0 .. c0 + 15 of row hp of xp, pixel
    by pixel, one vector store per pixel (the 16 input rows it reads in NCHW
    stay in the data cache along the row). */
@@ -67,28 +69,7 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
     const int h = hp - pad_top, cn = min(16, C - c0);
     const bool row_inside = (uint)h < (uint)H;
     KILN_GLOBAL KILN_STORAGE *dst = xp + ((size_t)n * Hp + hp) * Wp * C + c0;
-#if KILN_NHWC
-    /* Under 16 channels (an RGB stem), the row is one run of W * C values
-       between runs of zeros: copied a vector at a time (pixel by pixel,
-       value by value, it took 76-104 us at 224x224x3, the layer 0.24 ms). */
-    if (C < 16) {
-        const int lead = pad_left * C, span = W * C, total = Wp * C;
-        const KILN_GLOBAL KILN_STORAGE *row = x + ((size_t)n * H + (row_inside ? h : 0)) * W * C;
-        for (int i = 0; i < total; i += 16) {
-            if (row_inside && i >= lead && i + 16 <= lead + span)
-                KILN_VSTOREN(KILN_VLOADN(16, row + (i - lead)), 16, dst + i);
-            else
-                for (int j = i; j < i + 16 && j < total; j++)
-                    KILN_STORE(row_inside && j >= lead && j < lead + span ? KILN_LOAD(row, j - lead) : 0.0f, dst, j);
-        }
-        return;
-    }
-    const KILN_GLOBAL KILN_STORAGE *src = x + ((size_t)n * H + (row_inside ? h : 0)) * W * C + c0;
-    const size_t channel = 1, pixel = C;
-#else
     const KILN_GLOBAL KILN_STORAGE *src = x + (((size_t)n * C + c0) * H + (row_inside ? h : 0)) * W;
-    const size_t channel = (size_t)H * W, pixel = 1;
-#endif
     for (int wp = 0; wp < Wp; wp++, dst += C) {
         const int w = wp - pad_left;
         const bool inside = row_inside && (uint)w < (uint)W;
@@ -96,13 +77,45 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
             float v[16];
 #pragma unroll
             for (int c = 0; c < 16; c++)
-                v[c] = inside ? KILN_LOAD(src, c * channel + w * pixel) : 0.0f;
+                v[c] = inside ? KILN_LOAD(src, (size_t)c * H * W + w) : 0.0f;
             KILN_VSTOREN(vload16(0, v), 16, dst);
         } else
             for (int c = 0; c < cn; c++)
-                KILN_STORE(inside ? KILN_LOAD(src, c * channel + w * pixel) : 0.0f, dst, c);
+                KILN_STORE(inside ? KILN_LOAD(src, (size_t)c * H * W + w) : 0.0f, dst, c);
     }
 }
+#endif
+
+#if KILN_NHWC
+/* One tap of a tile whose windows reach the padding: the tap's cg channels
+   from xp + at[i] for each pixel i against the weights from b, pixel i's
+   values taken as zeros where !ok[i] (`masked`: some pixel's tap lies in the
+   padding; at[i] is then a valid address all the same). The loop of the
+   tiles inside the image (conv_f32_igemm_rows) is the same product read
+   through a pointer per pixel; run through this function, those tiles
+   took 1-3% longer (a 1x1 layer of 512 channels at 14x14, five alternating
+   runs of POCL's profiling, December 1), so it stays written out there. */
+inline __attribute__((always_inline)) void edge_tap(VEC acc[MR][NV], KILN_GLOBAL const float *b,
+                                                    KILN_GLOBAL const KILN_STORAGE *xp, const size_t at[MR],
+                                                    const bool ok[MR], const int cg, const bool masked)
+{
+#pragma unroll 4
+    for (int c = 0; c < cg; c++, b += NR) {
+        VEC bv[NV];
+#pragma unroll
+        for (int v = 0; v < NV; v++)
+            bv[v] = VLOAD(v, b);
+#pragma unroll
+        for (int i = 0; i < MR; i++) {
+            const float x = KILN_LOAD(xp, at[i] + c);
+            const VEC a = (VEC)(!masked || ok[i] ? x : 0.0f);
+#pragma unroll
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = fma(a, bv[v], acc[i][v]);
+        }
+    }
+}
+#endif
 
 KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                                      KILN_GLOBAL const KILN_STORAGE *xp, KILN_GLOBAL const float *wt,
@@ -120,17 +133,32 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
     const int taps = joined ? 1 : S, run = joined ? S * cg : cg;
     const int t_end = min(tiles, (chunk + 1) * chunk_tiles);
     for (int t = chunk * chunk_tiles; t < t_end; t++) {
-        /* The tile's pixels: each one's window origin in xp (past the last
-           pixel, the last again; its results are not stored). */
+        /* The tile's pixels: each one's window origin, row oh and column ow
+           of image on in the Hp x Wp planes of xp (past the last pixel, the
+           last again; its results are not stored). NHWC is read in place,
+           its padding outside the planes: `inside` when no window of the
+           tile reaches it. NCHW was copied with its padding as zeros. */
         const int pix0 = t * MR;
-        const KILN_GLOBAL KILN_STORAGE *px[MR];
+#if KILN_NHWC
+        const int pt = pad_top, pl = pad_left;
+#else
+        const int pt = 0, pl = 0;
+#endif
+        int on[MR], oh[MR], ow[MR];
+        bool inside = true;
         {
             /* One division for the tile, then pixel by pixel along the rows. */
             int n = pix0 / PQ, p = (pix0 - n * PQ) / Q, q = pix0 - n * PQ - p * Q;
 #pragma unroll
             for (int i = 0; i < MR; i++) {
-                px[i] = pix0 + i < pixels ? xp + (((size_t)n * Hp + p * stride_h) * Wp + q * stride_w) * C + g * cg
-                                          : px[i > 0 ? i - 1 : 0];
+                const bool real = pix0 + i < pixels;
+                on[i] = real ? n : on[i > 0 ? i - 1 : 0];
+                oh[i] = real ? p * stride_h - pt : oh[i > 0 ? i - 1 : 0];
+                ow[i] = real ? q * stride_w - pl : ow[i > 0 ? i - 1 : 0];
+#if KILN_NHWC
+                inside = inside && oh[i] >= 0 && oh[i] + (R - 1) * dil_h < Hp && ow[i] >= 0 &&
+                         ow[i] + (S - 1) * dil_w < Wp;
+#endif
                 if (++q == Q) {
                     q = 0;
                     if (++p == P)
@@ -145,24 +173,56 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
             for (int v = 0; v < NV; v++)
                 acc[i][v] = 0.0f;
         const KILN_GLOBAL float *b = wpanel;
-        for (int r = 0; r < R; r++)
-            for (int s = 0; s < taps; s++) {
-                const size_t tap = ((size_t)(r * dil_h) * Wp + s * dil_w) * C;
+        if (inside) {
+            const KILN_GLOBAL KILN_STORAGE *px[MR];
+#pragma unroll
+            for (int i = 0; i < MR; i++)
+                px[i] = xp + (((size_t)on[i] * Hp + oh[i]) * Wp + ow[i]) * C + g * cg;
+            for (int r = 0; r < R; r++)
+                for (int s = 0; s < taps; s++) {
+                    const size_t tap = ((size_t)(r * dil_h) * Wp + s * dil_w) * C;
 #pragma unroll 4
-                for (int c = 0; c < run; c++, b += NR) {
-                    VEC bv[NV];
-#pragma unroll
-                    for (int v = 0; v < NV; v++)
-                        bv[v] = VLOAD(v, b);
-#pragma unroll
-                    for (int i = 0; i < MR; i++) {
-                        const VEC a = (VEC)KILN_LOAD(px[i], tap + c);
+                    for (int c = 0; c < run; c++, b += NR) {
+                        VEC bv[NV];
 #pragma unroll
                         for (int v = 0; v < NV; v++)
-                            acc[i][v] = fma(a, bv[v], acc[i][v]);
+                            bv[v] = VLOAD(v, b);
+#pragma unroll
+                        for (int i = 0; i < MR; i++) {
+                            const VEC a = (VEC)KILN_LOAD(px[i], tap + c);
+#pragma unroll
+                            for (int v = 0; v < NV; v++)
+                                acc[i][v] = fma(a, bv[v], acc[i][v]);
+                        }
                     }
                 }
-            }
+        }
+#if KILN_NHWC
+        else {
+            /* Tap by tap (the weights' (r, s, c) order): each pixel reads
+               its tap's channels where the tap is inside the image, and
+               takes zeros where it lies in the padding (reading then the
+               group's first channels of the tensor, a valid address). */
+            for (int r = 0; r < R; r++)
+                for (int s = 0; s < S; s++) {
+                    bool ok[MR], any = false, all = true;
+                    size_t at[MR];
+#pragma unroll
+                    for (int i = 0; i < MR; i++) {
+                        const int ih = oh[i] + r * dil_h, iw = ow[i] + s * dil_w;
+                        ok[i] = (uint)ih < (uint)Hp && (uint)iw < (uint)Wp;
+                        at[i] = (ok[i] ? (((size_t)on[i] * Hp + ih) * Wp + iw) * C : 0) + g * cg;
+                        any = any || ok[i];
+                        all = all && ok[i];
+                    }
+                    if (all)
+                        edge_tap(acc, b, xp, at, ok, cg, false);
+                    else if (any) /* else the tap lies in the padding for every pixel */
+                        edge_tap(acc, b, xp, at, ok, cg, true);
+                    b += (size_t)cg * NR;
+                }
+        }
+#endif
 
         /* Epilogue and the only store: NHWC pixel by pixel along the
            filters, in vectors where the panel is whole; NCHW filter by

@@ -125,6 +125,10 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
 static size_t padded_h(const kiln_conv2d_desc *d) { return d->h + d->pad_top + d->pad_bottom; }
 static size_t padded_w(const kiln_conv2d_desc *d) { return d->w + d->pad_left + d->pad_right; }
 
+/* The planes the row variant reads: NCHW's copy, padded; NHWC in place. */
+static size_t rows_plane_h(const kiln_conv2d_desc *d) { return d->layout == KILN_NHWC ? d->h : padded_h(d); }
+static size_t rows_plane_w(const kiln_conv2d_desc *d) { return d->layout == KILN_NHWC ? d->w : padded_w(d); }
+
 /* The row variant: tiles of MR pixels broadcast from a channels-last input
    against NR filters (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel).
    Work-groups take chunks of tiles of one weight panel: at least eight per
@@ -143,7 +147,7 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
     const struct kiln_cpu_tile tile = kiln_cpu_tile_choose_half(cpu, pixels, s->kg, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, nr), tiles = kiln_div_up(pixels, mr);
-    const int copy = d->layout == KILN_NCHW || d->pad_top || d->pad_bottom || d->pad_left || d->pad_right;
+    const int copy = d->layout == KILN_NCHW; /* NHWC is read in place, padding and all */
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_rows_%zux%zu", mr, nr);
     st = kiln_plan_kernel(&plan->base, PACK, ROWS_SOURCE, &options, "conv_f32_igemm_rows_pack");
     if (st == KILN_SUCCESS)
@@ -297,8 +301,8 @@ void kiln_conv_igemm_args(struct kiln_args *a, const struct kiln_conv_shape *s, 
 
 /* Launch the main kernel of any variant: the arguments of
    kiln_conv_igemm_args, then the CPU kernels' block_panels (the row
-   variant's tiles per work-group) and the row variant's padded planes Hp
-   and Wp; the panel variant's local panel is the launch's dynamic local
+   variant's tiles per work-group) and the planes the row variant reads,
+   Hp x Wp (rows_plane_h); the panel variant's local panel is the launch's dynamic local
    memory (plan->local_bytes, 0 for the others). */
 static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
 {
@@ -308,8 +312,8 @@ static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_
     if (!plan->tiled)
         kiln_args_int(&a, (int32_t)plan->block_panels);
     if (plan->rows) {
-        kiln_args_int(&a, (int32_t)padded_h(d));
-        kiln_args_int(&a, (int32_t)padded_w(d));
+        kiln_args_int(&a, (int32_t)rows_plane_h(d));
+        kiln_args_int(&a, (int32_t)rows_plane_w(d));
     }
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[MAIN], &a, 3, plan->global[MAIN], plan->local[MAIN],
                               plan->local_bytes, event);
