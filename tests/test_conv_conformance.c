@@ -300,13 +300,13 @@ static void test_igemm_parameters_checked(void **state)
     free(dir);
 }
 
-/* The CPU implicit GEMM's panel variant (NCHW, stride 1, a filter wider
-   than 1x1) gathers an im2col panel of the filter volume by NR pixels in
-   local memory; a filter volume too deep for it (3x3 over 512 channels by
-   64 pixels, 1.18 MB against POCL's 1 MiB) takes the row variant, which keeps no panel, rather than
-   failing (implicit GEMM was UNSUPPORTED there, AUTO included where no
-   Winograd applied). The device's local memory is shrunk to 16 KiB, below
-   a 576 x 8 panel, so a small layer shows it. */
+/* The CPU implicit GEMM's panel variant (NCHW, stride 1, a filter wider than
+   1x1) gathers an im2col panel of the filter volume by NR pixels in local
+   memory; a filter volume too deep for it (3x3 over 512 channels by 64 pixels,
+   1.18 MB against POCL's 1 MiB) takes the row variant, which keeps no panel,
+   rather than failing (implicit GEMM was UNSUPPORTED there, AUTO included
+   where no Winograd applied). The device's local memory is shrunk to 16 KiB,
+   below a 576 x 8 panel, so a small layer shows it. */
 static void test_igemm_panel_beyond_local_memory(void **state)
 {
     (void)state;

@@ -19,7 +19,8 @@
  * be the tensor's last.
  *
  * tile_store_runs stores a whole tile so, with the epilogue (KILN_ACT of
- * common/epilogue.h) applied to each run: what both kernels call.
+ * common/epilogue.h) applied to its vectors before the transpose, or to
+ * each run after a residual addend: what both kernels call.
  */
 #ifndef KILN_CL_TILE_RUNS_H
 #define KILN_CL_TILE_RUNS_H

@@ -123,14 +123,14 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
 #if KILN_TILE_FLIP && KILN_TILE_RUNS
 /* A whole flipped tile, MR rows (pixels, 5 to 8) by 16-lane vectors of
    columns, into C: each vector's 16 columns become runs of MR values of C
-   (rows past MR taken as zero), transposed in registers
-   (KILN_TILE_COLUMNS, common/tile_runs.h) instead of one value at a time;
-   then alpha, beta * addend (C or Z), the bias and the activation on each
-   run. On a 2-vCPU Zen 5, three alternating runs, a 1x1 convolution of
-   256 -> 1024 channels at 14x14 (K = 256, 196 pixels) with bias and ReLU
-   took 0.279-0.284 ms through flip_store and 0.252-0.259 this way, with a
-   residual too 0.302-0.303 and 0.259-0.263; 512 -> 2048 at 7x7 (runs of
-   7) with bias, residual and ReLU 0.260-0.262 and 0.243-0.246. */
+   (rows past MR taken as zero), transposed in registers (KILN_TILE_COLUMNS,
+   common/tile_runs.h) instead of one value at a time, with alpha, the bias and
+   the activation applied to the vectors before (after beta * addend, C or Z,
+   on each run where there is one). On a 2-vCPU Zen 5, three alternating runs,
+   a 1x1 convolution of 256 -> 1024 channels at 14x14 (K = 256, 196 pixels)
+   with bias and ReLU took 0.279-0.284 ms through flip_store and 0.252-0.259
+   this way, with a residual too 0.302-0.303 and 0.259-0.263; 512 -> 2048 at
+   7x7 (runs of 7) with bias, residual and ReLU 0.260-0.262 and 0.243-0.246. */
 inline void flip_store_whole(VEC acc[MR][NV], int row0, int col0, float alpha, float beta,
                              KILN_GLOBAL KILN_STORAGE *C, size_t at0, int ldc, KILN_GLOBAL const float *bias, ulong off_bias,
                              KILN_GLOBAL const KILN_STORAGE *Z, float slope)

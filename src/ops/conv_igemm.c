@@ -302,8 +302,8 @@ void kiln_conv_igemm_args(struct kiln_args *a, const struct kiln_conv_shape *s, 
 /* Launch the main kernel of any variant: the arguments of
    kiln_conv_igemm_args, then the CPU kernels' block_panels (the row
    variant's tiles per work-group) and the planes the row variant reads,
-   Hp x Wp (rows_plane_h); the panel variant's local panel is the launch's dynamic local
-   memory (plan->local_bytes, 0 for the others). */
+   Hp x Wp (rows_plane_h); the panel variant's local panel is the launch's
+   dynamic local memory (plan->local_bytes, 0 for the others). */
 static kiln_status launch(struct kiln_conv2d_plan *plan, const struct kiln_conv_args *x, void *w, void **event)
 {
     const kiln_conv2d_desc *d = &plan->s.d;
