@@ -682,6 +682,56 @@ static void test_in_place_choice(void **state)
     }
 }
 
+/* The CPU family packs an operand whose K is contiguous (A untransposed, B
+   transposed; flipped, the other way round) VW values of K at a time,
+   transposing blocks in registers (gemm_f32_cpu_pack_a_kv, _b_kv): a
+   panel of fewer rows than VW (MR) through overlapping stores, one of a
+   multiple of VW (NR, or MR = VW) a vector at a time, other widths (MR
+   above VW, VW 2) through private memory. Each tile on every transpose,
+   with K below, past and at multiples of VW, partial panels, flipped and
+   not, a batch with gaps, padding and offsets (the profile's own tile,
+   16-bit storage included, in the table's rows). */
+static void test_cpu_packing(void **state)
+{
+    (void)state;
+    static const char *const tiles[] = {
+        "\"mr\": 5, \"nr\": 64, \"vw\": 16", /* MR below VW, NR four vectors */
+        "\"mr\": 8, \"nr\": 16, \"vw\": 8",  /* MR one vector, NR two */
+        "\"mr\": 8, \"nr\": 12, \"vw\": 4",  /* MR two vectors: private memory */
+        "\"mr\": 3, \"nr\": 4, \"vw\": 2",   /* no shuffles: private memory */
+    };
+    static const struct row shapes[] = {
+        {SHAPE("k past a multiple", RM, NO, NO, 37, 70, 19)},
+        {SHAPE("k below vw", RM, NO, NO, 37, 33, 3)},
+        {SHAPE("k a multiple, flipped, batch", RM, NO, NO, 130, 7, 64), .batch = 3, .gap = {3, 5, 7}, .pad = {1, 2, 3},
+         .off = {1, 2, 3}},
+    };
+    static const kiln_transpose trans[4][2] = {{NO, TR}, {TR, NO}, {NO, NO}, {TR, TR}};
+    for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {%s, \"narrow_mr\": 0, \"flip_mr\": 0, "
+                                               "\"in_place_l2\": 0, \"kc\": 0}}}",
+                                               tiles[t]);
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (size_t x = 0; x < 4; x++) {
+                struct row r = shapes[s];
+                r.ta = trans[x][0], r.tb = trans[x][1];
+                kiln_gemm_desc d = desc_of(&r, KILN_GEMM_CPU);
+                kiln_gemm_plan_info info;
+                kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+                if (!plan)
+                    return;
+                printf("# {%s} %s, A%s B%s: %s %s\n", tiles[t], r.what, r.ta == TR ? "^T" : "", r.tb == TR ? "^T" : "",
+                       info.kernel, info.params);
+                struct gr_case c;
+                gr_case_init(&c, ctx, &d, r.off[0], r.off[1], r.off[2], 0);
+                gr_case_run(&c, plan, 2, &kt_group_seed);
+                gr_case_free(&c);
+                kiln_gemm_plan_destroy(plan);
+            }
+        kiln_context_destroy(ctx);
+    }
+}
+
 /* The rows of a flipped tile that reads B in place (C's columns: a 1x1
    convolution's pixels) are at most gemm.cpu.flip_mr where that is set,
    else mr, balanced over their panels as mr's are: 512 x 196 x 256 with a
@@ -1245,6 +1295,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
+    kt_add(&tests, cmocka_unit_test(test_cpu_packing));
     kt_add(&tests, cmocka_unit_test(test_flipped_rows));
     kt_add(&tests, cmocka_unit_test(test_k_blocks));
     kt_add(&tests, cmocka_unit_test(test_smallm_steps));

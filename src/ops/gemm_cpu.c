@@ -26,6 +26,11 @@
 
 enum { PACK_A, PACK_B, MICRO };
 
+/* A work-group of one work-item: the micro kernel's and the packing along
+   K's (POCL's loop over the items of a larger one would vectorise across
+   them: docs/gemm.md, "Packing along K"). */
+static const size_t one[3] = {1, 1, 1};
+
 /* A cache of one core of the host (sysconf's name for it), where the device
    is the host's CPU (POCL's CPU device) and the C library knows it; else
    `otherwise` bytes. */
@@ -69,6 +74,15 @@ long kiln_gemm_cpu_in_place_l2(const kiln_context *ctx, size_t bytes)
     return percent ? (long)kiln_div_up(bytes, percent) : 1;
 }
 
+/* Whether the operand that packing kernel `which` (PACK_A: the row panels,
+   PACK_B: the column panels) reads has its K contiguous, so that it is
+   packed VW values of K at a time (gemm_f32_cpu_pack_a_kv, _b_kv): A
+   untransposed or B transposed, flipped or not. */
+static int pack_kv(const struct kiln_gemm_problem *p, int which, int flipped)
+{
+    return (which == PACK_A) != !!flipped ? !p->trans_a : p->trans_b;
+}
+
 static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 {
     const struct kiln_gemm_problem *p = &plan->p;
@@ -107,7 +121,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         snprintf(plan->base.params + len, sizeof plan->base.params - len, ", %zu row panels a work-item by %zu of K",
                  rb, kc);
     }
-    static const char *const names[] = {"gemm_f32_cpu_pack_a", "gemm_f32_cpu_pack_b", "gemm_f32_cpu_micro"};
+    const char *const names[] = {pack_kv(p, PACK_A, tile.flipped) ? "gemm_f32_cpu_pack_a_kv" : "gemm_f32_cpu_pack_a",
+                                 pack_kv(p, PACK_B, tile.flipped) ? "gemm_f32_cpu_pack_b_kv" : "gemm_f32_cpu_pack_b",
+                                 "gemm_f32_cpu_micro"};
     for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
         st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
     kiln_options_free(&options);
@@ -136,8 +152,10 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
                  stride_c = tile.flipped ? p->stride_a : p->stride_b;
     size_t panels_m = kiln_div_up(rows, mr), panels_n = kiln_div_up(cols, nr);
     size_t batch_a = stride_r ? p->batch : 1, batch_b = stride_c ? p->batch : 1;
+    const size_t k_a = pack_kv(p, PACK_A, tile.flipped) ? kiln_div_up(p->k, (size_t)tile.vw) : p->k,
+                 k_b = pack_kv(p, PACK_B, tile.flipped) ? kiln_div_up(p->k, (size_t)tile.vw) : p->k;
     size_t geometry[3][3] = {
-        {p->k, panels_m, batch_a}, {p->k, panels_n, batch_b}, {kiln_div_up(panels_m, rb), panels_n, p->batch}};
+        {k_a, panels_m, batch_a}, {k_b, panels_n, batch_b}, {kiln_div_up(panels_m, rb), panels_n, p->batch}};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 3; d++)
             plan->dims[i][d] = geometry[i][d];
@@ -199,7 +217,6 @@ static kiln_status micro_launch(struct kiln_gemm_plan *plan, const struct kiln_g
     kiln_args_ulong(&m, x->off_bias);
     kiln_args_buffer_or(&m, x->z, x->c);
     kiln_args_float(&m, x->slope);
-    static const size_t one[3] = {1, 1, 1};
     return kiln_kernel_launch(plan->base.ctx, plan->base.kernels[MICRO], &m, 3, plan->dims[MICRO], one, 0, event);
 }
 
@@ -219,7 +236,8 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
             pack_args(&a, p->n, p->k, x->b, x->off_b, b_rj, b_rk, p->stride_b, ap);
         else
             pack_args(&a, p->m, p->k, x->a, x->off_a, a_ri, a_rk, p->stride_a, ap);
-        st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_A], &a, 3, plan->dims[PACK_A], NULL, 0, NULL);
+        st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_A], &a, 3, plan->dims[PACK_A],
+                                pack_kv(p, PACK_A, flipped) ? one : NULL, 0, NULL);
     }
     if (st == KILN_SUCCESS && (flipped ? !x->reuse_a : !x->reuse_b)) { /* the column panels: B, or op(A)^T */
         struct kiln_args b = {0};
@@ -227,7 +245,8 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
             pack_args(&b, p->m, p->k, x->a, x->off_a, a_rk, a_ri, p->stride_a, bp);
         else
             pack_args(&b, p->n, p->k, x->b, x->off_b, b_rk, b_rj, p->stride_b, bp);
-        st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_B], &b, 3, plan->dims[PACK_B], NULL, 0, NULL);
+        st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_B], &b, 3, plan->dims[PACK_B],
+                                pack_kv(p, PACK_B, flipped) ? one : NULL, 0, NULL);
     }
     if (st != KILN_SUCCESS)
         return st;
