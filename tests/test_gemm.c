@@ -183,6 +183,7 @@ static const struct row rows[] = {
     {SHAPE("k-slices", RM, NO, NO, 9, 33, 16411), .all_scalars = 1},
     {SHAPE("k-slices", CM, TR, TR, 10, 17, 16411), .batch = 2, .gap = {3, 5, 7}, .off = {1, 2, 3}},
     {SHAPE("k-slices-flip", RM, NO, TR, 33, 7, 16411), .all_scalars = 1},
+    {SHAPE("k-slices-b-in-place", RM, NO, NO, 9, 64, 16411), .pad = {0, 5, 0}, .off = {1, 2, 3}},
     {SHAPE("k-slices-f16", RM, NO, NO, 9, 33, 16411), .dtype = KILN_F16},
     /* fp16 storage, fp32 arithmetic. */
     {SHAPE("f16", RM, NO, NO, 1, 1, 1), .dtype = KILN_F16},
@@ -690,7 +691,9 @@ static void test_in_place_choice(void **state)
    above VW, VW 2) through private memory. Each tile on every transpose,
    with K below, past and at multiples of VW, partial panels, flipped and
    not, a batch with gaps, padding and offsets (the profile's own tile,
-   16-bit storage included, in the table's rows). */
+   16-bit storage included, in the table's rows). Where C's columns fill
+   whole panels and its rows are few, the straight tile reads an
+   untransposed B in place instead (KILN_B_DIRECT). */
 static void test_cpu_packing(void **state)
 {
     (void)state;
@@ -705,6 +708,11 @@ static void test_cpu_packing(void **state)
         {SHAPE("k below vw", RM, NO, NO, 37, 33, 3)},
         {SHAPE("k a multiple, flipped, batch", RM, NO, NO, 130, 7, 64), .batch = 3, .gap = {3, 5, 7}, .pad = {1, 2, 3},
          .off = {1, 2, 3}},
+        /* Columns in whole panels of every tile, few rows: B untransposed
+           is read in place (its leading dimension padded, a gap between
+           its batch items, an offset). */
+        {SHAPE("b in place, batch", RM, NO, NO, 37, 192, 19), .batch = 2, .gap = {1, 5, 2}, .pad = {2, 3, 1},
+         .off = {3, 2, 1}},
     };
     static const kiln_transpose trans[4][2] = {{NO, TR}, {TR, NO}, {NO, NO}, {TR, TR}};
     for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
@@ -722,6 +730,8 @@ static void test_cpu_packing(void **state)
                     return;
                 printf("# {%s} %s, A%s B%s: %s %s\n", tiles[t], r.what, r.ta == TR ? "^T" : "", r.tb == TR ? "^T" : "",
                        info.kernel, info.params);
+                if (r.n == 192 && !strstr(info.params, "B read in place") != (r.tb == TR))
+                    fail_msg("%s: B %s", info.params, r.tb == TR ? "transposed, read in place" : "packed");
                 struct gr_case c;
                 gr_case_init(&c, ctx, &d, r.off[0], r.off[1], r.off[2], 0);
                 gr_case_run(&c, plan, 2, &kt_group_seed);

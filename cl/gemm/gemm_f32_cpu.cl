@@ -44,7 +44,9 @@
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
  * KILN_TILE_FLIP, KILN_A_DIRECT, KILN_TILE_RB and KILN_TILE_KC (with
- * KILN_A_DIRECT), KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
+ * KILN_A_DIRECT), KILN_B_DIRECT (the straight tile's B read in place:
+ * gemm_f32_cpu_micro), KILN_F16 or KILN_BF16 for 16-bit storage of A, B
+ * and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
  * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds
@@ -68,6 +70,19 @@
 #endif
 #ifndef KILN_A_DIRECT
 #define KILN_A_DIRECT 0
+#endif
+#ifndef KILN_B_DIRECT
+#define KILN_B_DIRECT 0
+#endif
+#if KILN_B_DIRECT && (KILN_TILE_FLIP || KILN_STORAGE_16)
+#error "KILN_B_DIRECT: only the straight tile, on fp32 operands"
+#endif
+/* The distance between a column panel's rows of K: NR packed, B's own
+   leading dimension read in place (KILN_B_DIRECT). */
+#if KILN_B_DIRECT
+#define B_STEP b_step
+#else
+#define B_STEP NR
 #endif
 #ifndef KILN_TILE_RB
 #define KILN_TILE_RB 1
@@ -307,18 +322,28 @@ inline void flip_store(const float t[MR][NR], int M, int N, int row0, int first,
    Ap[off_a + r + k * a_step] (the flipped product of an untransposed B:
    a 1x1 convolution's pixels), panel_a its batch stride; M >= MR, and the
    last panel, when partial, reads the MR rows that end at M and stores only
-   its own. */
+   its own.
+   KILN_B_DIRECT: Bp is the column operand itself, fp32 and untransposed,
+   its k and column j at Bp[off_b + k * b_step + j], panel_b its batch
+   stride; N is a multiple of NR (no panel reads past a row's end). Else
+   off_b and b_step are not read. */
 KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const int k0, const int kc,
                                     const float alpha_arg, const float beta_arg,
                                     KILN_GLOBAL const float *Ap, const ulong off_a, const ulong a_step,
                                     const ulong panel_a, KILN_GLOBAL const float *Bp, const ulong panel_b,
+                                    const ulong off_b, const ulong b_step,
                                     KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c,
                                     KILN_GLOBAL const float *bias, const ulong off_bias, KILN_GLOBAL const KILN_STORAGE *Z,
                                     const float slope_arg)
 {
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
     const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
+#if KILN_B_DIRECT
+    const KILN_GLOBAL float *bp = Bp + off_b + b * panel_b + (size_t)jt * NR + (size_t)k0 * b_step;
+#else
+    (void)off_b, (void)b_step;
     const KILN_GLOBAL float *bp = Bp + b * panel_b + (size_t)jt * K * NR + (size_t)k0 * NR;
+#endif
 #if KILN_A_DIRECT && KILN_TILE_RB > 1
     {
         /* RB row panels, KC values of K at a time for all of them: the
@@ -331,14 +356,14 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
             for (int r = 0; r < pn; r++) {
                 const int pit = pf + r, first = PANEL_FIRST(pit);
                 KILN_GLOBAL const float *a = a0 + (pit * MR - first) + (size_t)kb * a_step;
-                KILN_GLOBAL const float *bk = bp + (size_t)kb * NR;
+                KILN_GLOBAL const float *bk = bp + (size_t)kb * B_STEP;
                 VEC acc[MR][NV];
 #pragma unroll
                 for (int i = 0; i < MR; i++)
 #pragma unroll
                     for (int v = 0; v < NV; v++)
                         acc[i][v] = kb == 0 ? (VEC)(0.0f) : VLOAD(v, part[r][i]);
-                KILN_TILE_ACCUMULATE_STRIDED(acc, a, a_step, bk, kn);
+                KILN_TILE_ACCUMULATE_LD(acc, a, a_step, bk, B_STEP, kn);
 #pragma unroll
                 for (int i = 0; i < MR; i++)
 #pragma unroll
@@ -358,11 +383,11 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
 #if KILN_A_DIRECT
     const int first = PANEL_FIRST(it);
     const int row0 = it * MR - first;
-    KILN_TILE_MULTIPLY_STRIDED(acc, Ap + off_a + b * panel_a + row0 + k0 * a_step, a_step, bp, kc);
+    KILN_TILE_MULTIPLY_LD(acc, Ap + off_a + b * panel_a + row0 + k0 * a_step, a_step, bp, B_STEP, kc);
 #else
     const int first = 0, row0 = it * MR;
     (void)off_a, (void)a_step;
-    KILN_TILE_MULTIPLY(acc, Ap + b * panel_a + (size_t)it * K * MR + (size_t)k0 * MR, bp, kc);
+    KILN_TILE_MULTIPLY_LD(acc, Ap + b * panel_a + (size_t)it * K * MR + (size_t)k0 * MR, MR, bp, B_STEP, kc);
 #endif
 
     const int col0 = jt * NR;

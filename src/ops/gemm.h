@@ -140,6 +140,9 @@ struct kiln_cpu_tile {
     long mr, nr, vw;
     int flipped;  /* the tile is of C^T (kiln_cpu_tile_orient only) */
     int in_place; /* flipped, and B read in place (kiln_cpu_tile_orient only) */
+    /* straight, and B read in place: fp32, untransposed, not kept, its
+       columns whole column panels (kiln_cpu_tile_orient only) */
+    int cols_in_place;
 };
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o);
@@ -156,6 +159,12 @@ struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu 
    launch's time per element over the micro kernel's per padded multiply-add
    (docs/gemm.md#operands-packed-on-every-call). */
 #define KILN_GEMM_PACK_COST 20.0
+
+/* The straight tile's micro kernel reading B's rows in place, a leading
+   dimension apart, instead of its packed panel: its cost grows by this
+   share (measured on the 2-vCPU Zen 4: 4.6% with rows 1 KiB apart, 8.7%
+   with 8 KiB; docs/gemm.md#b-read-in-place-straight). */
+#define KILN_GEMM_B_IN_PLACE_COST 0.06
 
 /* The CPU GEMM family's tile for problem p: kiln_cpu_tile_choose's tiles,
    each with its rows balanced over its row panels, for C or for C^T

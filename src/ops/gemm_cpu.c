@@ -26,6 +26,10 @@
 
 enum { PACK_A, PACK_B, MICRO };
 
+/* The plan's orientation (aux[2]): the tile of C or of C^T (flipped), and
+   which operand the micro kernel reads in place instead of packed. */
+enum { ORIENT_STRAIGHT, ORIENT_FLIPPED, ORIENT_FLIPPED_B_IN_PLACE, ORIENT_B_IN_PLACE };
+
 /* A work-group of one work-item: the micro kernel's and the packing along
    K's (POCL's loop over the items of a larger one would vectorise across
    them: docs/gemm.md, "Packing along K"). */
@@ -100,6 +104,11 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const int direct = tile.in_place;
+    /* Straight, an fp32 B whose columns are contiguous (untransposed) and
+       fill whole column panels is read in place as well: each k's NR
+       columns are a run of B's row. Not one the caller keeps (packed once,
+       then read as the panels). */
+    const int cols_direct = !tile.flipped && tile.cols_in_place;
     /* Reading in place, a work-item takes every row panel kc values of K at
        a time where a slice that long of all the rows fits a core's L1: the
        slice and the column panel's kc rows stay there while the panels
@@ -109,12 +118,13 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const int blocked = direct && kc > 0 && p->k > kc &&
                         kc * rows_all * sizeof(float) <= host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10);
     const size_t rb = blocked ? kiln_div_up(rows_all, mr) : 1;
-    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu", direct, rb,
-                     blocked ? kc : 1);
+    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu", direct,
+                     cols_direct, rb, blocked ? kc : 1);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
              direct         ? ", flipped: tiles of C^T, B read in place"
              : tile.flipped ? ", flipped: tiles of C^T"
+             : cols_direct  ? ", B read in place"
                             : "");
     if (blocked) {
         const size_t len = strlen(plan->base.params);
@@ -132,7 +142,10 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 
     /* The operands in the tile's order: rows from A (B flipped), columns
        from B (A flipped). */
-    plan->aux[2] = direct ? 2 : (size_t)tile.flipped;
+    plan->aux[2] = direct         ? ORIENT_FLIPPED_B_IN_PLACE
+                   : tile.flipped ? ORIENT_FLIPPED
+                   : cols_direct  ? ORIENT_B_IN_PLACE
+                                  : ORIENT_STRAIGHT;
     /* Slices of K (aux[3] their length), a column panel of each at most half
        the second-level cache: measured on the 2-vCPU Xeon, 256 x 256 by K,
        201-203 GFLOP/s at K = 2048 to 8192 (column panels of 256 KiB to 1 MiB),
@@ -165,6 +178,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     plan->aux[1] = stride_c ? span_b : 0;
     if (direct) /* B's own batch stride, no row panels */
         plan->aux[0] = p->stride_b, span_a = 0;
+    if (cols_direct) /* B's own batch stride, no column panels */
+        plan->aux[1] = p->stride_b, span_b = 0;
     if ((st = kiln_plan_workspace(&plan->base, 0, batch_a * span_a * sizeof(float))) != KILN_SUCCESS)
         return st;
     return kiln_plan_workspace(&plan->base, 1, batch_b * span_b * sizeof(float));
@@ -194,7 +209,8 @@ static kiln_status micro_launch(struct kiln_gemm_plan *plan, const struct kiln_g
     const struct kiln_gemm_problem *p = &plan->p;
     void *ap = plan->base.workspace[0]->handle, *bp = plan->base.workspace[1]->handle;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb;
-    const int flipped = plan->aux[2] != 0, direct = plan->aux[2] == 2;
+    const int flipped = plan->aux[2] == ORIENT_FLIPPED || plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
+              direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE, cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
     struct kiln_args m = {0};
     kiln_args_int(&m, (int32_t)(flipped ? p->n : p->m));
     kiln_args_int(&m, (int32_t)(flipped ? p->m : p->n));
@@ -207,8 +223,10 @@ static kiln_status micro_launch(struct kiln_gemm_plan *plan, const struct kiln_g
     kiln_args_ulong(&m, direct ? x->off_b : 0);
     kiln_args_ulong(&m, direct ? b_rk : 0); /* a_step: the packed panels step by MR */
     kiln_args_ulong(&m, plan->aux[0]);
-    kiln_args_buffer(&m, bp);
+    kiln_args_buffer(&m, cols_direct ? x->b : bp);
     kiln_args_ulong(&m, plan->aux[1]);
+    kiln_args_ulong(&m, cols_direct ? x->off_b : 0);
+    kiln_args_ulong(&m, cols_direct ? p->ldb : 0); /* b_step: the packed panels step by NR */
     kiln_args_buffer(&m, x->c);
     kiln_args_ulong(&m, x->off_c);
     kiln_args_int(&m, (int32_t)p->ldc);
@@ -229,7 +247,8 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     /* opA(i, k) at i * a_ri + k * a_rk, opB(k, j) at k * b_rk + j * b_rj */
     const uint64_t a_ri = p->trans_a ? 1 : p->lda, a_rk = p->trans_a ? p->lda : 1;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
-    const int flipped = plan->aux[2] != 0, direct = plan->aux[2] == 2;
+    const int flipped = plan->aux[2] == ORIENT_FLIPPED || plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
+              direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE, cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
     if (!direct && (flipped ? !x->reuse_b : !x->reuse_a)) { /* the row panels: A, or op(B)^T */
         struct kiln_args a = {0};
         if (flipped)
@@ -239,7 +258,7 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
         st = kiln_kernel_launch(ctx, plan->base.kernels[PACK_A], &a, 3, plan->dims[PACK_A],
                                 pack_kv(p, PACK_A, flipped) ? one : NULL, 0, NULL);
     }
-    if (st == KILN_SUCCESS && (flipped ? !x->reuse_a : !x->reuse_b)) { /* the column panels: B, or op(A)^T */
+    if (st == KILN_SUCCESS && !cols_direct && (flipped ? !x->reuse_a : !x->reuse_b)) { /* the column panels */
         struct kiln_args b = {0};
         if (flipped)
             pack_args(&b, p->m, p->k, x->a, x->off_a, a_rk, a_ri, p->stride_a, bp);
