@@ -24,7 +24,9 @@ trap 'echo "test.sh: failed: $BASH_COMMAND" >&2' ERR
 passed=0
 failed=0
 
-section() { printf '\n=== %s\n' "$*"; }
+# Each section's header gives the minutes since the start, so that a slow
+# run shows where its time went (the aim is under 30 minutes in all).
+section() { printf '\n=== %s (at %d:%02d)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
 
 # build <dir> <cmake options...>: configure and build the library and tests.
 build() {
@@ -194,6 +196,7 @@ else
 fi
 
 echo
+printf 'took %d:%02d\n' $((SECONDS / 60)) $((SECONDS % 60))
 echo "$passed passed, $failed failed"
 if ((failed)); then
     exit 1
