@@ -688,7 +688,7 @@ static void test_in_place_choice(void **state)
    transposing blocks in registers (gemm_f32_cpu_pack_a_kv, _b_kv): a
    panel of fewer rows than VW (MR) through overlapping stores, one of a
    multiple of VW (NR, or MR = VW) a vector at a time, other widths (MR
-   above VW, VW 2) through private memory. Each tile on every transpose,
+   above VW, VW 2) value by value. Each tile on every transpose,
    with K below, past and at multiples of VW, partial panels, flipped and
    not, a batch with gaps, padding and offsets (the profile's own tile,
    16-bit storage included, in the table's rows). Where C's columns fill
@@ -700,8 +700,8 @@ static void test_cpu_packing(void **state)
     static const char *const tiles[] = {
         "\"mr\": 5, \"nr\": 64, \"vw\": 16", /* MR below VW, NR four vectors */
         "\"mr\": 8, \"nr\": 16, \"vw\": 8",  /* MR one vector, NR two */
-        "\"mr\": 8, \"nr\": 12, \"vw\": 4",  /* MR two vectors: private memory */
-        "\"mr\": 3, \"nr\": 4, \"vw\": 2",   /* no shuffles: private memory */
+        "\"mr\": 8, \"nr\": 12, \"vw\": 4",  /* MR two vectors: value by value */
+        "\"mr\": 3, \"nr\": 4, \"vw\": 2",   /* no shuffles: value by value */
     };
     static const struct row shapes[] = {
         {SHAPE("k past a multiple", RM, NO, NO, 37, 70, 19)},

@@ -189,7 +189,7 @@ inline void kv_transpose(VEC x[VW])
    time) into the W rows of each k side by side: a vector store each where
    W is a multiple of VW, else (W < VW: MR) stores of VW values in the
    order of k, each overwriting the zeros past its W by the next k's, the
-   last ones value by value. Other widths go through a private block. A
+   last ones value by value. Other widths are read value by value. A
    work-item per k, as in the two kernels above, reads W values each a
    stride apart: on the 2-vCPU Zen 4 packing a 512 x 512 A^T so took 277 us
    of a 1.55-ms GEMM. */

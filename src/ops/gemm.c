@@ -304,9 +304,10 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr.
        One that packs B keeps mr: the cost below counts packing alike in
        both orientations, where packing op(A)^T's column panels from a
-       row-major A gathers NR of its rows per k (256 x 256 x 16384 on a Zen
-       4: 5.9 ms a call against 2.8 for the straight tile's row panels of
-       5), and a flip that mr would not take costs more than its rows win. */
+       row-major A gathered NR of its rows per k before it was packed a
+       vector of K at a time (256 x 256 x 16384 on a Zen 4: 5.9 ms a call
+       against 2.8 for the straight tile's row panels of 5), and a flip that
+       mr would not take cost more than its rows won (docs/gemm.md). */
     struct kiln_param_gemm_cpu rows_are_columns = *cpu;
     if (cpu->flip_mr > 0 && in_place_b)
         rows_are_columns.mr = cpu->flip_mr;

@@ -30,6 +30,12 @@ enum { PACK_A, PACK_B, MICRO };
    which operand the micro kernel reads in place instead of packed. */
 enum { ORIENT_STRAIGHT, ORIENT_FLIPPED, ORIENT_FLIPPED_B_IN_PLACE, ORIENT_B_IN_PLACE };
 
+/* Whether the plan's tile is of C^T (aux[2]). */
+static int orient_flipped(const struct kiln_gemm_plan *plan)
+{
+    return plan->aux[2] == ORIENT_FLIPPED || plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE;
+}
+
 /* A work-group of one work-item: the micro kernel's and the packing along
    K's (POCL's loop over the items of a larger one would vectorise across
    them: docs/gemm.md, "Packing along K"). */
@@ -104,11 +110,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const int direct = tile.in_place;
-    /* Straight, an fp32 B whose columns are contiguous (untransposed) and
-       fill whole column panels is read in place as well: each k's NR
-       columns are a run of B's row. Not one the caller keeps (packed once,
-       then read as the panels). */
-    const int cols_direct = !tile.flipped && tile.cols_in_place;
+    /* Straight, B read in place as well where kiln_cpu_tile_orient says
+       so: each k's NR columns are a run of B's row. */
+    const int cols_direct = tile.cols_in_place;
     /* Reading in place, a work-item takes every row panel kc values of K at
        a time where a slice that long of all the rows fits a core's L1: the
        slice and the column panel's kc rows stay there while the panels
@@ -209,8 +213,8 @@ static kiln_status micro_launch(struct kiln_gemm_plan *plan, const struct kiln_g
     const struct kiln_gemm_problem *p = &plan->p;
     void *ap = plan->base.workspace[0]->handle, *bp = plan->base.workspace[1]->handle;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb;
-    const int flipped = plan->aux[2] == ORIENT_FLIPPED || plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
-              direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE, cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
+    const int flipped = orient_flipped(plan), direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
+              cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
     struct kiln_args m = {0};
     kiln_args_int(&m, (int32_t)(flipped ? p->n : p->m));
     kiln_args_int(&m, (int32_t)(flipped ? p->m : p->n));
@@ -247,8 +251,8 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     /* opA(i, k) at i * a_ri + k * a_rk, opB(k, j) at k * b_rk + j * b_rj */
     const uint64_t a_ri = p->trans_a ? 1 : p->lda, a_rk = p->trans_a ? p->lda : 1;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
-    const int flipped = plan->aux[2] == ORIENT_FLIPPED || plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
-              direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE, cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
+    const int flipped = orient_flipped(plan), direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
+              cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
     if (!direct && (flipped ? !x->reuse_b : !x->reuse_a)) { /* the row panels: A, or op(B)^T */
         struct kiln_args a = {0};
         if (flipped)
