@@ -683,6 +683,57 @@ static void test_in_place_choice(void **state)
     }
 }
 
+/* Four CPU tiles (MR below, at and above VW; VW 16, 8, 4 and 2) with the
+   gemm.cpu fields `fields`, each shape on every transpose: its plan checked
+   by `check` (which returns 1 where the plan counts towards `least`, per
+   tile) and its results, two scalar pairs. */
+static void cpu_tile_sweep(const char *fields, const struct row *shapes, size_t count,
+                           int (*check)(const struct row *, const kiln_gemm_plan_info *), int least)
+{
+    static const char *const tiles[] = {
+        "\"mr\": 5, \"nr\": 64, \"vw\": 16", /* MR below VW, NR four vectors */
+        "\"mr\": 8, \"nr\": 16, \"vw\": 8",  /* MR one vector, NR two */
+        "\"mr\": 8, \"nr\": 12, \"vw\": 4",  /* MR two vectors: value by value */
+        "\"mr\": 3, \"nr\": 4, \"vw\": 2",   /* no shuffles: value by value */
+    };
+    static const kiln_transpose trans[4][2] = {{NO, TR}, {TR, NO}, {NO, NO}, {TR, TR}};
+    for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
+        kiln_context *ctx = kt_overlay_context(
+            "{\"kernels\": {\"gemm.cpu\": {%s, \"narrow_mr\": 0, \"flip_mr\": 0, \"kc\": 0, %s}}}", tiles[t], fields);
+        int counted = 0;
+        for (size_t s = 0; s < count; s++)
+            for (size_t x = 0; x < 4; x++) {
+                struct row r = shapes[s];
+                r.ta = trans[x][0], r.tb = trans[x][1];
+                kiln_gemm_desc d = desc_of(&r, KILN_GEMM_CPU);
+                kiln_gemm_plan_info info;
+                kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+                if (!plan)
+                    return;
+                printf("# {%s} %s, A%s B%s: %s %s\n", tiles[t], r.what, r.ta == TR ? "^T" : "", r.tb == TR ? "^T" : "",
+                       info.kernel, info.params);
+                counted += check(&r, &info);
+                struct gr_case c;
+                gr_case_init(&c, ctx, &d, r.off[0], r.off[1], r.off[2], 0);
+                gr_case_run(&c, plan, 2, &kt_group_seed);
+                gr_case_free(&c);
+                kiln_gemm_plan_destroy(plan);
+            }
+        kiln_context_destroy(ctx);
+        if (counted < least)
+            fail_msg("{%s}: %d plans of %zu as wanted, at least %d expected", tiles[t], counted, 4 * count, least);
+    }
+}
+
+/* B read in place exactly where untransposed, in the shape whose columns
+   fill whole panels (192). */
+static int packing_check(const struct row *r, const kiln_gemm_plan_info *info)
+{
+    if (r->n == 192 && !strstr(info->params, "B read in place") != (r->tb == TR))
+        fail_msg("%s: B %s", info->params, r->tb == TR ? "transposed, read in place" : "packed");
+    return 0;
+}
+
 /* The CPU family packs an operand whose K is contiguous (A untransposed, B
    transposed; flipped, the other way round) VW values of K at a time,
    transposing blocks in registers (gemm_f32_cpu_pack_a_kv, _b_kv): a
@@ -691,18 +742,13 @@ static void test_in_place_choice(void **state)
    above VW, VW 2) value by value. Each tile on every transpose,
    with K below, past and at multiples of VW, partial panels, flipped and
    not, a batch with gaps, padding and offsets (the profile's own tile,
-   16-bit storage included, in the table's rows). Where C's columns fill
-   whole panels and its rows are few, the straight tile reads an
-   untransposed B in place instead (KILN_B_DIRECT). */
+   16-bit storage included, in the table's rows); A is packed
+   (gemm.cpu.a_in_place 0). Where C's columns fill whole panels and its
+   rows are few, the straight tile reads an untransposed B in place instead
+   (KILN_B_DIRECT). */
 static void test_cpu_packing(void **state)
 {
     (void)state;
-    static const char *const tiles[] = {
-        "\"mr\": 5, \"nr\": 64, \"vw\": 16", /* MR below VW, NR four vectors */
-        "\"mr\": 8, \"nr\": 16, \"vw\": 8",  /* MR one vector, NR two */
-        "\"mr\": 8, \"nr\": 12, \"vw\": 4",  /* MR two vectors: value by value */
-        "\"mr\": 3, \"nr\": 4, \"vw\": 2",   /* no shuffles: value by value */
-    };
     static const struct row shapes[] = {
         {SHAPE("k past a multiple", RM, NO, NO, 37, 70, 19)},
         {SHAPE("k below vw", RM, NO, NO, 37, 33, 3)},
@@ -714,32 +760,38 @@ static void test_cpu_packing(void **state)
         {SHAPE("b in place, batch", RM, NO, NO, 37, 192, 19), .batch = 2, .gap = {1, 5, 2}, .pad = {2, 3, 1},
          .off = {3, 2, 1}},
     };
-    static const kiln_transpose trans[4][2] = {{NO, TR}, {TR, NO}, {NO, NO}, {TR, TR}};
-    for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
-        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {%s, \"narrow_mr\": 0, \"flip_mr\": 0, "
-                                               "\"in_place_l2\": 0, \"kc\": 0}}}",
-                                               tiles[t]);
-        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-            for (size_t x = 0; x < 4; x++) {
-                struct row r = shapes[s];
-                r.ta = trans[x][0], r.tb = trans[x][1];
-                kiln_gemm_desc d = desc_of(&r, KILN_GEMM_CPU);
-                kiln_gemm_plan_info info;
-                kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
-                if (!plan)
-                    return;
-                printf("# {%s} %s, A%s B%s: %s %s\n", tiles[t], r.what, r.ta == TR ? "^T" : "", r.tb == TR ? "^T" : "",
-                       info.kernel, info.params);
-                if (r.n == 192 && !strstr(info.params, "B read in place") != (r.tb == TR))
-                    fail_msg("%s: B %s", info.params, r.tb == TR ? "transposed, read in place" : "packed");
-                struct gr_case c;
-                gr_case_init(&c, ctx, &d, r.off[0], r.off[1], r.off[2], 0);
-                gr_case_run(&c, plan, 2, &kt_group_seed);
-                gr_case_free(&c);
-                kiln_gemm_plan_destroy(plan);
-            }
-        kiln_context_destroy(ctx);
-    }
+    cpu_tile_sweep("\"in_place_l2\": 0, \"a_in_place\": 0", shapes, sizeof shapes / sizeof *shapes, packing_check, 0);
+}
+
+/* A read in place wherever the tile is straight (the tile's MR, balanced
+   over the row panels, never exceeds M); counts those. */
+static int a_in_place_check(const struct row *r, const kiln_gemm_plan_info *info)
+{
+    (void)r;
+    const int in_place = strstr(info->params, "A read in place") || strstr(info->params, "A and B read");
+    if (!strstr(info->params, "flipped") && !in_place)
+        fail_msg("%s: A packed, straight", info->params);
+    return in_place;
+}
+
+/* The straight tile reads an fp32 A in place, unpacked (gemm.cpu.a_in_place
+   1): A untransposed as MR rows along K, transposed as MR values side by
+   side per k; the last row panel, when partial, reads the MR rows that end
+   at M and stores only its own. The four tiles, every transpose, M not a
+   multiple of MR, a batch with A's leading dimension padded, gaps and
+   offsets, two rows; products the plan flips are run and checked too. */
+static void test_a_in_place(void **state)
+{
+    (void)state;
+    static const struct row shapes[] = {
+        {SHAPE("a partial last panel", RM, NO, NO, 37, 70, 19)},
+        {SHAPE("a in place, batch", RM, NO, NO, 61, 131, 40), .batch = 3, .gap = {3, 5, 7}, .pad = {5, 2, 3},
+         .off = {7, 2, 3}},
+        {SHAPE("two rows", RM, NO, NO, 2, 64, 33)},
+    };
+    /* both A layouts in two shapes at least */
+    cpu_tile_sweep("\"in_place_l2\": 0, \"a_in_place\": 1", shapes, sizeof shapes / sizeof *shapes, a_in_place_check,
+                   8);
 }
 
 /* The rows of a flipped tile that reads B in place (C's columns: a 1x1
@@ -1306,6 +1358,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
     kt_add(&tests, cmocka_unit_test(test_cpu_packing));
+    kt_add(&tests, cmocka_unit_test(test_a_in_place));
     kt_add(&tests, cmocka_unit_test(test_flipped_rows));
     kt_add(&tests, cmocka_unit_test(test_k_blocks));
     kt_add(&tests, cmocka_unit_test(test_smallm_steps));

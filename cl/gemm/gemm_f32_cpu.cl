@@ -41,11 +41,16 @@
  *    between slices (the host does so where a slice of all the rows fits
  *    L1).
  *
+ * 4. The straight tile reads an fp32 A in place the same way (KILN_A_DIRECT:
+ *    1 for a transposed A, each k's rows side by side; 2 for an untransposed
+ *    one, MR rows along K), and an untransposed B (KILN_B_DIRECT): with
+ *    both, no packing launch runs.
+ *
  * Parameters (-D): KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW (NR % VW == 0;
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
  * KILN_TILE_FLIP, KILN_A_DIRECT, KILN_TILE_RB and KILN_TILE_KC (with
- * KILN_A_DIRECT), KILN_B_DIRECT (the straight tile's B read in place:
- * gemm_f32_cpu_micro), KILN_F16 or KILN_BF16 for 16-bit storage of A, B
+ * KILN_A_DIRECT 1, flipped), KILN_B_DIRECT (the straight tile's B read in
+ * place: gemm_f32_cpu_micro), KILN_F16 or KILN_BF16 for 16-bit storage of A, B
  * and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
@@ -87,16 +92,26 @@
 #ifndef KILN_TILE_RB
 #define KILN_TILE_RB 1
 #endif
-#if KILN_TILE_RB > 1 && !KILN_A_DIRECT
-#error "KILN_TILE_RB: only with KILN_A_DIRECT"
+#if KILN_TILE_RB > 1 && !(KILN_A_DIRECT == 1 && KILN_TILE_FLIP)
+#error "KILN_TILE_RB: only with KILN_A_DIRECT 1, flipped"
 #endif
 #define RB KILN_TILE_RB
 #define KC KILN_TILE_KC
 /* KILN_A_DIRECT: the rows of row panel `it` that another panel stores (the
    last panel, when partial, reads the MR rows that end at M). */
 #define PANEL_FIRST(it) (M - (it) * MR < MR ? MR - (M - (it) * MR) : 0)
-#if KILN_A_DIRECT && (!KILN_TILE_FLIP || KILN_STORAGE_16)
-#error "KILN_A_DIRECT: only the flipped tile, on fp32 operands"
+#if KILN_A_DIRECT && KILN_STORAGE_16
+#error "KILN_A_DIRECT: only on fp32 operands"
+#endif
+/* KILN_A_DIRECT: row r of the row operand and its k, a_step apart along K
+   (1: each k's rows side by side) or along the rows (2: each row's K
+   contiguous). */
+#if KILN_A_DIRECT == 2
+#define A_STEP_K 1
+#define A_STEP_ROW a_step
+#else
+#define A_STEP_K a_step
+#define A_STEP_ROW 1
 #endif
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
@@ -319,10 +334,11 @@ inline void flip_store(const float t[MR][NR], int M, int N, int row0, int first,
    beta 1). panel_a / panel_b are the distances between batch items' packed
    panels (0 when an operand is shared).
    KILN_A_DIRECT: Ap is the row operand itself, fp32, its row r and k at
-   Ap[off_a + r + k * a_step] (the flipped product of an untransposed B:
-   a 1x1 convolution's pixels), panel_a its batch stride; M >= MR, and the
-   last panel, when partial, reads the MR rows that end at M and stores only
-   its own.
+   Ap[off_a + r + k * a_step] (1: the flipped product of an untransposed B,
+   a 1x1 convolution's pixels, or the straight one of a transposed A) or at
+   Ap[off_a + r * a_step + k] (2: a straight untransposed A), panel_a its
+   batch stride; M >= MR, and the last panel, when partial, reads the MR
+   rows that end at M and stores only its own.
    KILN_B_DIRECT: Bp is the column operand itself, fp32 and untransposed,
    its k and column j at Bp[off_b + k * b_step + j], panel_b its batch
    stride; N is a multiple of NR (no panel reads past a row's end). Else
@@ -383,7 +399,8 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
 #if KILN_A_DIRECT
     const int first = PANEL_FIRST(it);
     const int row0 = it * MR - first;
-    KILN_TILE_MULTIPLY_LD(acc, Ap + off_a + b * panel_a + row0 + k0 * a_step, a_step, bp, B_STEP, kc);
+    KILN_TILE_MULTIPLY_RLD(acc, Ap + off_a + b * panel_a + (size_t)row0 * A_STEP_ROW + (size_t)k0 * A_STEP_K, A_STEP_K,
+                           A_STEP_ROW, bp, B_STEP, kc);
 #else
     const int first = 0, row0 = it * MR;
     (void)off_a, (void)a_step;
@@ -409,7 +426,6 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
             VSTORE(acc[i][v], 0, &t[i][v * VW]);
     flip_store(t, M, N, row0, first, col0, alpha, beta, C, off_c + b * stride_c, ldc, bias, off_bias, Z, slope);
 #else
-    (void)first;
     const size_t c0 = off_c + b * stride_c + (size_t)row0 * ldc + col0;
     KILN_GLOBAL KILN_STORAGE *c = C + c0;
 #if KILN_EPI_Z
@@ -417,7 +433,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
 #else
     KILN_GLOBAL const KILN_STORAGE *addend = c;
 #endif
-    if (row0 + MR <= M && col0 + NR <= N) {
+    if (first == 0 && row0 + MR <= M && col0 + NR <= N) {
 #pragma unroll
         for (int i = 0; i < MR; i++)
 #pragma unroll
@@ -442,7 +458,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
     for (int i = 0; i < MR; i++)
 #pragma unroll
         for (int v = 0; v < NV; v++) {
-            if (row0 + i >= M)
+            if (i < first || row0 + i >= M) /* another panel's, or past M */
                 continue;
             float lane[VW];
             VSTORE(acc[i][v], 0, lane);

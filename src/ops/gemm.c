@@ -286,13 +286,27 @@ struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu 
     return tile_choose(cpu, m, n, 1, o);
 }
 
+/* The straight tile's micro kernel reading A in place instead of its packed
+   row panel: the share its cost grows by. Measured on the 2-vCPU Zen 4
+   (the micro kernel's time, POCL's profiling): rows along K (A
+   untransposed, MR streams) -1.8% to +0.8% with rows 4 to 32 KiB apart,
+   +4.3% and +5.3% 64 KiB apart; a transposed A's MR rows side by side,
+   each k a row of its own, +1.0% and +1.7% (1024^3) (docs/gemm.md#a-read-in-place-straight). */
+static double a_in_place_cost(const struct kiln_gemm_problem *p)
+{
+    if (p->trans_a)
+        return 0.02;
+    return p->lda * sizeof(float) <= ((size_t)32 << 10) ? 0.005 : 0.05;
+}
+
 /* Flipped, the tile is stored transposed: vw multiply-adds' worth per
    element, so the flipped cost is scaled by 1 + vw / k. An operand the
    caller keeps is packed once; otherwise each execution packs it, unless
    the flipped tile reads B in place (in_place_b). The straight tile, once
    chosen, reads an fp32, untransposed B whose columns fill whole panels
    in place where its micro kernel's KILN_GEMM_B_IN_PLACE_COST costs less
-   than packing B. */
+   than packing B, and an fp32 A of at least mr rows where a_in_place_cost
+   does (gemm.cpu.a_in_place 1). */
 struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
                                           int in_place_b, struct kiln_options *o)
 {
@@ -320,6 +334,9 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
             in the choice of orientation (docs/gemm.md) */
         tile.cols_in_place = !p->trans_b && p->dtype == KILN_F32 && !p->kept_b && p->n % (size_t)tile.nr == 0 &&
                              KILN_GEMM_B_IN_PLACE_COST * micro < KILN_GEMM_PACK_COST * pack_b;
+    if (!tile.flipped) /* A in place too, likewise (gemm.cpu.a_in_place) */
+        tile.rows_in_place = cpu->a_in_place && p->dtype == KILN_F32 && !p->kept_a && p->m >= (size_t)tile.mr &&
+                             a_in_place_cost(p) * micro < KILN_GEMM_PACK_COST * pack_a;
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld -DKILN_TILE_FLIP=%d", tile.mr,
                      tile.nr, tile.vw, tile.flipped);
     return tile;

@@ -143,6 +143,9 @@ struct kiln_cpu_tile {
     /* straight, and B read in place: fp32, untransposed, not kept, its
        columns whole column panels (kiln_cpu_tile_orient only) */
     int cols_in_place;
+    /* straight, and A read in place: fp32, not kept, at least mr rows
+       (kiln_cpu_tile_orient only) */
+    int rows_in_place;
 };
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o);

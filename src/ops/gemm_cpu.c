@@ -8,6 +8,12 @@
  * flips the product, C^T = op(B)^T op(A)^T: B is packed as the row panels,
  * A as the column panels, and the tile is stored transposed into C.
  *
+ * The micro kernel reads an fp32 operand in place instead of its packed
+ * panels where the plan counts that cheaper (kiln_cpu_tile_orient): B as
+ * the flipped tile's rows or the straight one's columns, A as the straight
+ * tile's rows. Reading in place writes no workspace for every core to read
+ * back (docs/gemm.md).
+ *
  * Where a column panel over the whole K would not stay in the second-level
  * cache while the row panels stream past it, the product runs
  * as launches over slices of K that do, each adding its part to C (beta 1
@@ -26,15 +32,12 @@
 
 enum { PACK_A, PACK_B, MICRO };
 
-/* The plan's orientation (aux[2]): the tile of C or of C^T (flipped), and
-   which operand the micro kernel reads in place instead of packed. */
-enum { ORIENT_STRAIGHT, ORIENT_FLIPPED, ORIENT_FLIPPED_B_IN_PLACE, ORIENT_B_IN_PLACE };
+/* The plan's orientation (aux[2], flags): the tile of C^T (flipped) or of
+   C, and which of the micro kernel's operands it reads in place instead of
+   packed: its rows (B flipped, A straight), its columns (B, straight). */
+enum { ORIENT_FLIPPED = 1, ORIENT_ROWS_IN_PLACE = 2, ORIENT_COLS_IN_PLACE = 4 };
 
-/* Whether the plan's tile is of C^T (aux[2]). */
-static int orient_flipped(const struct kiln_gemm_plan *plan)
-{
-    return plan->aux[2] == ORIENT_FLIPPED || plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE;
-}
+static int orient(const struct kiln_gemm_plan *plan, int flag) { return (plan->aux[2] & (size_t)flag) != 0; }
 
 /* A work-group of one work-item: the micro kernel's and the packing along
    K's (POCL's loop over the items of a larger one would vectorise across
@@ -110,9 +113,10 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const int direct = tile.in_place;
-    /* Straight, B read in place as well where kiln_cpu_tile_orient says
-       so: each k's NR columns are a run of B's row. */
-    const int cols_direct = tile.cols_in_place;
+    /* Straight, A and B read in place as well where kiln_cpu_tile_orient
+       says so: each k's MR rows of A side by side (A transposed) or each
+       row along K (untransposed), each k's NR columns a run of B's row. */
+    const int rows_direct = direct || tile.rows_in_place, cols_direct = tile.cols_in_place;
     /* Reading in place, a work-item takes every row panel kc values of K at
        a time where a slice that long of all the rows fits a core's L1: the
        slice and the column panel's kc rows stay there while the panels
@@ -122,14 +126,16 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const int blocked = direct && kc > 0 && p->k > kc &&
                         kc * rows_all * sizeof(float) <= host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10);
     const size_t rb = blocked ? kiln_div_up(rows_all, mr) : 1;
-    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu", direct,
-                     cols_direct, rb, blocked ? kc : 1);
+    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu",
+                     tile.rows_in_place && !p->trans_a ? 2 : rows_direct, cols_direct, rb, blocked ? kc : 1);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
-             direct         ? ", flipped: tiles of C^T, B read in place"
-             : tile.flipped ? ", flipped: tiles of C^T"
-             : cols_direct  ? ", B read in place"
-                            : "");
+             direct                       ? ", flipped: tiles of C^T, B read in place"
+             : tile.flipped               ? ", flipped: tiles of C^T"
+             : rows_direct && cols_direct ? ", A and B read in place"
+             : rows_direct                ? ", A read in place"
+             : cols_direct                ? ", B read in place"
+                                          : "");
     if (blocked) {
         const size_t len = strlen(plan->base.params);
         snprintf(plan->base.params + len, sizeof plan->base.params - len, ", %zu row panels a work-item by %zu of K",
@@ -146,10 +152,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
 
     /* The operands in the tile's order: rows from A (B flipped), columns
        from B (A flipped). */
-    plan->aux[2] = direct         ? ORIENT_FLIPPED_B_IN_PLACE
-                   : tile.flipped ? ORIENT_FLIPPED
-                   : cols_direct  ? ORIENT_B_IN_PLACE
-                                  : ORIENT_STRAIGHT;
+    plan->aux[2] = (tile.flipped ? ORIENT_FLIPPED : 0) | (rows_direct ? ORIENT_ROWS_IN_PLACE : 0) |
+                   (cols_direct ? ORIENT_COLS_IN_PLACE : 0);
     /* Slices of K (aux[3] their length), a column panel of each at most half
        the second-level cache: measured on the 2-vCPU Xeon, 256 x 256 by K,
        201-203 GFLOP/s at K = 2048 to 8192 (column panels of 256 KiB to 1 MiB),
@@ -180,8 +184,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     size_t span_a = panels_m * mr * p->k, span_b = panels_n * nr * p->k;
     plan->aux[0] = stride_r ? span_a : 0;
     plan->aux[1] = stride_c ? span_b : 0;
-    if (direct) /* B's own batch stride, no row panels */
-        plan->aux[0] = p->stride_b, span_a = 0;
+    if (rows_direct) /* the operand's own batch stride, no row panels */
+        plan->aux[0] = stride_r, span_a = 0;
     if (cols_direct) /* B's own batch stride, no column panels */
         plan->aux[1] = p->stride_b, span_b = 0;
     if ((st = kiln_plan_workspace(&plan->base, 0, batch_a * span_a * sizeof(float))) != KILN_SUCCESS)
@@ -213,8 +217,8 @@ static kiln_status micro_launch(struct kiln_gemm_plan *plan, const struct kiln_g
     const struct kiln_gemm_problem *p = &plan->p;
     void *ap = plan->base.workspace[0]->handle, *bp = plan->base.workspace[1]->handle;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb;
-    const int flipped = orient_flipped(plan), direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
-              cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
+    const int flipped = orient(plan, ORIENT_FLIPPED), direct = orient(plan, ORIENT_ROWS_IN_PLACE),
+              cols_direct = orient(plan, ORIENT_COLS_IN_PLACE);
     struct kiln_args m = {0};
     kiln_args_int(&m, (int32_t)(flipped ? p->n : p->m));
     kiln_args_int(&m, (int32_t)(flipped ? p->m : p->n));
@@ -223,9 +227,11 @@ static kiln_status micro_launch(struct kiln_gemm_plan *plan, const struct kiln_g
     kiln_args_int(&m, (int32_t)kc);
     kiln_args_float(&m, x->alpha);
     kiln_args_float(&m, beta_k);
-    kiln_args_buffer(&m, direct ? x->b : ap);
-    kiln_args_ulong(&m, direct ? x->off_b : 0);
-    kiln_args_ulong(&m, direct ? b_rk : 0); /* a_step: the packed panels step by MR */
+    /* a_step: along K (KILN_A_DIRECT 1: B flipped, A transposed) or along
+       the rows (2: A untransposed); the packed panels step by MR */
+    kiln_args_buffer(&m, !direct ? ap : flipped ? x->b : x->a);
+    kiln_args_ulong(&m, !direct ? 0 : flipped ? x->off_b : x->off_a);
+    kiln_args_ulong(&m, !direct ? 0 : flipped ? b_rk : p->lda);
     kiln_args_ulong(&m, plan->aux[0]);
     kiln_args_buffer(&m, cols_direct ? x->b : bp);
     kiln_args_ulong(&m, plan->aux[1]);
@@ -251,8 +257,8 @@ static kiln_status cpu_execute(struct kiln_gemm_plan *plan, const struct kiln_ge
     /* opA(i, k) at i * a_ri + k * a_rk, opB(k, j) at k * b_rk + j * b_rj */
     const uint64_t a_ri = p->trans_a ? 1 : p->lda, a_rk = p->trans_a ? p->lda : 1;
     const uint64_t b_rk = p->trans_b ? 1 : p->ldb, b_rj = p->trans_b ? p->ldb : 1;
-    const int flipped = orient_flipped(plan), direct = plan->aux[2] == ORIENT_FLIPPED_B_IN_PLACE,
-              cols_direct = plan->aux[2] == ORIENT_B_IN_PLACE;
+    const int flipped = orient(plan, ORIENT_FLIPPED), direct = orient(plan, ORIENT_ROWS_IN_PLACE),
+              cols_direct = orient(plan, ORIENT_COLS_IN_PLACE);
     if (!direct && (flipped ? !x->reuse_b : !x->reuse_a)) { /* the row panels: A, or op(B)^T */
         struct kiln_args a = {0};
         if (flipped)

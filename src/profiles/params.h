@@ -94,6 +94,9 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_cpu, in_place_l2, INT, 0, 1000, HOST,                                                                       \
       "the flipped tile reads an untransposed fp32 B in place, unpacked, where it spans at most this percentage of a " \
       "core's second-level cache (the host's, for POCL's CPU device; else 1 MiB); 0: always packed")                   \
+    F(gemm_cpu, a_in_place, INT, 0, 1, HOST,                                                                           \
+      "1: the straight tile reads an fp32 A in place, unpacked, where the plan counts that cheaper than packing it; "  \
+      "0: always packed")                                                                                              \
     F(gemm_cpu, kc, INT, 0, 4096, HOST,                                                                                \
       "values of K the flipped tile reading B in place takes at a time for all its row panels, where a slice that "    \
       "long of every row fits a core's first-level data cache (else 32 KiB); 0: each panel over all of K")
