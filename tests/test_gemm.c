@@ -647,7 +647,9 @@ static kiln_gemm_plan *cpu_plan(kiln_context *ctx, kiln_gemm_desc *d, kiln_gemm_
    at most gemm.cpu.in_place_l2 percent of a core's second-level cache (the
    host's for a CPU device, else 1 MiB), and packs it otherwise; either way
    the results stay right. 512 x 49 x 512: 49 columns flip the 6 x 16 tile,
-   B spans 100352 bytes. */
+   B spans 100352 bytes. A is packed as a convolution's kept weights are
+   (gemm.cpu.a_in_place 0: read in place, the straight tile would pack
+   less). */
 static void test_in_place_choice(void **state)
 {
     (void)state;
@@ -664,7 +666,8 @@ static void test_in_place_choice(void **state)
         if (pcts[i] < 0 || pcts[i] > 1000)
             continue;
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": %ld}}}",
+                                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": %ld, "
+                                               "\"a_in_place\": 0}}}",
                                                pcts[i]);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, 49, 512);
@@ -800,7 +803,9 @@ static void test_a_in_place(void **state)
    tile of 5 x 16 flips (B read in place) into 5 rows (40 panels), 4 (49)
    or 7 (28) by flip_mr 0, 4 and 7; the results stay right, also with 59
    columns in 9 panels of 7 (the last reads the 7 rows that end at N).
-   Where B is packed (in_place_l2 0) the flipped tile keeps mr's 5. */
+   Where B is packed (in_place_l2 0) the flipped tile keeps mr's 5. A is
+   packed (gemm.cpu.a_in_place 0), as a 1x1 convolution's kept weights
+   are, so that the product flips. */
 static void test_flipped_rows(void **state)
 {
     (void)state;
@@ -815,7 +820,8 @@ static void test_flipped_rows(void **state)
                  {7, 0, 196, "gemm_f32_cpu_5x16t"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 16, \"vw\": 8, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"in_place_l2\": %ld}}}",
+                                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"in_place_l2\": %ld, "
+                                               "\"a_in_place\": 0}}}",
                                                cases[i].flip_mr, cases[i].in_place_l2);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, cases[i].n, 256);
@@ -838,8 +844,9 @@ static void test_flipped_rows(void **state)
    values of K at a time where a slice that long of all of B's rows fits a
    core's L1 (the host's for a CPU device, else 32 KiB): 130 filters by 49
    pixels by K = 300 (a partial last row panel, a last slice of 300 % kc),
-   batch 1 and 3 (B and C per item, A shared); kc 0, one longer than K and
-   one whose slice exceeds L1 leave each panel over all of K. */
+   batch 1 and 3 (B and C per item, A shared, packed: gemm.cpu.a_in_place
+   0); kc 0, one longer than K and one whose slice exceeds L1 leave each
+   panel over all of K. */
 static void test_k_blocks(void **state)
 {
     (void)state;
@@ -856,7 +863,8 @@ static void test_k_blocks(void **state)
                 continue;
             kiln_context *ctx =
                 kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
-                                   "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld}}}",
+                                   "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld, "
+                                   "\"a_in_place\": 0}}}",
                                    kcs[i]);
             kiln_gemm_desc d;
             kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 130, 49, 300);

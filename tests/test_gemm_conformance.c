@@ -41,7 +41,11 @@ static const struct shape {
 
 /* The tile of C or, where cheaper after 1 + vw/k for its element-wise
    stores and the packing of A and B on every call (none for B where the
-   flipped tile reads it in place), of C^T ("t"). */
+   flipped tile reads it in place), of C^T ("t"). The straight tile reads
+   A in place (its rows here never more than 32 KiB apart: 0.5% of its
+   multiply-adds, docs/gemm.md) and an untransposed B whose columns fill
+   whole panels (KILN_GEMM_B_IN_PLACE_COST) where cheaper than packing
+   them. */
 static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, size_t ldb, unsigned keep, char *name,
                                 size_t size)
 {
@@ -52,8 +56,13 @@ static void expected_cpu_kernel(kiln_context *ctx, const struct shape *s, size_t
                  pack_b = keep & KILN_GEMM_KEEP_B ? 0.0 : (double)s->n * k;
     const int in_place_b =
         s->tb == KILN_NO_TRANS && kiln_gemm_cpu_in_place_l2(ctx, s->k * ldb * sizeof(float)) <= cpu->in_place_l2;
-    const double straight =
-        kt_cpu_tile(cpu, (long)s->m, (long)s->n, &mr, &nr) * k + KILN_GEMM_PACK_COST * (pack_a + pack_b);
+    const double micro = kt_cpu_tile(cpu, (long)s->m, (long)s->n, &mr, &nr) * k;
+    double read_a = KILN_GEMM_PACK_COST * pack_a, read_b = KILN_GEMM_PACK_COST * pack_b;
+    if (cpu->a_in_place && (long)s->m >= mr && 0.005 * micro < read_a)
+        read_a = 0.005 * micro;
+    if (s->tb == KILN_NO_TRANS && (long)s->n % nr == 0 && KILN_GEMM_B_IN_PLACE_COST * micro < read_b)
+        read_b = KILN_GEMM_B_IN_PLACE_COST * micro;
+    const double straight = micro + read_a + read_b;
     const double flipped =
         kt_cpu_flip_tile(cpu, in_place_b, (long)s->n, (long)s->m, &fmr, &fnr) * (k + (double)cpu->vw) +
         KILN_GEMM_PACK_COST * (pack_a + (in_place_b && fmr <= (long)s->n ? 0.0 : pack_b));

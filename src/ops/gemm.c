@@ -302,11 +302,11 @@ static double a_in_place_cost(const struct kiln_gemm_problem *p)
 /* Flipped, the tile is stored transposed: vw multiply-adds' worth per
    element, so the flipped cost is scaled by 1 + vw / k. An operand the
    caller keeps is packed once; otherwise each execution packs it, unless
-   the flipped tile reads B in place (in_place_b). The straight tile, once
-   chosen, reads an fp32, untransposed B whose columns fill whole panels
-   in place where its micro kernel's KILN_GEMM_B_IN_PLACE_COST costs less
-   than packing B, and an fp32 A of at least mr rows where a_in_place_cost
-   does (gemm.cpu.a_in_place 1). */
+   the flipped tile reads B in place (in_place_b). The straight tile reads
+   an fp32, untransposed B whose columns fill whole panels in place where
+   its micro kernel's KILN_GEMM_B_IN_PLACE_COST costs less than packing B,
+   and an fp32 A of at least mr rows where a_in_place_cost does
+   (gemm.cpu.a_in_place 1); the orientations are compared so. */
 struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
                                           int in_place_b, struct kiln_options *o)
 {
@@ -314,7 +314,16 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     const double k = (double)p->k, pack_a = p->kept_a ? 0.0 : (double)p->m * k,
                  pack_b = p->kept_b ? 0.0 : (double)p->n * k;
     const double micro = oriented_cost(cpu, p->m, p->n, &tile) * k;
-    const double straight = micro + KILN_GEMM_PACK_COST * (pack_a + pack_b);
+    /* Straight, each operand read in place where that costs less than
+       packing it: an fp32 A of at least mr rows (gemm.cpu.a_in_place), an
+       fp32, untransposed B whose columns fill whole panels. */
+    const double read_a = a_in_place_cost(p) * micro, read_b = KILN_GEMM_B_IN_PLACE_COST * micro;
+    const int rows_ok = cpu->a_in_place && p->dtype == KILN_F32 && !p->kept_a && p->m >= (size_t)tile.mr &&
+                        read_a < KILN_GEMM_PACK_COST * pack_a;
+    const int cols_ok = !p->trans_b && p->dtype == KILN_F32 && !p->kept_b && p->n % (size_t)tile.nr == 0 &&
+                        read_b < KILN_GEMM_PACK_COST * pack_b;
+    const double straight =
+        micro + (rows_ok ? read_a : KILN_GEMM_PACK_COST * pack_a) + (cols_ok ? read_b : KILN_GEMM_PACK_COST * pack_b);
     /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr.
        One that packs B keeps mr: the cost below counts packing alike in
        both orientations, where packing op(A)^T's column panels from a
@@ -330,13 +339,8 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     flipped += KILN_GEMM_PACK_COST * (pack_a + (flip.in_place ? 0.0 : pack_b));
     if (flipped < straight)
         tile = flip, tile.flipped = 1;
-    else /* B in place where that costs less than packing it, but not counted
-            in the choice of orientation (docs/gemm.md) */
-        tile.cols_in_place = !p->trans_b && p->dtype == KILN_F32 && !p->kept_b && p->n % (size_t)tile.nr == 0 &&
-                             KILN_GEMM_B_IN_PLACE_COST * micro < KILN_GEMM_PACK_COST * pack_b;
-    if (!tile.flipped) /* A in place too, likewise (gemm.cpu.a_in_place) */
-        tile.rows_in_place = cpu->a_in_place && p->dtype == KILN_F32 && !p->kept_a && p->m >= (size_t)tile.mr &&
-                             a_in_place_cost(p) * micro < KILN_GEMM_PACK_COST * pack_a;
+    else
+        tile.cols_in_place = cols_ok, tile.rows_in_place = rows_ok;
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld -DKILN_TILE_FLIP=%d", tile.mr,
                      tile.nr, tile.vw, tile.flipped);
     return tile;

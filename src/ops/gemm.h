@@ -173,8 +173,11 @@ struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu 
    each with its rows balanced over its row panels, for C or for C^T
    (flipped: the tile's rows, at most gemm.cpu.flip_mr where that is set
    and B can be read in place, run over C's columns, stored transposed), the
-   one whose padded multiply-adds, and packing of the operands not kept,
-   cost least (docs/gemm.md#the-cpu-register-tile-wide-or-narrow).
+   one whose padded multiply-adds, and packing of the operands not kept or
+   the cost of reading them in place instead, cost least
+   (docs/gemm.md#the-cpu-register-tile-wide-or-narrow). Straight, the tile
+   reads A (`rows_in_place`) and B (`cols_in_place`) in place where that
+   is cheaper than packing them.
    `in_place_b`: flipped, B can be read in place (unpacked), which the tile
    then does where it has no more rows than B has columns (`in_place`).
    Appends KILN_TILE_FLIP too. */
