@@ -109,19 +109,19 @@ static void test_profile_default_algo(void **state)
 /* The kernel of the implicit GEMM's plan for `row` (skips the test where
    this device has none; printed with its parameters), and whether it is
    the CPU kernel: not the tiled one, not another backend's. */
-static int igemm_kernel(const struct cc_row *row, kiln_conv2d_plan_info *info)
+static int igemm_kernel(kiln_context *ctx, const struct cc_row *row, kiln_conv2d_plan_info *info)
 {
     kiln_conv2d_desc d = cc_desc_of(row, KILN_CONV_IMPLICIT_GEMM);
     kiln_conv2d_plan *plan = NULL;
-    kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
-    if (kt_unsupported_here(kt_ctx, st))
+    kiln_status st = kiln_conv2d_plan_create(ctx, &d, &plan);
+    if (kt_unsupported_here(ctx, st))
         skip();
     kt_assert_status(st, KILN_SUCCESS);
     kt_assert_status(kiln_conv2d_plan_describe(plan, info), KILN_SUCCESS);
     kiln_conv2d_plan_destroy(plan);
     printf("# %s %s: %s [%s]\n", row->what, row->layout == KILN_NHWC ? "nhwc" : "nchw", info->kernel, info->params);
     kiln_device_info dev;
-    kt_assert_status(kiln_context_get_device_info(kt_ctx, &dev), KILN_SUCCESS);
+    kt_assert_status(kiln_context_get_device_info(ctx, &dev), KILN_SUCCESS);
     return strcmp(dev.backend, "opencl") == 0 && strncmp(info->kernel, "conv_f32_igemm_", 15) == 0 &&
            !strstr(info->kernel, "tiled");
 }
@@ -165,7 +165,7 @@ static void test_igemm_variants(void **state)
         if (cases[i].rows < 0)
             row.k = (size_t)(cases[i].rows == -1 ? 1 : 2) * nr, row.h = row.w = 2 * side;
         kiln_conv2d_plan_info info;
-        if (!igemm_kernel(&row, &info))
+        if (!igemm_kernel(kt_ctx, &row, &info))
             skip();
         assert_int_equal(strncmp(info.kernel, "conv_f32_igemm_rows_", 20) == 0,
                          cases[i].rows < 0 ? cases[i].rows == -2 : cases[i].rows);
@@ -199,7 +199,7 @@ static void test_igemm_balanced_rows(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_conv2d_plan_info info;
-        if (!igemm_kernel(&cases[i].row, &info))
+        if (!igemm_kernel(kt_ctx, &cases[i].row, &info))
             skip();
         long mr, nr;
         const struct kiln_param_gemm_cpu *cpu = &kiln_profile_params(kt_ctx->profile)->gemm_cpu;
@@ -221,12 +221,13 @@ static void test_igemm_balanced_rows(void **state)
 
 /* AUTO's plan for `row` with bias and ReLU (described into *info, and
    printed) and its descriptor in *d. */
-static kiln_conv2d_plan *auto_plan(const struct cc_row *row, kiln_conv2d_desc *d, kiln_conv2d_plan_info *info)
+static kiln_conv2d_plan *auto_plan(kiln_context *ctx, const struct cc_row *row, kiln_conv2d_desc *d,
+                                   kiln_conv2d_plan_info *info)
 {
     *d = cc_desc_of(row, KILN_CONV_AUTO);
     kiln_conv2d_plan *plan = NULL;
     d->has_bias = 1, d->activation = KILN_ACT_RELU;
-    kt_assert_status(kiln_conv2d_plan_create(kt_ctx, d, &plan), KILN_SUCCESS);
+    kt_assert_status(kiln_conv2d_plan_create(ctx, d, &plan), KILN_SUCCESS);
     kt_assert_status(kiln_conv2d_plan_describe(plan, info), KILN_SUCCESS);
     printf("# %s %s: %s %s (%s)\n", row->what, row->layout == KILN_NHWC ? "nhwc" : "nchw", info->name, info->kernel,
            info->reason);
@@ -253,9 +254,9 @@ static void test_strided_1x1_heuristic(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         /* Where implicit GEMM is not the CPU kernel, the rule does not apply. */
         kiln_conv2d_plan_info info;
-        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
+        const int cpu_kernel = igemm_kernel(kt_ctx, &cases[i].row, &info);
         kiln_conv2d_desc d;
-        kiln_conv2d_plan *plan = auto_plan(&cases[i].row, &d, &info);
+        kiln_conv2d_plan *plan = auto_plan(kt_ctx, &cases[i].row, &d, &info);
         if (cpu_kernel)
             assert_int_equal(strcmp(info.name, "im2col") == 0, cases[i].im2col);
         else
@@ -268,13 +269,13 @@ static void test_strided_1x1_heuristic(void **state)
 
 /* Whether kt_ctx's backend compiles algorithm `algo` for the row (the CUDA
    backend compiles no kernel in OpenCL's vector syntax). */
-static int compiled_here(const struct cc_row *row, kiln_conv_algo algo)
+static int compiled_here(kiln_context *ctx, const struct cc_row *row, kiln_conv_algo algo)
 {
     kiln_conv2d_desc d = cc_desc_of(row, algo);
     kiln_conv2d_plan *plan = NULL;
-    const kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+    const kiln_status st = kiln_conv2d_plan_create(ctx, &d, &plan);
     kiln_conv2d_plan_destroy(plan);
-    if (kt_unsupported_here(kt_ctx, st))
+    if (kt_unsupported_here(ctx, st))
         return 0;
     kt_assert_status(st, KILN_SUCCESS);
     return 1;
@@ -282,27 +283,38 @@ static int compiled_here(const struct cc_row *row, kiln_conv_algo algo)
 
 /* An NHWC 1x1 layer takes implicit GEMM under AUTO at any size where the
    profile routes implicit GEMM to its CPU kernel (whose row variant reads
-   NHWC in place), below NCHW's pixel threshold too; NCHW below it, and
-   NHWC elsewhere, take gemm-1x1 where the backend compiles it, else
-   implicit GEMM. Results are checked against the reference. */
+   NHWC in place), below NCHW's pixel threshold too, unless the GEMM reads
+   the input in place as well (fp32 storage, gemm.cpu.a_in_place 1); NCHW
+   below it, and NHWC elsewhere, take gemm-1x1 where the backend compiles
+   it, else implicit GEMM. On the profile as it is and with a_in_place 0,
+   fp32 and fp16; results are checked against the reference. */
 static void test_nhwc_1x1_heuristic(void **state)
 {
     (void)state;
     static const struct cc_row rows[] = {
         {CONV("1x1 7x7", NHWC, 1, 64, 7, 7, 96, 1, 1)},
         {CONV("1x1 3x5 n2", NHWC, 2, 24, 3, 5, 40, 1, 1)},
+        {CONV("1x1 7x7 f16", NHWC, 1, 64, 7, 7, 96, 1, 1), .dtype = KILN_F16},
         {CONV("1x1 7x7", NCHW, 1, 64, 7, 7, 96, 1, 1)},
     };
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        kiln_conv2d_plan_info info;
-        const int cpu_kernel = igemm_kernel(&rows[i], &info);
-        kiln_conv2d_desc d;
-        kiln_conv2d_plan *plan = auto_plan(&rows[i], &d, &info);
-        const int by_igemm =
-            (cpu_kernel && rows[i].layout == KILN_NHWC) || !compiled_here(&rows[i], KILN_CONV_GEMM_1X1);
-        assert_string_equal(info.name, by_igemm ? "implicit-gemm" : "gemm-1x1");
-        cc_check_plan(kt_ctx, plan, &d, KILN_CONV_IMPLICIT_GEMM, rows[i].what);
+    kiln_context *packed = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"a_in_place\": 0}}}");
+    kiln_context *const contexts[] = {kt_ctx, packed};
+    for (size_t c = 0; c < 2; c++) {
+        kiln_context *ctx = contexts[c];
+        const int in_place = kiln_profile_params(ctx->profile)->gemm_cpu.a_in_place != 0;
+        for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+            kiln_conv2d_plan_info info;
+            const int cpu_kernel = igemm_kernel(ctx, &rows[i], &info);
+            kiln_conv2d_desc d;
+            kiln_conv2d_plan *plan = auto_plan(ctx, &rows[i], &d, &info);
+            const int gemm_reads_x = in_place && rows[i].dtype == KILN_F32;
+            const int by_igemm = (cpu_kernel && rows[i].layout == KILN_NHWC && !gemm_reads_x) ||
+                                 !compiled_here(ctx, &rows[i], KILN_CONV_GEMM_1X1);
+            assert_string_equal(info.name, by_igemm ? "implicit-gemm" : "gemm-1x1");
+            cc_check_plan(ctx, plan, &d, KILN_CONV_IMPLICIT_GEMM, rows[i].what);
+        }
     }
+    kiln_context_destroy(packed);
 }
 
 /* A 1x1 NCHW layer goes direct under AUTO where its output planes have
@@ -327,7 +339,7 @@ static void test_large_plane_1x1_heuristic(void **state)
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"conv_1x1_direct_min_pixels\": 400}}");
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_conv2d_plan_info info;
-        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
+        const int cpu_kernel = igemm_kernel(kt_ctx, &cases[i].row, &info);
         kiln_conv2d_desc d = cc_desc_of(&cases[i].row, KILN_CONV_AUTO);
         d.has_bias = 1, d.activation = KILN_ACT_RELU;
         kiln_conv2d_plan *plan = NULL;
@@ -361,9 +373,9 @@ static void test_thin_input_heuristic(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         kiln_conv2d_plan_info info;
-        const int cpu_kernel = igemm_kernel(&cases[i].row, &info);
+        const int cpu_kernel = igemm_kernel(kt_ctx, &cases[i].row, &info);
         kiln_conv2d_desc d;
-        kiln_conv2d_plan *plan = auto_plan(&cases[i].row, &d, &info);
+        kiln_conv2d_plan *plan = auto_plan(kt_ctx, &cases[i].row, &d, &info);
         assert_int_equal(strcmp(info.name, "direct") == 0, cpu_kernel ? cases[i].direct_cpu : cases[i].direct_other);
         cc_check_plan(kt_ctx, plan, &d, KILN_CONV_DIRECT, cases[i].row.what);
     }

@@ -152,7 +152,8 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
    takes its CPU kernel (the batch aside: direct tiles a plane); else to GEMM, by implicit GEMM from
    select.conv_1x1_igemm_min_pixels on NCHW, and at any size on NHWC where
    implicit GEMM takes its CPU kernel (whose row variant reads NHWC in
-   place, where the GEMM packs it on every call); a strided 1x1 of one group on fewer NCHW pixels,
+   place) and the GEMM would pack the input on every call (16-bit storage,
+   gemm.cpu.a_in_place 0); a strided 1x1 of one group on fewer NCHW pixels,
    where implicit GEMM takes its CPU kernel, to im2col (the input subsampled, then a GEMM
    that reads it in place); 3x3 with enough channels to Winograd, F(4x4) from 16 tiles of
    4x4 and F(2x2) from 16 tiles of 2x2; else the profile's conv.algo. Each
@@ -170,6 +171,9 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
        igemm_prepare, src/ops/conv_igemm.c). */
     const int cpu_igemm =
         kiln_profile_params(profile)->select.conv_igemm_route == KILN_IGEMM_CPU && ctx->vector_kernels;
+    /* ... unless the GEMM reads the input in place as well: fp32, with
+       gemm.cpu.a_in_place (its straight tile's A, docs/gemm.md). */
+    const int gemm_in_place = d->dtype == KILN_F32 && kiln_profile_params(profile)->gemm_cpu.a_in_place;
     const struct kiln_conv_algorithm *pick;
     /* A thin input's filter volume below which direct wins over implicit
        GEMM: 64 on NCHW where implicit GEMM takes its CPU kernel (MobileNet's
@@ -181,7 +185,8 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
                  "heuristic: %zu channels and %zu filters per group, a filter volume of %zu (depthwise, thin groups, "
                  "a thin input's small window: direct below %zu)",
                  s->cg, s->kg, s->cg * d->r * d->s, thin_volume);
-    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NHWC && cpu_igemm && usable(&kiln_conv_igemm, s)) {
+    } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NHWC && cpu_igemm && !gemm_in_place &&
+               usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
         snprintf(why, why_size, "heuristic: 1x1 on NHWC, by implicit GEMM reading it in place");
     } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NCHW && cpu_igemm &&
