@@ -53,7 +53,6 @@
         KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, a_row, b, b_step, count);                                          \
     } while (0)
 /* The same sum added to acc as it stands. */
-#define KILN_TILE_ACCUMULATE_STRIDED(acc, a, a_step, b, count) KILN_TILE_ACCUMULATE_LD(acc, a, a_step, b, NR, count)
 #define KILN_TILE_ACCUMULATE_LD(acc, a, a_step, b, b_step, count)                                                   \
     KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, 1, b, b_step, count)
 #define KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, a_row, b, b_step, count)                                           \

@@ -117,6 +117,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
        says so: each k's MR rows of A side by side (A transposed) or each
        row along K (untransposed), each k's NR columns a run of B's row. */
     const int rows_direct = direct || tile.rows_in_place, cols_direct = tile.cols_in_place;
+    /* KILN_A_DIRECT: 2 where the rows read in place run along K (A
+       untransposed, straight), 1 where each k's rows sit side by side. */
+    const int a_direct = !rows_direct ? 0 : tile.rows_in_place && !p->trans_a ? 2 : 1;
     /* Reading in place, a work-item takes every row panel kc values of K at
        a time where a slice that long of all the rows fits a core's L1: the
        slice and the column panel's kc rows stay there while the panels
@@ -126,8 +129,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const int blocked = direct && kc > 0 && p->k > kc &&
                         kc * rows_all * sizeof(float) <= host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10);
     const size_t rb = blocked ? kiln_div_up(rows_all, mr) : 1;
-    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu",
-                     tile.rows_in_place && !p->trans_a ? 2 : rows_direct, cols_direct, rb, blocked ? kc : 1);
+    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu", a_direct,
+                     cols_direct, rb, blocked ? kc : 1);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
              direct                       ? ", flipped: tiles of C^T, B read in place"
@@ -150,8 +153,8 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     if (st != KILN_SUCCESS)
         return st;
 
-    /* The operands in the tile's order: rows from A (B flipped), columns
-       from B (A flipped). */
+    /* The orientation, and what is read in place: rows from A (B flipped),
+       columns from B (A flipped). */
     plan->aux[2] = (tile.flipped ? ORIENT_FLIPPED : 0) | (rows_direct ? ORIENT_ROWS_IN_PLACE : 0) |
                    (cols_direct ? ORIENT_COLS_IN_PLACE : 0);
     /* Slices of K (aux[3] their length), a column panel of each at most half
