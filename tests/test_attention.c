@@ -290,6 +290,11 @@ static void split_kv_on(kiln_context *ctx, const struct ar_row *r, const char *k
             fail_msg("%s: %s, %ld splits of %ld keys, wanted splits of %ld (step %ld)", r->what, info.params, n, keys,
                      want, step);
         assert_true((info.workspace_bytes == 0) == (n == 1));
+        /* The combine's work-items: an element of O each on GPUs, a row on
+           CPUs (src/ops/attention_decode.c). */
+        const char *merged = ctx->desc.type == KILN_DEVICE_CPU ? "merged a row" : "merged an element";
+        if (n > 1 && !strstr(info.params, merged))
+            fail_msg("%s: %s, wanted \"%s\"", r->what, info.params, merged);
         char label[96];
         snprintf(label, sizeof label, "%s, %s, %ld splits of %ld keys", r->what, kernel, n, keys);
         run_case_on(ctx, plan, &d, r->logits, label);
@@ -343,6 +348,15 @@ static void test_split_kv(void **state)
     decode_heads_on(r, 3, 5);
     decode_heads_on(r, 64, 0);
     kiln_context *ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}}");
+    split_kv_on(ctx, r, "attention_f32_decode_wg");
+    kiln_context_destroy(ctx);
+    /* The combine kernel as GPUs take it, a work-item an element of O
+       merging 16 splits a pass, on this device taken for a GPU; tiles of 4
+       keys, so that splits of one key (rounded to 4) make more than 16 of
+       them. */
+    ctx = kt_overlay_context("{\"select\": {\"attention_route\": \"flash\"}, "
+                             "\"kernels\": {\"attention.decode_wg\": {\"block_kv\": 4}}}");
+    ctx->desc.type = KILN_DEVICE_GPU;
     split_kv_on(ctx, r, "attention_f32_decode_wg");
     kiln_context_destroy(ctx);
     ctx = kt_overlay_context(

@@ -795,12 +795,15 @@ static char *run_tool(const char *tool, const char *args, const char *file)
 }
 
 /* A kernel source of cu/ ("gemm/gemm_f16_mma.cu"), read whole. */
-static void read_kernel(const char *name, char *source, size_t size)
+/* The source of `name` in the kernel tree `tree` (cu or cl). */
+static void read_tree_kernel(const char *tree, const char *name, char *source, size_t size)
 {
     char file[1200];
     snprintf(file, sizeof file, "%s", __FILE__);
     *strrchr(file, '/') = '\0';
-    strcat(file, "/../cu/");
+    strcat(file, "/../");
+    strcat(file, tree);
+    strcat(file, "/");
     strcat(file, name);
     FILE *f = fopen(file, "rb");
     assert_non_null(f);
@@ -808,6 +811,8 @@ static void read_kernel(const char *name, char *source, size_t size)
     fclose(f);
     source[n] = '\0';
 }
+
+static void read_kernel(const char *name, char *source, size_t size) { read_tree_kernel("cu", name, source, size); }
 
 /* What cuobjdump read from a compiled kernel. */
 struct sass_report {
@@ -1186,6 +1191,52 @@ static void test_attention_kernels_sass(void **state)
                      r.stack);
         free(r.sass);
     }
+    sass_end(&t);
+}
+
+/* The merge of split attention (cl/attention/attention_combine.cl) as GPUs
+   take it, a thread an element of O: each chunk of 16 splits has all its
+   loads, 16 log-sum-exps and 16 partial outputs, issued before the first
+   is used, so that a thread waits
+   on memory once a chunk: all 32 loads come before the first exp (MUFU.EX2,
+   which waits for the chunk's maximum). Before, it waited about twice a
+   split: the loops over the runtime split count were unrolled by four, and
+   each partial output was loaded behind its weight. sm_80 and sm_90, fp32 and fp16
+   storage, with and without the log-sum-exp; no spills. */
+static void test_combine_kernel_sass(void **state)
+{
+    (void)state;
+    static struct sass_test t;
+    load_nvrtc_or_skip(&t.api);
+    read_tree_kernel("cl", "attention/attention_combine.cl", t.source, sizeof t.source);
+    find_cuobjdump(t.tool, sizeof t.tool);
+    if (!t.tool[0])
+        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
+    t.dir = kt_temp_dir();
+    static const int archs[] = {80, 90};
+    for (size_t a = 0; a < sizeof archs / sizeof *archs; a++)
+        for (int v = 0; v < 4; v++) {
+            char options[160];
+            snprintf(options, sizeof options,
+                     "-DKILN_COMBINE_COLS=1 -DKILN_COMBINE_WG=256 -DKILN_F16=%d -DKILN_ATTN_LSE=%d", v & 1, v >> 1);
+            struct sass_report r =
+                compile_and_read(&t.api, t.tool, t.dir, "attention_combine.cl", t.source, archs[a], options);
+            if (!r.sass) {
+                printf("# attention_combine %s sm_%d: compiled in %.0f ms\n", options, archs[a], r.ms);
+                continue;
+            }
+            const char *first_use = strstr(r.sass, "MUFU.EX2");
+            int loads = 0;
+            for (const char *at = r.sass; (at = strstr(at, "LDG")) != NULL && (!first_use || at < first_use); at++)
+                loads++;
+            printf("# attention_combine %s sm_%d: %d loads before the first exp, %d registers\n", options, archs[a],
+                   loads, r.reg);
+            if (!first_use || loads < 32 || r.local != 0 || r.stack != 0)
+                fail_msg("attention_combine %s on sm_%d: %d loads before the chunk's first use (32 wanted), %d local "
+                         "and %d stack bytes",
+                         options, archs[a], loads, r.local, r.stack);
+            free(r.sass);
+        }
     sass_end(&t);
 }
 
@@ -1628,6 +1679,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_wgmma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_attention_mma_model));
     kt_add(&tests, cmocka_unit_test(test_attention_kernels_sass));
+    kt_add(&tests, cmocka_unit_test(test_combine_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_conv_mma_gather_model));
     kt_add(&tests, cmocka_unit_test(test_conv_mma_kernel_sass));
     kt_add(&tests, cmocka_unit_test(test_shared_kernels_compile_with_nvrtc));

@@ -118,13 +118,22 @@ kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int s
     return st;
 }
 
+/* How the combine kernel's work-items merge the splits, for the plan's
+   parameters ("" without splits). */
+static const char *merged(const struct kiln_attention_plan *plan)
+{
+    return plan->splits <= 1         ? ""
+           : plan->combine_cols == 1 ? ", merged an element a work-item"
+                                     : ", merged a row a work-item";
+}
+
 void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_len, const char *why)
 {
     if (plan->splits <= 1)
         return;
     const size_t n = strlen(plan->base.params);
-    snprintf(plan->base.params + n, sizeof plan->base.params - n, " splits=%d of %d keys (%s)", plan->splits, split_len,
-             why);
+    snprintf(plan->base.params + n, sizeof plan->base.params - n, " splits=%d of %d keys (%s)%s", plan->splits,
+             split_len, why, merged(plan));
 }
 
 /* The split arguments after the fused kernel's: the partial outputs, their
@@ -298,8 +307,8 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
     plan->global[0] = (size_t)plan->splits * (size_t)warps * 32, plan->global[1] = d->batch * d->kv_heads;
     plan->local[0] = (size_t)warps * 32, plan->local[1] = 1;
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "attention_decode_%zux%ld", s->group * d->seq_q, warps);
-    snprintf(plan->base.params, sizeof plan->base.params, "rows=%zu warps=%ld BN=%ld D=%zu splits=%d of %d keys (%s)",
-             s->group * d->seq_q, warps, warps, d->head_dim, plan->splits, split_len, why);
+    snprintf(plan->base.params, sizeof plan->base.params, "rows=%zu warps=%ld BN=%ld D=%zu splits=%d of %d keys (%s)%s",
+             s->group * d->seq_q, warps, warps, d->head_dim, plan->splits, split_len, why, merged(plan));
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len,
              "; decoding: %zu rows per kv head, warps over the keys", s->group * d->seq_q);
@@ -422,11 +431,11 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
     if (stream_l2)
         snprintf(l2, sizeof l2, " stream_l2=%ld", stream_l2);
     snprintf(plan->base.params, sizeof plan->base.params,
-             "rows=%zu VW=%ld D=%zu %s=%ld%s kv heads=%zu splits=%d of %d keys (%s)", rows, vw, d->head_dim,
+             "rows=%zu VW=%ld D=%zu %s=%ld%s kv heads=%zu splits=%d of %d keys (%s)%s", rows, vw, d->head_dim,
              stream   ? "stream"
              : hk > 1 ? "prefetch"
                       : "ahead",
-             stream ? stream : ahead, l2, hk, plan->splits, split_len, why);
+             stream ? stream : ahead, l2, hk, plan->splits, split_len, why, merged(plan));
     size_t len = strlen(plan->base.reason);
     snprintf(plan->base.reason + len, sizeof plan->base.reason - len, "; decoding: %zu rows per kv head", rows);
     return KILN_SUCCESS;
