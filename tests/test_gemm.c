@@ -686,6 +686,54 @@ static void test_in_place_choice(void **state)
     }
 }
 
+/* The straight CPU tile's work-group order: a row panel's column panels
+   first where all of B's fit half of a core's second-level cache (the
+   host's for a CPU device, else 1 MiB) and there are two or more, a column
+   panel's row panels first otherwise; the results right either way. The
+   5 x 64 tile, B packed or read in place, one item or a batch; the last
+   shape's B is one float past half the cache. */
+static void test_column_panels_first(void **state)
+{
+    (void)state;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    const size_t cache = host_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)1 << 20);
+#else
+    const size_t cache = (size_t)1 << 20;
+#endif
+    const size_t past = cache / 2 / (256 * sizeof(float)) + 1; /* K of a 256-column B past half the cache */
+    static const struct {
+        size_t m, n, k, batch;
+        int tb;
+    } shapes[] = {
+        {300, 128, 64, 1, 0}, {300, 192, 40, 1, 1}, {130, 128, 96, 3, 0}, {300, 64, 64, 1, 0}, {300, 256, 0, 1, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 64, \"vw\": 16, "
+                                               "\"narrow_mr\": 0, \"flip_mr\": 0}}}");
+        const size_t k = shapes[i].k ? shapes[i].k : past;
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, shapes[i].tb ? KILN_TRANS : KILN_NO_TRANS, shapes[i].m,
+                            shapes[i].n, k);
+        d.batch = shapes[i].batch;
+        d.stride_a = shapes[i].batch > 1 ? d.m * d.lda : 0;
+        d.stride_b = shapes[i].batch > 1 ? (shapes[i].tb ? d.n : d.k) * d.ldb : 0;
+        d.stride_c = shapes[i].batch > 1 ? d.m * d.ldc : 0;
+        kiln_gemm_plan_info info;
+        kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+        if (!plan)
+            return;
+        const int want = d.n >= 128 && d.n * d.k * sizeof(float) <= cache / 2;
+        printf("# %zux%zux%zu batch %zu (L2 %zu bytes): %s %s\n", d.m, d.n, d.k, d.batch, cache, info.kernel,
+               info.params);
+        assert_string_equal(info.kernel, "gemm_f32_cpu_5x64");
+        if (!strstr(info.params, "column panels first") != !want)
+            fail_msg("%zux%zux%zu: \"%s\", wanted the %s panels first", d.m, d.n, d.k, info.params,
+                     want ? "column" : "row");
+        gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
+}
+
 /* Four CPU tiles (MR below, at and above VW; VW 16, 8, 4 and 2) with the
    gemm.cpu fields `fields`, each shape on every transpose: its plan checked
    by `check` (which returns 1 where the plan counts towards `least`, per
@@ -1365,6 +1413,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
+    kt_add(&tests, cmocka_unit_test(test_column_panels_first));
     kt_add(&tests, cmocka_unit_test(test_cpu_packing));
     kt_add(&tests, cmocka_unit_test(test_a_in_place));
     kt_add(&tests, cmocka_unit_test(test_flipped_rows));

@@ -329,9 +329,10 @@ inline void flip_store(const float t[MR][NR], int M, int N, int row0, int first,
 }
 #endif
 
-/* Global size (ceil(M/MR), ceil(N/NR), batch); the sums run over the kc
-   values of K from k0 (all of K, or one slice of it whose sum C takes with
-   beta 1). panel_a / panel_b are the distances between batch items' packed
+/* Global size (ceil(M/MR), ceil(N/NR), batch), or (ceil(N/NR),
+   ceil(M/MR), batch) with KILN_TILE_COLS_FIRST (straight tiles only); the
+   sums run over the kc values of K from k0 (all of K, or one slice of it
+   whose sum C takes with beta 1). panel_a / panel_b are the distances between batch items' packed
    panels (0 when an operand is shared).
    KILN_A_DIRECT: Ap is the row operand itself, fp32, its row r and k at
    Ap[off_a + r + k * a_step] (1: the flipped product of an untransposed B,
@@ -353,7 +354,11 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
                                     const float slope_arg)
 {
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
+#if KILN_TILE_COLS_FIRST
+    const int it = KILN_GLOBAL_ID(1), jt = KILN_GLOBAL_ID(0), b = KILN_GLOBAL_ID(2);
+#else
     const int it = KILN_GLOBAL_ID(0), jt = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
+#endif
 #if KILN_B_DIRECT
     const KILN_GLOBAL float *bp = Bp + off_b + b * panel_b + (size_t)jt * NR + (size_t)k0 * b_step;
 #else

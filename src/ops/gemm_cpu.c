@@ -129,8 +129,20 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const int blocked = direct && kc > 0 && p->k > kc &&
                         kc * rows_all * sizeof(float) <= host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10);
     const size_t rb = blocked ? kiln_div_up(rows_all, mr) : 1;
-    kiln_options_add(&options, "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu", a_direct,
-                     cols_direct, rb, blocked ? kc : 1);
+    /* Straight, a row panel's column panels are consecutive work-groups
+       (the kernel's first dimension) where all of B's fit half the L2, so
+       that one worker takes a row panel's columns and writes whole rows of
+       C; otherwise a column panel's row panels are, and its B stays near
+       the core. With the row panels first, POCL gave a row's column panels
+       to different workers call after call, and where the two cores sit in
+       different L3 domains every line of C went back and forth between
+       them (docs/gemm.md, "Column panels first"). */
+    const int cols_first =
+        !tile.flipped && kiln_div_up(p->n, nr) >= 2 && p->n * p->k * sizeof(float) <= l2_bytes(plan->base.ctx) / 2;
+    kiln_options_add(&options,
+                     "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu "
+                     "-DKILN_TILE_COLS_FIRST=%d",
+                     a_direct, cols_direct, rb, blocked ? kc : 1, cols_first);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
              direct                       ? ", flipped: tiles of C^T, B read in place"
@@ -143,6 +155,10 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         const size_t len = strlen(plan->base.params);
         snprintf(plan->base.params + len, sizeof plan->base.params - len, ", %zu row panels a work-item by %zu of K",
                  rb, kc);
+    }
+    if (cols_first) {
+        const size_t len = strlen(plan->base.params);
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", column panels first");
     }
     const char *const names[] = {pack_kv(p, PACK_A, tile.flipped) ? "gemm_f32_cpu_pack_a_kv" : "gemm_f32_cpu_pack_a",
                                  pack_kv(p, PACK_B, tile.flipped) ? "gemm_f32_cpu_pack_b_kv" : "gemm_f32_cpu_pack_b",
@@ -179,7 +195,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const size_t k_a = pack_kv(p, PACK_A, tile.flipped) ? kiln_div_up(p->k, (size_t)tile.vw) : p->k,
                  k_b = pack_kv(p, PACK_B, tile.flipped) ? kiln_div_up(p->k, (size_t)tile.vw) : p->k;
     size_t geometry[3][3] = {
-        {k_a, panels_m, batch_a}, {k_b, panels_n, batch_b}, {kiln_div_up(panels_m, rb), panels_n, p->batch}};
+        {k_a, panels_m, batch_a},
+        {k_b, panels_n, batch_b},
+        {cols_first ? panels_n : kiln_div_up(panels_m, rb), cols_first ? panels_m : panels_n, p->batch}};
     for (int i = 0; i < 3; i++)
         for (int d = 0; d < 3; d++)
             plan->dims[i][d] = geometry[i][d];
