@@ -488,6 +488,53 @@ static void test_constant_weights(void **state)
     assert_true(ran > 0);
 }
 
+/* Depthwise NHWC on the direct kernel with constant_weights: on devices
+   whose vectors hold more than one filter, the taps are packed once per
+   weights buffer, VW filters side by side ("taps packed once"), and the
+   results stay right through a switch to another weights buffer and back:
+   48 channels (three blocks of 16 on AVX-512) at stride 1 and 2, and 40 in
+   fp16 storage (five blocks of 8). */
+static void test_depthwise_taps_packed(void **state)
+{
+    (void)state;
+    static const struct cc_row rows[] = {
+        {CONV("dw 3x3 48ch 7x7", NHWC, 1, 48, 7, 7, 48, 3, 3), PAD(1, 1, 1, 1), .groups = 48},
+        {CONV("dw 3x3 s2 48ch 13x13", NHWC, 2, 48, 13, 13, 48, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 48},
+        {CONV("dw 3x3 40ch f16", NHWC, 1, 40, 9, 9, 40, 3, 3), PAD(1, 1, 1, 1), .groups = 40, .dtype = KILN_F16},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        kiln_conv2d_desc d = cc_desc_of(&rows[i], KILN_CONV_DIRECT);
+        d.constant_weights = 1;
+        kiln_conv2d_plan *plan = NULL;
+        const kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+        if (kt_unsupported_here(kt_ctx, st))
+            continue;
+        kt_assert_status(st, KILN_SUCCESS);
+        kiln_conv2d_plan_info info;
+        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+        printf("# %s: %s %s\n", rows[i].what, info.kernel, info.params);
+        const int packed = strstr(info.params, "taps packed once") != NULL;
+        if (packed != (kt_ctx->vector_kernels && !strstr(info.params, "VW=1 ")))
+            fail_msg("%s: \"%s\", wanted the taps %s", rows[i].what, info.params,
+                     kt_ctx->vector_kernels ? "packed" : "not packed");
+        struct cr_case a, b;
+        cr_case_init(&a, kt_ctx, &d);
+        cr_case_init(&b, kt_ctx, &d);
+        cr_case_fill(&a, &kt_group_seed);
+        cr_case_fill(&b, &kt_group_seed);
+        const double tol = kiln_conv_algo_tol(KILN_CONV_DIRECT, a.dims.k_eff);
+        struct cr_case *order[] = {&a, &a, &b, &a};
+        for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
+            cr_case_refresh_x(order[r], &kt_group_seed);
+            kt_assert_status(cr_case_execute(order[r], plan, NULL), KILN_SUCCESS);
+            cr_case_check(order[r], tol, rows[i].what);
+        }
+        cr_case_free(&a);
+        cr_case_free(&b);
+        kiln_conv2d_plan_destroy(plan);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Find mode and its database                                               */
 /* ------------------------------------------------------------------------ */
@@ -565,6 +612,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_plan_reuse));
     kt_add(&tests, cmocka_unit_test(test_constant_weights));
+    kt_add(&tests, cmocka_unit_test(test_depthwise_taps_packed));
     kt_add(&tests, cmocka_unit_test(test_profile_default_algo));
     kt_add(&tests, cmocka_unit_test(test_igemm_variants));
     kt_add(&tests, cmocka_unit_test(test_igemm_balanced_rows));

@@ -322,16 +322,22 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
         return;
     const int k0 = id % KBLOCKS * VW;
     pixel_tile(id / KBLOCKS, &n, &p0, &q0);
-    /* w[k0 + l][r][s] for the VW lanes l. */
+    /* w[k0 + l][r][s] for the VW lanes l: a vector load each from the taps
+       packed VW filters side by side (KILN_DIRECT_TAPS, kept weights,
+       conv_f32_direct_pack_taps), else gathered lane by lane from KRSC. */
 #pragma unroll
     for (int r = 0; r < FR; r++)
 #pragma unroll
         for (int s = 0; s < FS; s++) {
+#if KILN_DIRECT_TAPS
+            wv[r][s] = VLOADU_S(w + (size_t)k0 * (FR * FS) + (r * FS + s) * VW);
+#else
             float t[VW];
 #pragma unroll
             for (int l = 0; l < VW; l++)
                 t[l] = KILN_LOAD(w, (size_t)(k0 + l) * (FR * FS) + r * FS + s);
             wv[r][s] = VLOAD(0, t);
+#endif
         }
     nhwc_channel(acc, wv, x + (size_t)n * H * W * C + k0, p0 * SH - PT, q0 * SW - PL, true);
 #else
@@ -405,3 +411,17 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
 }
 
 #endif /* KILN_NHWC */
+
+#if KILN_DIRECT_TAPS
+/* Depthwise weights w (K x R*S, KRSC with one channel) into wt, each block of
+   VW filters tap by tap with its VW filters side by side: wt[(k / VW) * R*S
+   * VW + tap * VW + k % VW] = w[k * R*S + tap]. Global K * R*S. */
+KILN_KERNEL void conv_f32_direct_pack_taps(KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL KILN_STORAGE *wt)
+{
+    const int e = KILN_GLOBAL_ID(0);
+    if (e >= K * FR * FS)
+        return;
+    const int k = e / (FR * FS), tap = e % (FR * FS);
+    KILN_STORE(KILN_LOAD(w, e), wt, (k / VW) * (FR * FS) * VW + tap * VW + k % VW);
+}
+#endif

@@ -108,6 +108,15 @@ static const char *direct_unsupported(const struct kiln_conv_shape *s)
     return NULL;
 }
 
+/* Whether the depthwise NHWC kernel reads its weights from taps packed once
+   (kept weights, vectors of more than one lane). A work-item gathered its
+   VW filters' R*S weights lane by lane: 144 scalar loads for 3x3 and 16
+   lanes, as many as a 4 x 4 tile's multiply-adds. */
+static int taps_packed(const struct kiln_conv2d_plan *plan, const struct tiling *t)
+{
+    return t->nhwc && t->depthwise && t->vw > 1 && plan->s.d.constant_weights;
+}
+
 static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
 {
     const kiln_conv2d_desc *d = &plan->s.d;
@@ -131,8 +140,17 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
                      t.tiles_q, t.kblocks, t.depthwise, t.wg, t.cc);
     if (!t.nhwc)
         kiln_row_tiling_options(&t.rows, &options);
+    /* Depthwise NHWC with kept weights: the taps packed once, VW filters
+       side by side, so that a work-item loads each tap's weights as one
+       vector instead of gathering them lane by lane. */
+    const int taps = taps_packed(plan, &t);
+    kiln_options_add(&options, " -DKILN_DIRECT_TAPS=%d", taps);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "conv_f32_direct");
+    if (st == KILN_SUCCESS && taps)
+        st = kiln_plan_kernel(&plan->base, 1, SOURCE, &options, "conv_f32_direct_pack_taps");
     kiln_options_free(&options);
+    if (st == KILN_SUCCESS && taps)
+        st = kiln_plan_workspace(&plan->base, 0, d->k * d->r * d->s * kiln_dtype_size(d->dtype));
     if (st != KILN_SUCCESS)
         return st;
 
@@ -146,6 +164,10 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
              t.nhwc ? "rows x columns x filters" : "filters x rows x columns", t.nhwc ? t.th : t.kt,
              t.nhwc ? t.tq : t.th, t.vw, t.vw, t.wg, d->r, d->s, d->stride_h, d->stride_w, d->dilation_h,
              d->dilation_w);
+    if (taps) {
+        const size_t len = strlen(plan->base.params);
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", taps packed once");
+    }
     plan->local[0][0] = t.wg;
     if (t.nhwc && !t.depthwise) /* whole work-groups per k-block */
         plan->global[0][0] = t.kblocks * kiln_div_up(t.tiles / t.kblocks, t.wg) * t.wg;
@@ -161,10 +183,25 @@ static kiln_status direct_execute(struct kiln_conv2d_plan *plan, const struct ki
     kiln_status st = tiling_of(plan, &t);
     if (st != KILN_SUCCESS)
         return st;
+    void *w = a->w;
+    if (taps_packed(plan, &t)) {
+        w = plan->base.workspace[0]->handle;
+        if (kiln_conv_weights_stale(plan, a->w)) {
+            struct kiln_args p = {0};
+            kiln_args_buffer(&p, a->w);
+            kiln_args_buffer(&p, w);
+            const size_t global = d->k * d->r * d->s;
+            st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[1], &p, 1, &global, NULL, 0, NULL);
+            if (st != KILN_SUCCESS) {
+                plan->packed_from = NULL;
+                return st;
+            }
+        }
+    }
     /* Every size is compiled in; the tile count bounds the work-items. */
     struct kiln_args args = {0};
     kiln_args_buffer(&args, a->x);
-    kiln_args_buffer(&args, a->w);
+    kiln_args_buffer(&args, w);
     kiln_args_buffer(&args, a->bias);
     kiln_args_buffer(&args, a->z);
     kiln_args_buffer(&args, a->y);
