@@ -448,6 +448,28 @@ static const struct cc_row packed_shapes[2] = {
     {CONV("3x3 pad1 64ch", NHWC, 1, 64, 34, 34, 64, 3, 3), PAD(1, 1, 1, 1)},
 };
 
+/* Executions of plan (of d, constant_weights) on weights buffers a, a, b,
+   a, each with fresh inputs, checked against the reference with algo's
+   tolerance under label: a switch of weights buffer must pack again. */
+static void check_weight_switches(kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                                  const char *label)
+{
+    struct cr_case a, b;
+    cr_case_init(&a, kt_ctx, d);
+    cr_case_init(&b, kt_ctx, d);
+    cr_case_fill(&a, &kt_group_seed);
+    cr_case_fill(&b, &kt_group_seed);
+    const double tol = kiln_conv_algo_tol(algo, a.dims.k_eff);
+    struct cr_case *order[] = {&a, &a, &b, &a};
+    for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
+        cr_case_refresh_x(order[r], &kt_group_seed);
+        kt_assert_status(cr_case_execute(order[r], plan, NULL), KILN_SUCCESS);
+        cr_case_check(order[r], tol, label);
+    }
+    cr_case_free(&a);
+    cr_case_free(&b);
+}
+
 static void test_constant_weights(void **state)
 {
     (void)state;
@@ -467,21 +489,7 @@ static void test_constant_weights(void **state)
         kiln_conv_algo algo = cc_assert_plan_describes(plan, kt_ctx, algos[i]);
         char label[96];
         snprintf(label, sizeof label, "%s %s constant_weights", cc_algo_name(algos[i]), layout ? "nhwc" : "nchw");
-        struct cr_case a, b;
-        cr_case_init(&a, kt_ctx, &d);
-        cr_case_init(&b, kt_ctx, &d);
-        cr_case_fill(&a, &kt_group_seed);
-        cr_case_fill(&b, &kt_group_seed);
-        const double tol = kiln_conv_algo_tol(algo, a.dims.k_eff);
-        struct cr_case *order[] = {&a, &a, &b, &a};
-        for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
-            struct cr_case *t = order[r];
-            cr_case_refresh_x(t, &kt_group_seed);
-            kt_assert_status(cr_case_execute(t, plan, NULL), KILN_SUCCESS);
-            cr_case_check(t, tol, label);
-        }
-        cr_case_free(&a);
-        cr_case_free(&b);
+        check_weight_switches(plan, &d, algo, label);
         kiln_conv2d_plan_destroy(plan);
         ran++;
     }
@@ -517,20 +525,7 @@ static void test_depthwise_taps_packed(void **state)
         if (packed != (kt_ctx->vector_kernels && !strstr(info.params, "VW=1 ")))
             fail_msg("%s: \"%s\", wanted the taps %s", rows[i].what, info.params,
                      kt_ctx->vector_kernels ? "packed" : "not packed");
-        struct cr_case a, b;
-        cr_case_init(&a, kt_ctx, &d);
-        cr_case_init(&b, kt_ctx, &d);
-        cr_case_fill(&a, &kt_group_seed);
-        cr_case_fill(&b, &kt_group_seed);
-        const double tol = kiln_conv_algo_tol(KILN_CONV_DIRECT, a.dims.k_eff);
-        struct cr_case *order[] = {&a, &a, &b, &a};
-        for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
-            cr_case_refresh_x(order[r], &kt_group_seed);
-            kt_assert_status(cr_case_execute(order[r], plan, NULL), KILN_SUCCESS);
-            cr_case_check(order[r], tol, rows[i].what);
-        }
-        cr_case_free(&a);
-        cr_case_free(&b);
+        check_weight_switches(plan, &d, KILN_CONV_DIRECT, rows[i].what);
         kiln_conv2d_plan_destroy(plan);
     }
 }

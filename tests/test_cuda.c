@@ -874,23 +874,26 @@ static struct sass_report compile_and_read(const struct kiln_cuda_api *api, cons
 }
 
 /* What each SASS test starts with: NVRTC (else the test is skipped), the
-   source of cu/ `name`, cuobjdump's path ("" without it: compiling only) and a
-   scratch directory for the CUBINs; sass_end releases them. */
+   source of `name` in the kernel tree `tree` (cu/ for sass_begin),
+   cuobjdump's path ("" without it: compiling only) and a scratch directory
+   for the CUBINs; sass_end releases them. */
 struct sass_test {
     struct kiln_cuda_api api;
     char source[1 << 16], tool[1024];
     char *dir;
 };
 
-static void sass_begin(struct sass_test *t, const char *name)
+static void sass_begin_tree(struct sass_test *t, const char *tree, const char *name)
 {
     load_nvrtc_or_skip(&t->api);
-    read_kernel(name, t->source, sizeof t->source);
+    read_tree_kernel(tree, name, t->source, sizeof t->source);
     find_cuobjdump(t->tool, sizeof t->tool);
     if (!t->tool[0])
         printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
     t->dir = kt_temp_dir();
 }
+
+static void sass_begin(struct sass_test *t, const char *name) { sass_begin_tree(t, "cu", name); }
 
 static void sass_end(struct sass_test *t)
 {
@@ -1207,12 +1210,7 @@ static void test_combine_kernel_sass(void **state)
 {
     (void)state;
     static struct sass_test t;
-    load_nvrtc_or_skip(&t.api);
-    read_tree_kernel("cl", "attention/attention_combine.cl", t.source, sizeof t.source);
-    find_cuobjdump(t.tool, sizeof t.tool);
-    if (!t.tool[0])
-        printf("# cuobjdump not found (pip install nvidia-cuda-cuobjdump): compiling only\n");
-    t.dir = kt_temp_dir();
+    sass_begin_tree(&t, "cl", "attention/attention_combine.cl");
     static const int archs[] = {80, 90};
     for (size_t a = 0; a < sizeof archs / sizeof *archs; a++)
         for (int v = 0; v < 4; v++) {

@@ -627,6 +627,17 @@ static size_t host_cache(int name, size_t otherwise)
     return bytes > 0 ? (size_t)bytes : otherwise;
 }
 
+/* A core's second-level cache as the CPU family reads it: the host's for a
+   CPU device, else (or where unknown) 1 MiB. */
+static size_t host_l2(void)
+{
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    return host_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)1 << 20);
+#else
+    return (size_t)1 << 20;
+#endif
+}
+
 /* d's plan on the CPU family in ctx, described into info; NULL, ctx
    destroyed, where this device has no CPU kernels. */
 static kiln_gemm_plan *cpu_plan(kiln_context *ctx, kiln_gemm_desc *d, kiln_gemm_plan_info *info)
@@ -653,11 +664,7 @@ static kiln_gemm_plan *cpu_plan(kiln_context *ctx, kiln_gemm_desc *d, kiln_gemm_
 static void test_in_place_choice(void **state)
 {
     (void)state;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    const size_t cache = host_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)1 << 20), span = 512 * 49 * sizeof(float);
-#else
-    const size_t cache = (size_t)1 << 20, span = 512 * 49 * sizeof(float);
-#endif
+    const size_t cache = host_l2(), span = 512 * 49 * sizeof(float);
     const long edge = (long)((span + cache / 100 - 1) / (cache / 100)); /* the least percentage that holds B */
     /* kiln-tune's ladder for the field counts B's span as the plan does. */
     assert_int_equal(kiln_gemm_cpu_in_place_l2(kt_ctx, span), edge);
@@ -695,11 +702,7 @@ static void test_in_place_choice(void **state)
 static void test_column_panels_first(void **state)
 {
     (void)state;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    const size_t cache = host_cache(_SC_LEVEL2_CACHE_SIZE, (size_t)1 << 20);
-#else
-    const size_t cache = (size_t)1 << 20;
-#endif
+    const size_t cache = host_l2();
     const size_t past = cache / 2 / (256 * sizeof(float)) + 1; /* K of a 256-column B past half the cache */
     static const struct {
         size_t m, n, k, batch;

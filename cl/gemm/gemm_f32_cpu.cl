@@ -332,8 +332,8 @@ inline void flip_store(const float t[MR][NR], int M, int N, int row0, int first,
 /* Global size (ceil(M/MR), ceil(N/NR), batch), or (ceil(N/NR),
    ceil(M/MR), batch) with KILN_TILE_COLS_FIRST (straight tiles only); the
    sums run over the kc values of K from k0 (all of K, or one slice of it
-   whose sum C takes with beta 1). panel_a / panel_b are the distances between batch items' packed
-   panels (0 when an operand is shared).
+   whose sum C takes with beta 1). panel_a / panel_b are the distances
+   between batch items' packed panels (0 when an operand is shared).
    KILN_A_DIRECT: Ap is the row operand itself, fp32, its row r and k at
    Ap[off_a + r + k * a_step] (1: the flipped product of an untransposed B,
    a 1x1 convolution's pixels, or the straight one of a transposed A) or at
