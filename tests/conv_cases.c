@@ -40,7 +40,7 @@ int cc_applies(kiln_conv_algo algo, const kiln_conv2d_desc *d)
     if (kiln_conv_shape_of(d, &s) != KILN_SUCCESS)
         return 1;
     const struct kiln_conv_algorithm *a = algorithm_of(algo);
-    return !a || !a->unsupported(&s);
+    return !a || !kiln_conv_why_not(a, &s);
 }
 
 const struct cc_row *cc_epilogue_shape(kiln_conv_algo algo, size_t layout)

@@ -3,8 +3,9 @@
  * describe() for every algorithm, the profile's default algorithm under
  * AUTO, the implicit GEMM's kernel variants and their balanced tiles,
  * strided 1x1 layers under AUTO, the one-shot call with and without an
- * event, one plan executed on several sets of buffers, constant weights,
- * and the find mode with its database.
+ * event, one plan executed on several sets of buffers, an algorithm entry
+ * without unsupported(), constant weights, and the find mode with its
+ * database.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "conv_cases.h"
 #include "core/context.h"
 #include "cpu_tile.h"
+#include "ops/conv2d.h"
 
 /* ------------------------------------------------------------------------ */
 /* describe, the profile's default, one-shot, events, reuse                 */
@@ -407,6 +409,37 @@ static void test_one_shot(void **state)
     }
 }
 
+/* An algorithm entry without unsupported() takes every shape (plan.h), as
+   GEMM's and attention's tables already allow: planning asks it nothing.
+   Here a copy of the direct entry with none plans and computes right. */
+static void test_entry_without_unsupported(void **state)
+{
+    (void)state;
+    static struct kiln_conv_algorithm takes_all;
+    takes_all = kiln_conv_direct;
+    takes_all.unsupported = NULL;
+    const kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], KILN_CONV_DIRECT);
+    struct kiln_conv_shape s;
+    kt_assert_status(kiln_conv_shape_of(&d, &s), KILN_SUCCESS);
+    assert_null(kiln_conv_why_not(&takes_all, &s));
+    kiln_conv2d_plan *plan = NULL;
+    kiln_status st = kiln_conv_plan_with(kt_ctx, &s, &takes_all, "requested", &plan);
+    if (!kt_ctx->vector_kernels) { /* the copy is not the direct entry the CUDA routes compile */
+        kt_assert_status(st, KILN_ERROR_UNSUPPORTED);
+        return;
+    }
+    kt_assert_status(st, KILN_SUCCESS);
+    struct cr_case t;
+    cr_case_init(&t, kt_ctx, &d);
+    cr_case_fill(&t, &kt_group_seed);
+    kt_assert_status(
+        kiln_conv2d_plan_execute(plan, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Z], t.buf[CR_Y], NULL),
+        KILN_SUCCESS);
+    cr_case_check(&t, kiln_conv_algo_tol(KILN_CONV_DIRECT, t.dims.k_eff), "entry without unsupported");
+    cr_case_free(&t);
+    kiln_conv2d_plan_destroy(plan);
+}
+
 /* One plan, two sets of buffers, executions queued back to back before
    anything is read: each result reflects its own inputs. */
 static void test_plan_reuse(void **state)
@@ -606,6 +639,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_describe));
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_plan_reuse));
+    kt_add(&tests, cmocka_unit_test(test_entry_without_unsupported));
     kt_add(&tests, cmocka_unit_test(test_constant_weights));
     kt_add(&tests, cmocka_unit_test(test_depthwise_taps_packed));
     kt_add(&tests, cmocka_unit_test(test_profile_default_algo));

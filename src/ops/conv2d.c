@@ -130,7 +130,17 @@ static const struct kiln_conv_algorithm *algorithm_of(kiln_conv_algo algo)
     return NULL;
 }
 
-static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_shape *s) { return !a->unsupported(s); }
+/* Why algorithm a does not apply to s, NULL where it does (an entry
+   without unsupported takes every shape, plan.h). */
+const char *kiln_conv_why_not(const struct kiln_conv_algorithm *a, const struct kiln_conv_shape *s)
+{
+    return a->unsupported ? a->unsupported(s) : NULL;
+}
+
+static int usable(const struct kiln_conv_algorithm *a, const struct kiln_conv_shape *s)
+{
+    return !kiln_conv_why_not(a, s);
+}
 
 /* The profile's conv.algo: what the heuristic falls back on when none of
    its rules applies. NULL if the profile names none this build has. */
@@ -286,7 +296,7 @@ static int compiled_here(const kiln_context *ctx, const struct kiln_conv_algorit
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
                                 const struct kiln_conv_algorithm *algorithm, const char *reason, kiln_conv2d_plan **out)
 {
-    const char *why_not = algorithm->unsupported(s);
+    const char *why_not = kiln_conv_why_not(algorithm, s);
     if (why_not)
         return kiln_error(KILN_ERROR_UNSUPPORTED, "conv2d: %s does not apply: %s", algorithm->name, why_not);
     char cuda_why[256];
@@ -342,7 +352,7 @@ struct find_state {
 static int find_applies(void *cookie, size_t i)
 {
     const struct find_state *f = cookie;
-    return !algorithms[i]->unsupported(f->s) && compiled_here(f->ctx, algorithms[i]);
+    return usable(algorithms[i], f->s) && compiled_here(f->ctx, algorithms[i]);
 }
 
 static kiln_status find_run(void *cookie)

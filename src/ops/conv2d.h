@@ -76,6 +76,10 @@ static inline int kiln_conv_pointwise(const kiln_conv2d_desc *d)
    descriptor. For the tests, which ask the algorithms' unsupported(). */
 kiln_status kiln_conv_shape_of(const kiln_conv2d_desc *desc, struct kiln_conv_shape *s);
 
+/* Why `algorithm` does not apply to s (its unsupported()), NULL where it
+   does: also where the entry has no unsupported, which takes every shape. */
+const char *kiln_conv_why_not(const struct kiln_conv_algorithm *algorithm, const struct kiln_conv_shape *s);
+
 /* A prepared plan for `algorithm` (UNSUPPORTED if it does not apply). */
 kiln_status kiln_conv_plan_with(kiln_context *ctx, const struct kiln_conv_shape *s,
                                 const struct kiln_conv_algorithm *algorithm, const char *reason,

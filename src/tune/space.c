@@ -26,10 +26,10 @@ int kiln_space_kernel_group(enum kiln_group_id group)
 /*
  * The rule, in this one place: every field of a kernel group is tuned except
  * NUMBER fields. DEF fields are the kernel's compiler options; the HOST
- * fields of a kernel group are its launch geometry and register tiles
- * (gemm.cpu mr, nr, vw, narrow_mr, flip_mr, in_place_l2, a_in_place; gemm.smallm mr, nc, chunks, kc; conv.direct wg,
- * vw, acc, kt; conv.winograd vw; attention.fused q_blocks; util vw), which the host reads to build the kernel's options
- * or its launch. Thresholds that steer the host's choice of kernel live in `select`, never in a kernel group, and
+ * fields of a kernel group (its rows marked HOST in params.h: launch
+ * geometry, register tiles, split-K settings, copy modes) are what the host
+ * reads to build the kernel's options or its launch. Thresholds that steer
+ * the host's choice of kernel live in `select`, never in a kernel group, and
  * device facts in `device`: neither is a kernel group, so neither is tuned.
  */
 int kiln_space_tunable(enum kiln_group_id group, int f)
