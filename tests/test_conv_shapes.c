@@ -109,6 +109,12 @@ static const struct cc_row rows[] = {
     {CONV("3x3 groups4", NCHW, 2, 16, 8, 9, 8, 3, 3), PAD(1, 1, 1, 1), .groups = 4},
     {CONV("3x3 groups4", NHWC, 2, 16, 8, 9, 8, 3, 3), PAD(1, 1, 1, 1), .groups = 4},
     {CONV("1x1 groups4", NCHW, 1, 16, 6, 7, 32, 1, 1), .groups = 4},
+    /* Direct NHWC stages a block of filters' taps in local memory 16 KiB
+       at a time (conv_direct.c's cc): these take exactly two chunks, at 16
+       lanes (29 channels of 3x3 taps) and at 8 (57 channels), where POCL
+       once stored no output at all (conv_f32_direct.cl). */
+    {CONV("3x3 pad1 two chunks of taps at 16 lanes", NHWC, 1, 29, 6, 7, 16, 3, 3), PAD(1, 1, 1, 1), D},
+    {CONV("3x3 pad1 two chunks of taps at 8 lanes", NHWC, 2, 57, 5, 6, 8, 3, 3), PAD(1, 1, 1, 1), D},
     {CONV("3x3 depthwise", NCHW, 1, 16, 12, 12, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, D},
     {CONV("3x3 depthwise", NHWC, 1, 16, 12, 12, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, D},
     {CONV("3x3 depthwise stride2", NCHW, 2, 32, 14, 13, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 32, D},

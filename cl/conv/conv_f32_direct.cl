@@ -353,9 +353,13 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
             wl[c][tap][l] = c0 + c < CG ? KILN_LOAD(w, ((size_t)(k0 + l) * (FR * FS) + tap) * CG + c0 + c) : 0.0f;
         }
         KILN_BARRIER_LOCAL();
-        const int pixel = KILN_GROUP_ID(0) % groups * KILN_DIRECT_WG + KILN_LOCAL_ID(0);
-        if (pixel >= pixels)
-            continue;
+        /* Work-items past the last pixel tile compute it again and store
+           nothing. Skipping the chunk on that condition instead, a
+           work-item's condition invariant in this loop of barriers, made
+           POCL's compiled work-group store no output at all where there
+           were exactly two chunks (as does a reduced kernel of the same
+           form; three or more chunks were right). */
+        const int pixel = min((int)(KILN_GROUP_ID(0) % groups * KILN_DIRECT_WG + KILN_LOCAL_ID(0)), pixels - 1);
         pixel_tile(pixel, &n, &p0, &q0);
         KILN_GLOBAL const KILN_STORAGE *xc = x + (size_t)n * H * W * C + k0 / KG * CG + c0;
         for (int c = 0; c < CC && c0 + c < CG; c++) {
