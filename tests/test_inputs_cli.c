@@ -105,12 +105,18 @@ static void run_case(void **state) { run(*state); }
 #define BENCH "bench"
 #define TUNE "tune"
 #define GEMM_OK "gemm", "--m", "8", "--n", "8", "--k", "8"
+/* An argument of 80 characters, and how the programs show it: its first 64
+   and "...". */
+#define X16 "xxxxxxxxxxxxxxxx"
+#define LONG_ARG X16 X16 X16 X16 X16
+#define LONG_SHOWN "\"" X16 X16 X16 X16 "...\""
 
 static const struct cli_case cases[] = {
     /* kiln-info */
     {"info --help", INFO, {"--help"}, {NULL}, 0, "Exit status: 0 success, 1 a failure"},
     {"info unknown option", INFO, {"--bogus"}, {NULL}, 2, "kiln-info: bad argument \"--bogus\""},
     {"info extra argument", INFO, {"devices"}, {NULL}, 2, "bad argument \"devices\""},
+    {"info long argument cut", INFO, {LONG_ARG}, {NULL}, 2, "kiln-info: bad argument " LONG_SHOWN},
     {"info --profile twice", INFO, {"--profile", "--profile"}, {NULL}, 2, "bad argument \"--profile\""},
     {"info KILN_DEVICE no match",
      INFO,
@@ -148,6 +154,7 @@ static const struct cli_case cases[] = {
     {"bench no command", BENCH, {NULL}, {NULL}, 2, "usage: kiln-bench [--device SELECTOR] <command>"},
     {"bench --help", BENCH, {"--help"}, {NULL}, 0, "2 a usage error"},
     {"bench unknown command", BENCH, {"gem"}, {NULL}, 2, "kiln-bench: unknown command \"gem\""},
+    {"bench long command cut", BENCH, {LONG_ARG}, {NULL}, 2, "kiln-bench: unknown command " LONG_SHOWN},
     {"bench gemm missing value", BENCH, {"gemm", "--m"}, {NULL}, 2, "kiln-bench gemm: --m needs a value"},
     {"bench gemm malformed", BENCH, {GEMM_OK, "--batch", "4x"}, {NULL}, 2, "bad argument \"--batch 4x\""},
     {"bench gemm zero", BENCH, {GEMM_OK, "--batch", "0"}, {NULL}, 2, "bad argument \"--batch 0\""},
@@ -278,6 +285,10 @@ static const struct cli_case cases[] = {
     {"tune unknown option", TUNE, {"--bogus"}, {NULL}, 2, "kiln-tune: bad argument \"--bogus\""},
     {"tune budget missing", TUNE, {"--budget"}, {NULL}, 2, "kiln-tune: --budget needs a value"},
     {"tune budget not a number", TUNE, {"--budget", "soon"}, {NULL}, 2, "--budget: not a number of seconds"},
+    {"tune long argument cut", TUNE, {LONG_ARG}, {NULL}, 2, "kiln-tune: bad argument " LONG_SHOWN},
+    {"tune long budget cut", TUNE, {"--budget", LONG_ARG}, {NULL}, 2, "not a number of seconds: " LONG_SHOWN},
+    {"tune long seed cut", TUNE, {"--seed", LONG_ARG}, {NULL}, 2, "--seed: not a whole number: " LONG_SHOWN},
+    {"tune long ops cut", TUNE, {"--ops", LONG_ARG}, {NULL}, 2, "--ops " LONG_SHOWN ": a comma-separated list"},
     {"tune ops unknown", TUNE, {"--ops", "gemm,softmax"}, {NULL}, 2, "a comma-separated list of gemm, conv, attention"},
     {"tune ops empty item", TUNE, {"--ops", "gemm,"}, {NULL}, 2, "a comma-separated list of gemm, conv, attention"},
     {"tune groups unknown",

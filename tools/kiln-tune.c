@@ -34,10 +34,14 @@ static const char usage[] =
     "--json            print the result as one JSON object instead of a table\n"
     "Exit status: 0 success, 1 a failure, 2 a usage error.\n";
 
+/* A usage error: the message, with `arg` (an argument as given) cut after
+   64 characters, as kiln-info and kiln-bench show theirs. */
 static int bad(const char *fmt, const char *arg)
 {
+    char shown[72];
+    snprintf(shown, sizeof shown, "%.64s%s", arg, strlen(arg) > 64 ? "..." : "");
     fputs("kiln-tune: ", stderr);
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, shown);
     fputs("\n", stderr);
     return 2;
 }
@@ -164,14 +168,17 @@ int main(int argc, char **argv)
             o.device = argv[++i];
         } else if (strcmp(a, "--groups") == 0) {
             o.groups = argv[++i];
-            if (kiln_tune_check_groups(o.groups) != KILN_SUCCESS)
-                return bad("--%s", kiln_last_error_detail());
+            if (kiln_tune_check_groups(o.groups) != KILN_SUCCESS) { /* the detail cuts the group's name */
+                fprintf(stderr, "kiln-tune: --%s\n", kiln_last_error_detail());
+                return 2;
+            }
         } else if (strcmp(a, "--resume") == 0) {
             o.resume = 1;
         } else if (strcmp(a, "--json") == 0) {
             json = 1;
         } else {
-            fprintf(stderr, "kiln-tune: bad argument \"%s\"\n%s", a, usage);
+            bad("bad argument \"%s\"", a);
+            fputs(usage, stderr);
             return 2;
         }
     }

@@ -177,10 +177,13 @@ KILN_API kiln_status kiln_device_get_info(size_t index, kiln_device_info *info);
 typedef struct kiln_context kiln_context;
 
 typedef struct kiln_context_options {
-    /** Device selector: "cpu", "gpu", "accelerator", a device index ("0"),
-        or a case-insensitive substring of "platform device"; "" is refused.
-        NULL: the KILN_DEVICE environment variable, or if unset or empty the
-        best device (a GPU if present, else a CPU). */
+    /** Device selector: "cpu", "gpu", "accelerator", a backend ("opencl",
+        "cuda") or one of its devices ("opencl:N", "cuda:N"), a device index
+        ("0"), or a case-insensitive substring of "platform device"; "" is
+        refused. NULL: the KILN_DEVICE environment variable, or if unset or
+        empty the best device (a GPU before an accelerator before a CPU,
+        then the highest profile peak; an NVIDIA GPU through the CUDA backend
+        where that lists it: README's KILN_DEVICE). */
     const char *device;
     /** Force a profile by name; "" is refused. NULL: KILN_PROFILE, or if
         unset or empty match. */
@@ -225,9 +228,9 @@ KILN_API void kiln_context_options_init(kiln_context_options *options);
  */
 KILN_API kiln_status kiln_context_create(const kiln_context_options *options, kiln_context **out);
 
-/** Release a context and everything it built. Buffers must be destroyed first,
-    and every other call on the context and its objects must have returned.
-    NULL is ignored. */
+/** Release a context and everything it built. Its plans (of every
+    operator) and buffers must be destroyed first, and every other call on
+    the context and its objects must have returned. NULL is ignored. */
 KILN_API void kiln_context_destroy(kiln_context *ctx);
 
 /** Describe the context's device. */
@@ -379,10 +382,12 @@ typedef enum kiln_math { KILN_MATH_FP32 = 0, KILN_MATH_TF32 = 1 } kiln_math;
 /**
  * Kernel family of a GEMM. AUTO lets the device profile choose: SMALLM when
  * C has at most select.gemm_smallm_max rows (m; n for a column-major GEMM;
- * 8 on the CPU profiles, never on the GPU ones), else DIRECT when m*n*k is at
- * most select.gemm_direct_max, else the profile's select.gemm_route. The families differ in
- * speed, not in what they accept: each runs every valid descriptor, CLBLAST
- * aside (see kiln_gemm_plan_create()).
+ * 16 on the CPU profiles, 0 on the GPU ones but nvidia-hopper's 1), else
+ * DIRECT when m*n*k is at most select.gemm_direct_max, else the profile's
+ * select.gemm_route. Where a family runs, it runs every valid descriptor;
+ * which families run where is kiln_gemm_plan_create()'s list (CPU and
+ * SMALLM not on the CUDA backend, CLBLAST fp32 on OpenCL only, MMA and
+ * WGMMA on their NVIDIA devices only).
  */
 typedef enum kiln_gemm_algo {
     KILN_GEMM_AUTO = 0,
@@ -445,8 +450,10 @@ typedef struct kiln_gemm_plan kiln_gemm_plan;
  *         zero sizes or batch, leading dimensions smaller than the matrix, or
  *         a C stride that makes batch items overlap (0 with batch > 1
  *         included); KILN_ERROR_UNSUPPORTED for m, n, k or a leading dimension
- *         above 2^31 - 1, for KILN_GEMM_CLBLAST in a build without CLBlast or
- *         with fp16 (the CLBlast route is fp32 only), for KILN_GEMM_MMA and
+ *         above 2^31 - 1, for KILN_GEMM_CLBLAST in a build without CLBlast, on
+ *         a CUDA context or with 16-bit storage (the CLBlast route is fp32
+ *         only), for KILN_GEMM_CPU and KILN_GEMM_SMALLM on the CUDA backend
+ *         (their kernels use OpenCL's vector syntax), for KILN_GEMM_MMA and
  *         KILN_GEMM_WGMMA off their backend and devices or for fp32 storage
  *         with math KILN_MATH_FP32; KILN_ERROR_BUILD if a kernel fails to
  *         compile.

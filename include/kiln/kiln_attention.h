@@ -25,7 +25,8 @@
  * Tensors are dense, start at offset 0 of their buffers and use one layout
  * for Q, K, V and O: BSHD [batch][seq][heads][head_dim] or BHSD
  * [batch][heads][seq][head_dim] (K and V with kv_heads and seq_kv). Q, K, V
- * and O are fp32 or fp16 (storage only: arithmetic is fp32 on every device);
+ * and O are fp32, fp16 or bf16 (storage only: arithmetic is fp32 on every
+ * device);
  * the mask and lse are fp32, key_lengths int32.
  */
 #ifndef KILN_KILN_ATTENTION_H
@@ -54,7 +55,10 @@ typedef enum kiln_attention_mask {
 typedef enum kiln_attention_algo {
     KILN_ATTENTION_AUTO = 0,  /**< the fused kernel */
     KILN_ATTENTION_FUSED = 1, /**< flash-style tiles with an online softmax: no
-                                   score matrix, no workspace */
+                                   score matrix; a workspace only where the
+                                   keys are split over work-items (decoding,
+                                   short query blocks): the splits' partial
+                                   outputs */
     KILN_ATTENTION_NAIVE = 2  /**< scores by kiln's GEMM into a
                                    batch*heads*seq_q*seq_kv workspace, a
                                    softmax over each row, then GEMM with V;

@@ -21,12 +21,14 @@ extern "C" {
  * command queue. kiln retains the three objects and releases them in
  * kiln_context_destroy(); the caller keeps its own references and must still
  * release them itself (kiln does not take ownership).
- * @param options  only `profile`, `cache_dir` and `disable_disk_cache` are
- *                 used; NULL for defaults.
+ * @param options  only `profile`, `profile_overlay`, `cache_dir` and
+ *                 `disable_disk_cache` are used; NULL for defaults.
  * @param out      receives a new context owned by the caller.
- * @return KILN_ERROR_INVALID_ARGUMENT for NULL objects, a device that is not
- *         in the context or a queue on another context or device;
- *         KILN_ERROR_DEVICE if OpenCL rejects the objects.
+ * @return KILN_ERROR_INVALID_ARGUMENT for NULL objects, a cl_context or
+ *         queue OpenCL does not recognise, a device that is not in the
+ *         context, a queue on another context or device, or an out-of-order
+ *         queue (kiln orders its work by the queue); KILN_ERROR_DEVICE if
+ *         OpenCL fails a query on valid objects.
  */
 KILN_API kiln_status kiln_context_wrap_cl(cl_context context, cl_device_id device, cl_command_queue queue,
                                           const kiln_context_options *options, kiln_context **out);
@@ -42,7 +44,8 @@ KILN_API kiln_status kiln_context_get_cl(const kiln_context *ctx, cl_context *co
  * retains it and releases it in kiln_buffer_destroy(); the caller's reference
  * is untouched.
  * @param out  receives a new buffer handle owned by the caller.
- * @return KILN_ERROR_INVALID_ARGUMENT for NULL or a cl_mem of another context.
+ * @return KILN_ERROR_INVALID_ARGUMENT for NULL or a cl_mem of another context;
+ *         KILN_ERROR_UNSUPPORTED if the context is not an OpenCL one.
  */
 KILN_API kiln_status kiln_buffer_wrap_cl(kiln_context *ctx, cl_mem mem, kiln_buffer **out);
 

@@ -88,7 +88,8 @@ KILN_API void kiln_conv2d_desc_init(kiln_conv2d_desc *desc, kiln_tensor_layout l
  * Output height and width of the convolution (p, q) and of the stored result
  * y (after the fused pool, if any).
  * @return KILN_ERROR_INVALID_ARGUMENT for an invalid descriptor (the detail
- *         says which field), as kiln_conv2d_plan_create() would.
+ *         says which field), KILN_ERROR_UNSUPPORTED for a size of 2^29 or more
+ *         (INT_MAX / 4), as kiln_conv2d_plan_create() would.
  */
 KILN_API kiln_status kiln_conv2d_output_size(const kiln_conv2d_desc *desc, size_t *p, size_t *q, size_t *y_h,
                                              size_t *y_w);
@@ -106,7 +107,9 @@ typedef struct kiln_conv2d_plan kiln_conv2d_plan;
  * @return KILN_ERROR_INVALID_ARGUMENT for zero sizes, an output smaller than
  *         one pixel, groups that do not divide c and k, padding not smaller
  *         than the (dilated) filter, invalid enums; KILN_ERROR_UNSUPPORTED for
- *         an algorithm that does not apply to the shape (the detail says why).
+ *         a size (n, c, h, w, k, r, s, strides, dilations, groups) of 2^29 or more
+ *         or an algorithm that does not apply to the shape (the detail says
+ *         why).
  */
 KILN_API kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2d_desc *desc, kiln_conv2d_plan **out);
 
@@ -177,11 +180,13 @@ typedef struct kiln_pool2d_desc {
     int count_include_pad;
 } kiln_pool2d_desc;
 
-/** Output height and width; INVALID_ARGUMENT for an invalid descriptor. */
+/** Output height and width; INVALID_ARGUMENT for an invalid descriptor,
+    UNSUPPORTED for a size or window of 2^29 or more. */
 KILN_API kiln_status kiln_pool2d_output_size(const kiln_pool2d_desc *desc, size_t *y_h, size_t *y_w);
 
 /** Pool x into y (fp32). INVALID_ARGUMENT / OUT_OF_BOUNDS as for convolution;
-    UNSUPPORTED for NCHW planes (h * w) of 2^31 values or more. */
+    UNSUPPORTED for a size or window of 2^29 or more or NCHW planes (h * w) of
+    2^31 values or more. */
 KILN_API kiln_status kiln_pool2d(kiln_context *ctx, const kiln_pool2d_desc *desc, const kiln_buffer *x, kiln_buffer *y,
                                  kiln_event **event);
 
