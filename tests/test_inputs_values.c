@@ -817,6 +817,97 @@ static void test_device_bound_named(void **state)
                           NULL));
 }
 
+/* On a CPU device the local-tile kernels' work-groups stay within 1024
+   work-items and 2^18 floats of their values (params.h): 4096 work-items of
+   gemm.direct crashed POCL's thread running the work-group (a 9.2 MiB stack
+   frame at kwi 4) or wrote past its stack's guard page; both limits are
+   named. Within them, a set is accepted. Elsewhere the device's own limits
+   apply (test_device_bound_named). */
+static void test_cpu_group_bound(void **state)
+{
+    (void)state;
+    if (kt_ctx->desc.type != KILN_DEVICE_CPU) {
+        printf("# skipped: not a CPU device\n");
+        skip();
+    }
+    kiln_context_options opt;
+    kiln_context_options_init(&opt);
+    opt.profile_overlay = "{\"kernels\": {\"gemm.direct\": {\"wg\": 256, \"mdimc\": 128, \"ndimc\": 32, \"vwm\": 1, "
+                          "\"vwn\": 1, \"kwi\": 4}}}";
+    expect_create(&opt, KILN_ERROR_INVALID_PROFILE,
+                  causes2("gemm.direct: mdimc*ndimc = 4096 work-items per work-group, more than the 1024 kiln allows "
+                          "on a CPU device",
+                          NULL));
+    opt.profile_overlay = "{\"kernels\": {\"gemm.direct\": {\"wg\": 256, \"mdimc\": 64, \"ndimc\": 16, \"vwm\": 1, "
+                          "\"vwn\": 1, \"kwi\": 16}}}";
+    expect_create(&opt, KILN_ERROR_INVALID_PROFILE,
+                  causes2("gemm.direct: mdimc*ndimc*(mwi*nwi+kwi*(mwi+nwi)) = 393216 floats per work-group (mwi = "
+                          "wg/mdimc, nwi = wg/ndimc: mwi 4, nwi 16, kwi 16), more than the 262144 kiln allows on a CPU "
+                          "device",
+                          NULL));
+    opt.profile_overlay = "{\"kernels\": {\"gemm.tiled\": {\"mwg\": 256, \"nwg\": 256, \"kwg\": 128, \"mdimc\": 128, "
+                          "\"ndimc\": 32, \"mdima\": 128, \"ndimb\": 32, \"kwi\": 4, \"vwm\": 1, \"vwn\": 1, "
+                          "\"sa\": true, \"sb\": true}}}";
+    expect_create(&opt, KILN_ERROR_INVALID_PROFILE,
+                  causes2("gemm.tiled: mdimc*ndimc = 4096 work-items per work-group, more than the 1024", NULL));
+    /* Within: 1024 x (16 + 16 x 8) = 147456 floats (a 2.8 MiB frame). */
+    opt.profile_overlay = "{\"kernels\": {\"gemm.direct\": {\"wg\": 128, \"mdimc\": 32, \"ndimc\": 32, \"vwm\": 1, "
+                          "\"vwn\": 1, \"kwi\": 16}}}";
+    expect_create(&opt, KILN_SUCCESS, NULL);
+    /* The tiled family without a staged tile has no barrier: not bounded. */
+    opt.profile_overlay = "{\"kernels\": {\"gemm.tiled\": {\"mwg\": 256, \"nwg\": 256, \"kwg\": 128, \"mdimc\": 128, "
+                          "\"ndimc\": 32, \"mdima\": 128, \"ndimb\": 32, \"kwi\": 32, \"vwm\": 1, \"vwn\": 1, "
+                          "\"sa\": false, \"sb\": false}}}";
+    expect_create(&opt, KILN_SUCCESS, NULL);
+}
+
+/* Within those bounds a CPU work-group's frame can still pass the 8 MiB a
+   thread's stack had by default: 1024 work-items of gemm.direct with 4 x 16
+   accumulators, K steps unrolled 8 times and vectors of 4 take 9.7 MiB
+   (POCL 3.1), and crashed the process until kiln listed POCL's devices, which
+   starts its workers, with a larger default stack for new threads
+   (src/opencl/cl_backend.c). The product is checked against a
+   double-precision one. */
+static void test_cpu_large_work_group_runs(void **state)
+{
+    (void)state;
+    if (kt_ctx->desc.type != KILN_DEVICE_CPU) {
+        printf("# skipped: not a CPU device\n");
+        skip();
+    }
+    kiln_context *ctx =
+        kt_overlay_context("{\"kernels\": {\"gemm.direct\": {\"wg\": 256, \"mdimc\": 64, \"ndimc\": 16, "
+                           "\"vwm\": 4, \"vwn\": 4, \"kwi\": 8, \"classes\": []}}}");
+    enum { M = 53, N = 19, K = 131 };
+    static float a[M * K], b[K * N], c[M * N];
+    uint64_t rng = kt_seed();
+    kt_fill_uniform(a, M * K, -1, 1, &rng);
+    kt_fill_uniform(b, K * N, -1, 1, &rng);
+    kiln_buffer *da, *db;
+    kt_assert_status(kiln_buffer_create(ctx, sizeof a, &da), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_create(ctx, sizeof b, &db), KILN_SUCCESS);
+    kiln_buffer *dc = kt_poisoned_buffer(ctx, sizeof c);
+    kt_assert_status(kiln_buffer_write(da, 0, sizeof a, a), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_write(db, 0, sizeof b, b), KILN_SUCCESS);
+    kiln_gemm_desc d;
+    kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, M, N, K);
+    d.algo = KILN_GEMM_DIRECT;
+    kt_assert_status(kiln_gemm(ctx, &d, 1.0f, da, 0, db, 0, 0.0f, dc, 0, NULL), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_read(dc, 0, sizeof c, c), KILN_SUCCESS);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int k = 0; k < K; k++)
+                want += (double)a[i * K + k] * b[k * N + j], mag += fabs((double)a[i * K + k] * b[k * N + j]);
+            if (!(fabs(c[i * N + j] - want) <= 1e-5 * mag + 1e-30))
+                fail_msg("C(%d,%d) = %g, wanted %g", i, j, c[i * N + j], want);
+        }
+    kiln_buffer_destroy(da);
+    kiln_buffer_destroy(db);
+    kiln_buffer_destroy(dc);
+    kiln_context_destroy(ctx);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
@@ -836,6 +927,8 @@ int main(void)
     kt_add(&tests, WATCHED(test_every_key_bad_values));
     kt_add(&tests, WATCHED(test_compile_cost_bounds));
     kt_add(&tests, WATCHED(test_compile_cost_bounds_edges));
+    kt_add(&tests, WATCHED(test_cpu_group_bound));
+    kt_add(&tests, WATCHED(test_cpu_large_work_group_runs));
     kt_add(&tests, WATCHED(test_device_bound_named));
     return kt_run_with("inputs_values", &tests, save_env, free_env);
 }

@@ -3,6 +3,7 @@
  * opened device, buffers as cl_mem, programs as cl_program, kernels as
  * cl_kernel (the backend's `void *` handles are these objects themselves).
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,19 +82,63 @@ static int pocl_batch_workers(void)
 /* POCL's platform name (CL_PLATFORM_NAME contains it). */
 #define POCL_PLATFORM "Portable Computing Language"
 
+/* The stack POCL's workers get. A worker runs a whole work-group on its
+   stack, every work-item's values that live across a barrier side by side
+   in one frame: 1024 work-items of a GEMM tile with 4 x 16 accumulators, K
+   steps unrolled 8 times and vectors of 4 took a 9.7 MiB frame (POCL 3.1),
+   and the default stack (the stack limit, 8 MiB here) crashed the process.
+   Threads take the process's default stack size where their creator does
+   not set one, as POCL does not, so kiln raises that default to this while
+   it lists a POCL platform's devices, which starts the workers, and then
+   restores it. Only address space is reserved: pages are committed as
+   used. The profiles' checks keep work-groups on CPU devices far below it
+   (src/profiles/params.h, KILN_CPU_MAX_GROUP_FLOATS). */
+#define POCL_WORKER_STACK (64UL << 20)
+
+/* Raise the default stack size of new threads to POCL_WORKER_STACK if it is
+   smaller; 1 if it was raised (`saved` holds the default to restore). */
+static int raise_default_stack(pthread_attr_t *saved)
+{
+    size_t size = 0;
+    if (pthread_getattr_default_np(saved) != 0)
+        return 0;
+    if (pthread_attr_getstacksize(saved, &size) == 0 && size >= POCL_WORKER_STACK) {
+        pthread_attr_destroy(saved);
+        return 0;
+    }
+    pthread_attr_t big;
+    int raised = 0;
+    if (pthread_getattr_default_np(&big) == 0) {
+        raised = pthread_attr_setstacksize(&big, POCL_WORKER_STACK) == 0 && pthread_setattr_default_np(&big) == 0;
+        pthread_attr_destroy(&big);
+    }
+    if (!raised)
+        pthread_attr_destroy(saved);
+    return raised;
+}
+
 static cl_int list_devices(cl_platform_id platform, cl_device_id *devs, cl_uint *ndev)
 {
     int switched = 0;
-#ifdef SCHED_BATCH
     char name[64] = "";
     if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
         name[0] = '\0';
     name[sizeof name - 1] = '\0';
+    const int pocl = strstr(name, POCL_PLATFORM) != NULL;
+#ifdef SCHED_BATCH
     const struct sched_param none = {0};
-    if (strstr(name, POCL_PLATFORM) && sched_getscheduler(0) == SCHED_OTHER && pocl_batch_workers())
+    if (pocl && sched_getscheduler(0) == SCHED_OTHER && pocl_batch_workers())
         switched = sched_setscheduler(0, SCHED_BATCH, &none) == 0;
 #endif
+    pthread_attr_t saved;
+    const int raised = pocl && raise_default_stack(&saved);
     const cl_int err = clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, KILN_CL_MAX_DEVICES, devs, ndev);
+    if (raised) {
+        if (pthread_setattr_default_np(&saved) != 0)
+            kiln_log(KILN_LOG_WARN, "could not restore the default stack size of new threads after listing POCL's "
+                                    "devices");
+        pthread_attr_destroy(&saved);
+    }
 #ifdef SCHED_BATCH
     if (switched && sched_setscheduler(0, SCHED_OTHER, &none) != 0)
         kiln_log(KILN_LOG_WARN,

@@ -291,6 +291,18 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
    work-group (POCL keeps each work-item's private values across barriers
    there: a 1024x1024 tile overflows its 8 MiB stack). */
 #define KILN_MAX_GROUP_VALUES 65536
+/* On a CPU device, the work-groups of the local-tile kernels (the GEMM's
+   tiled and direct families, the tiled implicit GEMM): POCL runs a
+   work-group on one thread whose stack frame holds every work-item's values
+   live across a barrier, several times the count below, so a work-group
+   stays within a GPU's 1024 work-items and those work-items' accumulators
+   and fragments of the unrolled K step (kwi x (rows + columns)) within 2^18
+   floats. Measured on POCL 3.1 (gemm.direct, 8 MiB stacks): 4096 work-items
+   of 2 x 8 accumulators took frames of 4.9, 7.3 and 9.2 MiB at kwi 1, 2 and
+   4 (the last crashed), 1024 work-items of 4 x 16 at kwi 16 (393,216 floats
+   by this count) 6.6 MiB, 1024 of 4 x 4 at kwi 16 (147,456) 2.8 MiB. */
+#define KILN_CPU_MAX_GROUP_ITEMS 1024
+#define KILN_CPU_MAX_GROUP_FLOATS (1L << 18)
 /* The same for the query rows a fused-attention work-group holds (each 512
    bytes of private memory): 4096 rows are 2 MiB; 16384 (256 rows on each of
    64 work-items) overflowed POCL's stack. */
