@@ -121,28 +121,30 @@ static int fits(const char *group, const struct kiln_device_desc *dev, const cha
     return 0;
 }
 
-/* On a CPU device, a local-tile work-group of `threads` work-items (the
-   product `threads_expr` of the group's fields) each holding mwi x nwi
+/* On a CPU device, a local-tile work-group of `threads` work-items
+   (mdimc*ndimc in each of these groups) each holding mwi x nwi
    accumulators and, per unrolled K step, kwi fragments of mwi + nwi values:
    at most KILN_CPU_MAX_GROUP_ITEMS work-items and KILN_CPU_MAX_GROUP_FLOATS
    of those values (params.h says why). `tile_expr` names the fields that
    make mwi and nwi. */
-static int cpu_group(const char *group, const struct kiln_device_desc *dev, const char *threads_expr, long threads,
-                     const char *tile_expr, long mwi, long nwi, long kwi, char *why, size_t size)
+static int cpu_group(const char *group, const struct kiln_device_desc *dev, long threads, const char *tile_expr,
+                     long mwi, long nwi, long kwi, char *why, size_t size)
 {
     if (!dev || dev->type != KILN_DEVICE_CPU)
         return 0;
     if (threads > KILN_CPU_MAX_GROUP_ITEMS)
-        return fail(why, size,
-                    "%s: %s = %ld work-items per work-group, more than the %d kiln allows on a CPU device (where a "
-                    "work-group's values share one thread's stack)",
-                    group, threads_expr, threads, KILN_CPU_MAX_GROUP_ITEMS);
+        return fail(
+            why, size,
+            "%s: mdimc*ndimc = %ld work-items per work-group, more than the %d kiln allows on a CPU device (where a "
+            "work-group's values share one thread's stack)",
+            group, threads, KILN_CPU_MAX_GROUP_ITEMS);
     const long floats = threads * (mwi * nwi + kwi * (mwi + nwi));
     if (floats > KILN_CPU_MAX_GROUP_FLOATS)
-        return fail(why, size,
-                    "%s: %s*(mwi*nwi+kwi*(mwi+nwi)) = %ld floats per work-group (%s: mwi %ld, nwi %ld, kwi %ld), more "
-                    "than the %ld kiln allows on a CPU device (where a work-group's values share one thread's stack)",
-                    group, threads_expr, floats, tile_expr, mwi, nwi, kwi, KILN_CPU_MAX_GROUP_FLOATS);
+        return fail(
+            why, size,
+            "%s: mdimc*ndimc*(mwi*nwi+kwi*(mwi+nwi)) = %ld floats per work-group (%s: mwi %ld, nwi %ld, kwi %ld), more "
+            "than the %ld kiln allows on a CPU device (where a work-group's values share one thread's stack)",
+            group, floats, tile_expr, mwi, nwi, kwi, KILN_CPU_MAX_GROUP_FLOATS);
     return 0;
 }
 
@@ -195,8 +197,8 @@ static int check_gemm_tiled(const void *values, const struct kiln_device_desc *d
     long local = 4L * p->kwg * ((p->sa ? p->mwg + p->vwm : 0) + (p->sb ? p->nwg + p->vwn : 0));
     /* Without a staged tile the kernel has no barrier, and POCL keeps no
        work-item's values apart. */
-    if ((p->sa || p->sb) && cpu_group("gemm.tiled", dev, "mdimc*ndimc", threads, "mwi = mwg/mdimc, nwi = nwg/ndimc",
-                                      p->mwg / p->mdimc, p->nwg / p->ndimc, p->kwi, why, size))
+    if ((p->sa || p->sb) && cpu_group("gemm.tiled", dev, threads, "mwi = mwg/mdimc, nwi = nwg/ndimc", p->mwg / p->mdimc,
+                                      p->nwg / p->ndimc, p->kwi, why, size))
         return -1;
     return fits("gemm.tiled", dev, "mdimc*ndimc", threads, local, why, size);
 }
@@ -213,8 +215,8 @@ static int check_gemm_direct(const void *values, const struct kiln_device_desc *
         return -1;
     long local = 4L * p->wg * (2L * p->wg + p->vwm + p->vwn);
     const long threads = (long)p->mdimc * p->ndimc;
-    if (cpu_group("gemm.direct", dev, "mdimc*ndimc", threads, "mwi = wg/mdimc, nwi = wg/ndimc", p->wg / p->mdimc,
-                  p->wg / p->ndimc, p->kwi, why, size))
+    if (cpu_group("gemm.direct", dev, threads, "mwi = wg/mdimc, nwi = wg/ndimc", p->wg / p->mdimc, p->wg / p->ndimc,
+                  p->kwi, why, size))
         return -1;
     return fits("gemm.direct", dev, "mdimc*ndimc", threads, local, why, size);
 }
@@ -384,8 +386,8 @@ static int check_igemm_tiled(const void *values, const struct kiln_device_desc *
     /* Input and weight tiles plus the per-pixel and per-tap index tables. */
     long local = 4L * p->kwg * (p->mwg + p->vw + p->nwg + p->vw) + 16L * p->mwg + 48L * p->kwg;
     const long threads = (long)p->mdimc * p->ndimc;
-    if (cpu_group("conv.igemm_tiled", dev, "mdimc*ndimc", threads, "mwi = mwg/mdimc, nwi = nwg/ndimc, kwi 1",
-                  p->mwg / p->mdimc, p->nwg / p->ndimc, 1, why, size))
+    if (cpu_group("conv.igemm_tiled", dev, threads, "mwi = mwg/mdimc, nwi = nwg/ndimc, kwi 1", p->mwg / p->mdimc,
+                  p->nwg / p->ndimc, 1, why, size))
         return -1;
     return fits("conv.igemm_tiled", dev, "mdimc*ndimc", threads, local, why, size);
 }
