@@ -739,6 +739,13 @@ static void test_compile_cost_bounds(void **state)
          "\"vw\": 8, \"wg\": 32, \"pv_rows\": 1, \"pv_vecs\": 8}}}",
          "attention.fused: wg*(q_blocks*block_q*128+(block_q+128)*chunk_kv) = 5373952 private floats per work-group, "
          "more than the schema's bound of 524288"},
+        /* The GPUs' decoding kernel: 128 outputs a work-item at 8 rows of
+           head dimension 256 compiled for 107 s on POCL. */
+        {"{\"kernels\": {\"attention.decode_wg\": {\"wg\": 16, \"block_kv\": 2}}}",
+         "attention.decode_wg: 8*256/wg = 128 output values per work-item, more than the schema's bound of 64"},
+        {"{\"kernels\": {\"attention.decode_wg\": {\"wg\": 64, \"block_kv\": 128}}}",
+         "attention.decode_wg: (8*256/wg)*block_kv = 4096 multiply-adds unrolled per tile, more than the schema's "
+         "bound of 2048"},
     };
     /* "At once": within 5 s beyond twice what opening a context takes just
        before (on an H200 through NVIDIA's OpenCL, with 15 other test
@@ -772,6 +779,8 @@ static void test_compile_cost_bounds_edges(void **state)
         "\"wg\": 8, \"pv_rows\": 0}}}",
         "{\"kernels\": {\"attention.fused\": {\"block_q\": 32, \"block_kv\": 16, \"q_blocks\": 1, \"chunk_kv\": 1024, "
         "\"vw\": 16, \"wg\": 1, \"pv_rows\": 4, \"pv_vecs\": 8}}}",
+        "{\"kernels\": {\"attention.decode_wg\": {\"wg\": 32, \"block_kv\": 32}}}",
+        "{\"kernels\": {\"attention.decode_wg\": {\"wg\": 0, \"block_kv\": 128}}}",
     };
     for (size_t i = 0; i < sizeof within / sizeof *within; i++) {
         kiln_context_options opt;

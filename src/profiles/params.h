@@ -268,6 +268,13 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
 #define KILN_MAX_TILE_VALUES 512
 #define KILN_MAX_UNROLLED 4096
 #define KILN_MAX_ATTENTION_ROWS 512
+/* attention.decode_wg at its kernel's largest problem (8 rows of head
+   dimension 256): the output values a work-item keeps and the multiply-adds
+   of its unrolled update of them per tile of keys. The plans compiled on POCL 3.1
+   (rows 8, d 256): 8 outputs x 32 keys 3.4 s, 32 x 32 14 s, 64 x 32 22 s,
+   128 x 32 107 s. */
+#define KILN_MAX_DECODE_WG_OUTPUTS 64
+#define KILN_MAX_DECODE_WG_UNROLLED 2048
 /* The per-chunk form of fused attention (pv_rows > 0) keeps a chunk's
    scores (block_q x chunk_kv) and its keys and values (2 x chunk_kv x 64
    floats; the plan shortens the chunk for larger head dimensions) in
@@ -354,7 +361,7 @@ static inline long kiln_flash_local_bytes(long bm, long bn, long dmax)
     G(attention_decode, "attention.decode", "KILN_DECODE_", KILN_DIMS_ATTENTION, check_attention_decode,               \
       "decoding attention split over the keys (cl/attention/attention_f32_decode.cl): a (batch, kv head) of at most "  \
       "8 rows")                                                                                                        \
-    G(attention_decode_wg, "attention.decode_wg", "KILN_DWG_", KILN_DIMS_ATTENTION, NULL,                              \
+    G(attention_decode_wg, "attention.decode_wg", "KILN_DWG_", KILN_DIMS_ATTENTION, check_attention_decode_wg,         \
       "decoding attention for GPUs (cl/attention/attention_f32_decode_wg.cl): a work-group per split of the keys of "  \
       "a (batch, kv head) of at most 8 rows, where the flash kernel would take it (devices other than CPUs, the "      \
       "flash route) and the head dimension is a multiple of 4 up to 256")

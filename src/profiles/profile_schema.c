@@ -344,6 +344,22 @@ static int check_attention_decode(const void *values, const struct kiln_device_d
                 kiln_attention_decode_shared_bytes(p->warps, 8, 128), why, size);
 }
 
+static int check_attention_decode_wg(const void *values, const struct kiln_device_desc *dev, char *why, size_t size)
+{
+    const struct kiln_param_attention_decode_wg *p = values;
+    (void)dev;
+    if (!p->wg)
+        return 0;
+    /* At the kernel's largest problem, 8 rows of head dimension 256 (the
+       group does not know the problem's). */
+    const long outputs = (8L * 256 + p->wg - 1) / p->wg;
+    if (bounded(why, size, "attention.decode_wg", "8*256/wg", outputs, "output values per work-item",
+                KILN_MAX_DECODE_WG_OUTPUTS))
+        return -1;
+    return bounded(why, size, "attention.decode_wg", "(8*256/wg)*block_kv", outputs * p->block_kv,
+                   "multiply-adds unrolled per tile", KILN_MAX_DECODE_WG_UNROLLED);
+}
+
 long kiln_conv_mma_shared_bytes(const struct kiln_param_conv_mma *p)
 {
     /* Tiles of the gathered input and of the weights, bk values a row
