@@ -44,7 +44,6 @@
 #define SOURCE "attention/attention_f32_decode"
 #define COMBINE_SOURCE "attention/attention_combine"
 #define WG_SOURCE "attention/attention_f32_decode_wg"
-#define KILN_DECODE_MAX_ROWS 8
 enum { WS_PART = 0, WS_PART_LSE = 1 }; /* workspace slots */
 
 int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
@@ -190,7 +189,7 @@ static int cuda_decode_applies(const struct kiln_attention_plan *plan)
 {
     const kiln_attention_desc *d = &plan->s.d;
     return kiln_attention_decode_cuda_runs_on(plan->base.ctx, d->dtype, NULL, 0) && d->head_dim % 4 == 0 &&
-           d->head_dim <= 256;
+           d->head_dim <= KILN_DECODE_MAX_HEAD_DIM;
 }
 
 int kiln_attention_decodes(const struct kiln_attention_plan *plan)
@@ -256,7 +255,8 @@ static int wg_decode_applies(struct kiln_attention_plan *plan)
     const kiln_attention_desc *d = &plan->s.d;
     const struct kiln_param_attention_decode_wg *a;
     long wg, bn, parts;
-    return ctx->vector_kernels && !cpu_decode_applies(plan) && d->head_dim % 4 == 0 && d->head_dim <= 256 &&
+    return ctx->vector_kernels && !cpu_decode_applies(plan) && d->head_dim % 4 == 0 &&
+           d->head_dim <= KILN_DECODE_MAX_HEAD_DIM &&
            kiln_attention_params(plan, KILN_GROUP_attention_decode_wg, &a) == KILN_SUCCESS && a->wg > 0 &&
            wg_geometry(plan, a, &wg, &bn, &parts);
 }

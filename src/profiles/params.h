@@ -268,6 +268,12 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
 #define KILN_MAX_TILE_VALUES 512
 #define KILN_MAX_UNROLLED 4096
 #define KILN_MAX_ATTENTION_ROWS 512
+/* The decoding kernels' problems: at most this many rows a (batch, kv
+   head) (query heads per kv head times query positions), and for the GPUs'
+   and the CUDA backend's kernels a head dimension up to this
+   (src/ops/attention_decode.c). */
+#define KILN_DECODE_MAX_ROWS 8
+#define KILN_DECODE_MAX_HEAD_DIM 256
 /* attention.decode_wg at its kernel's largest problem (8 rows of head
    dimension 256): the output values a work-item keeps and the multiply-adds
    of its unrolled update of them per tile of keys. The plans compiled on POCL 3.1

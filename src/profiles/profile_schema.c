@@ -352,7 +352,7 @@ static int check_attention_decode_wg(const void *values, const struct kiln_devic
         return 0;
     /* At the kernel's largest problem, 8 rows of head dimension 256 (the
        group does not know the problem's). */
-    const long outputs = (8L * 256 + p->wg - 1) / p->wg;
+    const long outputs = (KILN_DECODE_MAX_ROWS * KILN_DECODE_MAX_HEAD_DIM + p->wg - 1) / p->wg;
     if (bounded(why, size, "attention.decode_wg", "8*256/wg", outputs, "output values per work-item",
                 KILN_MAX_DECODE_WG_OUTPUTS))
         return -1;
