@@ -693,6 +693,57 @@ static void test_in_place_choice(void **state)
     }
 }
 
+/* The straight narrow tile reads an untransposed fp32 B in place where it
+   spans at most gemm.cpu.narrow_in_place_l2 percent of a core's
+   second-level cache; beyond, the wide tile reading B in place costs less
+   than the narrow one packing it and is taken. 32 x 256 x 512: 32 rows take
+   the narrow 8 x 8 (the wide 5 x 32 balances them over seven panels of 5,
+   padding 3), B spans 524288 bytes. A transposed B, never read in place,
+   gets the same plan at either end of the field. Results right in every
+   case. */
+static void test_narrow_in_place_choice(void **state)
+{
+    (void)state;
+    const size_t cache = host_l2(), span = 512 * 256 * sizeof(float);
+    const long edge = (long)((span + cache / 100 - 1) / (cache / 100)); /* the least percentage that holds B */
+    assert_int_equal(kiln_gemm_cpu_in_place_l2(kt_ctx, span), edge);
+    const struct {
+        long pct;
+        kiln_transpose tb;
+    } cases[] = {{0, KILN_NO_TRANS},     {edge - 1, KILN_NO_TRANS}, {edge, KILN_NO_TRANS},
+                 {10000, KILN_NO_TRANS}, {0, KILN_TRANS},           {10000, KILN_TRANS}};
+    char transposed[64] = "";
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].pct < 0 || cases[i].pct > 10000)
+            continue;
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 32, \"vw\": 8, "
+                                               "\"narrow_mr\": 8, \"flip_mr\": 0, \"in_place_l2\": 0, "
+                                               "\"narrow_in_place_l2\": %ld, \"a_in_place\": 0}}}",
+                                               cases[i].pct);
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, cases[i].tb, 32, 256, 512);
+        kiln_gemm_plan_info info;
+        kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+        if (!plan)
+            return;
+        printf("# narrow_in_place_l2 %ld%s (L2 %zu bytes): %s %s\n", cases[i].pct,
+               cases[i].tb == KILN_TRANS ? ", B transposed" : "", cache, info.kernel, info.params);
+        if (cases[i].tb == KILN_TRANS) {
+            if (transposed[0])
+                assert_string_equal(info.kernel, transposed);
+            snprintf(transposed, sizeof transposed, "%s", info.kernel);
+        } else {
+            const int narrow = cache / 100 * (size_t)cases[i].pct >= span;
+            assert_string_equal(info.kernel, narrow ? "gemm_f32_cpu_8x8" : "gemm_f32_cpu_5x32");
+            if (!strstr(info.params, "B read in place"))
+                fail_msg("narrow_in_place_l2 %ld: \"%s\", B should be read in place", cases[i].pct, info.params);
+        }
+        gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
+}
+
 /* The straight CPU tile's work-group order: a row panel's column panels
    first where all of B's fit half of a core's second-level cache (the
    host's for a CPU device, else 1 MiB) and there are two or more, a column
@@ -1416,6 +1467,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_one_shot));
     kt_add(&tests, cmocka_unit_test(test_split_k_choice));
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
+    kt_add(&tests, cmocka_unit_test(test_narrow_in_place_choice));
     kt_add(&tests, cmocka_unit_test(test_column_panels_first));
     kt_add(&tests, cmocka_unit_test(test_cpu_packing));
     kt_add(&tests, cmocka_unit_test(test_a_in_place));

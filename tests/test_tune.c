@@ -399,6 +399,48 @@ static void test_conv_thresholds_measured(void **state)
     free(dir);
 }
 
+/* The GEMM thresholds searched alone (ops gemm, groups "select"): where the
+   profile has a narrow tile and GEMMs take the CPU family, the narrow tile's
+   in-place bound (gemm.cpu.narrow_in_place_l2) is among them, measured on
+   its ladder (B's span in percent of L2, both sides timed on every rung)
+   and placed within its field's bounds; elsewhere it is not searched. */
+static void test_gemm_thresholds_measured(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    struct kiln_tune_options o;
+    options(&o, 300);
+    o.shapes = NULL, o.shape_count = 0;
+    o.ops = 1u << KILN_TUNE_GEMM, o.groups = "select", o.thresholds = 1;
+    o.out = dir, o.min_gain = 1e9, o.measure_peaks = 0; /* nothing written */
+    struct kiln_tune_result r;
+    kt_assert_status(kiln_tune(&o, &r), KILN_SUCCESS);
+    const struct kiln_params *p = kiln_profile_params(kt_ctx->profile);
+    const int ladder = p->gemm_cpu.narrow_mr > 0 && p->select.gemm_route == KILN_ROUTE_CPU && kt_ctx->vector_kernels;
+    const struct kiln_tune_threshold *t = NULL;
+    for (size_t k = 0; k < r.threshold_count; k++) {
+        printf("# %s: %ld -> %ld (%s)\n", r.thresholds[k].field, r.thresholds[k].before, r.thresholds[k].after,
+               r.thresholds[k].evidence);
+        if (strcmp(r.thresholds[k].field, "gemm.cpu.narrow_in_place_l2") == 0)
+            t = &r.thresholds[k];
+    }
+    if (!ladder) {
+        assert_null(t);
+    } else {
+        if (!t)
+            fail_msg("gemm.cpu.narrow_in_place_l2: not among the thresholds");
+        assert_true(t->measured);
+        assert_int_equal(t->before, p->gemm_cpu.narrow_in_place_l2);
+        assert_true(t->after >= 0 && t->after <= 10000);
+        const char *rung = t->evidence;
+        for (int i = 0; i < 5; i++, rung++)
+            if (!(rung = strstr(rung, "l2%=")))
+                fail_msg("%d rungs of 5 in \"%s\"", i, t->evidence);
+    }
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 /* The journal line of `overlay` in `dir`'s journal (a cJSON the caller
    deletes), or NULL. */
 static cJSON *journal_line(const char *dir, const char *overlay)
@@ -584,6 +626,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_unwritable_output_is_an_error));
     kt_add(&tests, cmocka_unit_test(test_cuda_families));
     kt_add(&tests, cmocka_unit_test(test_conv_thresholds_measured));
+    kt_add(&tests, cmocka_unit_test(test_gemm_thresholds_measured));
     kt_add(&tests, cmocka_unit_test(test_wrong_candidate_is_rejected));
     return kt_run("tune", &tests);
 }

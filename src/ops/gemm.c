@@ -299,31 +299,57 @@ static double a_in_place_cost(const struct kiln_gemm_problem *p)
     return p->lda * sizeof(float) <= ((size_t)32 << 10) ? 0.005 : 0.05;
 }
 
+/* The straight tile's cost in padded multiply-adds with the packing of
+   its operands, or the cost of reading them in place instead where that is
+   cheaper: an fp32 A of at least mr rows (gemm.cpu.a_in_place), an fp32,
+   untransposed B whose columns fill whole panels (`b_ok`: the caller's
+   bound on B's span). Says which it reads in place in *t. */
+static double straight_cost(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p, double micro,
+                            int b_ok, struct kiln_cpu_tile *t)
+{
+    const double k = (double)p->k, pack_a = p->kept_a ? 0.0 : (double)p->m * k,
+                 pack_b = p->kept_b ? 0.0 : (double)p->n * k;
+    const double read_a = a_in_place_cost(p) * micro, read_b = KILN_GEMM_B_IN_PLACE_COST * micro;
+    t->rows_in_place = cpu->a_in_place && p->dtype == KILN_F32 && !p->kept_a && p->m >= (size_t)t->mr &&
+                       read_a < KILN_GEMM_PACK_COST * pack_a;
+    t->cols_in_place = b_ok && !p->trans_b && p->dtype == KILN_F32 && !p->kept_b && p->n % (size_t)t->nr == 0 &&
+                       read_b < KILN_GEMM_PACK_COST * pack_b;
+    return micro + (t->rows_in_place ? read_a : KILN_GEMM_PACK_COST * pack_a) +
+           (t->cols_in_place ? read_b : KILN_GEMM_PACK_COST * pack_b);
+}
+
 /* Flipped, the tile is stored transposed: vw multiply-adds' worth per
    element, so the flipped cost is scaled by 1 + vw / k. An operand the
    caller keeps is packed once; otherwise each execution packs it, unless
    the flipped tile reads B in place (in_place_b). The straight tile reads
    an fp32, untransposed B whose columns fill whole panels in place where
-   its micro kernel's KILN_GEMM_B_IN_PLACE_COST costs less than packing B,
-   and an fp32 A of at least mr rows where a_in_place_cost does
-   (gemm.cpu.a_in_place 1); the orientations are compared so. */
+   its micro kernel's KILN_GEMM_B_IN_PLACE_COST costs less than packing B
+   (the narrow tile only where narrow_b allows: otherwise the wide tile
+   reading B in place is costed against it packing B), and an fp32 A of at
+   least mr rows where a_in_place_cost does (gemm.cpu.a_in_place 1); the
+   orientations are compared so. */
 struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
-                                          int in_place_b, struct kiln_options *o)
+                                          int in_place_b, int narrow_b, struct kiln_options *o)
 {
     struct kiln_cpu_tile tile = {0}, flip = {0};
     const double k = (double)p->k, pack_a = p->kept_a ? 0.0 : (double)p->m * k,
                  pack_b = p->kept_b ? 0.0 : (double)p->n * k;
     const double micro = oriented_cost(cpu, p->m, p->n, &tile) * k;
-    /* Straight, each operand read in place where that costs less than
-       packing it: an fp32 A of at least mr rows (gemm.cpu.a_in_place), an
-       fp32, untransposed B whose columns fill whole panels. */
-    const double read_a = a_in_place_cost(p) * micro, read_b = KILN_GEMM_B_IN_PLACE_COST * micro;
-    const int rows_ok = cpu->a_in_place && p->dtype == KILN_F32 && !p->kept_a && p->m >= (size_t)tile.mr &&
-                        read_a < KILN_GEMM_PACK_COST * pack_a;
-    const int cols_ok = !p->trans_b && p->dtype == KILN_F32 && !p->kept_b && p->n % (size_t)tile.nr == 0 &&
-                        read_b < KILN_GEMM_PACK_COST * pack_b;
-    const double straight =
-        micro + (rows_ok ? read_a : KILN_GEMM_PACK_COST * pack_a) + (cols_ok ? read_b : KILN_GEMM_PACK_COST * pack_b);
+    const int narrow = cpu->narrow_mr > 0 && tile.mr == cpu->narrow_mr && tile.nr == cpu->vw;
+    double straight = straight_cost(cpu, p, micro, narrow ? narrow_b : 1, &tile);
+    /* The narrow tile takes one line of each of B's rows per k: read in
+       place from beyond the caches near the core, every k waits on memory
+       (docs/gemm.md#the-narrow-tile-and-a-large-b). Where B spans more than
+       narrow_b allows, the wide tile reading it in place is costed against
+       the narrow tile packing it. */
+    if (narrow && !narrow_b) {
+        struct kiln_param_gemm_cpu wide_only = *cpu;
+        wide_only.narrow_mr = 0;
+        struct kiln_cpu_tile wide = {0};
+        const double other = straight_cost(cpu, p, oriented_cost(&wide_only, p->m, p->n, &wide) * k, 1, &wide);
+        if (other < straight)
+            tile = wide, straight = other;
+    }
     /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr.
        One that packs B keeps mr: the cost below counts packing alike in
        both orientations, where packing op(A)^T's column panels from a
@@ -339,8 +365,6 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     flipped += KILN_GEMM_PACK_COST * (pack_a + (flip.in_place ? 0.0 : pack_b));
     if (flipped < straight)
         tile = flip, tile.flipped = 1;
-    else
-        tile.cols_in_place = cols_ok, tile.rows_in_place = rows_ok;
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld -DKILN_TILE_FLIP=%d", tile.mr,
                      tile.nr, tile.vw, tile.flipped);
     return tile;

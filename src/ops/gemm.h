@@ -180,9 +180,11 @@ struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu 
    is cheaper than packing them.
    `in_place_b`: flipped, B can be read in place (unpacked), which the tile
    then does where it has no more rows than B has columns (`in_place`).
+   `narrow_b`: straight, the narrow tile can read B in place (else the wide
+   tile reading it is costed against the narrow one packing it).
    Appends KILN_TILE_FLIP too. */
 struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu, const struct kiln_gemm_problem *p,
-                                          int in_place_b, struct kiln_options *o);
+                                          int in_place_b, int narrow_b, struct kiln_options *o);
 
 /* The smallest gemm.cpu.in_place_l2 at which the flipped product of the CPU
    family reads a B of `bytes` (k * ldb floats) in place on ctx's device: B's

@@ -108,9 +108,12 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     /* Flipped, an fp32 B whose columns are contiguous (untransposed) is
        read in place as the row operand, unpacked: one launch fewer, where
        the rows it spans stay near the core (in_place_span). */
-    const int in_place_b =
-        !p->trans_b && p->dtype == KILN_F32 && p->k * p->ldb * sizeof(float) <= in_place_span(plan->base.ctx, cpu);
-    const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, &options);
+    const size_t b_span = p->k * p->ldb * sizeof(float);
+    const int in_place_b = !p->trans_b && p->dtype == KILN_F32 && b_span <= in_place_span(plan->base.ctx, cpu);
+    /* Straight, the narrow tile reads B in place where it spans at most
+       gemm.cpu.narrow_in_place_l2 percent of the L2 (the same measure). */
+    const int narrow_b = b_span <= l2_percent(plan->base.ctx) * (size_t)cpu->narrow_in_place_l2;
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_orient(cpu, p, in_place_b, narrow_b, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const int direct = tile.in_place;
     /* Straight, A and B read in place as well where kiln_cpu_tile_orient

@@ -94,6 +94,10 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
     F(gemm_cpu, in_place_l2, INT, 0, 1000, HOST,                                                                       \
       "the flipped tile reads an untransposed fp32 B in place, unpacked, where it spans at most this percentage of a " \
       "core's second-level cache (the host's, for POCL's CPU device; else 1 MiB); 0: always packed")                   \
+    F(gemm_cpu, narrow_in_place_l2, INT, 0, 10000, HOST,                                                               \
+      "the straight narrow tile reads an untransposed fp32 B in place, unpacked, where it spans at most this "         \
+      "percentage of a core's second-level cache (as in_place_l2); beyond, it counts packing B and the wide tile "     \
+      "reading it in place is costed against it")                                                                      \
     F(gemm_cpu, a_in_place, INT, 0, 1, HOST,                                                                           \
       "1: the straight tile reads an fp32 A in place, unpacked, where the plan counts that cheaper than packing it; "  \
       "0: always packed")                                                                                              \

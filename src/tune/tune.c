@@ -933,6 +933,23 @@ static void plane_ladder(struct ladder *l, const char *field, const size_t *side
     }
 }
 
+/* The fewest whole row panels of the narrow tile, three or more, to
+   which the CPU family's tile rule gives the narrow tile over 1024 columns
+   (32 rows on amd-zen4: 8 x 16 against 5 x 64's seven balanced panels),
+   in rows; 0 where none up to eight panels does. */
+static size_t narrow_ladder_rows(const struct kiln_param_gemm_cpu *cpu)
+{
+    const size_t mr = cpu->narrow_mr > 0 ? (size_t)cpu->narrow_mr : 0;
+    for (size_t m = 3 * mr; mr && m <= 8 * mr; m += mr) {
+        struct kiln_options o = {0};
+        const struct kiln_cpu_tile t = kiln_cpu_tile_choose(cpu, m, 1024, &o);
+        kiln_options_free(&o);
+        if (t.mr == cpu->narrow_mr && t.nr == cpu->vw)
+            return m;
+    }
+    return 0;
+}
+
 static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx, const struct kiln_params *p,
                       struct ladder *out)
 {
@@ -940,6 +957,34 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
     const int route = p->select.gemm_route;
     const kiln_gemm_algo family = route == KILN_ROUTE_CPU ? KILN_GEMM_CPU : KILN_GEMM_TILED;
     if ((o->ops & (1u << KILN_TUNE_GEMM)) && route != KILN_ROUTE_CLBLAST) {
+        /* The narrow tile reads B in place or the wide one does
+           (gemm.cpu.narrow_in_place_l2): products of a few row panels of
+           the narrow tile (the fewest rows above two panels that take it)
+           by square Bs of 2.25 to 36 MiB, measured in the percent of L2
+           the field counts in. Placed before gemm_smallm_max, whose ladder
+           times the CPU family at such rows. */
+        const size_t narrow_rows =
+            family == KILN_GEMM_CPU && ctx->vector_kernels ? narrow_ladder_rows(&p->gemm_cpu) : 0;
+        if (narrow_rows) {
+            static const size_t sides[] = {768, 1024, 1536, 2048, 3072};
+            struct ladder *l = &out[n++];
+            *l = (struct ladder){.field = "narrow_in_place_l2",
+                                 .group = KILN_GROUP_gemm_cpu,
+                                 .sides = {"{\"kernels\":{\"gemm.cpu\":{\"narrow_in_place_l2\":10000}}}",
+                                           "{\"kernels\":{\"gemm.cpu\":{\"narrow_in_place_l2\":0}}}"},
+                                 .is_max = 1,
+                                 .never = 0,
+                                 .metric_name = "l2%"};
+            for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
+                const size_t e = sides[i];
+                snprintf(l->names[0][i], 48, "cpu %zux%zux%zu, narrow", narrow_rows, e, e);
+                snprintf(l->names[1][i], 48, "cpu %zux%zux%zu, wide", narrow_rows, e, e);
+                l->small[i] = kiln_tune_gemm_shape(l->names[0][i], narrow_rows, e, e, 1);
+                l->large[i] = kiln_tune_gemm_shape(l->names[1][i], narrow_rows, e, e, 1);
+                l->small[i].gemm.algo = l->large[i].gemm.algo = KILN_GEMM_CPU;
+                l->metric[i] = kiln_gemm_cpu_in_place_l2(ctx, e * e * sizeof(float));
+            }
+        }
         /* B of 2048 x 2048 (16 MiB): a layer's weights, past a core's L2,
            where the small-M kernel streams B once and the CPU family packs
            it first (at 1024 x 1024 B may sit in the caches, a third of what

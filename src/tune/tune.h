@@ -67,7 +67,7 @@
 
 #define KILN_TUNE_JOURNAL "kiln-tune-journal.jsonl"
 #define KILN_TUNE_SHAPES_MAX 32
-#define KILN_TUNE_THRESHOLDS_MAX 6
+#define KILN_TUNE_THRESHOLDS_MAX 8
 
 /* The gain past which a part of a group's shapes gets parameters of its
    own: a class costs a second set of kernels to compile. */
