@@ -967,6 +967,8 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
             family == KILN_GEMM_CPU && ctx->vector_kernels ? narrow_ladder_rows(&p->gemm_cpu) : 0;
         if (narrow_rows) {
             static const size_t sides[] = {768, 1024, 1536, 2048, 3072};
+            const struct kiln_param_group *g = &kiln_param_groups[KILN_GROUP_gemm_cpu];
+            const double top = g->fields[kiln_param_field_find(KILN_GROUP_gemm_cpu, "narrow_in_place_l2")].max;
             struct ladder *l = &out[n++];
             *l = (struct ladder){.field = "narrow_in_place_l2",
                                  .group = KILN_GROUP_gemm_cpu,
@@ -975,14 +977,18 @@ static size_t ladders(const struct kiln_tune_options *o, const kiln_context *ctx
                                  .is_max = 1,
                                  .never = 0,
                                  .metric_name = "l2%"};
-            for (size_t i = 0; i < sizeof sides / sizeof *sides; i++, l->count++) {
-                const size_t e = sides[i];
+            for (size_t r = 0; r < sizeof sides / sizeof *sides; r++) {
+                const size_t e = sides[r], i = l->count;
+                const long metric = kiln_gemm_cpu_in_place_l2(ctx, e * e * sizeof(float));
+                if ((double)metric > top) /* past the field's range (a small L2): not placeable */
+                    continue;
                 snprintf(l->names[0][i], 48, "cpu %zux%zux%zu, narrow", narrow_rows, e, e);
                 snprintf(l->names[1][i], 48, "cpu %zux%zux%zu, wide", narrow_rows, e, e);
                 l->small[i] = kiln_tune_gemm_shape(l->names[0][i], narrow_rows, e, e, 1);
                 l->large[i] = kiln_tune_gemm_shape(l->names[1][i], narrow_rows, e, e, 1);
                 l->small[i].gemm.algo = l->large[i].gemm.algo = KILN_GEMM_CPU;
-                l->metric[i] = kiln_gemm_cpu_in_place_l2(ctx, e * e * sizeof(float));
+                l->metric[i] = metric;
+                l->count++;
             }
         }
         /* B of 2048 x 2048 (16 MiB): a layer's weights, past a core's L2,
