@@ -119,6 +119,12 @@ static const struct cc_row rows[] = {
     {CONV("3x3 depthwise", NHWC, 1, 16, 12, 12, 16, 3, 3), PAD(1, 1, 1, 1), .groups = 16, D},
     {CONV("3x3 depthwise stride2", NCHW, 2, 32, 14, 13, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, .groups = 32, D},
     {CONV("5x5 depthwise x2", NHWC, 1, 8, 9, 9, 16, 5, 5), PAD(2, 2, 2, 2), .groups = 8, D},
+    /* Depthwise NHWC over planes the 4 x 4 tile does not divide: 14x14 in
+       two images, 7x7, and stride 2's 7x7 (the last tiles partly outside). */
+    {CONV("3x3 depthwise 14x14", NHWC, 2, 32, 14, 14, 32, 3, 3), PAD(1, 1, 1, 1), .groups = 32, D},
+    {CONV("3x3 depthwise 7x7", NHWC, 1, 48, 7, 7, 48, 3, 3), PAD(1, 1, 1, 1), .groups = 48, D},
+    {CONV("3x3 depthwise stride2 14x14", NHWC, 1, 32, 14, 14, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2,
+     .groups = 32, D},
     {CONV("single pixel", NCHW, 1, 1, 1, 1, 1, 1, 1), D},
     /* Direct NCHW row tiles (cl/common/window.h) with the CPU profiles'
        vectors of 8 (16 on amd-zen4) and work-groups of 16: 128 or more
