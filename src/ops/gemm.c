@@ -233,7 +233,7 @@ static double narrow_if_cheaper(const struct kiln_param_gemm_cpu *cpu, size_t ro
     const double thin = 1.06 * padded(rows, cols, (size_t)cpu->narrow_mr, (size_t)cpu->vw);
     if (thin >= wide)
         return wide;
-    t->mr = cpu->narrow_mr, t->nr = cpu->vw;
+    t->mr = cpu->narrow_mr, t->nr = cpu->vw, t->narrow = 1;
     return thin;
 }
 
@@ -249,7 +249,7 @@ static double oriented_cost(const struct kiln_param_gemm_cpu *cpu, size_t rows, 
 {
     const size_t nv = (size_t)(cpu->nr / cpu->vw), mr = balanced_rows(rows, (size_t)cpu->mr);
     const double loads = (double)(mr + nv) / (double)(mr * nv);
-    t->mr = (long)mr, t->nr = cpu->nr, t->vw = cpu->vw;
+    t->mr = (long)mr, t->nr = cpu->nr, t->vw = cpu->vw, t->narrow = 0;
     return narrow_if_cheaper(cpu, rows, cols, (loads > 1.0 ? loads : 1.0) * padded(rows, cols, mr, (size_t)cpu->nr), t);
 }
 
@@ -269,7 +269,7 @@ static struct kiln_cpu_tile tile_choose(const struct kiln_param_gemm_cpu *cpu, s
     const long nv = cpu->nr / cpu->vw;
     if (half && cpu->narrow_mr > 0 && nv >= 4 && nv % 2 == 0 &&
         1.03 * padded(m, n, (size_t)cpu->narrow_mr, (size_t)(cpu->nr / 2)) < cost)
-        tile.mr = cpu->narrow_mr, tile.nr = cpu->nr / 2, tile.vw = cpu->vw;
+        tile.mr = cpu->narrow_mr, tile.nr = cpu->nr / 2, tile.vw = cpu->vw, tile.narrow = 0;
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
     return tile;
 }
@@ -335,14 +335,13 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     const double k = (double)p->k, pack_a = p->kept_a ? 0.0 : (double)p->m * k,
                  pack_b = p->kept_b ? 0.0 : (double)p->n * k;
     const double micro = oriented_cost(cpu, p->m, p->n, &tile) * k;
-    const int narrow = cpu->narrow_mr > 0 && tile.mr == cpu->narrow_mr && tile.nr == cpu->vw;
-    double straight = straight_cost(cpu, p, micro, narrow ? narrow_b : 1, &tile);
+    double straight = straight_cost(cpu, p, micro, tile.narrow ? narrow_b : 1, &tile);
     /* The narrow tile takes one line of each of B's rows per k: read in
        place from beyond the caches near the core, every k waits on memory
        (docs/gemm.md#the-narrow-tile-and-a-large-b). Where B spans more than
        narrow_b allows, the wide tile reading it in place is costed against
        the narrow tile packing it. */
-    if (narrow && !narrow_b) {
+    if (tile.narrow && !narrow_b) {
         struct kiln_param_gemm_cpu wide_only = *cpu;
         wide_only.narrow_mr = 0;
         struct kiln_cpu_tile wide = {0};

@@ -138,6 +138,7 @@ void kiln_split_k_describe(struct kiln_plan *base, size_t splits, size_t ks, siz
    appending its compiler options KILN_TILE_MR, KILN_TILE_NR, KILN_TILE_VW. */
 struct kiln_cpu_tile {
     long mr, nr, vw;
+    int narrow;   /* the narrow tile: narrow_mr rows by one vector */
     int flipped;  /* the tile is of C^T (kiln_cpu_tile_orient only) */
     int in_place; /* flipped, and B read in place (kiln_cpu_tile_orient only) */
     /* straight, and B read in place: fp32, untransposed, not kept, its

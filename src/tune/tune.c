@@ -944,7 +944,7 @@ static size_t narrow_ladder_rows(const struct kiln_param_gemm_cpu *cpu)
         struct kiln_options o = {0};
         const struct kiln_cpu_tile t = kiln_cpu_tile_choose(cpu, m, 1024, &o);
         kiln_options_free(&o);
-        if (t.mr == cpu->narrow_mr && t.nr == cpu->vw)
+        if (t.narrow)
             return m;
     }
     return 0;
