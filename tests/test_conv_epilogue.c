@@ -82,6 +82,12 @@ static const struct cc_row row_variant_shapes[2] = {
     {CONV("3x3 stride2 6x6 out n2", NCHW, 2, 16, 12, 12, 96, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
 };
 
+/* An RGB stem in NHWC, whose 27-value filter the row variant compiles in
+   (src/ops/conv_igemm.c's ROWS_FIXED_MAX_VOLUME): its tiles inside the
+   image and at the padding, in 16-bit storage too. */
+static const struct cc_row stem_shape = {CONV("3x3 stride2 pad1 stem", NHWC, 1, 3, 15, 40, 32, 3, 3), PAD(1, 1, 1, 1),
+                                         .sh = 2, .sw = 2};
+
 struct epilogue_test {
     const struct epilogue *e;
     const struct cc_row *shape;
@@ -118,6 +124,18 @@ static void test_row_variant_storage(void **state)
     d.alpha = 1.5f, d.beta = 0.5f;
     d.activation = KILN_ACT_RELU;
     cc_run_case(kt_ctx, &d, dtype == KILN_F16 ? "implicit-gemm f16 row variant" : "implicit-gemm bf16 row variant");
+}
+
+/* fp16 and bf16 with the residual (stored so) on the NHWC stem, its filter
+   compiled in. */
+static void test_stem_storage(void **state)
+{
+    const kiln_dtype dtype = *(const kiln_dtype *)*state;
+    kiln_conv2d_desc d = cc_desc_of(&stem_shape, KILN_CONV_IMPLICIT_GEMM);
+    d.dtype = dtype;
+    d.alpha = 1.5f, d.beta = 0.5f;
+    d.activation = KILN_ACT_RELU;
+    cc_run_case(kt_ctx, &d, dtype == KILN_F16 ? "implicit-gemm f16 nhwc stem" : "implicit-gemm bf16 nhwc stem");
 }
 
 /* fp16 with the residual (stored as fp16) and the pool, on the algorithms
@@ -167,6 +185,9 @@ int main(void)
         kt_addf(&tests, test_row_variant_storage, &storage[i],
                 "implicit-gemm %s epilogue bias+residual relu on %s nchw", i ? "bf16" : "f16",
                 row_variant_shapes[0].what);
+    for (size_t i = 0; i < 2; i++)
+        kt_addf(&tests, test_stem_storage, &storage[i], "implicit-gemm %s epilogue bias+residual relu on %s nhwc",
+                i ? "bf16" : "f16", stem_shape.what);
     /* fp16 on the 3x3 shape: every algorithm that applies to it */
     for (size_t a = 1; a < CC_ALGOS; a++) {
         kiln_conv2d_desc d = cc_desc_of(&cc_epilogue_shapes[0][0], cc_all_algos[a]);

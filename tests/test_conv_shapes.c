@@ -101,6 +101,12 @@ static const struct cc_row rows[] = {
     /* MobileNet's 3x3 stem, direct: a filter tile of 16 (amd-zen4's
        conv.direct.kt) or 8 by its rows, at a width with interior tiles. */
     {CONV("3x3 stride2 pad1 stem", NCHW, 1, 3, 15, 40, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2, D},
+    /* The same in NHWC by implicit GEMM's row variant, whose filters of at
+       most 32 values (here 27) are compiled in (src/ops/conv_igemm.c), as
+       are the depthwise, 1x1 and 1x3 NHWC rows' (one tap a run where a
+       group or a dilation splits a filter row). */
+    {CONV("3x3 stride2 pad1 stem", NHWC, 1, 3, 15, 40, 32, 3, 3), PAD(1, 1, 1, 1), .sh = 2, .sw = 2},
+    {CONV("3x3 dilation2 pad2 rgb", NHWC, 1, 3, 11, 12, 8, 3, 3), PAD(2, 2, 2, 2), .dh = 2, .dw = 2},
     {CONV("7x7 stride2 pad3 stem", NCHW, 1, 3, 16, 16, 32, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2, D},
     {CONV("7x7 stride2 pad3 stem", NHWC, 1, 3, 16, 16, 32, 7, 7), PAD(3, 3, 3, 3), .sh = 2, .sw = 2, D},
     {CONV("3x3 groups2", NCHW, 1, 8, 10, 10, 12, 3, 3), PAD(1, 1, 1, 1), .groups = 2, D},

@@ -68,6 +68,8 @@ CASES = [
     "conv --n 1 --c 64 --h 7 --w 7 --k 64 --r 1 --s 1 --layout nhwc --bias --residual --algo implicit-gemm",
     "conv --n 1 --c 3 --h 30 --w 30 --k 64 --r 7 --s 7 --stride 2 --pad 3 --layout nhwc --bias --relu "
     "--algo implicit-gemm",
+    "conv --n 1 --c 3 --h 30 --w 30 --k 32 --r 3 --s 3 --stride 2 --pad 1 --layout nhwc --bias --relu "
+    "--algo implicit-gemm",
     "conv --n 1 --c 32 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --bias --relu --constant-weights --algo winograd-4x4",
     "conv --n 1 --c 32 --h 7 --w 7 --k 64 --r 3 --s 3 --pad 1 --bias --relu --constant-weights --algo winograd-2x2",
     "conv --n 1 --c 32 --h 14 --w 14 --k 64 --r 3 --s 3 --pad 1 --layout nhwc --bias --relu --residual "

@@ -25,8 +25,9 @@
  *   tile from the cache they stay in.
  *
  * Defines: KILN_TILE_MR/NR/VW (the register tile: MR pixels, NR filters),
- * KILN_NHWC, KILN_F16, KILN_BF16, and the epilogue switches of
- * common/epilogue.h.
+ * KILN_NHWC, KILN_F16, KILN_BF16, the epilogue switches of
+ * common/epilogue.h, and for a small filter KILN_ROWS_FIXED with
+ * KILN_ROWS_R, _S, _CG and _JOINED (below).
  */
 #include "common/epilogue.h"
 #include "common/portability.h"
@@ -36,6 +37,31 @@
 #include "conv/igemm_shape.h"
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
+
+/* A filter of a small volume (an RGB stem's 3x3 over 3 channels) has its
+   size, its channels per group and whether a filter row's taps are one run
+   compiled in (KILN_ROWS_FIXED; src/ops/conv_igemm.c decides), so that the
+   loops over the taps of a tile inside the image unroll whole. Left to run
+   time, a filter row of 9 values took a loop of 4, its remainder and the
+   stepping of the MR pixels' pointers, as many instructions as the
+   multiply-adds. The tiles at the padding keep their loops over the taps
+   (only the channels' is unrolled): unrolled whole, a 5x5 filter's 25 taps
+   and their masks spilled the accumulators. */
+#if KILN_ROWS_FIXED
+#define TAP_R KILN_ROWS_R
+#define TAP_S KILN_ROWS_S
+#define TAP_CG KILN_ROWS_CG
+#define TAP_JOINED KILN_ROWS_JOINED
+#define UNROLL_TAPS _Pragma("unroll")
+#define UNROLL_FIXED _Pragma("unroll")
+#else
+#define TAP_R R
+#define TAP_S S
+#define TAP_CG cg
+#define TAP_JOINED (dil_w == 1 && groups == 1)
+#define UNROLL_TAPS _Pragma("unroll 4")
+#define UNROLL_FIXED
+#endif
 
 /* Global (KK, panels, groups). KCRS weights are reordered from (c, r, s);
    KRSC ones are already in (r, s, c) order. */
@@ -99,7 +125,7 @@ inline __attribute__((always_inline)) void edge_tap(VEC acc[MR][NV], KILN_GLOBAL
                                                     KILN_GLOBAL const KILN_STORAGE *xp, const size_t at[MR],
                                                     const bool ok[MR], const int cg, const bool masked)
 {
-#pragma unroll 4
+    UNROLL_TAPS
     for (int c = 0; c < cg; c++, b += NR) {
         VEC bv[NV];
 #pragma unroll
@@ -129,8 +155,8 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
     const KILN_GLOBAL float *wpanel = wt + ((size_t)g * panels + panel) * (size_t)kk_count * NR;
     /* The taps of one filter row are contiguous in xp where its columns
        are (no dilation) and so are all channels (one group). */
-    const bool joined = dil_w == 1 && groups == 1;
-    const int taps = joined ? 1 : S, run = joined ? S * cg : cg;
+    const bool joined = TAP_JOINED;
+    const int taps = joined ? 1 : TAP_S, run = joined ? TAP_S * TAP_CG : TAP_CG;
     const int t_end = min(tiles, (chunk + 1) * chunk_tiles);
     for (int t = chunk * chunk_tiles; t < t_end; t++) {
         /* The tile's pixels: each one's window origin, row oh and column ow
@@ -178,10 +204,12 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
 #pragma unroll
             for (int i = 0; i < MR; i++)
                 px[i] = xp + (((size_t)on[i] * Hp + oh[i]) * Wp + ow[i]) * C + g * cg;
-            for (int r = 0; r < R; r++)
+            UNROLL_FIXED
+            for (int r = 0; r < TAP_R; r++)
+                UNROLL_FIXED
                 for (int s = 0; s < taps; s++) {
                     const size_t tap = ((size_t)(r * dil_h) * Wp + s * dil_w) * C;
-#pragma unroll 4
+                    UNROLL_TAPS
                     for (int c = 0; c < run; c++, b += NR) {
                         VEC bv[NV];
 #pragma unroll
@@ -203,8 +231,8 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
                its tap's channels where the tap is inside the image, and
                takes zeros where it lies in the padding (reading then the
                group's first channels of the tensor, a valid address). */
-            for (int r = 0; r < R; r++)
-                for (int s = 0; s < S; s++) {
+            for (int r = 0; r < TAP_R; r++)
+                for (int s = 0; s < TAP_S; s++) {
                     bool ok[MR], any = false, all = true;
                     size_t at[MR];
 #pragma unroll
@@ -216,10 +244,10 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
                         all = all && ok[i];
                     }
                     if (all)
-                        edge_tap(acc, b, xp, at, ok, cg, false);
+                        edge_tap(acc, b, xp, at, ok, TAP_CG, false);
                     else if (any) /* else the tap lies in the padding for every pixel */
-                        edge_tap(acc, b, xp, at, ok, cg, true);
-                    b += (size_t)cg * NR;
+                        edge_tap(acc, b, xp, at, ok, TAP_CG, true);
+                    b += (size_t)TAP_CG * NR;
                 }
         }
 #endif

@@ -129,6 +129,13 @@ static size_t padded_w(const kiln_conv2d_desc *d) { return d->w + d->pad_left + 
 static size_t rows_plane_h(const kiln_conv2d_desc *d) { return d->layout == KILN_NHWC ? d->h : padded_h(d); }
 static size_t rows_plane_w(const kiln_conv2d_desc *d) { return d->layout == KILN_NHWC ? d->w : padded_w(d); }
 
+/* The row variant compiles in the filter's size and channels per group
+   where its volume (cg x R x S) is at most this: an RGB stem's 3x3 (27),
+   whose taps' loops then unroll whole
+   (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel).
+   One program per such filter; larger volumes share one. */
+#define ROWS_FIXED_MAX_VOLUME 32
+
 /* The row variant: tiles of MR pixels broadcast from a channels-last input
    against NR filters (docs/convolution.md#the-row-variant-of-the-implicit-gemm-cpu-kernel).
    Work-groups take chunks of tiles of one weight panel: at least eight per
@@ -148,6 +155,12 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, nr), tiles = kiln_div_up(pixels, mr);
     const int copy = d->layout == KILN_NCHW; /* NHWC is read in place, padding and all */
+    const int fixed = kk <= ROWS_FIXED_MAX_VOLUME;
+    if (fixed)
+        kiln_options_add(&options,
+                         "-DKILN_ROWS_FIXED=1 -DKILN_ROWS_R=%zu -DKILN_ROWS_S=%zu -DKILN_ROWS_CG=%zu "
+                         "-DKILN_ROWS_JOINED=%d",
+                         d->r, d->s, s->cg, d->dilation_w == 1 && d->groups == 1);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_rows_%zux%zu", mr, nr);
     st = kiln_plan_kernel(&plan->base, PACK, ROWS_SOURCE, &options, "conv_f32_igemm_rows_pack");
     if (st == KILN_SUCCESS)
@@ -161,8 +174,9 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
     const size_t chunk = tiles * panels * d->groups / (8 * units);
     plan->block_panels = chunk < 1 ? 1 : chunk < tiles ? chunk : tiles; /* tiles per work-group */
     snprintf(plan->base.params, sizeof plan->base.params,
-             "rows: MR=%zu pixels x NR=%zu filters, VW=%ld, %zu tiles per work-group, %s", mr, nr, tile.vw,
-             plan->block_panels, copy ? "input copied channels-last" : "input read in place");
+             "rows: MR=%zu pixels x NR=%zu filters, VW=%ld, %zu tiles per work-group, %s%s", mr, nr, tile.vw,
+             plan->block_panels, copy ? "input copied channels-last" : "input read in place",
+             fixed ? ", filter compiled in" : "");
     const size_t g[3][3] = {{kk, panels, d->groups},
                             {kiln_div_up(tiles, plan->block_panels), panels, d->groups},
                             {kiln_div_up(d->c, 16), padded_h(d), d->n}};
