@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "ops/conv2d.h"
+#include "profiles/profile.h"
 
 const kiln_conv_algo cc_all_algos[CC_ALGOS] = {KILN_CONV_AUTO,        KILN_CONV_IMPLICIT_GEMM, KILN_CONV_IM2COL,
                                                KILN_CONV_DIRECT,      KILN_CONV_GEMM_1X1,      KILN_CONV_WINOGRAD_2X2,
@@ -112,4 +114,9 @@ kiln_conv2d_desc cc_desc_of(const struct cc_row *r, kiln_conv_algo algo)
     d.has_bias = 1;
     d.algo = algo;
     return d;
+}
+
+int cc_takes_tiled_igemm(const kiln_context *ctx)
+{
+    return kiln_profile_params(ctx->profile)->select.conv_igemm_route == KILN_IGEMM_TILED || !ctx->vector_kernels;
 }

@@ -84,4 +84,9 @@ void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label);
 void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
                    const char *label);
 
+/* Whether ctx's profile sends implicit GEMM to the tiled kernel (a GPU
+   profile, or KILN_CUDA_ROUTES) rather than the CPU kernel and its row
+   variant: the rule of src/ops/conv_igemm.c. */
+int cc_takes_tiled_igemm(const kiln_context *ctx);
+
 #endif /* KILN_TEST_CONV_CASES_H */

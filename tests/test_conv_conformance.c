@@ -107,13 +107,6 @@ static const struct igemm_row {
 
 static size_t or_one(size_t v) { return v ? v : 1; }
 
-/* Whether the profile's implicit GEMM runs the tiled kernel: the rule of
-   src/ops/conv_igemm.c. */
-static int takes_tiled_igemm(const kiln_context *ctx)
-{
-    return kiln_profile_params(ctx->profile)->select.conv_igemm_route == KILN_IGEMM_TILED || !ctx->vector_kernels;
-}
-
 /* Plan `d` on ctx, run it on fresh inputs and check it; `label` names the
    case; the plan's parameters must say `want` where it is not NULL. Returns
    0 if the algorithm is not written yet. */
@@ -134,7 +127,7 @@ static int run_case(kiln_context *ctx, const kiln_conv2d_desc *d, const char *wa
     assert_int_equal(info.algo, d->algo);
     assert_string_equal(info.profile, kiln_profile_name(ctx->profile));
     if (d->algo == KILN_CONV_IMPLICIT_GEMM &&
-        (strncmp(info.kernel, "conv_f32_igemm_tiled_", 21) == 0) != takes_tiled_igemm(ctx))
+        (strncmp(info.kernel, "conv_f32_igemm_tiled_", 21) == 0) != cc_takes_tiled_igemm(ctx))
         fail_msg("%s: implicit GEMM runs %s, not the kernel its GEMM route gives", label, info.kernel);
     printf("# %s: %s [%s]\n", label, info.kernel, info.params);
     if (want && !strstr(info.params, want))
@@ -194,7 +187,7 @@ static void test_profile(void **state)
             else
                 unwritten++;
         }
-    if (takes_tiled_igemm(ctx))
+    if (cc_takes_tiled_igemm(ctx))
         for (size_t i = 0; i < sizeof igemm_rows / sizeof *igemm_rows; i++) {
             const struct igemm_row *row = &igemm_rows[i];
             const kiln_conv2d_desc d = igemm_desc(row);
@@ -312,7 +305,7 @@ static void test_igemm_panel_beyond_local_memory(void **state)
     (void)state;
     kiln_context *ctx = NULL;
     kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
-    if (takes_tiled_igemm(ctx)) {
+    if (cc_takes_tiled_igemm(ctx)) {
         printf("# skipped: implicit GEMM takes the tiled kernel on this device's profile\n");
         kiln_context_destroy(ctx);
         skip();

@@ -13,8 +13,6 @@
 #include <stdio.h>
 
 #include "conv_cases.h"
-#include "core/context.h"
-#include "profiles/profile.h"
 
 /* Algorithms as bits, for the epilogue table. */
 #define B(algo) (1u << (algo))
@@ -134,7 +132,7 @@ static void test_row_variant_storage(void **state)
    NHWC builds take POCL more than a minute. */
 static void test_stem_storage(void **state)
 {
-    if (!kt_ctx->vector_kernels || kiln_profile_params(kt_ctx->profile)->select.conv_igemm_route != KILN_IGEMM_CPU)
+    if (cc_takes_tiled_igemm(kt_ctx))
         skip();
     const kiln_dtype dtype = *(const kiln_dtype *)*state;
     kiln_conv2d_desc d = cc_desc_of(&stem_shape, KILN_CONV_IMPLICIT_GEMM);

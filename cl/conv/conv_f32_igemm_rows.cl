@@ -27,7 +27,7 @@
  * Defines: KILN_TILE_MR/NR/VW (the register tile: MR pixels, NR filters),
  * KILN_NHWC, KILN_F16, KILN_BF16, the epilogue switches of
  * common/epilogue.h, and for a small filter KILN_ROWS_FIXED with
- * KILN_ROWS_R, _S, _CG and _JOINED (below).
+ * KILN_ROWS_R, _S, _CG, _DIL_W and _GROUPS (below).
  */
 #include "common/epilogue.h"
 #include "common/portability.h"
@@ -39,8 +39,7 @@
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
 /* A filter of a small volume (an RGB stem's 3x3 over 3 channels) has its
-   size, its channels per group and whether a filter row's taps are one run
-   compiled in (KILN_ROWS_FIXED; src/ops/conv_igemm.c decides), so that the
+   size, channels per group, column dilation and groups compiled in (KILN_ROWS_FIXED; src/ops/conv_igemm.c decides), so that the
    loops over the taps of a tile inside the image unroll whole. Left to run
    time, a filter row of 9 values took a loop of 4, its remainder and the
    stepping of the MR pixels' pointers, as many instructions as the
@@ -51,14 +50,16 @@ KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 #define TAP_R KILN_ROWS_R
 #define TAP_S KILN_ROWS_S
 #define TAP_CG KILN_ROWS_CG
-#define TAP_JOINED KILN_ROWS_JOINED
+#define TAP_DIL_W KILN_ROWS_DIL_W
+#define TAP_GROUPS KILN_ROWS_GROUPS
 #define UNROLL_TAPS _Pragma("unroll")
 #define UNROLL_FIXED _Pragma("unroll")
 #else
 #define TAP_R R
 #define TAP_S S
 #define TAP_CG cg
-#define TAP_JOINED (dil_w == 1 && groups == 1)
+#define TAP_DIL_W dil_w
+#define TAP_GROUPS groups
 #define UNROLL_TAPS _Pragma("unroll 4")
 #define UNROLL_FIXED
 #endif
@@ -155,7 +156,7 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
     const KILN_GLOBAL float *wpanel = wt + ((size_t)g * panels + panel) * (size_t)kk_count * NR;
     /* The taps of one filter row are contiguous in xp where its columns
        are (no dilation) and so are all channels (one group). */
-    const bool joined = TAP_JOINED;
+    const bool joined = TAP_DIL_W == 1 && TAP_GROUPS == 1;
     const int taps = joined ? 1 : TAP_S, run = joined ? TAP_S * TAP_CG : TAP_CG;
     const int t_end = min(tiles, (chunk + 1) * chunk_tiles);
     for (int t = chunk * chunk_tiles; t < t_end; t++) {

@@ -159,8 +159,8 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
     if (fixed)
         kiln_options_add(&options,
                          "-DKILN_ROWS_FIXED=1 -DKILN_ROWS_R=%zu -DKILN_ROWS_S=%zu -DKILN_ROWS_CG=%zu "
-                         "-DKILN_ROWS_JOINED=%d",
-                         d->r, d->s, s->cg, d->dilation_w == 1 && d->groups == 1);
+                         "-DKILN_ROWS_DIL_W=%zu -DKILN_ROWS_GROUPS=%zu",
+                         d->r, d->s, s->cg, d->dilation_w, d->groups);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_rows_%zux%zu", mr, nr);
     st = kiln_plan_kernel(&plan->base, PACK, ROWS_SOURCE, &options, "conv_f32_igemm_rows_pack");
     if (st == KILN_SUCCESS)
