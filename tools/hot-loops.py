@@ -52,9 +52,19 @@ LIMIT = 0.25
 # accumulators (the direct convolution's per-channel weights, held as
 # broadcast vectors, read 0.29 of them so before it read each weight where it
 # is used). The small-M GEMM's K slices park their partial sums in private
-# memory by design, so its reads are not counted against it.
+# memory by design, and so does the fused Winograd kernel its products (0.23
+# of its multiply-adds read them on AVX-512, 0.33-0.41 on AVX2, whose 16
+# registers hold fewer), so their reads are not counted against them.
 READ_LIMIT = 0.25
-PARKS = re.compile(r"^gemm_f32_smallm\w*$")
+PARKS = re.compile(r"^(gemm_f32_smallm\w*|conv_f32_wino\dx\d_fused)$")
+# The depthwise NHWC direct tile (up to 4 x 4 pixels of VW channels) holds its
+# 3x3 filter's 9 weight vectors beside its accumulators: where the machine has
+# 16 vector registers (AVX2) they live on the stack, and each multiply-add
+# reads its weight from there as it would from memory. Read instead from the
+# packed taps at each use (no stack at all), MobileNet's NHWC 56x56 depthwise
+# layer measured 0.88-0.96x on a 2-vCPU Zen 3 (ab-bench, three runs of 8-12
+# rounds), so this case's reads are not counted against it; its stores are.
+HOLDS_WEIGHTS = "--groups 64 --layout nhwc"
 
 CASES = [
     "gemm --m 200 --n 150 --k 96",
@@ -138,7 +148,8 @@ def main():
                         continue
                     found += 1
                     share, read = stored / fmas, loaded / fmas
-                    bad = share > LIMIT or (read > READ_LIMIT and not PARKS.match(name))
+                    held = name == "conv_f32_direct" and HOLDS_WEIGHTS in case
+                    bad = share > LIMIT or (read > READ_LIMIT and not PARKS.match(name) and not held)
                     status |= bad
                     print(f"{'FAIL' if bad else 'ok'}: {name}, of {fmas} multiply-adds {stored} stored to the stack "
                           f"next ({share:.2f}), {loaded} reading it ({read:.2f}); {what}")
