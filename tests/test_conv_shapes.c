@@ -163,9 +163,7 @@ static const struct cc_row rows[] = {
     {CONV("1x1 stride2 16x96", NCHW, 1, 8, 16, 96, 16, 1, 1), .sh = 2, .sw = 2, D},
     {CONV("3x3 depthwise stride2 dilation2 16x96", NCHW, 1, 4, 16, 96, 4, 3, 3), PAD(2, 2, 2, 2), .sh = 2, .sw = 2,
      .dh = 2, .dw = 2, .groups = 4, D},
-    /* One-row and one-column filters, whose output rows the direct NCHW
-       kernel stores as their inputs come in (the last input row of output
-       row t is t * stride + (R - 1) * dilation). */
+    /* One-row and one-column depthwise filters over several row tiles. */
     {CONV("3x1 depthwise 24x20", NCHW, 1, 16, 24, 20, 16, 3, 1), PAD(1, 1, 0, 0), .groups = 16, D},
     {CONV("1x3 depthwise stride2 20x40", NCHW, 1, 16, 20, 40, 16, 1, 3), PAD(0, 0, 1, 1), .sh = 2, .sw = 2,
      .groups = 16, D},

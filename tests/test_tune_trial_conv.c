@@ -217,11 +217,11 @@ static void test_wrong_variant_is_rejected(void **state)
     (void)state;
     char *dir = tc_kernels_begin(KT_CL_DIR), path[4200];
     snprintf(path, sizeof path, "%s/conv/conv_f32_direct.cl", dir);
-    kt_edit_file(path, "    VEC v = alpha * a;\n",
+    kt_edit_file(path, "            v[t] = alpha * acc[kt][t];\n",
                  "#if KILN_DIRECT_WG == 32\n"
-                 "    VEC v = alpha * a * 1.001f;\n"
+                 "            v[t] = alpha * acc[kt][t] * 1.001f;\n"
                  "#else\n"
-                 "    VEC v = alpha * a;\n"
+                 "            v[t] = alpha * acc[kt][t];\n"
                  "#endif\n");
 
     struct kiln_trial t;

@@ -127,23 +127,6 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KI
         }
 }
 #else
-/* Add footprint row i (its window columns xv) to the output rows it
-   reaches (weights from wc). */
-INLINE void nchw_row(VEC acc[KT][TH], const VEC xv[FS], KILN_GLOBAL const KILN_STORAGE *wc, int i)
-{
-#pragma unroll
-    for (int s = 0; s < FS; s++)
-#pragma unroll
-        for (int r = 0; r < FR; r++) {
-            const int d = i - r * DH; /* = t * SH for the output row t this tap reaches */
-            if (d < 0 || d % SH != 0 || d / SH >= TH)
-                continue;
-#pragma unroll
-            for (int kt = 0; kt < KT; kt++)
-                acc[kt][d / SH] = fma(WEIGHT(wc, kt, r, s), xv[s], acc[kt][d / SH]);
-        }
-}
-
 /* Add input channel xc's contribution to the tile (weights from wc). */
 INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KILN_GLOBAL const KILN_STORAGE *wc,
                          int row0, int col0, bool interior)
@@ -151,21 +134,23 @@ INLINE void nchw_channel(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *xc, KI
 #pragma unroll
     for (int i = 0; i < IR; i++) {
         VEC xv[FS];
-        if (footprint_row(xv, xc, row0, i, col0, interior, 0.0f))
-            nchw_row(acc, xv, wc, i);
+        if (!footprint_row(xv, xc, row0, i, col0, interior, 0.0f))
+            continue;
+#pragma unroll
+        for (int s = 0; s < FS; s++)
+#pragma unroll
+            for (int r = 0; r < FR; r++) {
+                const int d = i - r * DH; /* = t * SH for the output row t this tap reaches */
+                if (d < 0 || d % SH != 0 || d / SH >= TH)
+                    continue;
+#pragma unroll
+                for (int kt = 0; kt < KT; kt++)
+                    acc[kt][d / SH] = fma(WEIGHT(wc, kt, r, s), xv[s], acc[kt][d / SH]);
+            }
     }
 }
 
 #endif
-
-INLINE void zero_tile(VEC acc[KT][TH])
-{
-#pragma unroll
-    for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-        for (int t = 0; t < TH; t++)
-            acc[kt][t] = 0.0f;
-}
 
 /* The tile's sums over the CG input channels from c0 of filters k0.. of
    image n. */
@@ -176,71 +161,6 @@ INLINE void nchw_tile(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *x, KILN_G
         nchw_channel(acc, x + ((size_t)n * C + c0 + c) * H * W, w + ((size_t)k0 * CG + c) * (FR * FS), row0, col0,
                      interior);
 }
-
-/* Output row p0 + t of filter k's plane from its sum a: alpha * a, plus
-   beta times the residual row (read as the row is stored), plus the bias,
-   through the activation. */
-INLINE VEC finish(VEC a, KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, size_t plane, int k, int t,
-                  int p0, int q0, float alpha, float beta, float slope)
-{
-    VEC v = alpha * a;
-#if KILN_HAS_Z
-    if (p0 + t < P) {
-        KILN_GLOBAL const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
-#if QE >= VW
-        const VEC zv = VLOADU_S(zrow + q0);
-#elif TILES_P == 1
-        const VEC zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
-#else
-        const VEC zv = load_span(zrow, 0, 1, Q, false, 0.0f);
-#endif
-        v = fma((VEC)(beta), zv, v);
-    }
-#endif
-#if KILN_HAS_BIAS
-    v += bias[k];
-#endif
-    return activate(v, slope);
-}
-
-/* KILN_DIRECT_STREAM (the host's choice where there is one input channel
-   per group, at most 3 filter rows, no pool and rows at least a vector
-   wide): a tile takes its footprint's rows in order and finishes and stores
-   each output row as soon as the last of its input rows is in, so that only
-   the rows still open (FR, at stride 1) hold registers, whatever TH is.
-   Otherwise every sum is open until the tile's last input row: TH x KT
-   accumulators. */
-#if KILN_DIRECT_STREAM
-#if CG != 1 || KILN_POOL || QE < VW || FR > 3
-#error "KILN_DIRECT_STREAM: a tile of one input channel per group, at most 3 filter rows, no pool, whole vectors"
-#endif
-INLINE void nchw_stream_tile(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
-                             KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
-                             KILN_GLOBAL KILN_STORAGE *y, int n, int k0, int c0, int p0, int q0, int row0, int col0,
-                             bool interior, float alpha, float beta, float slope)
-{
-    KILN_GLOBAL const KILN_STORAGE *xc = x + ((size_t)n * C + c0) * H * W;
-    KILN_GLOBAL const KILN_STORAGE *wc = w + (size_t)k0 * (FR * FS);
-    VEC acc[KT][TH];
-    zero_tile(acc);
-#pragma unroll
-    for (int i = 0; i < IR; i++) {
-        VEC xv[FS];
-        if (footprint_row(xv, xc, row0, i, col0, interior, 0.0f))
-            nchw_row(acc, xv, wc, i);
-        /* Input row i is the last of output row t = (i - (FR - 1) * DH) / SH. */
-        const int d = i - (FR - 1) * DH;
-        if (d < 0 || d % SH != 0 || d / SH >= TH || p0 + d / SH >= P)
-            continue;
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++) {
-            const size_t plane = (size_t)n * K + k0 + kt;
-            VSTOREU_S(finish(acc[kt][d / SH], bias, z, plane, k0 + kt, d / SH, p0, q0, alpha, beta, slope),
-                      y + (plane * P + p0 + d / SH) * Q + q0);
-        }
-    }
-}
-#endif
 
 /* Tile index = ((n * KBLOCKS + kb) * TILES_P + tp) * TILES_Q + tq. */
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
@@ -260,13 +180,12 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
     const int row0 = p0 * SH - PT;
     const int c0 = k0 / KG * CG;
 
-#if KILN_DIRECT_STREAM
-#define CONV_TILE(col0, interior)                                                                                      \
-    nchw_stream_tile(x, w, bias, z, y, n, k0, c0, p0, q0, row0, col0, interior, alpha, beta, slope)
-    ROW_TILE(tq, CONV_TILE)
-#else
     VEC acc[KT][TH];
-    zero_tile(acc);
+#pragma unroll
+    for (int kt = 0; kt < KT; kt++)
+#pragma unroll
+        for (int t = 0; t < TH; t++)
+            acc[kt][t] = 0.0f;
 #define CONV_TILE(col0, interior) nchw_tile(acc, x, w, n, k0, c0, row0, col0, interior)
     ROW_TILE(tq, CONV_TILE)
 
@@ -275,8 +194,26 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
         const size_t plane = (size_t)n * K + k0 + kt;
         VEC v[TH];
 #pragma unroll
-        for (int t = 0; t < TH; t++)
-            v[t] = finish(acc[kt][t], bias, z, plane, k0 + kt, t, p0, q0, alpha, beta, slope);
+        for (int t = 0; t < TH; t++) {
+            v[t] = alpha * acc[kt][t];
+#if KILN_HAS_Z
+            if (p0 + t < P) {
+                KILN_GLOBAL const KILN_STORAGE *zrow = z + (plane * P + p0 + t) * Q;
+#if QE >= VW
+                const VEC zv = VLOADU_S(zrow + q0);
+#elif TILES_P == 1
+                const VEC zv = clamped_load(zrow, 0, 1, Q, -t * Q, (P - t) * Q, 0.0f);
+#else
+                const VEC zv = load_span(zrow, 0, 1, Q, false, 0.0f);
+#endif
+                v[t] = fma((VEC)(beta), zv, v[t]);
+            }
+#endif
+#if KILN_HAS_BIAS
+            v[t] += bias[k0 + kt];
+#endif
+            v[t] = activate(v[t], slope);
+        }
 #if KILN_POOL
 #pragma unroll
         for (int t = 0; t < TH; t += 2) {
@@ -296,7 +233,6 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
                 store_row(v, t, p0, q0, y + plane * P * Q);
 #endif
     }
-#endif
 }
 
 #else /* KILN_NHWC */

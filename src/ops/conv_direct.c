@@ -21,7 +21,6 @@
 /* What a work-item computes and how many of them there are. */
 struct tiling {
     int nhwc, depthwise; /* depthwise: the NHWC kernel's one-channel-per-group path */
-    int stream;          /* NCHW: each output row stored once its input rows are in */
     size_t vw;           /* vector lanes: output columns (NCHW) or filters (NHWC) */
     size_t th;           /* output rows */
     size_t kt;           /* NCHW: filters */
@@ -33,10 +32,8 @@ struct tiling {
 };
 
 /* NCHW: row tiles (row_tiling.c) of KT filters of a group (at most
-   conv.direct.kt and the accumulators) and up to acc / KT rows; streamed
-   (one input channel per group, at most 3 filter rows, no pool, rows at
-   least a vector wide), up to conv.direct.rows rows, since the kernel then
-   holds only the rows still open. */
+   conv.direct.kt and the accumulators) and up to acc / KT rows, or, for
+   one filter of one input channel (depthwise), up to conv.direct.rows. */
 static void nchw_tiling(const struct kiln_conv_shape *s, const struct kiln_param_conv_direct *params, size_t vw,
                         size_t p_ext, size_t q_ext, struct tiling *t)
 {
@@ -46,13 +43,8 @@ static void nchw_tiling(const struct kiln_conv_shape *s, const struct kiln_param
     t->kblocks = d->k / t->kt;
     const struct kiln_row_window win = {
         d->h, d->w, p_ext, q_ext, d->stride_w, d->s, d->dilation_w, d->pad_left, d->fused_maxpool != 0};
-    t->stream = s->cg == 1 && d->r <= 3 && !d->fused_maxpool;
-    if (t->stream) {
-        kiln_row_tiling(&win, d->n * t->kblocks, vw, (size_t)params->rows, t->wg, &t->rows);
-        t->stream = t->rows.vw <= q_ext;
-    }
-    if (!t->stream)
-        kiln_row_tiling(&win, d->n * t->kblocks, vw, acc / t->kt, t->wg, &t->rows);
+    const size_t rows = s->cg == 1 && t->kt == 1 ? (size_t)params->rows : acc / t->kt;
+    kiln_row_tiling(&win, d->n * t->kblocks, vw, rows, t->wg, &t->rows);
     t->vw = t->rows.vw;
     t->th = t->rows.th;
     t->tiles_p = t->rows.tiles_p;
@@ -145,11 +137,10 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
                      " -DKILN_DIRECT_P=%zu -DKILN_DIRECT_Q=%zu -DKILN_DIRECT_YH=%zu -DKILN_DIRECT_YW=%zu"
                      " -DKILN_DIRECT_PT=%zu -DKILN_DIRECT_PL=%zu -DKILN_DIRECT_VW=%zu -DKILN_DIRECT_TH=%zu"
                      " -DKILN_DIRECT_KT=%zu -DKILN_DIRECT_TQ=%zu -DKILN_DIRECT_TILES_P=%zu -DKILN_DIRECT_TILES_Q=%zu"
-                     " -DKILN_DIRECT_KBLOCKS=%zu -DKILN_DIRECT_DEPTHWISE=%d -DKILN_DIRECT_WG=%zu -DKILN_DIRECT_CC=%zu"
-                     " -DKILN_DIRECT_STREAM=%d",
+                     " -DKILN_DIRECT_KBLOCKS=%zu -DKILN_DIRECT_DEPTHWISE=%d -DKILN_DIRECT_WG=%zu -DKILN_DIRECT_CC=%zu",
                      d->r, d->s, d->stride_h, d->stride_w, d->dilation_h, d->dilation_w, d->c, d->h, d->w, d->k, sh->kg,
                      sh->cg, sh->p, sh->q, sh->yh, sh->yw, d->pad_top, d->pad_left, t.vw, t.th, t.kt, t.tq, t.tiles_p,
-                     t.tiles_q, t.kblocks, t.depthwise, t.wg, t.cc, t.stream);
+                     t.tiles_q, t.kblocks, t.depthwise, t.wg, t.cc);
     if (!t.nhwc)
         kiln_row_tiling_options(&t.rows, &options);
     /* Depthwise NHWC with kept weights: the taps packed once, VW filters
@@ -176,10 +167,9 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
              t.nhwc ? "rows x columns x filters" : "filters x rows x columns", t.nhwc ? t.th : t.kt,
              t.nhwc ? t.tq : t.th, t.vw, t.vw, t.wg, d->r, d->s, d->stride_h, d->stride_w, d->dilation_h,
              d->dilation_w);
-    if (taps || t.stream) {
+    if (taps) {
         const size_t len = strlen(plan->base.params);
-        snprintf(plan->base.params + len, sizeof plan->base.params - len, "%s",
-                 taps ? ", taps packed once" : ", each row stored once its inputs are in");
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", taps packed once");
     }
     plan->local[0][0] = t.wg;
     if (t.nhwc && !t.depthwise) /* whole work-groups per k-block */

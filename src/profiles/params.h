@@ -240,9 +240,8 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "NCHW: the most filters of a work-item's tile (a power of two dividing the group's filters, at most acc); acc "  \
       "/ filters rows")                                                                                                \
     F(conv_direct, rows, INT, 1, 64, HOST,                                                                             \
-      "NCHW, one input channel per group (depthwise), filters of at most 3 rows, no pool: the most output rows of a "  \
-      "work-item's tile, which stores each row once its inputs are in, so only the rows still open hold "              \
-      "accumulators")
+      "NCHW, tiles of one filter over one input channel (depthwise): the most output rows of a work-item's tile, in "  \
+      "place of acc")
 
 #define KILN_FIELDS_conv_winograd(F)                                                                                   \
     F(conv_winograd, vw, VW, 1, 16, HOST,                                                                              \
