@@ -73,7 +73,7 @@ static const struct cc_row plane_shapes[2] = {
 
 /* Direct NCHW depthwise over planes of two row tiles of conv.direct.rows
    (16 on the CPU profiles: 20 rows as two tiles of 10), three tiles a row,
-   in two images. Every epilogue without the pool runs on it. */
+   in two images. Every epilogue runs on it. */
 static const struct cc_row rows_shape = {CONV("3x3 depthwise 20x24 two row tiles", NCHW, 2, 16, 20, 24, 16, 3, 3),
                                          PAD(1, 1, 1, 1), .groups = 16};
 
@@ -189,8 +189,7 @@ int main(void)
     for (size_t i = 0; i < sizeof epilogues / sizeof *epilogues; i++) {
         add_epilogue(&tests, &epilogues[i], &plane_shapes[i % 2], KILN_CONV_DIRECT);
         add_epilogue(&tests, &epilogues[i], &row_variant_shapes[i % 2], KILN_CONV_IMPLICIT_GEMM);
-        if (!epilogues[i].pool)
-            add_epilogue(&tests, &epilogues[i], &rows_shape, KILN_CONV_DIRECT);
+        add_epilogue(&tests, &epilogues[i], &rows_shape, KILN_CONV_DIRECT);
     }
     static const kiln_dtype storage[] = {KILN_F16, KILN_BF16};
     for (size_t i = 0; i < 2; i++)
