@@ -942,13 +942,15 @@ static void test_flipped_rows(void **state)
     }
 }
 
-/* The flipped tile reading B in place takes every row panel gemm.cpu.kc
-   values of K at a time where a slice that long of all of B's rows fits a
-   core's L1 (the host's for a CPU device, else 32 KiB): 130 filters by 49
-   pixels by K = 300 (a partial last row panel, a last slice of 300 % kc),
-   batch 1 and 3 (B and C per item, A shared, packed: gemm.cpu.a_in_place
-   0); kc 0, one longer than K and one whose slice exceeds L1 leave each
-   panel over all of K. */
+/* The flipped tile reading B in place takes its row panels gemm.cpu.kc
+   values of K at a time, as many panels a work-item as a slice that long
+   of their rows fits a core's L1 (the host's for a CPU device, else 32
+   KiB), in groups as even as that allows, where at least two fit: 130
+   filters by 49 pixels (9 panels of 6, the last partial) by K = 1500 (a
+   last slice of 1500 % kc), batch 1 and 3 (B and C per item, A shared,
+   packed: gemm.cpu.a_in_place 0). kc 7 to 128 fit all 9 panels; the next
+   two fit 5 and 2 (groups of 5 and 4, of 2 and 1); one fits a single panel
+   and kc 0 and one longer than K leave each panel over all of K. */
 static void test_k_blocks(void **state)
 {
     (void)state;
@@ -957,29 +959,33 @@ static void test_k_blocks(void **state)
 #else
     const size_t cache = (size_t)32 << 10;
 #endif
-    const long too_long = (long)(cache / (49 * sizeof(float))) + 1; /* its slice exceeds L1 */
-    const long kcs[] = {0, 7, 16, 128, too_long, 301};
+    const size_t k = 1500, panel = 6 * sizeof(float), panels = 9; /* a panel's bytes per k */
+    const long kcs[] = {
+        0, 7, 16, 128, (long)(cache / (5 * panel)), (long)(cache / (2 * panel)), (long)(cache / panel), 1501};
     for (size_t i = 0; i < sizeof kcs / sizeof *kcs; i++)
         for (size_t batch = 1; batch <= 3; batch += 2) {
-            if (kcs[i] > 4096)
-                continue;
             kiln_context *ctx =
                 kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
                                    "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld, "
                                    "\"a_in_place\": 0}}}",
                                    kcs[i]);
             kiln_gemm_desc d;
-            kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 130, 49, 300);
-            d.batch = batch, d.stride_a = 0, d.stride_b = 300 * 49, d.stride_c = 130 * 49;
+            kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 130, 49, k);
+            d.batch = batch, d.stride_a = 0, d.stride_b = k * 49, d.stride_c = 130 * 49;
             kiln_gemm_plan_info info;
             kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
             if (!plan)
                 return;
-            const int blocked = kcs[i] > 0 && kcs[i] < 300 && (size_t)kcs[i] * 49 * sizeof(float) <= cache;
+            const size_t fit = kcs[i] > 0 ? cache / ((size_t)kcs[i] * panel) : 0;
+            const int blocked = kcs[i] > 0 && (size_t)kcs[i] < k && fit >= 2;
+            const size_t groups = blocked ? (panels + fit - 1) / fit : 1;
+            char expect[64];
+            snprintf(expect, sizeof expect, "%zu row panels a work-item by %ld of K", (panels + groups - 1) / groups,
+                     kcs[i]);
             printf("# kc %ld, batch %zu (L1 %zu bytes): %s %s\n", kcs[i], batch, cache, info.kernel, info.params);
             assert_non_null(strstr(info.params, "B read in place"));
-            if (!strstr(info.params, "9 row panels a work-item") != !blocked)
-                fail_msg("kc %ld: \"%s\", %s", kcs[i], info.params, blocked ? "blocked" : "not blocked");
+            if (!strstr(info.params, "row panels a work-item") != !blocked || (blocked && !strstr(info.params, expect)))
+                fail_msg("kc %ld: \"%s\", %s", kcs[i], info.params, blocked ? expect : "not blocked");
             gr_check_plan(ctx, &d, plan, GR_SCALAR_PAIRS, &kt_group_seed);
             kiln_gemm_plan_destroy(plan);
             kiln_context_destroy(ctx);

@@ -34,12 +34,12 @@
  *    indexing. Where B is fp32 and untransposed, its MR
  *    consecutive columns per k are read in place instead of packed
  *    (KILN_A_DIRECT; gemm_f32_cpu_micro says how). Then KILN_TILE_RB > 1
- *    gives a work-item RB row panels (all of them: dimension 0 of the grid
- *    runs over groups of RB) and takes them KC values of K at a time: the
- *    column panel's KC rows and the rows' KC-long slices stay in L1 while
- *    the panels pass, each panel's partial sums parked in private memory
- *    between slices (the host does so where a slice of all the rows fits
- *    L1).
+ *    gives a work-item RB row panels (dimension 0 of the grid runs over
+ *    groups of RB, the last one shorter) and takes them KC values of K at a
+ *    time: the column panel's KC rows and the rows' KC-long slices stay in
+ *    L1 while the panels pass, each panel's partial sums parked in private
+ *    memory between slices (the host sizes RB so that the slices of a
+ *    group's rows fit L1).
  *
  * 4. The straight tile reads an fp32 A in place the same way (KILN_A_DIRECT:
  *    1 for a transposed A, each k's rows side by side; 2 for an untransposed

@@ -123,15 +123,17 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     /* KILN_A_DIRECT: 2 where the rows read in place run along K (A
        untransposed, straight), 1 where each k's rows sit side by side. */
     const int a_direct = !rows_direct ? 0 : tile.rows_in_place && !p->trans_a ? 2 : 1;
-    /* Reading in place, a work-item takes every row panel kc values of K at
-       a time where a slice that long of all the rows fits a core's L1: the
-       slice and the column panel's kc rows stay there while the panels
-       pass, instead of each panel streaming its column panel over all of K
-       from L2. */
+    /* Reading in place, a work-item takes a group of row panels kc values
+       of K at a time, as many panels as a slice that long of their rows
+       fits a core's L1 (all of them where they fit, else groups as even as
+       that allows): the slice and the column panel's kc rows stay there
+       while the panels pass, instead of each panel streaming its column
+       panel over all of K from L2. */
     const size_t rows_all = tile.flipped ? p->n : p->m, kc = (size_t)cpu->kc;
-    const int blocked = direct && kc > 0 && p->k > kc &&
-                        kc * rows_all * sizeof(float) <= host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10);
-    const size_t rb = blocked ? kiln_div_up(rows_all, mr) : 1;
+    const size_t panels_all = kiln_div_up(rows_all, mr);
+    const size_t fit = kc ? host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10) / (kc * mr * sizeof(float)) : 0;
+    const int blocked = direct && p->k > kc && fit >= 2;
+    const size_t rb = blocked ? kiln_div_up(panels_all, kiln_div_up(panels_all, fit)) : 1;
     /* Straight, a row panel's column panels are consecutive work-groups
        (the kernel's first dimension) where all of B's fit half the L2, so
        that one worker takes a row panel's columns and writes whole rows of
