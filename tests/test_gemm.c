@@ -944,13 +944,15 @@ static void test_flipped_rows(void **state)
 
 /* The flipped tile reading B in place takes its row panels gemm.cpu.kc
    values of K at a time, as many panels a work-item as a slice that long
-   of their rows fits a core's L1 (the host's for a CPU device, else 32
-   KiB), in groups as even as that allows, where at least two fit: 130
-   filters by 49 pixels (9 panels of 6, the last partial) by K = 1500 (a
-   last slice of 1500 % kc), batch 1 and 3 (B and C per item, A shared,
-   packed: gemm.cpu.a_in_place 0). kc 7 to 128 fit all 9 panels; the next
-   two fit 5 and 2 (groups of 5 and 4, of 2 and 1); one fits a single panel
-   and kc 0 and one longer than K leave each panel over all of K. */
+   of their rows and their parked sums (6 x 16 floats each) fit a core's L1
+   (the host's for a CPU device, else 32 KiB), in groups as even as that
+   allows, where at least two fit: 130 filters by 49 pixels (9 panels of 6,
+   the last partial) by K = 1500 (a last slice of 1500 % kc), batch 1 and 3
+   (B and C per item, A shared, packed: gemm.cpu.a_in_place 0). kc 7 to 128
+   fit all 9 panels; the next fits 5 (groups of 5 and 4), the next 5
+   panels' slices but not their sums (4: groups of 3), the next 2 (groups
+   of 2 and 1); one fits a single panel and kc 0 and one longer than K
+   leave each panel over all of K. */
 static void test_k_blocks(void **state)
 {
     (void)state;
@@ -959,9 +961,17 @@ static void test_k_blocks(void **state)
 #else
     const size_t cache = (size_t)32 << 10;
 #endif
-    const size_t k = 1500, panel = 6 * sizeof(float), panels = 9; /* a panel's bytes per k */
-    const long kcs[] = {
-        0, 7, 16, 128, (long)(cache / (5 * panel)), (long)(cache / (2 * panel)), (long)(cache / panel), 1501};
+    /* a panel's bytes per k of its slice, and of its parked sums */
+    const size_t k = 1500, panel = 6 * sizeof(float), sums = 16 * panel, panels = 9;
+    const long kcs[] = {0,
+                        7,
+                        16,
+                        128,
+                        (long)((cache / 5 - sums) / panel),
+                        (long)(cache / (5 * panel)),
+                        (long)((cache / 2 - sums) / panel),
+                        (long)((cache - sums) / panel),
+                        1501};
     for (size_t i = 0; i < sizeof kcs / sizeof *kcs; i++)
         for (size_t batch = 1; batch <= 3; batch += 2) {
             kiln_context *ctx =
@@ -976,7 +986,7 @@ static void test_k_blocks(void **state)
             kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
             if (!plan)
                 return;
-            const size_t fit = kcs[i] > 0 ? cache / ((size_t)kcs[i] * panel) : 0;
+            const size_t fit = kcs[i] > 0 ? cache / ((size_t)kcs[i] * panel + sums) : 0;
             const int blocked = kcs[i] > 0 && (size_t)kcs[i] < k && fit >= 2;
             const size_t groups = blocked ? (panels + fit - 1) / fit : 1;
             char expect[64];

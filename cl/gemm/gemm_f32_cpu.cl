@@ -39,7 +39,7 @@
  *    time: the column panel's KC rows and the rows' KC-long slices stay in
  *    L1 while the panels pass, each panel's partial sums parked in private
  *    memory between slices (the host sizes RB so that the slices of a
- *    group's rows fit L1).
+ *    group's rows and its parked sums fit L1).
  *
  * 4. The straight tile reads an fp32 A in place the same way (KILN_A_DIRECT:
  *    1 for a transposed A, each k's rows side by side; 2 for an untransposed

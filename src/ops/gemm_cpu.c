@@ -124,14 +124,15 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
        untransposed, straight), 1 where each k's rows sit side by side. */
     const int a_direct = !rows_direct ? 0 : tile.rows_in_place && !p->trans_a ? 2 : 1;
     /* Reading in place, a work-item takes a group of row panels kc values
-       of K at a time, as many panels as a slice that long of their rows
-       fits a core's L1 (all of them where they fit, else groups as even as
-       that allows): the slice and the column panel's kc rows stay there
-       while the panels pass, instead of each panel streaming its column
-       panel over all of K from L2. */
+       of K at a time, as many panels as a slice that long of their rows and
+       their parked sums (MR x NR each) fit a core's L1 (all of them where
+       they fit, else groups as even as that allows): the slice and the
+       column panel's kc rows stay there while the panels pass, instead of
+       each panel streaming its column panel over all of K from L2. */
     const size_t rows_all = tile.flipped ? p->n : p->m, kc = (size_t)cpu->kc;
     const size_t panels_all = kiln_div_up(rows_all, mr);
-    const size_t fit = kc ? host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10) / (kc * mr * sizeof(float)) : 0;
+    const size_t fit =
+        kc ? host_cache(plan->base.ctx, L1_NAME, (size_t)32 << 10) / ((kc + nr) * mr * sizeof(float)) : 0;
     const int blocked = direct && p->k > kc && fit >= 2;
     const size_t rb = blocked ? kiln_div_up(panels_all, kiln_div_up(panels_all, fit)) : 1;
     /* Straight, a row panel's column panels are consecutive work-groups
