@@ -155,11 +155,11 @@ suite build/tsan \
 section "fuzzing (build/fuzz)"
 # Every harness replays its corpus, then fuzzes for FUZZ_SECONDS (10 by
 # default), as many harnesses at once as there are cores: the replay is most
-# of the time, each input compiling its kernels (on a 2-core machine with
-# cold caches, one after another the seven took 10.5 minutes, conv's corpus
-# 5 of them and attention's 2.5; two at a time, 7.9). Each harness counts
-# once. New inputs stay in build/fuzz/corpus, failing ones in
-# build/fuzz/crashes.
+# of the time, each input compiling its kernels (on a 2-core machine, one
+# after another in a fresh clone's run the seven took 10.5 minutes, conv's
+# corpus 5 of them and attention's 2.5; two at a time, kiln's and POCL's
+# kernel caches emptied, 7.9). Each harness counts once. New inputs stay in
+# build/fuzz/corpus, failing ones in build/fuzz/crashes.
 fuzz_rc=0
 tools/fuzz.sh --jobs "$(nproc)" --seconds "${FUZZ_SECONDS:-10}" 2>&1 | tee build/fuzz.log || fuzz_rc=$?
 fuzz_passed=$(grep -c '^PASS: fuzz ' build/fuzz.log || true)

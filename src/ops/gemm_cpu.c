@@ -196,7 +196,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     const size_t cols = tile.flipped ? p->m : p->n;
     const size_t stride_r = tile.flipped ? p->stride_b : p->stride_a,
                  stride_c = tile.flipped ? p->stride_a : p->stride_b;
-    size_t panels_m = panels_all, panels_n = kiln_div_up(cols, nr);
+    const size_t panels_m = panels_all, panels_n = kiln_div_up(cols, nr);
     size_t batch_a = stride_r ? p->batch : 1, batch_b = stride_c ? p->batch : 1;
     const size_t k_a = pack_kv(p, PACK_A, tile.flipped) ? kiln_div_up(p->k, (size_t)tile.vw) : p->k,
                  k_b = pack_kv(p, PACK_B, tile.flipped) ? kiln_div_up(p->k, (size_t)tile.vw) : p->k;
