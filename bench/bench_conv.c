@@ -529,7 +529,7 @@ static const char conv_usage[] =
     "                               implicit-gemm-mma|all]\n"
     "                       [--reps R] [--warmup W] [--compare clblast,cudnn,onednn] [--json]\n"
     "       kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc]\n"
-    "                       [--compare onednn|cudnn|none] [--json]\n"
+    "                       [--compare onednn|cudnn|none] [--rounds R] [--json]\n"
     "y = act(conv(x, w) + bias + z) on random data: x NCHW with KCRS weights, or NHWC with KRSC (C per\n"
     "group); x, w, z and y in the --dtype storage (default f32), bias in fp32. --residual adds z (beta 1),\n"
     "--relu applies ReLU. --algo all runs every algorithm (UNSUPPORTED where one does not apply);\n"

@@ -135,6 +135,8 @@ static const struct model models[] = {
    ASSUMED_GFLOPS, within [MIN_RUNS, MAX_RUNS]; the operators around the
    convolutions are cheap and get MAX_RUNS. */
 enum { MIN_RUNS = 5, MAX_RUNS = 50 };
+/* Passes over the per-layer table (--rounds). */
+enum { MAX_ROUNDS = 100 };
 static const double RUN_BUDGET_MS = 400.0, ASSUMED_GFLOPS = 20.0;
 
 static int runs_for(double flops)
@@ -184,8 +186,8 @@ static kiln_pool2d_desc pool_desc(const struct layer *l, size_t n, kiln_tensor_l
 }
 
 /* `peer` is BENCH_NN_PEER_COUNT for none. */
-static int run_conv(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
-                    size_t n, kiln_tensor_layout layout, enum bench_nn_peer peer, int json, struct row *row)
+static int run_conv(kiln_context *ctx, const struct layer *l, size_t n, kiln_tensor_layout layout,
+                    enum bench_nn_peer peer, struct row *row, struct bench_conv_report *rep)
 {
     kiln_conv2d_desc d;
     conv_desc(l, n, layout, &d);
@@ -194,19 +196,13 @@ static int run_conv(kiln_context *ctx, const kiln_device_info *device, const cha
     for (int p = 0; p < BENCH_NN_PEER_COUNT; p++)
         opt.peer_reps[p] = runs;
     const kiln_conv_algo algo = KILN_CONV_AUTO;
-    struct bench_conv_report rep;
-    int failed = bench_conv_run(ctx, &d, &algo, 1, &opt, &rep);
+    int failed = bench_conv_run(ctx, &d, &algo, 1, &opt, rep);
     bench_conv_shape(&d, row->shape, sizeof row->shape);
-    snprintf(row->algo, sizeof row->algo, "%s", rep.kiln.state == BENCH_MEASURED ? rep.plan.name : "-");
-    row->kiln = rep.kiln;
+    snprintf(row->algo, sizeof row->algo, "%s", rep->kiln.state == BENCH_MEASURED ? rep->plan.name : "-");
+    row->kiln = rep->kiln;
     if (peer < BENCH_NN_PEER_COUNT)
-        row->peer = rep.peers[peer];
-    if (json) {
-        char extra[160];
-        snprintf(extra, sizeof extra, "\"model\":\"%s\",\"layer\":\"%s\",\"repeat\":%u,", model, l->name, l->repeat);
-        bench_conv_print_json(stdout, device, &rep, extra);
-    }
-    bench_conv_check_errors(&rep);
+        row->peer = rep->peers[peer];
+    bench_conv_check_errors(rep);
     return failed;
 }
 
@@ -266,8 +262,8 @@ static void print_other_json(const kiln_device_info *device, const char *model, 
     fflush(stdout);
 }
 
-static int run_other(kiln_context *ctx, const kiln_device_info *device, const char *model, const struct layer *l,
-                     size_t n, kiln_tensor_layout layout, enum bench_nn_peer peer, int json, struct row *row)
+static int run_other(kiln_context *ctx, const struct layer *l, size_t n, kiln_tensor_layout layout,
+                     enum bench_nn_peer peer, struct row *row)
 {
     struct other o = {.ctx = ctx, .l = l, .n = n};
     struct bench_nn_op op = {.rows = n, .in = l->c, .out = l->k};
@@ -330,9 +326,74 @@ static int run_other(kiln_context *ctx, const kiln_device_info *device, const ch
     free(o.x);
     free(o.w);
     free(o.y);
-    if (json)
-        print_other_json(device, model, l, peer, row);
     return row->kiln.state != BENCH_MEASURED;
+}
+
+/* ---- rounds ---- */
+
+/* A layer over the rounds of the per-layer table: its row (the first
+   round's, or the first failure's), its convolution's report, and each
+   round's median times. Once the last round is in, the row holds the
+   medians of the rounds' medians, the sum of their runs and the largest
+   error. */
+struct layer_runs {
+    struct row row;
+    struct bench_conv_report rep;
+    double *kiln_ms, *peer_ms; /* a value per round */
+};
+
+static void result_add(struct bench_result *into, const struct bench_result *r, double *ms, int round)
+{
+    if (round == 0 || into->state != BENCH_MEASURED)
+        return;
+    if (r->state != BENCH_MEASURED) {
+        *into = *r; /* a failure in any round stands */
+        return;
+    }
+    ms[round] = r->median_ms;
+    into->reps += r->reps;
+    if (r->max_rel_err > into->max_rel_err)
+        into->max_rel_err = r->max_rel_err;
+}
+
+static void layer_runs_add(struct layer_runs *lr, int round, const struct row *row, const struct bench_conv_report *rep)
+{
+    if (round == 0) {
+        lr->row = *row;
+        if (rep)
+            lr->rep = *rep;
+        lr->kiln_ms[0] = row->kiln.median_ms;
+        lr->peer_ms[0] = row->peer.median_ms;
+        return;
+    }
+    result_add(&lr->row.kiln, &row->kiln, lr->kiln_ms, round);
+    result_add(&lr->row.peer, &row->peer, lr->peer_ms, round);
+}
+
+static void result_finish(struct bench_result *r, double *ms, int rounds)
+{
+    if (r->state != BENCH_MEASURED)
+        return;
+    const double first = r->median_ms, median = bench_median(ms, (size_t)rounds);
+    r->median_ms = median;
+    r->gflops *= first / median; /* the same flops in a new time (NAN stays NAN) */
+}
+
+static void layer_runs_finish(struct layer_runs *lr, int rounds)
+{
+    result_finish(&lr->row.kiln, lr->kiln_ms, rounds);
+    result_finish(&lr->row.peer, lr->peer_ms, rounds);
+}
+
+static void print_conv_json(const kiln_device_info *device, const char *model, const struct layer *l,
+                            enum bench_nn_peer peer, struct layer_runs *lr)
+{
+    lr->rep.kiln = lr->row.kiln;
+    if (peer < BENCH_NN_PEER_COUNT)
+        lr->rep.peers[peer] = lr->row.peer;
+    char extra[160];
+    snprintf(extra, sizeof extra, "\"model\":\"%s\",\"layer\":\"%s\",\"repeat\":%u,", model, l->name, l->repeat);
+    bench_conv_print_json(stdout, device, &lr->rep, extra);
 }
 
 /* ---- the whole network, one wait ---- */
@@ -821,6 +882,15 @@ static struct bench_result run_network(kiln_context *ctx, const struct model *mo
 
 /* ---- the table ---- */
 
+/* ,"key":[v,...] */
+static void print_json_rounds(const char *key, const double *ms, int rounds)
+{
+    printf(",\"%s\":[", key);
+    for (int r = 0; r < rounds; r++)
+        printf("%s%.6g", r ? "," : "", ms[r]);
+    printf("]");
+}
+
 static void print_ms(const struct bench_result *r)
 {
     if (r->state == BENCH_MEASURED)
@@ -850,12 +920,15 @@ static void print_row(const struct layer *l, enum bench_nn_peer peer, const stru
 
 static const char models_usage[] =
     "usage: kiln-bench conv --model mobilenet_v1|resnet50 [--n N] [--layout nchw|nhwc]\n"
-    "                       [--compare onednn|cudnn|none] [--json]\n"
+    "                       [--compare onednn|cudnn|none] [--rounds R] [--json]\n"
     "The network's layers at 224x224, batch N (default 1), fp32, each with its inference epilogue: kiln\n"
     "(convolution algorithm AUTO) against one peer: oneDNN (the default when built) or, on a CUDA\n"
     "context, cuDNN (convolutions only: the other layers are n/a and left out of its total). Each\n"
     "distinct layer is timed once (median of 5-50 runs after a warm-up, a wait after each run) and\n"
-    "counted as often as the network runs it; the totals are these weighted sums. Then the whole\n"
+    "counted as often as the network runs it; the totals are these weighted sums. --rounds R (1-100,\n"
+    "default 1) passes over the layers R times, one layer after another in each pass, and reports each\n"
+    "layer's median of its R medians beside every pass's totals: a machine whose speed drifts moves a\n"
+    "pass, not the medians. Then the whole\n"
     "network in its order (ResNet-50's blocks with their shortcuts), every occurrence of a layer with\n"
     "random weights of its own, each layer reading what produced its input, one wait at the end\n"
     "(median of passes for about a second; the probabilities it ends with are checked), beside\n"
@@ -871,7 +944,7 @@ int bench_conv_models(int argc, char **argv)
 {
     const char *name = NULL;
     size_t n = 1;
-    int json = 0;
+    int json = 0, rounds = 1;
     kiln_tensor_layout layout = KILN_NCHW;
     unsigned peers = bench_nn_peer_built(BENCH_NN_PEER_ONEDNN) ? 1u << BENCH_NN_PEER_ONEDNN : 0;
     const unsigned allowed = 1u << BENCH_NN_PEER_ONEDNN | 1u << BENCH_NN_PEER_CUDNN;
@@ -889,6 +962,8 @@ int bench_conv_models(int argc, char **argv)
             name = v;
         else if (strcmp(a, "--n") == 0)
             bad = bench_parse_size(v, &n);
+        else if (strcmp(a, "--rounds") == 0)
+            bad = bench_parse_int(v, 1, MAX_ROUNDS, &rounds);
         else if (strcmp(a, "--layout") == 0 && (strcmp(v, "nchw") == 0 || strcmp(v, "nhwc") == 0))
             layout = strcmp(v, "nhwc") == 0 ? KILN_NHWC : KILN_NCHW;
         else if (strcmp(a, "--compare") == 0)
@@ -932,21 +1007,63 @@ int bench_conv_models(int argc, char **argv)
     }
     double start = bench_now_ms(), kiln_total = 0.0, peer_total = 0.0;
     int failures = 0, kiln_missing = 0, peer_missing = 0;
-    for (size_t i = 0; i < models[m].count; i++) {
+    const size_t count = models[m].count;
+    struct layer_runs *runs = calloc(count, sizeof *runs);
+    double *times = calloc(2 * count * (size_t)rounds + 2 * (size_t)rounds, sizeof *times);
+    if (!runs || !times) {
+        fprintf(stderr, "kiln-bench conv: out of host memory\n");
+        free(runs);
+        free(times);
+        kiln_context_destroy(ctx);
+        return 1;
+    }
+    double *round_kiln = times + 2 * count * (size_t)rounds, *round_peer = round_kiln + rounds;
+    for (size_t i = 0; i < count; i++) {
+        runs[i].kiln_ms = times + 2 * i * (size_t)rounds;
+        runs[i].peer_ms = runs[i].kiln_ms + rounds;
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (size_t i = 0; i < count; i++) {
+            const struct layer *l = &models[m].layers[i];
+            struct row row = {0};
+            struct bench_conv_report rep;
+            failures += (l->kind == CONV ? run_conv(ctx, l, n, layout, peer, &row, &rep)
+                                         : run_other(ctx, l, n, layout, peer, &row)) != 0;
+            round_kiln[r] += row.kiln.state == BENCH_MEASURED ? row.kiln.median_ms * l->repeat : 0.0;
+            round_peer[r] += row.peer.state == BENCH_MEASURED ? row.peer.median_ms * l->repeat : 0.0;
+            layer_runs_add(&runs[i], r, &row, l->kind == CONV ? &rep : NULL);
+            if (r + 1 < rounds)
+                continue;
+            layer_runs_finish(&runs[i], rounds);
+            if (json && l->kind == CONV)
+                print_conv_json(&device, models[m].name, l, peer, &runs[i]);
+            else if (json)
+                print_other_json(&device, models[m].name, l, peer, &runs[i].row);
+            else if (rounds == 1)
+                print_row(l, peer, &runs[i].row); /* as it is measured */
+        }
+        if (!json && rounds > 1) {
+            printf("%-17s %-46s %3s %-14s %10.3f", "round", "(a pass over the table: ms x repeat, summed)", "", "",
+                   round_kiln[r]);
+            if (peers)
+                printf(" %10.3f %7.2f", round_peer[r], round_kiln[r] > 0.0 ? round_peer[r] / round_kiln[r] : 0.0);
+            printf("\n");
+            fflush(stdout);
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
         const struct layer *l = &models[m].layers[i];
-        struct row row = {0};
-        failures +=
-            (l->kind == CONV ? run_conv : run_other)(ctx, &device, models[m].name, l, n, layout, peer, json, &row) != 0;
-        if (row.kiln.state == BENCH_MEASURED)
-            kiln_total += row.kiln.median_ms * l->repeat;
+        const struct row *row = &runs[i].row;
+        if (row->kiln.state == BENCH_MEASURED)
+            kiln_total += row->kiln.median_ms * l->repeat;
         else
             kiln_missing++;
-        if (row.peer.state == BENCH_MEASURED)
-            peer_total += row.peer.median_ms * l->repeat;
+        if (row->peer.state == BENCH_MEASURED)
+            peer_total += row->peer.median_ms * l->repeat;
         else
             peer_missing++;
-        if (!json)
-            print_row(l, peer, &row);
+        if (!json && rounds > 1)
+            print_row(l, peer, row);
     }
     struct bench_result peer_whole;
     const struct bench_result whole = run_network(ctx, &models[m], n, layout, peer, &peer_whole);
@@ -962,8 +1079,10 @@ int bench_conv_models(int argc, char **argv)
         printf("{\"op\":\"model\",\"model\":\"%s\",\"n\":%zu,\"layout\":\"%s\",\"device\":", models[m].name, n,
                layout == KILN_NHWC ? "nhwc" : "nchw");
         bench_json_string(stdout, device.name);
-        printf(",\"layers\":%zu", models[m].count);
+        printf(",\"layers\":%zu,\"rounds\":%d", models[m].count, rounds);
         bench_json_number(stdout, "kiln_ms", kiln_total);
+        if (rounds > 1)
+            print_json_rounds("kiln_round_ms", round_kiln, rounds);
         printf(",\"kiln_missing\":%d", kiln_missing);
         if (floor_us > 0.0) {
             bench_json_number(stdout, "launch_floor_us", floor_us);
@@ -981,6 +1100,10 @@ int bench_conv_models(int argc, char **argv)
             snprintf(key, sizeof key, "%s_ms", peer_name);
             bench_json_number(stdout, key, peer_total);
             printf(",\"%s_missing\":%d", peer_name, peer_missing);
+            if (rounds > 1) {
+                snprintf(key, sizeof key, "%s_round_ms", peer_name);
+                print_json_rounds(key, round_peer, rounds);
+            }
             if (peer_whole.state == BENCH_MEASURED) {
                 snprintf(key, sizeof key, "%s_network_ms", peer_name);
                 bench_json_number(stdout, key, peer_whole.median_ms);
@@ -1031,5 +1154,7 @@ int bench_conv_models(int argc, char **argv)
         printf("(kiln/x: the peer's time over kiln's, above 1 when kiln is faster; %.1f s in all)\n",
                (bench_now_ms() - start) / 1e3);
     }
+    free(runs);
+    free(times);
     return failures ? 1 : 0;
 }
