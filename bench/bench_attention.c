@@ -298,6 +298,15 @@ static double bytes_moved(const kiln_attention_desc *d)
            (d->key_lengths ? 4.0 * (double)d->batch : 0.0) + (d->lse ? 4.0 * rows : 0.0);
 }
 
+/* Whether what an attention moves fits the cache in front of the device's
+   memory (kiln_device_info's cache_bytes): a CPU's last-level cache of
+   hundreds of MiB holds a decoding step's keys and values, and the timed
+   calls, one after another, then read them from there. */
+static int fits_cache(const kiln_device_info *device, const kiln_attention_desc *d)
+{
+    return device->cache_bytes && bytes_moved(d) <= (double)device->cache_bytes;
+}
+
 static void print_json(FILE *out, const kiln_device_info *device, const struct report *rep)
 {
     const kiln_attention_desc *d = &rep->desc;
@@ -334,6 +343,10 @@ static void print_json(FILE *out, const kiln_device_info *device, const struct r
             bench_json_number(out, "bandwidth_fraction", gbps / rep->device_gbps);
         fputs(",\"device_gbps_source\":", out);
         bench_json_string(out, rep->gbps_source);
+        if (device->cache_bytes) {
+            fprintf(out, ",\"cache_bytes\":%llu,\"fits_cache\":%s", (unsigned long long)device->cache_bytes,
+                    fits_cache(device, d) ? "true" : "false");
+        }
         bench_json_number(out, "max_rel_err", rep->kiln.max_rel_err);
         bench_json_number(out, "compile_ms", rep->compile_ms);
         fprintf(out, ",\"builds\":%llu,\"reps\":%d,\"workspace_bytes\":%zu", rep->builds, rep->kiln.reps,
@@ -385,6 +398,10 @@ static void print_table(const kiln_device_info *device, const struct report *rep
                    strcmp(rep->gbps_source, "remembered") == 0 ? "; kiln-bench peak measures it again" : "");
         else
             printf(" (the device's bandwidth: %s)\n", rep->gbps_source);
+        if (fits_cache(device, d))
+            printf("all of it fits the device's %.0f MiB cache, where the repeated calls may find it: a "
+                   "fraction above 1 is the cache's speed, not the memory's\n",
+                   (double)device->cache_bytes / (1 << 20));
     }
     const double operands = (double)(2 * d->batch * d->seq_q * d->heads + 2 * d->batch * d->seq_kv * d->kv_heads) *
                             (double)d->head_dim * (d->dtype == KILN_F32 ? 4 : 2);

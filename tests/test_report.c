@@ -45,6 +45,43 @@ static int run_report(const char *dir, const char *args)
     return system(cmd);
 }
 
+/* The number after "key": in line, or -1 where the line has none. */
+static double json_number(const char *line, const char *key)
+{
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "\"%s\":", key);
+    const char *at = strstr(line, quoted);
+    return at ? strtod(at + strlen(quoted), NULL) : -1.0;
+}
+
+/* The attention row says whether what it moves fits the device's cache
+   (cache_bytes, reported by the device: its bandwidth_fraction is then the
+   cache's speed), and says it right; whether it fits. */
+static int check_fits_cache(const char *lines)
+{
+    const char *line = strstr(lines, "\"op\": \"attention\"");
+    assert_non_null(line);
+    while (line > lines && line[-1] != '\n')
+        line--;
+    const char *end = strchr(line, '\n');
+    char *row = strndup(line, end ? (size_t)(end - line) : strlen(line));
+    assert_non_null(row);
+    const double cache = json_number(row, "cache_bytes"), bytes = json_number(row, "bytes");
+    const int fits = strstr(row, "\"fits_cache\": true") != NULL, not = strstr(row, "\"fits_cache\": false") != NULL;
+    printf("# the attention row moves %.0f bytes; the device's cache: %.0f bytes (%s)\n", bytes, cache,
+           fits  ? "fits"
+           : not ? "does not fit"
+                 : "not said");
+    if (cache > 0.0) {
+        if (bytes <= 0.0 || fits == not || fits != (bytes <= cache))
+            fail_msg("fits_cache is wrong or missing:\n%s", row);
+    } else if (fits || not ) {
+        fail_msg("fits_cache without the device's cache:\n%s", row);
+    }
+    free(row);
+    return fits;
+}
+
 /* Fails, with what the tool said, unless kiln-report with args succeeds. */
 static void report_ok(const char *dir, const char *args)
 {
@@ -76,6 +113,7 @@ static void test_tiny_report(void **state)
             fail_msg("results.jsonl has no line with %s:\n%s", ops[i], lines);
     assert_non_null(strstr(lines, "\"bandwidth_fraction\"")); /* the attention row's, against the measured bandwidth */
     assert_non_null(strstr(lines, "\"launch_floor_us\""));    /* the peak line's: an empty call and its wait */
+    const int fits = check_fits_cache(lines);
     free(lines);
 
     snprintf(path, sizeof path, "%s/r/report.md", dir);
@@ -83,6 +121,8 @@ static void test_tiny_report(void **state)
     assert_non_null(md);
     assert_non_null(strstr(md, "# kiln report"));
     assert_non_null(strstr(md, "| row | kiln ms |"));
+    if (fits && !strstr(md, "(fits the "))
+        fail_msg("report.md does not say the attention row fits the cache:\n%s", md);
     if (can_plot()) {
         static const char *const plots[] = {"roofline-0.svg", "speed-0.svg"};
         for (size_t i = 0; i < sizeof plots / sizeof *plots; i++) {

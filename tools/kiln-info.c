@@ -22,8 +22,11 @@ static void print_device(const kiln_device_info *d, int is_default)
     printf("      type       %s, %u compute units @ %u MHz\n", kiln_device_type_string(d->type), d->compute_units,
            d->clock_mhz);
     printf("      arch       %s\n", d->arch[0] ? d->arch : "(not recognised)");
-    printf("      memory     %.2f GiB global, %.0f KiB local, %.2f GiB largest allocation\n",
+    printf("      memory     %.2f GiB global, %.0f KiB local, %.2f GiB largest allocation",
            d->global_mem_bytes / 1073741824.0, d->local_mem_bytes / 1024.0, d->max_alloc_bytes / 1073741824.0);
+    if (d->cache_bytes)
+        printf(", %.1f MiB cache", d->cache_bytes / 1048576.0);
+    printf("\n");
     printf("      fp16/fp64  %s/%s\n", d->fp16 ? "yes" : "no", d->fp64 ? "yes" : "no");
     printf("      version    %s; driver %s\n", d->device_version, d->driver_version);
     printf("      profile    %s (%s)\n", d->profile, d->profile_reason);

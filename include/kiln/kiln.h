@@ -141,6 +141,10 @@ typedef struct kiln_device_info {
                                         takes this device ("cuda:0, the only GPU; opencl:0
                                         is the same GPU ...", "selected by KILN_DEVICE ...");
                                         "" for a device it does not take */
+    uint64_t cache_bytes;          /**< the cache in front of global memory, as the backend
+                                        reports it (OpenCL's global memory cache: a CPU's
+                                        last level; CUDA's L2); 0 if not reported. Data that
+                                        fits it may be read faster than memory delivers */
 } kiln_device_info;
 
 /** A backend compiled into kiln: its name, how many devices it lists, and

@@ -40,6 +40,9 @@ struct kiln_device_desc {
     unsigned long long global_mem_bytes;
     unsigned long long local_mem_bytes;
     unsigned long long max_alloc_bytes;
+    /* The cache in front of global memory (OpenCL's global memory cache, a
+       CPU's last level; CUDA's L2), 0 if not reported. */
+    unsigned long long cache_bytes;
     /* Shared memory a kernel may take dynamically when its backend opens it
        to more than local_mem_bytes (CUDA's opt-in maximum); 0 if none. */
     unsigned long long shared_optin_bytes;

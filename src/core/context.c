@@ -129,6 +129,7 @@ void kiln_device_info_fill(const struct kiln_device_desc *desc, size_t index, co
     info->global_mem_bytes = desc->global_mem_bytes;
     info->local_mem_bytes = desc->local_mem_bytes;
     info->max_alloc_bytes = desc->max_alloc_bytes;
+    info->cache_bytes = desc->cache_bytes;
     info->max_work_group_size = desc->max_work_group_size;
     kiln_pci_address(desc, info->pci_address, sizeof info->pci_address);
     info->fp16 = desc->fp16;

@@ -131,6 +131,8 @@ static kiln_status describe_ordinal(int ordinal, struct kiln_device_desc *d, CUd
     d->local_mem_bytes = (unsigned long long)attribute(dev, KILN_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK);
     d->shared_optin_bytes = (unsigned long long)attribute(dev, KILN_CU_ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     d->max_alloc_bytes = d->global_mem_bytes;
+    const int l2 = attribute(dev, KILN_CU_ATTR_L2_CACHE_SIZE);
+    d->cache_bytes = l2 > 0 ? (unsigned long long)l2 : 0;
     d->max_work_group_size = (size_t)attribute(dev, KILN_CU_ATTR_MAX_THREADS_PER_BLOCK);
     d->fp16 = d->fp64 = 1;
     int v = 0;

@@ -266,6 +266,8 @@ static void describe_device(cl_platform_id platform, cl_device_id dev, struct ki
         d->local_mem_bytes = ul;
     if (clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
         d->max_alloc_bytes = ul;
+    if (clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
+        d->cache_bytes = ul;
     if (clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof sz, &sz, NULL) == CL_SUCCESS)
         d->max_work_group_size = sz;
 
