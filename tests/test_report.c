@@ -67,15 +67,16 @@ static int check_fits_cache(const char *lines)
     char *row = strndup(line, end ? (size_t)(end - line) : strlen(line));
     assert_non_null(row);
     const double cache = json_number(row, "cache_bytes"), bytes = json_number(row, "bytes");
-    const int fits = strstr(row, "\"fits_cache\": true") != NULL, not = strstr(row, "\"fits_cache\": false") != NULL;
+    const int fits = strstr(row, "\"fits_cache\": true") != NULL,
+              does_not = strstr(row, "\"fits_cache\": false") != NULL;
     printf("# the attention row moves %.0f bytes; the device's cache: %.0f bytes (%s)\n", bytes, cache,
-           fits  ? "fits"
-           : not ? "does not fit"
-                 : "not said");
+           fits       ? "fits"
+           : does_not ? "does not fit"
+                      : "not said");
     if (cache > 0.0) {
-        if (bytes <= 0.0 || fits == not || fits != (bytes <= cache))
+        if (bytes <= 0.0 || fits == does_not || fits != (bytes <= cache))
             fail_msg("fits_cache is wrong or missing:\n%s", row);
-    } else if (fits || not ) {
+    } else if (fits || does_not) {
         fail_msg("fits_cache without the device's cache:\n%s", row);
     }
     free(row);
