@@ -19,6 +19,7 @@
 #include "common/portability.h"
 #include "common/storage.h"
 
+#if KILN_WANTS(attention_softmax_rows)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask, KILN_GLOBAL const int *key_lengths,
                             KILN_GLOBAL float *lse, const ulong rows, const int nq, const int nk, const int heads,
@@ -60,8 +61,10 @@ void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask,
     lse[row] = sum > 0.0f ? top + log(sum) : -INFINITY;
 #endif
 }
+#endif
 
 #if KILN_STORAGE_16
+#if KILN_WANTS(attention_widen)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void attention_widen(KILN_GLOBAL const KILN_STORAGE *src, KILN_GLOBAL float *dst, const ulong count)
 {
@@ -69,7 +72,9 @@ void attention_widen(KILN_GLOBAL const KILN_STORAGE *src, KILN_GLOBAL float *dst
     if (i < count)
         dst[i] = KILN_LOAD(src, i);
 }
+#endif
 
+#if KILN_WANTS(attention_narrow)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void attention_narrow(KILN_GLOBAL const float *src, KILN_GLOBAL KILN_STORAGE *dst, const ulong count)
 {
@@ -77,4 +82,5 @@ void attention_narrow(KILN_GLOBAL const float *src, KILN_GLOBAL KILN_STORAGE *ds
     if (i < count)
         KILN_STORE(src[i], dst, i);
 }
+#endif
 #endif

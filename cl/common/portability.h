@@ -22,6 +22,15 @@
  *   KILN_PREFETCH_L1(p)
  *                    the same, into the nearest cache (locality 3) rather
  *                    than the second level
+ *   KILN_WANTS(name) for #if around each kernel of a source that holds
+ *                    several: true unless the host built the program for
+ *                    named kernels only (-DKILN_ONLY=1 and
+ *                    -DKILN_WANT_<name>=1 for each, kiln_options_only in
+ *                    src/util/options.h) and left this one out. POCL
+ *                    generates machine code for every kernel of a program
+ *                    when kiln takes its binary for the disk cache, so a
+ *                    kernel that a plan never launches would cost its
+ *                    compilation all the same
  *
  * Kernels that lean on OpenCL's vector syntax throughout (floatN literals,
  * swizzles: common/vector.h, common/window.h and the kernels using them)
@@ -33,6 +42,14 @@
  */
 #ifndef KILN_CL_PORTABILITY_H
 #define KILN_CL_PORTABILITY_H
+
+#ifndef KILN_ONLY
+#define KILN_ONLY 0
+#endif
+/* Two steps, so that a name given by a macro (Winograd's KERNEL(_in)) is
+   expanded before it is pasted. */
+#define KILN_WANTS(name) KILN_WANTS_NAMED(name)
+#define KILN_WANTS_NAMED(name) (!KILN_ONLY || KILN_WANT_##name)
 
 #ifdef __CUDACC_RTC__
 

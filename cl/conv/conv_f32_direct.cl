@@ -163,6 +163,7 @@ INLINE void nchw_tile(VEC acc[KT][TH], KILN_GLOBAL const KILN_STORAGE *x, KILN_G
 }
 
 /* Tile index = ((n * KBLOCKS + kb) * TILES_P + tp) * TILES_Q + tq. */
+#if KILN_WANTS(conv_f32_direct)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
 void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
@@ -234,6 +235,7 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
 #endif
     }
 }
+#endif
 
 #else /* KILN_NHWC */
 
@@ -303,6 +305,7 @@ INLINE void pixel_tile(int pixel, int *n, int *p0, int *q0)
    in local memory as VW-wide vectors, CC of the CG input channels at a
    time (usually all at once: one barrier, before anything else is
    computed, so nothing lives across it). */
+#if KILN_WANTS(conv_f32_direct)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_DIRECT_WG, 1, 1)
 void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_STORAGE *w,
                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
@@ -413,6 +416,7 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
                 VSTOREU_S(acc[t][u], y + (((size_t)n * P + p0 + t) * Q + q0 + u) * K + k0);
 #endif
 }
+#endif
 
 #endif /* KILN_NHWC */
 
@@ -420,6 +424,7 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
 /* Depthwise weights w (K x R*S, KRSC with one channel) into wt, each block of
    VW filters tap by tap with its VW filters side by side: wt[(k / VW) * R*S
    * VW + tap * VW + k % VW] = w[k * R*S + tap]. Global K * R*S. */
+#if KILN_WANTS(conv_f32_direct_pack_taps)
 KILN_KERNEL void conv_f32_direct_pack_taps(KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL KILN_STORAGE *wt)
 {
     const int e = KILN_GLOBAL_ID(0);
@@ -428,4 +433,5 @@ KILN_KERNEL void conv_f32_direct_pack_taps(KILN_GLOBAL const KILN_STORAGE *w, KI
     const int k = e / (FR * FS), tap = e % (FR * FS);
     KILN_STORE(KILN_LOAD(w, e), wt, (k / VW) * (FR * FS) * VW + tap * VW + k % VW);
 }
+#endif
 #endif

@@ -30,6 +30,7 @@
 #include "conv/igemm_pack.h"
 #include "conv/igemm_shape.h"
 
+#if KILN_WANTS(conv_f32_igemm_pack_w)
 KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int cg, const int R, const int S,
                                        KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wp)
 {
@@ -37,6 +38,7 @@ KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int cg, const int R, 
     if (kk < cg * R * S)
         igemm_pack_row(kg, cg * R * S, g, panel, kk, kk, MR, w, wp);
 }
+#endif
 
 /* Offset of x[n][c][h][w]. */
 inline size_t x_at(int n, int c, int h, int w, int C, int H, int W) { return (((size_t)n * C + c) * H + h) * W + w; }
@@ -119,6 +121,7 @@ inline void copy_padded_row(KILN_LOCAL float *dst, const KILN_GLOBAL KILN_STORAG
 
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
+#if KILN_WANTS(conv_f32_igemm)
 KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                                 KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const float *wp,
                                 KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
@@ -239,4 +242,5 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
         }
     }
 }
+#endif
 

@@ -66,6 +66,7 @@ KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
 /* Global (KK, panels, groups). KCRS weights are reordered from (c, r, s);
    KRSC ones are already in (r, s, c) order. */
+#if KILN_WANTS(conv_f32_igemm_rows_pack)
 KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int R, const int S,
                                           KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wt)
 {
@@ -81,11 +82,13 @@ KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int 
 #endif
     igemm_pack_row(kg, kk_count, g, panel, kk, src, NR, w, wt);
 }
+#endif
 
 #if !KILN_NHWC
 /* Work-item (c-block, hp, n): channels c0 .. c0 + 15 of row hp of xp, pixel
    by pixel, one vector store per pixel (the 16 input rows it reads in NCHW
    stay in the data cache along the row). */
+#if KILN_WANTS(conv_f32_igemm_rows_copy)
 KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W, const int Hp, const int Wp,
                                           const int pad_top, const int pad_left, KILN_GLOBAL const KILN_STORAGE *x,
                                           KILN_GLOBAL KILN_STORAGE *xp)
@@ -111,6 +114,7 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
                 KILN_STORE(inside ? KILN_LOAD(src, (size_t)c * H * W + w) : 0.0f, dst, c);
     }
 }
+#endif
 #endif
 
 #if KILN_NHWC
@@ -144,6 +148,7 @@ inline __attribute__((always_inline)) void edge_tap(VEC acc[MR][NV], KILN_GLOBAL
 }
 #endif
 
+#if KILN_WANTS(conv_f32_igemm_rows)
 KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                                      KILN_GLOBAL const KILN_STORAGE *xp, KILN_GLOBAL const float *wt,
                                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
@@ -355,3 +360,4 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
 #endif
     }
 }
+#endif

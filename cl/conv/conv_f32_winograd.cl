@@ -203,6 +203,7 @@ inline void store_row(const VEC *y, KILN_GLOBAL KILN_STORAGE *row, int col0, int
  * U[t][k / NR][c][k % NR], panels of NR filters, the last one padded with
  * zeros: global (ceil(K/NR) NR / VW, C).
  */
+#if KILN_WANTS(KERNEL(_filter))
 KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *u,
                                  const ulong plane)
 {
@@ -242,6 +243,7 @@ KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KIL
             store_ws(col[i] / (den[i] * den[j]), u + (i * WA + j) * plane + out, stored);
     }
 }
+#endif
 
 /* Columns of B^T (d B) from the rows of d B, stored at v[t * plane + out]. */
 __attribute__((always_inline)) inline void input_columns(VEC rows[WA][WA], KILN_GLOBAL float *v, size_t plane, size_t out, int valid)
@@ -265,6 +267,7 @@ __attribute__((always_inline)) inline void input_columns(VEC rows[WA][WA], KILN_
  * global-size-th), VW tiles at a time; the last VW overlap the ones before
  * (unless the row has fewer), so every store is a whole vector.
  */
+#if KILN_WANTS(KERNEL(_in))
 KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL float *v,
                              const ulong plane)
 {
@@ -321,6 +324,7 @@ KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x,
     }
 #endif
 }
+#endif
 
 /* alpha * acc + beta * z + bias, activated. */
 inline VEC epilogue(VEC acc, VEC z, VEC bias, float alpha, float beta, float slope)
@@ -363,6 +367,7 @@ inline void output_tile(KILN_GLOBAL const float *m, size_t plane, size_t in, int
  * reaching past P or Q are not stored, and the residual is read only inside
  * P x Q.
  */
+#if KILN_WANTS(KERNEL(_out))
 KILN_KERNEL void KERNEL(_out)(WINO_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                               KILN_GLOBAL const float *m, const ulong plane, KILN_GLOBAL const float *bias,
                               KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
@@ -428,3 +433,4 @@ KILN_KERNEL void KERNEL(_out)(WINO_SHAPE_ARGS, const float alpha, const float be
     }
 #endif
 }
+#endif

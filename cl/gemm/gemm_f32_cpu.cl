@@ -117,6 +117,7 @@
 KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 
 /* Global size (K, ceil(M/MR), batch_a): one k of one panel per work-item. */
+#if KILN_WANTS(gemm_f32_cpu_pack_a)
 KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
                                      const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
@@ -130,8 +131,10 @@ KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const
     for (int i = 0; i < MR; i++)
         dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;
 }
+#endif
 
 /* Global size (K, ceil(N/NR), batch_b): one k of one panel per work-item. */
+#if KILN_WANTS(gemm_f32_cpu_pack_b)
 KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                      const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
@@ -151,6 +154,7 @@ KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const
     for (int j = 0; j < NR; j++)
         dst[j] = col0 + j < N ? KILN_LOAD(B, src + (ulong)j * b_rj) : 0.0f;
 }
+#endif
 
 /* A square block of VW vectors transposed in registers, in log2(VW) rounds:
    round T exchanges bit T of the row (the vector) with bit T of the lane,
@@ -258,21 +262,25 @@ inline void kv_transpose(VEC x[VW])
 
 /* gemm_f32_cpu_pack_a's panels (MR rows), its arguments, for rows a_ri
    apart and a_rk 1. */
+#if KILN_WANTS(gemm_f32_cpu_pack_a_kv)
 KILN_KERNEL void gemm_f32_cpu_pack_a_kv(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
                                         const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
     (void)a_rk;
     PACK_KV(MR, M, K, A, off_a, a_ri, stride_a, Ap);
 }
+#endif
 
 /* gemm_f32_cpu_pack_b's panels (NR columns), its arguments, for b_rk 1 and
    columns b_rj apart. */
+#if KILN_WANTS(gemm_f32_cpu_pack_b_kv)
 KILN_KERNEL void gemm_f32_cpu_pack_b_kv(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                         const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
     (void)b_rk;
     PACK_KV(NR, N, K, B, off_b, b_rj, stride_b, Bp);
 }
+#endif
 
 #if KILN_TILE_FLIP && KILN_TILE_RUNS
 /* A whole flipped tile, MR rows (pixels, 5 to 8) by 16-lane vectors of
@@ -344,6 +352,7 @@ inline void flip_store(const float t[MR][NR], int M, int N, int row0, int first,
    its k and column j at Bp[off_b + k * b_step + j], panel_b its batch
    stride; N is a multiple of NR (no panel reads past a row's end). Else
    off_b and b_step are not read. */
+#if KILN_WANTS(gemm_f32_cpu_micro)
 KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const int k0, const int kc,
                                     const float alpha_arg, const float beta_arg,
                                     KILN_GLOBAL const float *Ap, const ulong off_a, const ulong a_step,
@@ -482,3 +491,4 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
         }
 #endif
 }
+#endif

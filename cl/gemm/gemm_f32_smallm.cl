@@ -104,6 +104,7 @@ inline void store_c(KILN_GLOBAL KILN_STORAGE *C, const size_t at, const float su
     _Pragma("unroll") for (int i_ = 0; i_ < MB; i_++) _Pragma("unroll") for (int v_ = 0; v_ < NB; v_++) acc[i_][v_] =  \
         0.0f
 
+#if KILN_WANTS(gemm_f32_smallm_dot)
 KILN_KERNEL void gemm_f32_smallm_dot(const int M, const int N, const int K, const float alpha, const float beta,
                                      KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda,
                                      const ulong stride_a, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
@@ -157,6 +158,7 @@ KILN_KERNEL void gemm_f32_smallm_dot(const int M, const int N, const int K, cons
                 store_c(C, (size_t)(i0 + i) * ldc + j0 + c, sum[i][c], alpha, beta);
     }
 }
+#endif
 
 /* The NB vectors of row k of B from the work-item's first column (B points
    there): with `full` all NB * VW columns exist, else only the first `cols`,
@@ -249,6 +251,7 @@ inline void store_rows(KILN_GLOBAL KILN_STORAGE *C, const int ldc, const int M, 
     }
 }
 
+#if KILN_WANTS(gemm_f32_smallm_axpy)
 KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, const float alpha, const float beta,
                                       KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a, const int lda,
                                       const ulong stride_a, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
@@ -326,3 +329,4 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
     }
 #endif
 }
+#endif

@@ -94,6 +94,7 @@ INLINE void pool_tile(VEC acc[TH], KILN_GLOBAL const float *xc, int row0, int co
 }
 
 /* Tile index = (plane * TILES_P + tp) * TILES_Q + tq. */
+#if KILN_WANTS(nn_pool2d_nchw)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
@@ -133,10 +134,12 @@ void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulon
         if (p0 + t < P)
             store_row(acc, t, p0, q0, y + (size_t)plane * P * Q);
 }
+#endif
 
 #endif /* KILN_ROW_TILES_Q */
 
 /* Plane `id` (H * W values, unpadded, one output). */
+#if KILN_WANTS(nn_pool2d_nchw_plane)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
@@ -166,6 +169,7 @@ void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, cons
 #endif
     y[id] = v;
 }
+#endif
 
 #else /* KILN_NHWC */
 
@@ -178,6 +182,7 @@ void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, cons
 #endif
 
 /* Work-item = ((n * P + oy) * Q + ox) * C / VW + channel block. */
+#if KILN_WANTS(nn_pool2d_nhwc)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nhwc(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
@@ -211,5 +216,6 @@ void nn_pool2d_nhwc(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulon
 #endif
     VSTOREU_S(acc, y + (size_t)pixel * C + c0);
 }
+#endif
 
 #endif /* KILN_NHWC */

@@ -30,6 +30,7 @@
 #define VW KILN_SOFTMAX_VW
 #include "common/vector.h"
 
+#if KILN_WANTS(nn_softmax)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
                 const ulong inner)
@@ -86,6 +87,7 @@ void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong co
     for (size_t d = 0; d < dim; d++)
         yc[d * inner] = yc[d * inner] / sum;
 }
+#endif
 
 /* part[0] = the maximum (or, with `sum`, the sum) of part[0 .. KILN_UTIL_WG),
    in rounds that each fold pairs `step` apart (any work-group size); every
@@ -104,6 +106,7 @@ inline float group_reduce(KILN_LOCAL float *part, const int t, const float v, co
     return r;
 }
 
+#if KILN_WANTS(nn_softmax_group)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_softmax_group(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
                       const ulong inner)
@@ -130,3 +133,4 @@ void nn_softmax_group(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ul
     for (size_t d = t; d < dim; d += KILN_UTIL_WG)
         yc[d * inner] = yc[d * inner] / sum;
 }
+#endif

@@ -39,15 +39,20 @@
         out[id] = t / (float)(lanes);                                                          \
     }
 
-#if KILN_VECTOR_SYNTAX
+#if KILN_VECTOR_SYNTAX && KILN_WANTS(util_peak_fma)
 PEAK_FMA_KERNEL(util_peak_fma, float8, 8)
+#endif
+#if KILN_VECTOR_SYNTAX && KILN_WANTS(util_peak_fma16)
 PEAK_FMA_KERNEL(util_peak_fma16, float16, 16)
 #endif
 /* One lane, for backends without OpenCL's vector syntax (the CUDA
    backend): there a warp's threads are the vector. */
+#if KILN_WANTS(util_peak_fma1)
 PEAK_FMA_KERNEL(util_peak_fma1, float, 1)
+#endif
 
 /* dst[i] = src[i] for n float4s (CUDA's float4 is a 16-byte struct). */
+#if KILN_WANTS(util_copy_f32x4)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, const ulong n)
 {
@@ -55,6 +60,7 @@ void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, con
     if (i < n)
         dst[i] = src[i];
 }
+#endif
 
 /* The sum of n float4s: a read of 16 n bytes. Work-item t reads runs of
    `span` float4s, the t-th of every global-size run: span 1 interleaves the
@@ -70,6 +76,7 @@ void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, con
 #define READ_ACC float
 #define READ_ADD(acc, v) ((acc) += ((v).x + (v).y) + ((v).z + (v).w))
 #endif
+#if KILN_WANTS(util_read_f32x4)
 KILN_KERNEL
 void util_read_f32x4(KILN_GLOBAL const float4 *src, const ulong n, const ulong span, KILN_GLOBAL float *sums)
 {
@@ -94,3 +101,4 @@ void util_read_f32x4(KILN_GLOBAL const float4 *src, const ulong n, const ulong s
     sums[t] = (s0 + s1) + (s2 + s3);
 #endif
 }
+#endif

@@ -69,8 +69,9 @@ static kiln_status naive_prepare(struct kiln_attention_plan *plan)
     struct kiln_options options = {0};
     kiln_profile_defines(&options, KILN_GROUP_util, util);
     kiln_attention_switches(s, &options);
-    st = kiln_options_status(&options, "attention");
     static const char *const names[] = {"attention_softmax_rows", "attention_widen", "attention_narrow"};
+    kiln_options_only(&options, names, f16 ? 3 : 1);
+    st = kiln_options_status(&options, "attention");
     for (int i = SOFTMAX; i <= (f16 ? NARROW : SOFTMAX) && st == KILN_SUCCESS; i++)
         st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
     kiln_options_free(&options);

@@ -148,6 +148,8 @@ static kiln_status direct_prepare(struct kiln_conv2d_plan *plan)
        vector instead of gathering them lane by lane. */
     const int taps = taps_packed(plan, &t);
     kiln_options_add(&options, " -DKILN_DIRECT_TAPS=%d", taps);
+    const char *const names[] = {"conv_f32_direct", taps ? "conv_f32_direct_pack_taps" : NULL};
+    kiln_options_only(&options, names, 2);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, "conv_f32_direct");
     if (st == KILN_SUCCESS && taps)
         st = kiln_plan_kernel(&plan->base, 1, SOURCE, &options, "conv_f32_direct_pack_taps");

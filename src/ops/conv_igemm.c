@@ -99,6 +99,8 @@ static kiln_status cpu_prepare(struct kiln_conv2d_plan *plan)
                         "of local memory",
                         kk, nr, local_bytes, plan->base.ctx->desc.local_mem_bytes);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_%zux%zu", mr, nr);
+    static const char *const names[] = {"conv_f32_igemm_pack_w", "conv_f32_igemm"};
+    kiln_options_only(&options, names, 2);
     if (st == KILN_SUCCESS)
         st = kiln_plan_kernel(&plan->base, PACK, SOURCE, &options, "conv_f32_igemm_pack_w");
     if (st == KILN_SUCCESS)
@@ -162,6 +164,9 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
                          "-DKILN_ROWS_DIL_W=%zu -DKILN_ROWS_GROUPS=%zu",
                          d->r, d->s, s->cg, d->dilation_w, d->groups);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "conv_f32_igemm_rows_%zux%zu", mr, nr);
+    const char *const names[] = {"conv_f32_igemm_rows_pack", "conv_f32_igemm_rows",
+                                 copy ? "conv_f32_igemm_rows_copy" : NULL};
+    kiln_options_only(&options, names, 3);
     st = kiln_plan_kernel(&plan->base, PACK, ROWS_SOURCE, &options, "conv_f32_igemm_rows_pack");
     if (st == KILN_SUCCESS)
         st = kiln_plan_kernel(&plan->base, MAIN, ROWS_SOURCE, &options, "conv_f32_igemm_rows");

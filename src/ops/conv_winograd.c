@@ -139,12 +139,17 @@ static kiln_status wino_prepare(struct kiln_conv2d_plan *plan)
     kiln_options_add(&options, "-DKILN_WINO_M=%d -DKILN_WINO_VW=%ld -DKILN_WINO_PANEL=%ld", w->m, vw,
                      w->fused ? tile.nr : 0L);
     static const char *const suffix[] = {"filter", "in", "out"};
-    for (int i = FILTER; i <= OUTPUT && st == KILN_SUCCESS; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "conv_f32_wino%dx%d_%s", w->m, w->m, i == OUTPUT && w->fused ? "fused" : suffix[i]);
-        st = kiln_plan_kernel(&plan->base, i, i == OUTPUT && w->fused ? SOURCE_FUSED : SOURCE,
-                              i == OUTPUT && w->fused ? &fused : &options, name);
+    char names[3][64];
+    const char *wanted[3];
+    for (int i = FILTER; i <= OUTPUT; i++) {
+        snprintf(names[i], sizeof names[i], "conv_f32_wino%dx%d_%s", w->m, w->m,
+                 i == OUTPUT && w->fused ? "fused" : suffix[i]);
+        wanted[i] = i == OUTPUT && w->fused ? NULL : names[i]; /* the fused kernel has a source of its own */
     }
+    kiln_options_only(&options, wanted, 3);
+    for (int i = FILTER; i <= OUTPUT && st == KILN_SUCCESS; i++)
+        st = kiln_plan_kernel(&plan->base, i, i == OUTPUT && w->fused ? SOURCE_FUSED : SOURCE,
+                              i == OUTPUT && w->fused ? &fused : &options, names[i]);
     kiln_options_free(&options);
     kiln_options_free(&fused);
     if (st != KILN_SUCCESS)

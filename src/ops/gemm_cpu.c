@@ -166,11 +166,18 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
         const size_t len = strlen(plan->base.params);
         snprintf(plan->base.params + len, sizeof plan->base.params - len, ", column panels first");
     }
-    const char *const names[] = {pack_kv(p, PACK_A, tile.flipped) ? "gemm_f32_cpu_pack_a_kv" : "gemm_f32_cpu_pack_a",
-                                 pack_kv(p, PACK_B, tile.flipped) ? "gemm_f32_cpu_pack_b_kv" : "gemm_f32_cpu_pack_b",
+    /* The packing kernels of the operands it packs (none read in place). */
+    const char *const names[] = {rows_direct                        ? NULL
+                                 : pack_kv(p, PACK_A, tile.flipped) ? "gemm_f32_cpu_pack_a_kv"
+                                                                    : "gemm_f32_cpu_pack_a",
+                                 cols_direct                        ? NULL
+                                 : pack_kv(p, PACK_B, tile.flipped) ? "gemm_f32_cpu_pack_b_kv"
+                                                                    : "gemm_f32_cpu_pack_b",
                                  "gemm_f32_cpu_micro"};
+    kiln_options_only(&options, names, 3);
     for (int i = 0; i < 3 && st == KILN_SUCCESS; i++)
-        st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
+        if (names[i])
+            st = kiln_plan_kernel(&plan->base, i, SOURCE, &options, names[i]);
     kiln_options_free(&options);
     if (st != KILN_SUCCESS)
         return st;

@@ -81,6 +81,7 @@ static kiln_status smallm_prepare(struct kiln_gemm_plan *plan)
     plan->dims[0][1] = 1;
     plan->dims[0][2] = p->batch;
     plan->dims[1][0] = wg, plan->dims[1][1] = plan->dims[1][2] = 1;
+    kiln_options_only(&options, &kernel, 1);
     st = kiln_plan_kernel(&plan->base, 0, SOURCE, &options, kernel);
     kiln_options_free(&options);
     return st;

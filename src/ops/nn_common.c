@@ -40,6 +40,7 @@ kiln_status kiln_nn_launch(kiln_context *ctx, const char *source, const char *na
     struct kiln_options options = {0};
     kiln_profile_defines(&options, KILN_GROUP_util, util);
     kiln_options_add(&options, "%s", defines);
+    kiln_options_only(&options, &name, 1);
     kiln_status st = kiln_options_status(&options, name);
     if (st == KILN_SUCCESS)
         st = kiln_kernel_get(ctx, source, kiln_options_text(&options), name, &kernel);

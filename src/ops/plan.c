@@ -45,6 +45,9 @@ kiln_status kiln_plan_kernel(struct kiln_plan *base, int slot, const char *sourc
                              const char *name)
 {
     kiln_status st = kiln_options_status(options, name);
+    if (st == KILN_SUCCESS && !kiln_options_holds(kiln_options_text(options), name))
+        st = kiln_error(KILN_ERROR_INTERNAL, "%s: kernel %s is not among those its program's options name (KILN_ONLY)",
+                        source, name);
     if (st == KILN_SUCCESS)
         st = kiln_kernel_get(base->ctx, source, kiln_options_text(options), name, &base->kernels[slot]);
     return st;

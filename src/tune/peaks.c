@@ -54,6 +54,7 @@ static kiln_status kernel_of(kiln_context *ctx, const char *name, struct kiln_ke
     const struct kiln_param_util *util = &kiln_profile_params(ctx->profile)->util;
     struct kiln_options options = {0};
     kiln_profile_defines(&options, KILN_GROUP_util, util);
+    kiln_options_only(&options, &name, 1);
     kiln_status st = kiln_options_status(&options, "kiln_measure_peaks");
     if (st == KILN_SUCCESS)
         st = kiln_kernel_get(ctx, "util/peak", kiln_options_text(&options), name, kernel);

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/diag.h"
 
@@ -38,6 +39,27 @@ void kiln_options_add(struct kiln_options *o, const char *fmt, ...)
         o->text = text;
         o->capacity = capacity;
     }
+}
+
+void kiln_options_only(struct kiln_options *o, const char *const names[], size_t count)
+{
+    kiln_options_add(o, "-DKILN_ONLY=1");
+    for (size_t i = 0; i < count; i++)
+        if (names[i])
+            kiln_options_add(o, "-DKILN_WANT_%s=1", names[i]);
+}
+
+int kiln_options_holds(const char *text, const char *name)
+{
+    if (!strstr(text, "-DKILN_ONLY=1"))
+        return 1;
+    const size_t n = strlen(name);
+    for (const char *at = text; (at = strstr(at, "-DKILN_WANT_")) != NULL; at++) {
+        const char *end = at + strlen("-DKILN_WANT_");
+        if (strncmp(end, name, n) == 0 && strncmp(end + n, "=1", 2) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 kiln_status kiln_options_status(const struct kiln_options *o, const char *what)
