@@ -18,6 +18,7 @@
 
 #include "attention_ref.h"
 #include "core/context.h"
+#include "ops/attention.h"
 #include "profiles/profile.h"
 #include "test_util.h"
 
@@ -496,6 +497,29 @@ static void row_name(char *buf, size_t size, const struct ar_row *r, kiln_attent
 /* ------------------------------------------------------------------------ */
 /* Defaults, AUTO, events, reuse, one-shot, memory, rows that see nothing   */
 /* ------------------------------------------------------------------------ */
+
+/* The splits for a wanted count of work-groups: FILL the fewest reaching
+   it, ONE_WAVE the most not passing it; one where the work-groups unsplit
+   reach it. ONE_WAVE's rows are an H200's decoding steps (132 SMs, one block
+   a SM; H32/KV8 from batch 1 to 32), each the best of splits of 256 to 8192
+   keys measured there (docs/cuda.md). */
+static void test_split_rule(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t units, wanted, fill, one_wave;
+    } cases[] = {
+        {8, 132, 17, 16}, {16, 132, 9, 8}, {32, 132, 5, 4}, {64, 132, 3, 2}, {128, 132, 2, 1}, {256, 132, 1, 1},
+        {132, 132, 1, 1}, {1, 8, 8, 8},    {3, 8, 3, 2},    {0, 8, 1, 1},    {5, 1, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const size_t fill = kiln_attention_splits_for(cases[i].units, cases[i].wanted, KILN_SPLIT_FILL),
+                     wave = kiln_attention_splits_for(cases[i].units, cases[i].wanted, KILN_SPLIT_ONE_WAVE);
+        if (fill != cases[i].fill || wave != cases[i].one_wave)
+            fail_msg("%zu work-groups, %zu wanted: %zu and %zu splits, wanted %zu and %zu", cases[i].units,
+                     cases[i].wanted, fill, wave, cases[i].fill, cases[i].one_wave);
+    }
+}
 
 static void test_desc_init(void **state)
 {
@@ -977,6 +1001,7 @@ int main(void)
 {
     static const kiln_attention_algo algos[ALGOS] = {KILN_ATTENTION_FUSED, KILN_ATTENTION_NAIVE, KILN_ATTENTION_FUSED};
     struct kt_list tests = {0};
+    kt_add(&tests, cmocka_unit_test(test_split_rule));
     kt_add(&tests, cmocka_unit_test(test_desc_init));
     kt_add(&tests, cmocka_unit_test(test_auto_is_fused));
     kt_add(&tests, cmocka_unit_test(test_rows_on_tensor_cores));

@@ -59,17 +59,23 @@ struct kiln_attention_plan {
 
 extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attention_naive;
 
-/* Keys split over work-items (attention_decode.c). split_keys: the keys
-   per split for `units` work-items (or work-groups) without splitting,
-   about per_cu per compute unit, at least min_split, a multiple of step (or
-   KILN_ATTENTION_SPLIT_KV's), and `why`. split_prepare: the plan's splits,
+/* Keys split over work-items (attention_decode.c). splits_for: how many
+   splits give `units` work-groups (unsplit) about `wanted` in all: the
+   fewest reaching it (KILN_SPLIT_FILL), or the most not passing it, one wave
+   of work-groups resident together (KILN_SPLIT_ONE_WAVE); 1 where units
+   reach it. split_keys: the keys per split for `units` work-items (or
+   work-groups) without splitting, about per_cu per compute unit as `fill`
+   says, at least min_split, a multiple of step (or KILN_ATTENTION_SPLIT_KV's),
+   and `why`. split_prepare: the plan's splits,
    and with more than one the combine kernel (in kernel slot `slot`) and
    the workspace. split_launch: the plan's kernel `kernel` over `dims`
    dimensions of its geometry, with the fused kernel's arguments and the
    split ones (cl/attention/args.h), then the combine where there are
    splits; `event` receives the last launch's. */
-int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
-                              long step, const char **why);
+enum kiln_split_fill { KILN_SPLIT_FILL, KILN_SPLIT_ONE_WAVE };
+size_t kiln_attention_splits_for(size_t units, size_t wanted, enum kiln_split_fill fill);
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu,
+                              enum kiln_split_fill fill, long min_split, long step, const char **why);
 kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int split_len, int slot);
 /* Append " splits=S of L keys (why)" to the plan's params where it splits. */
 void kiln_attention_split_describe(struct kiln_attention_plan *plan, int split_len, const char *why);

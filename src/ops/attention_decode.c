@@ -12,8 +12,8 @@
  *
  * On the CUDA backend, the same problems take cu/attention/attention_decode.cu
  * instead: a block of warps per split of a (batch, kv head), each warp
- * reading whole rows of keys and values, the splits giving about eight
- * blocks per compute unit.
+ * reading whole rows of keys and values, the splits as many as give one
+ * wave of blocks resident together (about 8 warps per SM), no more.
  *
  * On devices of the OpenCL backend other than CPUs (and on the flash route),
  * they take cl/attention/attention_f32_decode_wg.cl where the profile's
@@ -46,8 +46,15 @@
 #define WG_SOURCE "attention/attention_f32_decode_wg"
 enum { WS_PART = 0, WS_PART_LSE = 1 }; /* workspace slots */
 
-int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu, long min_split,
-                              long step, const char **why)
+size_t kiln_attention_splits_for(size_t units, size_t wanted, enum kiln_split_fill fill)
+{
+    if (units == 0 || units >= wanted)
+        return 1;
+    return fill == KILN_SPLIT_ONE_WAVE ? wanted / units : (wanted + units - 1) / units;
+}
+
+int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu,
+                              enum kiln_split_fill fill, long min_split, long step, const char **why)
 {
     const kiln_attention_desc *d = &plan->s.d;
     const long forced = kiln_env_long("KILN_ATTENTION_SPLIT_KV", 1, 1L << 30, "a number of keys from 1 to 2^30");
@@ -58,15 +65,20 @@ int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t uni
         *why = "KILN_ATTENTION_SPLIT_KV";
     } else {
         const size_t wanted = (size_t)per_cu * plan->base.ctx->desc.compute_units;
-        const size_t splits = units >= wanted ? 1 : (wanted + units - 1) / units;
+        const size_t splits = kiln_attention_splits_for(units, wanted, fill);
         len = (long)((d->seq_kv + splits - 1) / splits);
         if (len < min_split)
             len = min_split;
-        static const char *const per_cu_why[] = {"a work-group per compute unit",  "2 work-groups per compute unit",
-                                                 "3 work-groups per compute unit", "4 work-groups per compute unit",
-                                                 "5 work-groups per compute unit", "6 work-groups per compute unit",
-                                                 "7 work-groups per compute unit", "8 work-groups per compute unit"};
-        *why = per_cu >= 1 && per_cu <= 8 ? per_cu_why[per_cu - 1] : "work-groups per compute unit";
+        static const char *const per_cu_why[2][8] = {
+            {"a work-group per compute unit", "2 work-groups per compute unit", "3 work-groups per compute unit",
+             "4 work-groups per compute unit", "5 work-groups per compute unit", "6 work-groups per compute unit",
+             "7 work-groups per compute unit", "8 work-groups per compute unit"},
+            {"one wave, a work-group per compute unit", "one wave, 2 work-groups per compute unit",
+             "one wave, 3 work-groups per compute unit", "one wave, 4 work-groups per compute unit",
+             "one wave, 5 work-groups per compute unit", "one wave, 6 work-groups per compute unit",
+             "one wave, 7 work-groups per compute unit", "one wave, 8 work-groups per compute unit"}};
+        *why = per_cu >= 1 && per_cu <= 8 ? per_cu_why[fill == KILN_SPLIT_ONE_WAVE][per_cu - 1]
+                                          : "work-groups per compute unit";
     }
     len = (len + step - 1) / step * step;
     /* No more splits than KILN_ATTENTION_MAX_SPLITS. */
@@ -289,7 +301,14 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
                                                                   (long)d->head_dim) > local)
         warps /= 2;
     const char *why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 8, a->split_kv, warps, &why);
+    /* Splits giving one wave of blocks, about 8 warps per SM (a block of 8
+       warps takes 222 registers a thread, so one fits an SM), the fewest
+       keys per block that keeps every SM busy: on an H200 (132 SMs; H32/KV8,
+       d128, fp32) the best of splits of 256 to 8192 keys at every batch
+       from 1 to 32 (docs/cuda.md). */
+    const int per_cu = warps >= 8 ? 1 : (int)(8 / warps);
+    const int split_len =
+        kiln_attention_split_keys(plan, d->batch * d->kv_heads, per_cu, KILN_SPLIT_ONE_WAVE, a->split_kv, warps, &why);
     kiln_status st;
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)
@@ -335,7 +354,7 @@ static kiln_status wg_decode_prepare(struct kiln_attention_plan *plan)
     long wg, bn, parts;
     wg_geometry(plan, a, &wg, &bn, &parts);
     const char *why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 8, 8 * bn, bn, &why);
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, 8, KILN_SPLIT_FILL, 8 * bn, bn, &why);
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode_wg, &a)) != KILN_SUCCESS)
         return st;
@@ -387,7 +406,8 @@ kiln_status kiln_attention_decode_prepare(struct kiln_attention_plan *plan)
             if (d->kv_heads % c == 0)
                 hk = c;
     const char *why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads / hk, 4, a->split_kv, vw, &why);
+    const int split_len =
+        kiln_attention_split_keys(plan, d->batch * d->kv_heads / hk, 4, KILN_SPLIT_FILL, a->split_kv, vw, &why);
     /* The combine kernel in slot 1; it consults util, so the decoding group
        is consulted again last (the plan's param_set names it). */
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||

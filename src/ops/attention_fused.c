@@ -166,7 +166,8 @@ static kiln_status flash_prepare(struct kiln_attention_plan *plan, int *fits, ch
        again: the plan's param_set names it. */
     const size_t blocks = (s->group * d->seq_q + (size_t)bm - 1) / (size_t)bm;
     const char *split_why = NULL;
-    const int split_len = kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, 4, 4 * bn, bn, &split_why);
+    const int split_len =
+        kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, 4, KILN_SPLIT_FILL, 4 * bn, bn, &split_why);
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_flash, &f)) != KILN_SUCCESS)
         return st;
