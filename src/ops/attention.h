@@ -74,6 +74,9 @@ extern const struct kiln_attention_algorithm kiln_attention_fused, kiln_attentio
    splits; `event` receives the last launch's. */
 enum kiln_split_fill { KILN_SPLIT_FILL, KILN_SPLIT_ONE_WAVE };
 size_t kiln_attention_splits_for(size_t units, size_t wanted, enum kiln_split_fill fill);
+/* The CUDA kernels' blocks of `warps` warps per SM for about eight warps an
+   SM: one from 8 warps on (the per_cu of split_keys). */
+int kiln_attention_blocks_per_sm(long warps);
 int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu,
                               enum kiln_split_fill fill, long min_split, long step, const char **why);
 kiln_status kiln_attention_split_prepare(struct kiln_attention_plan *plan, int split_len, int slot);

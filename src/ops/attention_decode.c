@@ -53,6 +53,8 @@ size_t kiln_attention_splits_for(size_t units, size_t wanted, enum kiln_split_fi
     return fill == KILN_SPLIT_ONE_WAVE ? wanted / units : (wanted + units - 1) / units;
 }
 
+int kiln_attention_blocks_per_sm(long warps) { return warps >= 8 ? 1 : (int)(8 / warps); }
+
 int kiln_attention_split_keys(const struct kiln_attention_plan *plan, size_t units, int per_cu,
                               enum kiln_split_fill fill, long min_split, long step, const char **why)
 {
@@ -306,9 +308,8 @@ static kiln_status cuda_decode_prepare(struct kiln_attention_plan *plan, const s
        keys per block that keeps every SM busy: on an H200 (132 SMs; H32/KV8,
        d128, fp32) the best of splits of 256 to 8192 keys at every batch
        from 1 to 32 (docs/cuda.md). */
-    const int per_cu = warps >= 8 ? 1 : (int)(8 / warps);
-    const int split_len =
-        kiln_attention_split_keys(plan, d->batch * d->kv_heads, per_cu, KILN_SPLIT_ONE_WAVE, a->split_kv, warps, &why);
+    const int split_len = kiln_attention_split_keys(plan, d->batch * d->kv_heads, kiln_attention_blocks_per_sm(warps),
+                                                    KILN_SPLIT_ONE_WAVE, a->split_kv, warps, &why);
     kiln_status st;
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_decode, &a)) != KILN_SUCCESS)

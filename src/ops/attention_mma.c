@@ -77,9 +77,9 @@ kiln_status kiln_attention_mma_prepare(struct kiln_attention_plan *plan)
        it. */
     const size_t blocks = (s->group * d->seq_q + (size_t)bq - 1) / (size_t)bq;
     const char *split_why = NULL;
-    const int per_cu = warps >= 8 ? 1 : (int)(8 / warps);
-    const int split_len = kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, per_cu, KILN_SPLIT_FILL,
-                                                    4 * bk, bk, &split_why);
+    const int split_len =
+        kiln_attention_split_keys(plan, blocks * d->batch * d->kv_heads, kiln_attention_blocks_per_sm(warps),
+                                  KILN_SPLIT_FILL, 4 * bk, bk, &split_why);
     if ((st = kiln_attention_split_prepare(plan, split_len, 1)) != KILN_SUCCESS ||
         (st = kiln_attention_params(plan, KILN_GROUP_attention_mma, &a)) != KILN_SUCCESS)
         return st;
