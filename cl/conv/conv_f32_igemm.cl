@@ -40,6 +40,18 @@ KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int cg, const int R, 
 }
 #endif
 
+/* Rows [from, end) of NR floats at p, `stride` floats apart, into L2 (a
+   hint); returns end. */
+inline int fetch_rows(const KILN_GLOBAL float *p, int stride, int from, int end)
+{
+    for (int row = from; row < end; row++) {
+#pragma unroll
+        for (int line = 0; line < NR; line += 16) /* a 64-byte line */
+            KILN_PREFETCH(p + (size_t)row * stride + line);
+    }
+    return end;
+}
+
 /* Offset of x[n][c][h][w]. */
 inline size_t x_at(int n, int c, int h, int w, int C, int H, int W) { return (((size_t)n * C + c) * H + h) * W + w; }
 
@@ -188,8 +200,20 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
     }
 
     const int panels = (kg + MR - 1) / MR;
-    const int mt_end = min(panels, (block + 1) * block_panels);
-    for (int mt = block * block_panels; mt < mt_end; mt++) {
+    const int mt_first = block * block_panels, mt_end = min(panels, (block + 1) * block_panels);
+    /* A tile read in place fetches the next tile's panel (the NR pixels
+       after its own, in the same image) into L2 while it multiplies, a
+       share of its rows before each weight panel. Its rows lie PQ floats
+       apart (12.5 KiB at 56x56), further than the hardware's prefetchers
+       follow, which left them to the next tile's first weight panel. That
+       tile's work-group is most often this thread's next: POCL hands out
+       consecutive work-groups in chunks. */
+    const bool fetch_next = in_place && pq0 + 2 * NR <= PQ;
+    const int fetch_share = (kk_count + (mt_end - mt_first) - 1) / max(mt_end - mt_first, 1);
+    int fetched = 0;
+    for (int mt = mt_first; mt < mt_end; mt++) {
+        if (fetch_next)
+            fetched = fetch_rows(b + NR, PQ, fetched, min(kk_count, fetched + fetch_share));
         const KILN_GLOBAL float *a = wp + ((size_t)g * panels + mt) * (size_t)kk_count * MR;
         VEC acc[MR][NV];
         if (in_place)
