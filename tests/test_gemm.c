@@ -788,6 +788,44 @@ static void test_column_panels_first(void **state)
     }
 }
 
+/* The straight tile fetches ahead the rows of a B it reads in place exactly
+   where they lie more than 128 floats apart (src/ops/gemm_cpu.c): B's
+   leading dimension at the bound, past it by one, 256, and wider than its
+   columns; the results right either way, the fetches past B's last row
+   included. Both kinds of plan must occur. */
+static void test_b_rows_fetched(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t m, n, k, ldb;
+    } shapes[] = {{64, 128, 300, 128}, {64, 128, 300, 129}, {64, 256, 300, 256}, {40, 128, 77, 200}};
+    int fetched = 0, not_fetched = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 8, \"nr\": 32, \"vw\": 16, "
+                                               "\"narrow_mr\": 0, \"flip_mr\": 0}}}");
+        kiln_gemm_desc d;
+        kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, shapes[i].m, shapes[i].n, shapes[i].k);
+        d.ldb = shapes[i].ldb;
+        kiln_gemm_plan_info info;
+        kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
+        if (!plan)
+            return;
+        printf("# %zux%zux%zu ldb %zu: %s %s\n", d.m, d.n, d.k, d.ldb, info.kernel, info.params);
+        const int in_place = strstr(info.params, "B read in place") || strstr(info.params, "A and B read in place");
+        const int want = in_place && !strstr(info.params, "flipped") && d.ldb > 128;
+        if (!strstr(info.params, "B's rows fetched") != !want)
+            fail_msg("%zux%zux%zu ldb %zu: \"%s\", B's rows %s", d.m, d.n, d.k, d.ldb, info.params,
+                     want ? "should be fetched ahead" : "fetched where they should not be");
+        fetched += want;
+        not_fetched += in_place && !want;
+        gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
+        kiln_gemm_plan_destroy(plan);
+        kiln_context_destroy(ctx);
+    }
+    if (!fetched || !not_fetched)
+        fail_msg("B read in place: %d plans fetched its rows and %d did not; both kinds wanted", fetched, not_fetched);
+}
+
 /* Four CPU tiles (MR below, at and above VW; VW 16, 8, 4 and 2) with the
    gemm.cpu fields `fields`, each shape on every transpose: its plan checked
    by `check` (which returns 1 where the plan counts towards `least`, per
@@ -1485,6 +1523,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_in_place_choice));
     kt_add(&tests, cmocka_unit_test(test_narrow_in_place_choice));
     kt_add(&tests, cmocka_unit_test(test_column_panels_first));
+    kt_add(&tests, cmocka_unit_test(test_b_rows_fetched));
     kt_add(&tests, cmocka_unit_test(test_cpu_packing));
     kt_add(&tests, cmocka_unit_test(test_a_in_place));
     kt_add(&tests, cmocka_unit_test(test_flipped_rows));

@@ -24,6 +24,13 @@
 #pragma clang diagnostic ignored "-Wpass-failed"
 #endif
 
+/* KILN_TILE_FETCH_B(b, b_step, k): what the k loop below does first at
+   each k with the B operand, nothing unless the including kernel defines
+   it (the CPU GEMM fetches rows ahead of a B read in place). */
+#ifndef KILN_TILE_FETCH_B
+#define KILN_TILE_FETCH_B(b, b_step, k) ((void)0)
+#endif
+
 /* The float arguments a kernel's epilogue reads after the tile (alpha,
    beta, an activation's slope), held in a volatile private array from entry
    and read back after the k loop: passed by value, they are loaded at entry
@@ -58,6 +65,7 @@
 #define KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, a_row, b, b_step, count)                                           \
     do {                                                                                                            \
         _Pragma("unroll 4") for (int k_ = 0; k_ < (count); k_++) {                                                  \
+            KILN_TILE_FETCH_B(b, b_step, k_);                                                                       \
             VEC bv_[NV];                                                                                            \
             _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) bv_[v_] = VLOAD(v_, (b) + (size_t)k_ * (b_step));     \
             _Pragma("unroll") for (int i_ = 0; i_ < MR; i_++)                                                       \

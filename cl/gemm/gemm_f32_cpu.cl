@@ -50,8 +50,8 @@
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
  * KILN_TILE_FLIP, KILN_A_DIRECT, KILN_TILE_RB and KILN_TILE_KC (with
  * KILN_A_DIRECT 1, flipped), KILN_B_DIRECT (the straight tile's B read in
- * place: gemm_f32_cpu_micro), KILN_F16 or KILN_BF16 for 16-bit storage of A, B
- * and C.
+ * place: gemm_f32_cpu_micro) and KILN_B_FETCH (its rows fetched ahead),
+ * KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
  * plain GEMM): KILN_EPI_BIAS 1 adds bias[off_bias + row], 2 adds
@@ -61,6 +61,17 @@
  */
 #include "common/epilogue.h"
 #include "common/portability.h"
+/* KILN_B_FETCH: a B read in place (KILN_B_DIRECT) whose rows lie far apart
+   has each k of the tile's loop fetch the row 16 rows ahead into L1, its NR
+   columns a 64-byte line at a time (the host's rule and measurements:
+   src/ops/gemm_cpu.c). */
+#if KILN_B_FETCH
+#define KILN_TILE_FETCH_B(b, b_step, k)                                                                                \
+    do {                                                                                                               \
+        _Pragma("unroll") for (int l_ = 0; l_ < NR; l_ += 16)                                                          \
+            KILN_PREFETCH_L1((b) + (size_t)((k) + 16) * (b_step) + l_);                                               \
+    } while (0)
+#endif
 #include "common/register_tile.h"
 #include "common/tile_runs.h"
 
@@ -78,6 +89,9 @@
 #endif
 #ifndef KILN_B_DIRECT
 #define KILN_B_DIRECT 0
+#endif
+#if KILN_B_FETCH && !KILN_B_DIRECT
+#error "KILN_B_FETCH: only with KILN_B_DIRECT"
 #endif
 #if KILN_B_DIRECT && (KILN_TILE_FLIP || KILN_STORAGE_16)
 #error "KILN_B_DIRECT: only the straight tile, on fp32 operands"

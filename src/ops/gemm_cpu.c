@@ -145,10 +145,20 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
        them (docs/gemm.md, "Column panels first"). */
     const int cols_first =
         !tile.flipped && kiln_div_up(p->n, nr) >= 2 && p->n * p->k * sizeof(float) <= l2_bytes(plan->base.ctx) / 2;
+    /* A B read in place whose rows lie more than 128 floats apart: the k
+       loop (unrolled by 4) steps each load of B by 2 KiB or more, beyond
+       the stride the hardware's prefetchers followed, so every k of a tile
+       waited on its row; the kernel fetches it 16 rows ahead. On the 2-vCPU
+       Xeon with AMX (GFLOP/s, before -> after): 256 x 256 x 16384
+       108-110 -> 128-132, 256 x 1024 x 4096 89 -> 112, 256 x 512 x 2048
+       134 -> 169, 64 x 4096 x 1024 116 -> 166, 128 x 256 x 4096 126 -> 121;
+       at 128 x 128 x 128 (128 apart) it lost a third, so not there. 4 or 8
+       rows ahead gained less, 32 and 64 lost (docs/gemm.md). */
+    const int fetch_b = cols_direct && p->ldb > 128;
     kiln_options_add(&options,
-                     "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu "
+                     "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_B_FETCH=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu "
                      "-DKILN_TILE_COLS_FIRST=%d",
-                     a_direct, cols_direct, rb, blocked ? kc : 1, cols_first);
+                     a_direct, cols_direct, fetch_b, rb, blocked ? kc : 1, cols_first);
     snprintf(plan->base.kernel, sizeof plan->base.kernel, "gemm_f32_cpu_%zux%zu%s", mr, nr, tile.flipped ? "t" : "");
     snprintf(plan->base.params, sizeof plan->base.params, "MR=%zu NR=%zu VW=%ld%s", mr, nr, tile.vw,
              direct                       ? ", flipped: tiles of C^T, B read in place"
@@ -165,6 +175,10 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     if (cols_first) {
         const size_t len = strlen(plan->base.params);
         snprintf(plan->base.params + len, sizeof plan->base.params - len, ", column panels first");
+    }
+    if (fetch_b) {
+        const size_t len = strlen(plan->base.params);
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", B's rows fetched 16 ahead");
     }
     /* The packing kernels of the operands it packs (none read in place). */
     const char *const names[] = {rows_direct                        ? NULL
