@@ -89,6 +89,7 @@ CASES = [
     "conv --n 1 --c 16 --h 14 --w 14 --k 32 --r 3 --s 3 --pad 1 --bias --relu --algo direct",
     "conv --n 1 --c 3 --h 30 --w 30 --k 32 --r 3 --s 3 --stride 2 --pad 1 --bias --relu --algo direct",
     "gemm --m 4 --n 300 --k 200",
+    "gemm --m 64 --n 256 --k 300",  # B read in place 256 floats apart: its rows fetched ahead (KILN_B_FETCH)
     "attention --heads 8 --kv-heads 2 --seq-q 1 --seq-kv 700 --head-dim 128",
     "attention --heads 2 --seq-q 100 --seq-kv 100 --head-dim 64",
 ]

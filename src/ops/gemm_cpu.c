@@ -152,8 +152,9 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
        Xeon with AMX (GFLOP/s, before -> after): 256 x 256 x 16384
        108-110 -> 128-132, 256 x 1024 x 4096 89 -> 112, 256 x 512 x 2048
        134 -> 169, 64 x 4096 x 1024 116 -> 166, 128 x 256 x 4096 126 -> 121;
-       at 128 x 128 x 128 (128 apart) it lost a third, so not there. 4 or 8
-       rows ahead gained less, 32 and 64 lost (docs/gemm.md). */
+       the quick set's 128 x 128 x 128 x64 (128 apart) lost a third with
+       it, so not there. 4 or 8 rows ahead gained less, 32 and 64 lost
+       (docs/gemm.md). */
     const int fetch_b = cols_direct && p->ldb > 128;
     kiln_options_add(&options,
                      "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_B_FETCH=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu "
