@@ -50,7 +50,7 @@
  * the profile's gemm.cpu tile or its narrow one, common/register_tile.h),
  * KILN_TILE_FLIP, KILN_A_DIRECT, KILN_TILE_RB and KILN_TILE_KC (with
  * KILN_A_DIRECT 1, flipped), KILN_B_DIRECT (the straight tile's B read in
- * place: gemm_f32_cpu_micro) and KILN_B_FETCH (its rows fetched ahead),
+ * place: gemm_f32_cpu_micro) and KILN_B_FETCH (its rows fetched that many ahead),
  * KILN_F16 or KILN_BF16 for 16-bit storage of A, B and C.
  *
  * Fused epilogue, used when convolutions lower onto this GEMM (all off for a
@@ -62,14 +62,14 @@
 #include "common/epilogue.h"
 #include "common/portability.h"
 /* KILN_B_FETCH: a B read in place (KILN_B_DIRECT) whose rows lie far apart
-   has each k of the tile's loop fetch the row 16 rows ahead into L1, its NR
-   columns a 64-byte line at a time (the host's rule and measurements:
-   src/ops/gemm_cpu.c). */
+   has each k of the tile's loop fetch the row KILN_B_FETCH rows ahead into
+   L1, its NR columns a 64-byte line at a time (the host's rule and
+   measurements: src/ops/gemm_cpu.c). */
 #if KILN_B_FETCH
 #define KILN_TILE_FETCH_B(b, b_step, k)                                                                                \
     do {                                                                                                               \
         _Pragma("unroll") for (int l_ = 0; l_ < NR; l_ += 16)                                                          \
-            KILN_PREFETCH_L1((b) + (size_t)((k) + 16) * (b_step) + l_);                                               \
+            KILN_PREFETCH_L1((b) + (size_t)((k) + KILN_B_FETCH) * (b_step) + l_);                                     \
     } while (0)
 #endif
 #include "common/register_tile.h"

@@ -155,7 +155,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
        the quick set's 128 x 128 x 128 x64 (128 apart) lost a third with
        it, so not there. 4 or 8 rows ahead gained less, 32 and 64 lost
        (docs/gemm.md). */
-    const int fetch_b = cols_direct && p->ldb > 128;
+    const int fetch_b = cols_direct && p->ldb > 128 ? 16 : 0; /* rows ahead, 0: none */
     kiln_options_add(&options,
                      "-DKILN_A_DIRECT=%d -DKILN_B_DIRECT=%d -DKILN_B_FETCH=%d -DKILN_TILE_RB=%zu -DKILN_TILE_KC=%zu "
                      "-DKILN_TILE_COLS_FIRST=%d",
@@ -179,7 +179,7 @@ static kiln_status cpu_prepare(struct kiln_gemm_plan *plan)
     }
     if (fetch_b) {
         const size_t len = strlen(plan->base.params);
-        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", B's rows fetched 16 ahead");
+        snprintf(plan->base.params + len, sizeof plan->base.params - len, ", B's rows fetched %d ahead", fetch_b);
     }
     /* The packing kernels of the operands it packs (none read in place). */
     const char *const names[] = {rows_direct                        ? NULL
