@@ -1,8 +1,14 @@
-/* Buffers: round trips, offsets, bounds, fill, and failures that write nothing. */
+/* Buffers: round trips, offsets, bounds, fill, large pages, and failures
+   that write nothing. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "kiln/kiln_cl.h"
 #include "test_util.h"
 
 #define POISON_BUF ((kiln_buffer *)(uintptr_t)0x5a5a)
@@ -109,6 +115,76 @@ static void test_fill_writes_exactly_its_range(void **state)
     free(init), free(back);
 }
 
+/* Kilobytes of the mapping at `at` that the kernel backs with huge pages
+   (/proc/self/smaps), -1 where it cannot say. */
+static long huge_kib_at(const void *at)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int inside = 0;
+    long kib = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = (uintptr_t)at >= lo && (uintptr_t)at < hi;
+        else if (inside && sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+            break;
+    }
+    fclose(f);
+    return kib;
+}
+
+/* A CPU device's buffer of a large page or more lies in host memory kiln
+   maps at a large page's boundary, its whole large pages advised as such
+   (src/opencl/cl_backend.c, large_page_buffer), and is unmapped when the
+   buffer goes; one a byte smaller is the driver's. Either way its contents
+   round-trip, across the large page's boundary too. */
+static void test_large_buffers_in_large_pages(void **state)
+{
+    kiln_context *ctx = *state;
+    kiln_device_info info;
+    kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
+    const size_t big = kt_large_page_bytes(), sizes[2] = {2 * big + 4099 * sizeof(float), big - sizeof(float)};
+    uint64_t seed = kt_seed();
+    for (int s = 0; s < 2; s++) {
+        const size_t n = sizes[s] / sizeof(float), mid = s == 0 ? big / sizeof(float) - 100 : n - 300;
+        float *src = malloc(sizes[s]), *back = malloc(sizes[s]);
+        kt_fill_uniform(src, n, -1.0f, 1.0f, &seed);
+        kiln_buffer *buf = make(ctx, sizes[s]);
+        kt_assert_status(kiln_buffer_write(buf, 0, sizes[s], src), KILN_SUCCESS);
+        kt_fill_uniform(src + mid, 200, 3.0f, 4.0f,
+                        &seed); /* across the first large page's end, or before the buffer's */
+        kt_assert_status(kiln_buffer_write(buf, mid * sizeof(float), 200 * sizeof(float), src + mid), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_fill_f32(buf, n - 5, 5, 7.0f), KILN_SUCCESS);
+        for (size_t i = n - 5; i < n; i++)
+            src[i] = 7.0f;
+        kt_assert_status(kiln_buffer_read(buf, 0, sizes[s], back), KILN_SUCCESS);
+        assert_memory_equal(back, src, sizes[s]);
+        cl_mem mem = kiln_buffer_get_cl(buf);
+        void *host = NULL;
+        if (mem)
+            assert_int_equal(clGetMemObjectInfo(mem, CL_MEM_HOST_PTR, sizeof host, &host, NULL), CL_SUCCESS);
+        const char *off = getenv("KILN_LARGE_PAGES");
+        if (mem && info.type == KILN_DEVICE_CPU && !(off && strcmp(off, "0") == 0) && s == 0) {
+            if (!host || (uintptr_t)host % big != 0)
+                fail_msg("a buffer of %zu bytes on a CPU device: host memory %p, not at a %zu-byte boundary", sizes[s],
+                         host, big);
+            print_message("the kernel backs %ld KiB of its %zu in huge pages\n", huge_kib_at(host), sizes[s] >> 10);
+        } else if (mem && s == 1) {
+            assert_null(host); /* the driver's own */
+        }
+        kiln_buffer_destroy(buf);
+        if (host) { /* unmapped with the buffer */
+            errno = 0;
+            assert_int_equal(msync(host, (size_t)sysconf(_SC_PAGESIZE), MS_ASYNC), -1);
+            assert_int_equal(errno, ENOMEM);
+        }
+        free(src), free(back);
+    }
+}
+
 static void test_bad_creation(void **state)
 {
     kiln_context *ctx = *state;
@@ -142,6 +218,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_round_trip_at_offsets));
     kt_add(&tests, cmocka_unit_test(test_out_of_bounds_writes_nothing));
     kt_add(&tests, cmocka_unit_test(test_fill_writes_exactly_its_range));
+    kt_add(&tests, cmocka_unit_test(test_large_buffers_in_large_pages));
     kt_add(&tests, cmocka_unit_test(test_bad_creation));
     kt_add(&tests, cmocka_unit_test(test_null_arguments));
     return kt_run_with("buffer", &tests, setup, teardown);

@@ -21,8 +21,8 @@
 
 /* The variables this file sets, as the suite was started with them. */
 static const char *const saved_names[] = {
-    "KILN_DEVICE",       "KILN_PROFILE",   "KILN_PROFILE_DIR", "KILN_FIND", "KILN_ATTENTION_SPLIT_KV",
-    "KILN_WAIT_POLL_US", "KILN_POCL_BATCH"};
+    "KILN_DEVICE",       "KILN_PROFILE",    "KILN_PROFILE_DIR", "KILN_FIND", "KILN_ATTENTION_SPLIT_KV",
+    "KILN_WAIT_POLL_US", "KILN_POCL_BATCH", "KILN_LARGE_PAGES"};
 static char *saved_values[sizeof saved_names / sizeof *saved_names];
 
 static int save_env(void **state)
@@ -491,6 +491,49 @@ static void test_pocl_batch_values(void **state)
     restore_env();
 }
 
+/* ---- KILN_LARGE_PAGES ---- */
+
+/* Read when a context opens on an OpenCL CPU device: 0 leaves every buffer
+   to the driver; unset, empty or 1 maps one of a large page or more in
+   memory kiln maps at a large page's boundary (docs/pocl.md); anything else
+   costs one warning and reads as 1. */
+static void test_large_pages_values(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int bad;
+    } cases[] = {{"0", 0}, {"1", 0}, {"", 0}, {"yes", 1}, {"2", 1}, {"-1", 1}, {" 1", 1}, {"01", 1}};
+    const size_t big = kt_large_page_bytes();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *dir = kt_temp_dir();
+        struct kt_capture cap;
+        kt_capture_begin(&cap, dir);
+        setenv("KILN_LARGE_PAGES", cases[i].value, 1);
+        kiln_context *ctx = NULL;
+        kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+        kiln_device_info info;
+        kt_assert_status(kiln_context_get_device_info(ctx, &info), KILN_SUCCESS);
+        const int read = strcmp(ctx->backend->name, "opencl") == 0 && info.type == KILN_DEVICE_CPU;
+        kiln_buffer *buf = NULL;
+        kt_assert_status(kiln_buffer_create(ctx, big, &buf), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_fill_f32(buf, 0, big / sizeof(float), 1.0f), KILN_SUCCESS);
+        void *host = NULL;
+        if (read) {
+            assert_int_equal(clGetMemObjectInfo(kiln_buffer_get_cl(buf), CL_MEM_HOST_PTR, sizeof host, &host, NULL),
+                             CL_SUCCESS);
+            const int kilns = strcmp(cases[i].value, "0") != 0;
+            if (kilns != (host != NULL && (uintptr_t)host % big == 0))
+                fail_msg("KILN_LARGE_PAGES=\"%s\": a buffer of one large page has host memory %p", cases[i].value,
+                         host);
+        }
+        kiln_buffer_destroy(buf);
+        kiln_context_destroy(ctx);
+        expect_env_warning(&cap, dir, "KILN_LARGE_PAGES", cases[i].value, "0 or 1", cases[i].bad && read);
+    }
+    restore_env();
+}
+
 /* ---- cache_dir and disable_disk_cache (as values) ---- */
 
 static void test_cache_options_values(void **state)
@@ -940,6 +983,7 @@ int main(void)
     kt_add(&tests, WATCHED(test_split_kv_not_a_number));
     kt_add(&tests, WATCHED(test_wait_poll_values));
     kt_add(&tests, WATCHED(test_pocl_batch_values));
+    kt_add(&tests, WATCHED(test_large_pages_values));
     kt_add(&tests, WATCHED(test_cache_options_values));
     kt_add(&tests, WATCHED(test_overlay_text));
     kt_add(&tests, WATCHED(test_every_key_bad_values));

@@ -164,6 +164,18 @@ float kt_stored(const unsigned char *raw, kiln_dtype t, size_t i)
     return f;
 }
 
+size_t kt_large_page_bytes(void)
+{
+    size_t bytes = (size_t)2 << 20;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    unsigned long long n = 0;
+    if (f && fscanf(f, "%llu", &n) == 1 && n >= 4096 && (n & (n - 1)) == 0 && n <= ((unsigned long long)1 << 30))
+        bytes = (size_t)n;
+    if (f)
+        fclose(f);
+    return bytes;
+}
+
 kiln_buffer *kt_poisoned_buffer(kiln_context *ctx, size_t bytes)
 {
     unsigned char *poison = malloc(bytes);

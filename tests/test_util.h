@@ -114,6 +114,11 @@ kiln_buffer *kt_poisoned_buffer(kiln_context *ctx, size_t bytes);
 /* Fail unless every byte of buf is still 0xff (nothing was written). */
 void kt_assert_still_poisoned(const kiln_buffer *buf);
 
+/* The host's large page, as kiln's OpenCL backend reads it for a CPU
+   device's large buffers: its transparent huge pages' size, 2 MiB where the
+   kernel does not say. */
+size_t kt_large_page_bytes(void);
+
 /* Group fixtures for test files that share one context on the default
    device and one random seed (printed for replay) across their tests. */
 extern kiln_context *kt_ctx;

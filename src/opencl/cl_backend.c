@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <CL/cl_ext.h>
 
@@ -404,6 +406,40 @@ static void poll_event(cl_event ev, long poll_us)
     }
 }
 
+/* Large pages for large buffers of a CPU device (docs/pocl.md, "Large
+   pages"): the size of the host's transparent huge pages (its
+   hpage_pmd_size; 2 MiB where the kernel does not say), or 0 for none: not
+   a CPU device, no madvise(MADV_HUGEPAGE), or KILN_LARGE_PAGES=0. A
+   buffer's pages are mapped by the processor's TLB, whose entries cover
+   4 KiB each in small pages: a 1x1 convolution reading 4 MiB of weights a
+   call walked the page tables for every 4 KiB of them. */
+static size_t large_page_bytes(cl_device_id device)
+{
+    cl_device_type type = 0;
+    clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    if (!(type & CL_DEVICE_TYPE_CPU))
+        return 0;
+#ifdef MADV_HUGEPAGE
+    const char *v = getenv("KILN_LARGE_PAGES");
+    if (v && strcmp(v, "0") == 0)
+        return 0;
+    if (v && *v && strcmp(v, "1") != 0)
+        kiln_env_warn("KILN_LARGE_PAGES", v, "0 or 1", "1, large buffers of a CPU device in large pages");
+    size_t bytes = (size_t)2 << 20;
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    if (f) {
+        unsigned long long n = 0;
+        if (fscanf(f, "%llu", &n) == 1 && n >= (unsigned long long)sysconf(_SC_PAGESIZE) && (n & (n - 1)) == 0 &&
+            n <= ((unsigned long long)1 << 30))
+            bytes = (size_t)n;
+        fclose(f);
+    }
+    return bytes;
+#else
+    return 0;
+#endif
+}
+
 static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_context context, cl_command_queue queue,
                                void **dev)
 {
@@ -415,6 +451,7 @@ static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_
     d->context = context;
     d->queue = queue;
     d->poll_us = wait_poll_us(device);
+    d->large_page = large_page_bytes(device);
     pthread_mutex_init(&d->lock, NULL);
     *dev = d;
     return KILN_SUCCESS;
@@ -510,10 +547,67 @@ static kiln_status cl_finish(void *dev)
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clFinish");
 }
 
+/* Host memory of a buffer that kiln mapped itself (large_page_buffer),
+   unmapped when its cl_mem is deleted. */
+struct host_pages {
+    void *at;
+    size_t len;
+};
+
+static void CL_CALLBACK unmap_host_pages(cl_mem mem, void *user)
+{
+    (void)mem;
+    struct host_pages *h = user;
+    munmap(h->at, h->len);
+    free(h);
+}
+
+/* A buffer of a CPU device over host memory that kiln maps at a large
+   page's boundary, its whole large pages advised as such (the tail, less
+   than one, stays in small pages: no memory is spent on rounding), used in
+   place by the driver (CL_MEM_USE_HOST_PTR); NULL where a step fails, and
+   the caller lets the driver allocate. Whether the kernel backs the advised
+   pages with large ones is its own choice (transparent huge pages
+   `madvise` or `always`; `never` leaves them small). */
+static cl_mem large_page_buffer(const struct kiln_cl_device *d, size_t size)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), big = d->large_page;
+    const size_t len = (size + page - 1) / page * page, span = len + big;
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *at = (char *)(((uintptr_t)raw + big - 1) & ~(uintptr_t)(big - 1));
+    if (at > raw) /* the slack either side, given back */
+        munmap(raw, (size_t)(at - raw));
+    if (raw + span > at + len)
+        munmap(at + len, (size_t)(raw + span - (at + len)));
+    madvise(at, size / big * big, MADV_HUGEPAGE);
+    struct host_pages *h = malloc(sizeof *h);
+    cl_int err = CL_OUT_OF_HOST_MEMORY;
+    cl_mem mem = h ? clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, at, &err) : NULL;
+    if (err == CL_SUCCESS && clSetMemObjectDestructorCallback(mem, unmap_host_pages, h) == CL_SUCCESS) {
+        h->at = at, h->len = len;
+        return mem;
+    }
+    if (err == CL_SUCCESS)
+        clReleaseMemObject(mem);
+    free(h);
+    munmap(at, len);
+    return NULL;
+}
+
 static kiln_status cl_buffer_alloc(void *dev, size_t size, void **buf)
 {
+    const struct kiln_cl_device *d = dev;
+    if (d->large_page && size >= d->large_page) {
+        cl_mem mem = large_page_buffer(d, size);
+        if (mem) {
+            *buf = mem;
+            return KILN_SUCCESS;
+        }
+    }
     cl_int err;
-    cl_mem mem = clCreateBuffer(((struct kiln_cl_device *)dev)->context, CL_MEM_READ_WRITE, size, NULL, &err);
+    cl_mem mem = clCreateBuffer(d->context, CL_MEM_READ_WRITE, size, NULL, &err);
     if (err != CL_SUCCESS)
         return kiln_cl_fail(err, "clCreateBuffer");
     *buf = mem;
