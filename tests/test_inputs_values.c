@@ -494,9 +494,9 @@ static void test_pocl_batch_values(void **state)
 /* ---- KILN_LARGE_PAGES ---- */
 
 /* Read when a context opens on an OpenCL CPU device: 0 leaves every buffer
-   to the driver; unset, empty or 1 maps one of a large page or more in
-   memory kiln maps at a large page's boundary (docs/pocl.md); anything else
-   costs one warning and reads as 1. */
+   to the driver; unset, empty or 1 maps one of half a large page or more
+   in memory kiln maps at a large page's boundary (docs/pocl.md); anything
+   else costs one warning and reads as 1. */
 static void test_large_pages_values(void **state)
 {
     (void)state;

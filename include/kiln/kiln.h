@@ -303,9 +303,9 @@ typedef struct kiln_buffer kiln_buffer;
 
 /**
  * Allocate `size` bytes of device memory. On an OpenCL CPU device a buffer
- * of a large page (2 MiB on x86-64) or more lies in host memory kiln maps
- * at a large page's boundary and advises as large pages
- * (KILN_LARGE_PAGES=0: the driver's memory; docs/pocl.md).
+ * of half a large page (1 MiB on x86-64) or more lies in host memory kiln
+ * maps at a large page's boundary, rounded up to whole large pages advised
+ * as such (KILN_LARGE_PAGES=0: the driver's memory; docs/pocl.md).
  * @param out  receives a new buffer owned by the caller (kiln_buffer_destroy).
  * @return KILN_ERROR_INVALID_ARGUMENT for size 0 or NULL pointers;
  *         KILN_ERROR_OUT_OF_MEMORY if the device cannot hold it.

@@ -563,16 +563,14 @@ static void CL_CALLBACK unmap_host_pages(cl_mem mem, void *user)
 }
 
 /* A buffer of a CPU device over host memory that kiln maps at a large
-   page's boundary, its whole large pages advised as such (the tail, less
-   than one, stays in small pages: no memory is spent on rounding), used in
-   place by the driver (CL_MEM_USE_HOST_PTR); NULL where a step fails, and
-   the caller lets the driver allocate. Whether the kernel backs the advised
-   pages with large ones is its own choice (transparent huge pages
-   `madvise` or `always`; `never` leaves them small). */
+   page's boundary, rounded up to whole large pages and advised as such,
+   used in place by the driver (CL_MEM_USE_HOST_PTR); NULL where a step
+   fails, and the caller lets the driver allocate. Whether the kernel backs
+   the advised pages with large ones is its own choice (transparent huge
+   pages `madvise` or `always`; `never` leaves them small). */
 static cl_mem large_page_buffer(const struct kiln_cl_device *d, size_t size)
 {
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE), big = d->large_page;
-    const size_t len = (size + page - 1) / page * page, span = len + big;
+    const size_t big = d->large_page, len = (size + big - 1) / big * big, span = len + big;
     char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
@@ -581,7 +579,7 @@ static cl_mem large_page_buffer(const struct kiln_cl_device *d, size_t size)
         munmap(raw, (size_t)(at - raw));
     if (raw + span > at + len)
         munmap(at + len, (size_t)(raw + span - (at + len)));
-    madvise(at, size / big * big, MADV_HUGEPAGE);
+    madvise(at, len, MADV_HUGEPAGE);
     struct host_pages *h = malloc(sizeof *h);
     cl_int err = CL_OUT_OF_HOST_MEMORY;
     cl_mem mem = h ? clCreateBuffer(d->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, at, &err) : NULL;
@@ -599,7 +597,12 @@ static cl_mem large_page_buffer(const struct kiln_cl_device *d, size_t size)
 static kiln_status cl_buffer_alloc(void *dev, size_t size, void **buf)
 {
     const struct kiln_cl_device *d = dev;
-    if (d->large_page && size >= d->large_page) {
+    /* From half a large page: a buffer of 1 to 2 MiB takes 2 MiB, at most
+       one large page more than asked for, where a 1x1 layer's 1.5 MiB of
+       pixels at 56x56 (rows 12 KiB apart, a page each) ran 1.05-1.06x
+       faster in large pages and its 1 MiB of weights at 14x14 1.02-1.04x
+       (docs/pocl.md). */
+    if (d->large_page && size >= d->large_page / 2) {
         cl_mem mem = large_page_buffer(d, size);
         if (mem) {
             *buf = mem;
