@@ -70,15 +70,23 @@ __attribute__((constructor)) static void prefer_pinned_pocl_workers(void)
    switched (a real-time caller could not switch back unprivileged); POCL
    workers started before kiln lists the devices keep their policy;
    KILN_POCL_BATCH=0 leaves the workers the caller's policy. */
-static int pocl_batch_workers(void)
+/* A switch that is on unless environment variable `name` is "0": unset,
+   empty or "1" is on, anything else on with one warning saying `on` is
+   used (KILN_POCL_BATCH, KILN_LARGE_PAGES). */
+static int env_switch_on(const char *name, const char *on)
 {
-    const char *v = getenv("KILN_POCL_BATCH");
+    const char *v = getenv(name);
     if (!v || !*v || strcmp(v, "1") == 0)
         return 1;
     if (strcmp(v, "0") == 0)
         return 0;
-    kiln_env_warn("KILN_POCL_BATCH", v, "0 or 1", "1, POCL's workers in the batch policy");
+    kiln_env_warn(name, v, "0 or 1", on);
     return 1;
+}
+
+static int pocl_batch_workers(void)
+{
+    return env_switch_on("KILN_POCL_BATCH", "1, POCL's workers in the batch policy");
 }
 
 /* POCL's platform name (CL_PLATFORM_NAME contains it). */
@@ -420,11 +428,8 @@ static size_t large_page_bytes(cl_device_id device)
     if (!(type & CL_DEVICE_TYPE_CPU))
         return 0;
 #ifdef MADV_HUGEPAGE
-    const char *v = getenv("KILN_LARGE_PAGES");
-    if (v && strcmp(v, "0") == 0)
+    if (!env_switch_on("KILN_LARGE_PAGES", "1, large buffers of a CPU device in large pages"))
         return 0;
-    if (v && *v && strcmp(v, "1") != 0)
-        kiln_env_warn("KILN_LARGE_PAGES", v, "0 or 1", "1, large buffers of a CPU device in large pages");
     size_t bytes = (size_t)2 << 20;
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
     if (f) {
@@ -575,10 +580,9 @@ static cl_mem large_page_buffer(const struct kiln_cl_device *d, size_t size)
     if (raw == MAP_FAILED)
         return NULL;
     char *at = (char *)(((uintptr_t)raw + big - 1) & ~(uintptr_t)(big - 1));
-    if (at > raw) /* the slack either side, given back */
+    if (at > raw) /* the slack either side, given back (after: never empty) */
         munmap(raw, (size_t)(at - raw));
-    if (raw + span > at + len)
-        munmap(at + len, (size_t)(raw + span - (at + len)));
+    munmap(at + len, (size_t)(raw + span - (at + len)));
     madvise(at, len, MADV_HUGEPAGE);
     struct host_pages *h = malloc(sizeof *h);
     cl_int err = CL_OUT_OF_HOST_MEMORY;

@@ -19,7 +19,7 @@ struct kiln_cl_device {
     cl_context context;
     cl_command_queue queue;
     long poll_us;         /* how long a wait polls before it blocks (0: it blocks at once) */
-    size_t large_page;    /* buffers this large or larger in large pages of this size (0: none) */
+    size_t large_page;    /* large pages of this size for buffers of half one or more (0: none) */
     pthread_mutex_t lock; /* guards last */
     cl_event last;        /* the last kernel queued, for finish to poll; NULL when none */
 };
