@@ -87,6 +87,9 @@ void bench_fill_random(float *x, size_t n, kiln_dtype dtype, uint64_t *rng);
 kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dtype dtype, uint16_t *halves,
                          kiln_buffer **out);
 
+/* Write n values of src into buf as `dtype` (halves as for bench_upload). */
+kiln_status bench_write(kiln_buffer *buf, const float *src, size_t n, kiln_dtype dtype, uint16_t *halves);
+
 /* Read n elements of `dtype` from buf into dst as floats. */
 kiln_status bench_download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, uint16_t *halves, float *dst);
 
@@ -212,6 +215,7 @@ struct bench_conv_options {
     int peer_reps[BENCH_NN_PEER_COUNT]; /* each peer's; 0: by budget_ms */
     double budget_ms;                   /* time to spend per library when reps are 0 */
     unsigned peers;                     /* bits 1u << enum bench_nn_peer */
+    int in_place;                       /* the residual read from y itself (z is y), as oneDNN's sum post-op */
 };
 
 struct bench_conv_report {

@@ -274,11 +274,16 @@ kiln_status bench_upload(kiln_context *ctx, const float *src, size_t n, kiln_dty
     kiln_status st = kiln_buffer_create(ctx, bytes, out);
     if (st != KILN_SUCCESS || !src)
         return st;
+    return bench_write(*out, src, n, dtype, halves);
+}
+
+kiln_status bench_write(kiln_buffer *buf, const float *src, size_t n, kiln_dtype dtype, uint16_t *halves)
+{
     if (dtype == KILN_F32)
-        return kiln_buffer_write(*out, 0, n * sizeof(float), src);
+        return kiln_buffer_write(buf, 0, n * sizeof(float), src);
     for (size_t i = 0; i < n; i++)
         halves[i] = dtype == KILN_F16 ? half_bits(src[i]) : kiln_ref_to_bf16(src[i]);
-    return kiln_buffer_write(*out, 0, n * sizeof(uint16_t), halves);
+    return kiln_buffer_write(buf, 0, n * sizeof(uint16_t), halves);
 }
 
 kiln_status bench_download(const kiln_buffer *buf, size_t n, kiln_dtype dtype, uint16_t *halves, float *dst)

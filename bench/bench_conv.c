@@ -225,6 +225,7 @@ struct kiln_call {
     kiln_context *ctx;
     kiln_conv2d_plan *plan;
     const struct operands *o;
+    int in_place; /* z is y */
     kiln_status st;
 };
 
@@ -232,7 +233,7 @@ static int kiln_call_run(void *arg)
 {
     struct kiln_call *k = arg;
     const struct operands *o = k->o;
-    k->st = kiln_conv2d_plan_execute(k->plan, o->dx, o->dw, o->dbias, o->dz, o->dy, NULL);
+    k->st = kiln_conv2d_plan_execute(k->plan, o->dx, o->dw, o->dbias, k->in_place ? o->dy : o->dz, o->dy, NULL);
     if (k->st == KILN_SUCCESS)
         k->st = kiln_context_finish(k->ctx);
     return k->st != KILN_SUCCESS;
@@ -244,7 +245,11 @@ static int measure_kiln(kiln_context *ctx, const struct bench_conv_options *opt,
     const kiln_conv2d_desc *d = &rep->desc;
     struct bench_result *r = &rep->kiln;
     kiln_cache_info before, after;
-    struct kiln_call call = {ctx, NULL, o, KILN_SUCCESS};
+    /* In place, y starts as z, and each timed run adds the residual to what
+       the one before stored (as oneDNN's sum post-op into its dst); the
+       checked run after them starts from z again. */
+    const int in_place = opt->in_place && o->z;
+    struct kiln_call call = {ctx, NULL, o, in_place, KILN_SUCCESS};
     snprintf(r->algo, sizeof r->algo, "%s", bench_conv_algo_name(d->algo));
     if (bench_fail(kiln_context_get_cache_info(ctx, &before), r, "cache info"))
         return 1;
@@ -258,7 +263,8 @@ static int measure_kiln(kiln_context *ctx, const struct bench_conv_options *opt,
     }
     if (bench_fail(st, r, "plan") || bench_fail(kiln_conv2d_plan_describe(call.plan, &rep->plan), r, "describe") ||
         bench_fail(kiln_context_get_cache_info(ctx, &after), r, "cache info") ||
-        bench_fail(bench_poison(o->dy, d->dtype), r, "poison y")) {
+        bench_fail(in_place ? bench_write(o->dy, o->z, o->ny, d->dtype, o->halves) : bench_poison(o->dy, d->dtype), r,
+                   in_place ? "y as z" : "poison y")) {
         kiln_conv2d_plan_destroy(call.plan);
         return 1;
     }
@@ -266,9 +272,12 @@ static int measure_kiln(kiln_context *ctx, const struct bench_conv_options *opt,
     snprintf(r->algo, sizeof r->algo, d->algo == KILN_CONV_AUTO ? "%s (auto)" : "%s", rep->plan.name);
     struct bench_timing t;
     int rc = bench_measure(kiln_call_run, &call, opt->warmup, opt->reps, opt->budget_ms, &t);
+    if (rc == 0 && in_place &&
+        (bench_fail(bench_write(o->dy, o->z, o->ny, d->dtype, o->halves), r, "y as z") || kiln_call_run(&call)))
+        rc = 1;
     kiln_conv2d_plan_destroy(call.plan);
     if (rc != 0)
-        return bench_fail(call.st, r, "execute");
+        return r->state == BENCH_FAILED ? 1 : bench_fail(call.st, r, "execute");
     if (bench_fail(bench_download(o->dy, o->ny, d->dtype, o->halves, o->y), r, "y"))
         return 1;
     finish_result(d, &t, o, r);
@@ -524,7 +533,7 @@ static void print_table(const kiln_device_info *device, const struct bench_conv_
 static const char conv_usage[] =
     "usage: kiln-bench conv --n N --c C --h H --w W --k K --r R --s S [--stride S] [--pad P] [--dilation D]\n"
     "                       [--groups G] [--layout nchw|nhwc] [--dtype f32|f16|bf16] [--bias] [--relu]\n"
-    "                       [--residual] [--find] [--constant-weights]\n"
+    "                       [--residual [--in-place]] [--find] [--constant-weights]\n"
     "                       [--algo auto|implicit-gemm|winograd-2x2|winograd-4x4|direct|im2col|gemm-1x1|\n"
     "                               implicit-gemm-mma|all]\n"
     "                       [--reps R] [--warmup W] [--compare clblast,cudnn,onednn] [--json]\n"
@@ -532,8 +541,9 @@ static const char conv_usage[] =
     "                       [--compare onednn|cudnn|none] [--rounds R] [--json]\n"
     "y = act(conv(x, w) + bias + z) on random data: x NCHW with KCRS weights, or NHWC with KRSC (C per\n"
     "group); x, w, z and y in the --dtype storage (default f32), bias in fp32. --residual adds z (beta 1),\n"
-    "--relu applies ReLU. --algo all runs every algorithm (UNSUPPORTED where one does not apply);\n"
-    "--find lets AUTO time the applicable ones at plan creation.\n"
+    "--in-place reads it from y itself (z is y, as oneDNN's sum post-op: each timed call adds it again, the\n"
+    "checked call starts from z), --relu applies ReLU. --algo all runs every algorithm (UNSUPPORTED where\n"
+    "one does not apply); --find lets AUTO time the applicable ones at plan creation.\n"
     "--constant-weights lets plans pack or transform the weights once, as inference does (--model sets it).\n"
     "kiln and each peer: W warm-up calls (default 1), then R timed calls (default: as many as fit in\n"
     "about 1 s, at least 5), each to completion; medians reported. GFLOP/s count 2*N*K*P*Q*(C/G)*R*S.\n"
@@ -560,7 +570,7 @@ int bench_conv(int argc, char **argv)
         if (strcmp(argv[i], "--model") == 0)
             return bench_conv_models(argc, argv);
     size_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0, stride = 1, pad = 0, dilation = 1, groups = 1;
-    int json = 0, bias = 0, relu = 0, residual = 0, find = 0, constant = 0, all = 0;
+    int json = 0, bias = 0, relu = 0, residual = 0, in_place = 0, find = 0, constant = 0, all = 0;
     kiln_tensor_layout layout = KILN_NCHW;
     kiln_dtype dtype = KILN_F32;
     kiln_conv_algo algo = KILN_CONV_AUTO;
@@ -571,6 +581,7 @@ int bench_conv(int argc, char **argv)
                              : strcmp(a, "--bias") == 0             ? &bias
                              : strcmp(a, "--relu") == 0             ? &relu
                              : strcmp(a, "--residual") == 0         ? &residual
+                             : strcmp(a, "--in-place") == 0         ? &in_place
                              : strcmp(a, "--find") == 0             ? &find
                              : strcmp(a, "--constant-weights") == 0 ? &constant
                                                                     : NULL;
@@ -620,6 +631,11 @@ int bench_conv(int argc, char **argv)
             return 2;
         }
     }
+    if (in_place && !residual) {
+        fprintf(stderr, "kiln-bench conv: --in-place needs --residual\n%s", conv_usage);
+        return 2;
+    }
+    opt.in_place = in_place;
     if (!n || !c || !h || !w || !k || !r || !s) {
         fprintf(stderr, "kiln-bench conv: --n, --c, --h, --w, --k, --r and --s are required\n%s", conv_usage);
         return 2;

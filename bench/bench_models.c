@@ -192,7 +192,10 @@ static int run_conv(kiln_context *ctx, const struct layer *l, size_t n, kiln_ten
     kiln_conv2d_desc d;
     conv_desc(l, n, layout, &d);
     int runs = runs_for(bench_conv_flops(&d));
-    struct bench_conv_options opt = {.warmup = 1, .reps = runs, .peers = peer < BENCH_NN_PEER_COUNT ? 1u << peer : 0};
+    /* The shortcut is summed in place, as in the whole network and as
+       oneDNN's sum post-op does. */
+    struct bench_conv_options opt = {
+        .warmup = 1, .reps = runs, .peers = peer < BENCH_NN_PEER_COUNT ? 1u << peer : 0, .in_place = d.beta != 0.0f};
     for (int p = 0; p < BENCH_NN_PEER_COUNT; p++)
         opt.peer_reps[p] = runs;
     const kiln_conv_algo algo = KILN_CONV_AUTO;
@@ -454,11 +457,12 @@ static size_t net_row(const struct network *net, const char *name)
 }
 
 /* Appends one step reading slot x, adding slot z (-1: none) and writing a
-   slot outside x, z and keep (a bit per slot, the activations still to be
-   read); returns that slot. */
+   slot outside x and keep (a bit per slot, the activations still to be
+   read); returns that slot. A shortcut is summed in place, into the slot
+   that holds it (z is y), as oneDNN's pass does. */
 static int net_add(struct network *net, size_t row, int x, int z, unsigned keep)
 {
-    const int y = net_free_slot(1u << NET_IMAGE | keep | 1u << x | (z >= 0 ? 1u << z : 0u));
+    const int y = z >= 0 ? z : net_free_slot(1u << NET_IMAGE | keep | 1u << x);
     if (row >= net->model->count && !net->error[0])
         snprintf(net->error, sizeof net->error, "the graph names a layer the table lacks");
     if (net->step && row < net->model->count)

@@ -95,6 +95,23 @@ void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_de
     kiln_conv2d_plan_destroy(plan);
 }
 
+void cc_check_plan_in_place(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                            const char *label)
+{
+    struct cr_case t;
+    cr_case_init(&t, c, d);
+    cr_case_fill(&t, &kt_group_seed);
+    assert_int_equal(t.len[CR_Z], t.len[CR_Y]);
+    kt_assert_status(kiln_buffer_write(t.buf[CR_Y], 0, t.len[CR_Z] * cr_operand_elem_size(&t, CR_Z), t.raw[CR_Z]),
+                     KILN_SUCCESS);
+    kt_assert_status(
+        kiln_conv2d_plan_execute(plan, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Y], t.buf[CR_Y], NULL),
+        KILN_SUCCESS);
+    cr_case_check(&t, kiln_conv_algo_tol(algo, t.dims.k_eff), label);
+    cr_case_free(&t);
+    kiln_conv2d_plan_destroy(plan);
+}
+
 void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label)
 {
     kiln_conv2d_plan *plan = plan_or_skip(c, d);

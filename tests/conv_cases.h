@@ -84,6 +84,11 @@ void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label);
 void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
                    const char *label);
 
+/* The same with the residual read from y itself (z is y: an in-place
+   residual add): y holds z's values when the plan runs. */
+void cc_check_plan_in_place(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                            const char *label);
+
 /* Whether ctx's profile sends implicit GEMM to the tiled kernel (a GPU
    profile, or KILN_CUDA_ROUTES) rather than the CPU kernel and its row
    variant: the rule of src/ops/conv_igemm.c. */

@@ -166,6 +166,59 @@ static void test_f16_epilogue(void **state)
     cc_run_case(kt_ctx, &d, label);
 }
 
+/* The residual read from y itself (z is y): every algorithm that applies,
+   and AUTO, on the shapes whose tiles overlap or are stored in pieces: the
+   epilogue shapes, direct's planes of one row tile (the last row stored as
+   a vector ending at the plane's end) and of three tiles a row (the last
+   shifted left onto the one before it), the row variant's NCHW and NHWC
+   tiles, the panel variant's in-place and gathered tiles, a strided 1x1
+   (im2col's flipped GEMM, its last row panel shifted onto the one before
+   it) and an NHWC depthwise layer. The "residual" switch set of the table
+   (alpha 1.5, beta 0.5). */
+static const struct cc_row in_place_shapes[] = {
+    {CONV("1x1 21x21 panel tiles", NCHW, 1, 24, 21, 21, 40, 1, 1)},
+    {CONV("1x1 stride2 13x13", NCHW, 1, 16, 13, 13, 24, 1, 1), .sh = 2, .sw = 2},
+    {CONV("3x3 depthwise nhwc 9x9", NHWC, 1, 32, 9, 9, 32, 3, 3), PAD(1, 1, 1, 1), .groups = 32},
+};
+
+struct in_place_test {
+    const struct cc_row *shape;
+    kiln_conv_algo algo;
+    char name[192];
+};
+
+static kiln_conv2d_desc in_place_desc(const struct cc_row *shape, kiln_conv_algo algo)
+{
+    kiln_conv2d_desc d = epilogue_desc(&epilogues[2], shape, algo);
+    d.fused_maxpool = 0;
+    return d;
+}
+
+static void test_in_place_residual(void **state)
+{
+    const struct in_place_test *t = *state;
+    kiln_conv2d_desc d = in_place_desc(t->shape, t->algo);
+    kiln_conv2d_plan *plan = NULL;
+    kiln_status st = kiln_conv2d_plan_create(kt_ctx, &d, &plan);
+    kt_skip_unsupported_here(kt_ctx, st);
+    kt_assert_status(st, KILN_SUCCESS);
+    cc_check_plan_in_place(kt_ctx, plan, &d, cc_assert_plan_describes(plan, kt_ctx, t->algo), t->name);
+}
+
+static void add_in_place(struct kt_list *tests, const struct cc_row *shape)
+{
+    for (size_t a = 0; a < CC_ALGOS; a++) {
+        kiln_conv2d_desc d = in_place_desc(shape, cc_all_algos[a]);
+        if (!cc_applies(cc_all_algos[a], &d))
+            continue;
+        struct in_place_test t = {shape, cc_all_algos[a], ""};
+        snprintf(t.name, sizeof t.name, "%s in-place residual on %s %s n%zu c%zu %zux%zu k%zu",
+                 cc_algo_name(cc_all_algos[a]), shape->what, shape->layout == NHWC ? "nhwc" : "nchw", shape->n,
+                 shape->c, shape->h, shape->w, shape->k);
+        kt_add_copy(tests, test_in_place_residual, &t, sizeof t, "%s", t.name);
+    }
+}
+
 /* Epilogue e on `shape` under `algo`, if the table runs it there and the
    algorithm applies. */
 static void add_epilogue(struct kt_list *tests, const struct epilogue *e, const struct cc_row *shape,
@@ -207,5 +260,15 @@ int main(void)
                     "%s f16 epilogue bias+residual relu (pool where fused) on 3x3 pad1 nchw",
                     cc_algo_name(cc_all_algos[a]));
     }
+    for (size_t i = 0; i < 4; i++)
+        add_in_place(&tests, &cc_epilogue_shapes[i / 2][i % 2]);
+    for (size_t i = 0; i < 2; i++) {
+        add_in_place(&tests, &plane_shapes[i]);
+        add_in_place(&tests, &row_variant_shapes[i]);
+    }
+    add_in_place(&tests, &rows_shape);
+    add_in_place(&tests, &stem_shape);
+    for (size_t i = 0; i < sizeof in_place_shapes / sizeof *in_place_shapes; i++)
+        add_in_place(&tests, &in_place_shapes[i]);
     return kt_run("conv_epilogue", &tests);
 }

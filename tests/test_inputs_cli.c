@@ -219,6 +219,12 @@ static const struct cli_case cases[] = {
     {"bench conv bad algo", BENCH, {"conv", "--algo", "fft"}, {NULL}, 2, "bad argument \"--algo fft\""},
     {"bench conv bad dtype", BENCH, {"conv", "--dtype", "f64"}, {NULL}, 2, "bad argument \"--dtype f64\""},
     {"bench conv unknown peer", BENCH, {"conv", "--compare", "cudnn,mkl"}, {NULL}, 2, "bad argument \"--compare"},
+    {"bench conv in place without residual",
+     BENCH,
+     {"conv", "--n", "1", "--c", "4", "--h", "6", "--w", "6", "--k", "4", "--r", "1", "--s", "1", "--in-place"},
+     {NULL},
+     2,
+     "--in-place needs --residual"},
     /* The cuDNN peer off the CUDA backend: its row says why and the run ends
        well, its line printed after the table (cuDNN's path, or why it is
        missing or, without a driver, cudnnCreate's refusal). */

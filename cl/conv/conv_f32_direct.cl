@@ -228,6 +228,23 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
                 KILN_STORE(pooled[l], out, l);
         }
 #else
+#if KILN_HAS_Z && QE > VW && QE % VW != 0
+        /* z may be y (an in-place residual): a row's last tile, shifted
+           left onto the one before it, reads z where that one stores, so
+           that one stores only the columns the last does not cover. */
+        if (q0 < QE - VW && q0 + VW > QE - VW) {
+#pragma unroll
+            for (int t = 0; t < TH; t++)
+                if (p0 + t < P) {
+                    float lanes[VW];
+                    VSTORE(v[t], 0, lanes);
+                    KILN_GLOBAL KILN_STORAGE *out = y + (plane * P + p0 + t) * Q + q0;
+                    for (int l = 0; l < QE - VW - q0; l++)
+                        KILN_STORE(lanes[l], out, l);
+                }
+            continue;
+        }
+#endif
 #pragma unroll
         for (int t = 0; t < TH; t++)
             if (p0 + t < P)

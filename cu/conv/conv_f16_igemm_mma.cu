@@ -96,12 +96,14 @@ __device__ __forceinline__ float epilogue(const float acc, const float alpha, co
     return kiln_activate(r, slope);
 }
 
-/* The signature keeps conv_f32_igemm_tiled's order. */
+/* The signature keeps conv_f32_igemm_tiled's order. z and y are not
+   __restrict__: z may be y (a residual added in place), each element read
+   by the thread that then stores it. */
 /* clang-format off */
 extern "C" __global__ void __launch_bounds__(THREADS)
 conv_f16_igemm_mma(IGEMM_SHAPE_ARGS, const float alpha, const float beta, const float slope,
                    const unsigned short *__restrict__ x, const unsigned short *__restrict__ w,
-                   const float *__restrict__ bias, const unsigned short *__restrict__ z, unsigned short *__restrict__ y)
+                   const float *__restrict__ bias, const unsigned short *z, unsigned short *y)
 /* clang-format on */
 {
     extern __shared__ __align__(16) unsigned short shared[];

@@ -115,10 +115,13 @@ KILN_API kiln_status kiln_conv2d_plan_create(kiln_context *ctx, const kiln_conv2
 
 /**
  * Queue the convolution. bias (k elements) is needed when has_bias, z (the
- * convolution output's shape) when beta != 0; otherwise pass NULL.
- * @return KILN_ERROR_INVALID_ARGUMENT for missing or superfluous buffers or y
- *         aliasing an input; KILN_ERROR_OUT_OF_BOUNDS for a buffer smaller
- *         than its tensor. Nothing is queued on failure.
+ * convolution output's shape) when beta != 0; otherwise pass NULL. z may be
+ * y itself, the residual added in place (y = act(alpha * conv + beta * y +
+ * bias)), except under the fused max pool, whose y is smaller than z.
+ * @return KILN_ERROR_INVALID_ARGUMENT for missing or superfluous buffers, y
+ *         aliasing x, w or bias, or z aliasing a pooled y;
+ *         KILN_ERROR_OUT_OF_BOUNDS for a buffer smaller than its tensor.
+ *         Nothing is queued on failure.
  */
 KILN_API kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln_buffer *x, const kiln_buffer *w,
                                               const kiln_buffer *bias, const kiln_buffer *z, kiln_buffer *y,

@@ -486,9 +486,15 @@ kiln_status kiln_conv2d_plan_execute(kiln_conv2d_plan *plan, const kiln_buffer *
             continue;
         if (inputs[i]->ctx != plan->base.ctx || y->ctx != plan->base.ctx)
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: a buffer belongs to another context");
-        if (inputs[i]->handle == y->handle)
-            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: y must not be the same buffer as an input");
+        /* z may be y (the residual added in place): every kernel reads an
+           element of z before it stores that element of y, and nothing else
+           stores it (tests/test_conv_epilogue.c, in-place residual). */
+        if (inputs[i]->handle == y->handle && i != 3)
+            return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "conv2d: y must not be the same buffer as x, w or bias");
     }
+    if (z && z->handle == y->handle && d->fused_maxpool)
+        return kiln_error(KILN_ERROR_INVALID_ARGUMENT,
+                          "conv2d: z can be y only without the fused max pool (y is the pooled output, z is not)");
     size_t elem = kiln_dtype_size(d->dtype);
     kiln_status st = check_tensor("x", x, d->n * d->c * d->h * d->w, elem);
     if (st == KILN_SUCCESS)
