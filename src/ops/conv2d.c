@@ -156,8 +156,8 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
 
 /* The profile's heuristic: depthwise and thin groups go direct, unless a
    thin input meets many filters over a large window (a stem: a GEMM with a
-   deep enough reduction; on NCHW with implicit GEMM's CPU kernel, a filter
-   volume of 64 or more); plain 1x1 on NCHW output planes of
+   deep enough reduction, a filter volume of 16 or more; on NCHW with
+   implicit GEMM's CPU kernel a thin input always goes direct); plain 1x1 on NCHW output planes of
    select.conv_1x1_direct_min_pixels or more direct, where implicit GEMM
    takes its CPU kernel (the batch aside: direct tiles a plane); else to GEMM, by implicit GEMM from
    select.conv_1x1_igemm_min_pixels on NCHW, and at any size on NHWC where
@@ -185,16 +185,19 @@ static const struct kiln_conv_algorithm *heuristic(const struct kiln_conv_shape 
        gemm.cpu.a_in_place (its straight tile's A, docs/gemm.md). */
     const int gemm_in_place = d->dtype == KILN_F32 && kiln_profile_params(profile)->gemm_cpu.a_in_place;
     const struct kiln_conv_algorithm *pick;
-    /* A thin input's filter volume below which direct wins over implicit
-       GEMM: 64 on NCHW where implicit GEMM takes its CPU kernel (MobileNet's
-       stem, 27, goes direct; ResNet's, 147, does not), else 16. */
-    const size_t thin_volume = d->layout == KILN_NCHW && cpu_igemm ? 64 : 16;
-    if (s->cg < 4 && (s->kg < 8 || s->cg * d->r * d->s < thin_volume)) {
+    /* A thin input goes direct: on NCHW where implicit GEMM takes its CPU
+       kernel at any filter volume (MobileNet's stem, 27, and ResNet's, 147:
+       docs/convolution.md#thin-inputs-with-many-filters), elsewhere below a
+       volume of 16 or with fewer than 8 filters. */
+    const int thin_direct = d->layout == KILN_NCHW && cpu_igemm;
+    if (s->cg < 4 && (thin_direct || s->kg < 8 || s->cg * d->r * d->s < 16)) {
         pick = &kiln_conv_direct;
         snprintf(why, why_size,
                  "heuristic: %zu channels and %zu filters per group, a filter volume of %zu (depthwise, thin groups, "
-                 "a thin input's small window: direct below %zu)",
-                 s->cg, s->kg, s->cg * d->r * d->s, thin_volume);
+                 "%s)",
+                 s->cg, s->kg, s->cg * d->r * d->s,
+                 thin_direct ? "a thin NCHW input: direct where implicit GEMM runs its CPU kernel"
+                             : "a thin input's small window: direct below 16");
     } else if (usable(&kiln_conv_gemm1x1, s) && d->layout == KILN_NHWC && cpu_igemm && !gemm_in_place &&
                usable(&kiln_conv_igemm, s)) {
         pick = &kiln_conv_igemm;
