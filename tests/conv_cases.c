@@ -83,33 +83,37 @@ kiln_conv_algo cc_assert_plan_describes(const kiln_conv2d_plan *plan, kiln_conte
     return info.algo;
 }
 
-void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
-                   const char *label)
+/* cc_check_plan's body; in_place: y holds z's values and is passed as z. */
+static void check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                       const char *label, int in_place)
 {
     struct cr_case t;
     cr_case_init(&t, c, d);
     cr_case_fill(&t, &kt_group_seed);
-    kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
+    if (in_place) {
+        assert_int_equal(t.len[CR_Z], t.len[CR_Y]);
+        kt_assert_status(kiln_buffer_write(t.buf[CR_Y], 0, t.len[CR_Z] * cr_operand_elem_size(&t, CR_Z), t.raw[CR_Z]),
+                         KILN_SUCCESS);
+        kt_assert_status(
+            kiln_conv2d_plan_execute(plan, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Y], t.buf[CR_Y], NULL),
+            KILN_SUCCESS);
+    } else
+        kt_assert_status(cr_case_execute(&t, plan, NULL), KILN_SUCCESS);
     cr_case_check(&t, kiln_conv_algo_tol(algo, t.dims.k_eff), label);
     cr_case_free(&t);
     kiln_conv2d_plan_destroy(plan);
 }
 
+void cc_check_plan(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
+                   const char *label)
+{
+    check_plan(c, plan, d, algo, label, 0);
+}
+
 void cc_check_plan_in_place(kiln_context *c, kiln_conv2d_plan *plan, const kiln_conv2d_desc *d, kiln_conv_algo algo,
                             const char *label)
 {
-    struct cr_case t;
-    cr_case_init(&t, c, d);
-    cr_case_fill(&t, &kt_group_seed);
-    assert_int_equal(t.len[CR_Z], t.len[CR_Y]);
-    kt_assert_status(kiln_buffer_write(t.buf[CR_Y], 0, t.len[CR_Z] * cr_operand_elem_size(&t, CR_Z), t.raw[CR_Z]),
-                     KILN_SUCCESS);
-    kt_assert_status(
-        kiln_conv2d_plan_execute(plan, t.buf[CR_X], t.buf[CR_W], t.buf[CR_BIAS], t.buf[CR_Y], t.buf[CR_Y], NULL),
-        KILN_SUCCESS);
-    cr_case_check(&t, kiln_conv_algo_tol(algo, t.dims.k_eff), label);
-    cr_case_free(&t);
-    kiln_conv2d_plan_destroy(plan);
+    check_plan(c, plan, d, algo, label, 1);
 }
 
 void cc_run_case(kiln_context *c, const kiln_conv2d_desc *d, const char *label)

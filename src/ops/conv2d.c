@@ -156,9 +156,10 @@ static const struct kiln_conv_algorithm *profile_default(const struct kiln_profi
 
 /* The profile's heuristic: depthwise and thin groups go direct, unless a
    thin input meets many filters over a large window (a stem: a GEMM with a
-   deep enough reduction, a filter volume of 16 or more; on NCHW with
-   implicit GEMM's CPU kernel a thin input always goes direct); plain 1x1 on NCHW output planes of
-   select.conv_1x1_direct_min_pixels or more direct, where implicit GEMM
+   deep enough reduction, a filter volume of 16 or more), which never
+   applies on NCHW where implicit GEMM takes its CPU kernel; plain 1x1 on
+   NCHW output planes of select.conv_1x1_direct_min_pixels or more direct,
+   where implicit GEMM
    takes its CPU kernel (the batch aside: direct tiles a plane); else to GEMM, by implicit GEMM from
    select.conv_1x1_igemm_min_pixels on NCHW, and at any size on NHWC where
    implicit GEMM takes its CPU kernel (whose row variant reads NHWC in
