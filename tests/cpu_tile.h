@@ -47,14 +47,25 @@ static inline double kt_cpu_half_tile(const struct kiln_param_gemm_cpu *cpu, lon
 }
 
 /* The same for the flipped tile, whose rows (C^T's) are at most gemm.cpu
-   flip_mr where that is set and B can be read in place (`in_place_b`). */
+   flip_mr and whose columns are flip_nr where those are set and B can be
+   read in place (`in_place_b`); with flip_nr set, the mr x nr tile where
+   that costs less. */
 static inline double kt_cpu_flip_tile(const struct kiln_param_gemm_cpu *cpu, int in_place_b, long rows, long cols,
                                       long *mr, long *nr)
 {
     struct kiln_param_gemm_cpu flip = *cpu;
     if (cpu->flip_mr > 0 && in_place_b)
         flip.mr = cpu->flip_mr;
-    return kt_cpu_tile(&flip, rows, cols, mr, nr);
+    if (cpu->flip_nr > 0 && in_place_b)
+        flip.nr = cpu->flip_nr;
+    double cost = kt_cpu_tile(&flip, rows, cols, mr, nr);
+    long pmr, pnr;
+    if (cpu->flip_nr > 0 && in_place_b) {
+        const double plain = kt_cpu_tile(cpu, rows, cols, &pmr, &pnr);
+        if (plain < cost)
+            cost = plain, *mr = pmr, *nr = pnr;
+    }
+    return cost;
 }
 
 #endif

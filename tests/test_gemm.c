@@ -672,10 +672,11 @@ static void test_in_place_choice(void **state)
     for (size_t i = 0; i < sizeof pcts / sizeof *pcts; i++) {
         if (pcts[i] < 0 || pcts[i] > 1000)
             continue;
-        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": %ld, "
-                                               "\"a_in_place\": 0}}}",
-                                               pcts[i]);
+        kiln_context *ctx =
+            kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
+                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"flip_nr\": 0, \"in_place_l2\": %ld, "
+                               "\"a_in_place\": 0}}}",
+                               pcts[i]);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, 49, 512);
         kiln_gemm_plan_info info;
@@ -717,7 +718,7 @@ static void test_narrow_in_place_choice(void **state)
         if (cases[i].pct < 0 || cases[i].pct > 10000)
             continue;
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 32, \"vw\": 8, "
-                                               "\"narrow_mr\": 8, \"flip_mr\": 0, \"in_place_l2\": 0, "
+                                               "\"narrow_mr\": 8, \"flip_mr\": 0, \"flip_nr\": 0, \"in_place_l2\": 0, "
                                                "\"narrow_in_place_l2\": %ld, \"a_in_place\": 0}}}",
                                                cases[i].pct);
         kiln_gemm_desc d;
@@ -762,7 +763,7 @@ static void test_column_panels_first(void **state)
         {300, 128, 64, 1, 0}, {300, 192, 40, 1, 1}, {130, 128, 96, 3, 0}, {300, 64, 64, 1, 0}, {300, 256, 0, 1, 0}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 64, \"vw\": 16, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": 0}}}");
+                                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"flip_nr\": 0}}}");
         const size_t k = shapes[i].k ? shapes[i].k : past;
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, shapes[i].tb ? KILN_TRANS : KILN_NO_TRANS, shapes[i].m,
@@ -802,7 +803,7 @@ static void test_b_rows_fetched(void **state)
     int fetched = 0, not_fetched = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 8, \"nr\": 32, \"vw\": 16, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": 0}}}");
+                                               "\"narrow_mr\": 0, \"flip_mr\": 0, \"flip_nr\": 0}}}");
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, shapes[i].m, shapes[i].n, shapes[i].k);
         d.ldb = shapes[i].ldb;
@@ -844,7 +845,8 @@ static void cpu_tile_sweep(const char *fields, const struct row *shapes, size_t 
     static const kiln_transpose trans[4][2] = {{NO, TR}, {TR, NO}, {NO, NO}, {TR, TR}};
     for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++) {
         kiln_context *ctx = kt_overlay_context(
-            "{\"kernels\": {\"gemm.cpu\": {%s, \"narrow_mr\": 0, \"flip_mr\": 0, \"kc\": 0, %s}}}", tiles[t], fields);
+            "{\"kernels\": {\"gemm.cpu\": {%s, \"narrow_mr\": 0, \"flip_mr\": 0, \"flip_nr\": 0, \"kc\": 0, %s}}}",
+            tiles[t], fields);
         int counted = 0;
         for (size_t s = 0; s < count; s++)
             for (size_t x = 0; x < 4; x++) {
@@ -945,37 +947,46 @@ static void test_a_in_place(void **state)
    tile of 5 x 16 flips (B read in place) into 5 rows (40 panels), 4 (49)
    or 7 (28) by flip_mr 0, 4 and 7; the results stay right, also with 59
    columns in 9 panels of 7 (the last reads the 7 rows that end at N).
-   Where B is packed (in_place_l2 0) the flipped tile keeps mr's 5. A is
+   Its columns are gemm.cpu.flip_nr where that is set (6 x 32 at 196
+   columns), and where the mr x nr tile pads less the flip takes that one
+   instead (49 columns: 9 panels of 6 against 10 of 5, 54 rows against 50).
+   Where B is packed (in_place_l2 0) the flipped tile keeps mr's 5. Rows
+   read in place 196 floats apart are fetched 16 values of K ahead, 59
+   apart not. A is
    packed (gemm.cpu.a_in_place 0), as a 1x1 convolution's kept weights
    are, so that the product flips. */
 static void test_flipped_rows(void **state)
 {
     (void)state;
     static const struct {
-        long flip_mr, in_place_l2;
+        long flip_mr, flip_nr, in_place_l2;
         size_t n;
         const char *kernel;
-    } cases[] = {{0, 1000, 196, "gemm_f32_cpu_5x16t"},
-                 {4, 1000, 196, "gemm_f32_cpu_4x16t"},
-                 {7, 1000, 196, "gemm_f32_cpu_7x16t"},
-                 {7, 1000, 59, "gemm_f32_cpu_7x16t"},
-                 {7, 0, 196, "gemm_f32_cpu_5x16t"}};
+    } cases[] = {{0, 0, 1000, 196, "gemm_f32_cpu_5x16t"}, {4, 0, 1000, 196, "gemm_f32_cpu_4x16t"},
+                 {7, 0, 1000, 196, "gemm_f32_cpu_7x16t"}, {7, 0, 1000, 59, "gemm_f32_cpu_7x16t"},
+                 {7, 0, 0, 196, "gemm_f32_cpu_5x16t"},    {6, 32, 1000, 196, "gemm_f32_cpu_6x32t"},
+                 {6, 32, 1000, 49, "gemm_f32_cpu_5x16t"}, {6, 32, 0, 196, "gemm_f32_cpu_5x16t"},
+                 {0, 32, 1000, 196, "gemm_f32_cpu_5x32t"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        kiln_context *ctx = kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 16, \"vw\": 8, "
-                                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"in_place_l2\": %ld, "
-                                               "\"a_in_place\": 0}}}",
-                                               cases[i].flip_mr, cases[i].in_place_l2);
+        kiln_context *ctx =
+            kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 5, \"nr\": 16, \"vw\": 8, "
+                               "\"narrow_mr\": 0, \"flip_mr\": %ld, \"flip_nr\": %ld, \"in_place_l2\": %ld, "
+                               "\"a_in_place\": 0}}}",
+                               cases[i].flip_mr, cases[i].flip_nr, cases[i].in_place_l2);
         kiln_gemm_desc d;
         kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 512, cases[i].n, 256);
         kiln_gemm_plan_info info;
         kiln_gemm_plan *plan = cpu_plan(ctx, &d, &info);
         if (!plan)
             return;
-        printf("# flip_mr %ld, in_place_l2 %ld, 512x%zux256: %s %s\n", cases[i].flip_mr, cases[i].in_place_l2,
-               cases[i].n, info.kernel, info.params);
+        printf("# flip_mr %ld, flip_nr %ld, in_place_l2 %ld, 512x%zux256: %s %s\n", cases[i].flip_mr, cases[i].flip_nr,
+               cases[i].in_place_l2, cases[i].n, info.kernel, info.params);
         assert_string_equal(info.kernel, cases[i].kernel);
         if (!strstr(info.params, "B read in place") != !cases[i].in_place_l2)
             fail_msg("\"%s\": B %s", info.params, cases[i].in_place_l2 ? "in place" : "packed");
+        /* rows read in place more than 128 floats apart are fetched ahead */
+        if (!strstr(info.params, "rows fetched 16 of K ahead") != !(cases[i].in_place_l2 && cases[i].n > 128))
+            fail_msg("\"%s\": rows %s", info.params, cases[i].n > 128 ? "fetched ahead" : "not fetched");
         gr_check_plan(ctx, &d, plan, 2, &kt_group_seed);
         kiln_gemm_plan_destroy(plan);
         kiln_context_destroy(ctx);
@@ -1014,11 +1025,11 @@ static void test_k_blocks(void **state)
                         1501};
     for (size_t i = 0; i < sizeof kcs / sizeof *kcs; i++)
         for (size_t batch = 1; batch <= 3; batch += 2) {
-            kiln_context *ctx =
-                kt_overlay_context("{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
-                                   "\"narrow_mr\": 0, \"flip_mr\": 0, \"in_place_l2\": 1000, \"kc\": %ld, "
-                                   "\"a_in_place\": 0}}}",
-                                   kcs[i]);
+            kiln_context *ctx = kt_overlay_context(
+                "{\"kernels\": {\"gemm.cpu\": {\"mr\": 6, \"nr\": 16, \"vw\": 8, "
+                "\"narrow_mr\": 0, \"flip_mr\": 0, \"flip_nr\": 0, \"in_place_l2\": 1000, \"kc\": %ld, "
+                "\"a_in_place\": 0}}}",
+                kcs[i]);
             kiln_gemm_desc d;
             kiln_gemm_desc_init(&d, KILN_ROW_MAJOR, KILN_NO_TRANS, KILN_NO_TRANS, 130, 49, k);
             d.batch = batch, d.stride_a = 0, d.stride_b = k * 49, d.stride_c = 130 * 49;

@@ -30,6 +30,11 @@
 #ifndef KILN_TILE_FETCH_B
 #define KILN_TILE_FETCH_B(b, b_step, k) ((void)0)
 #endif
+/* KILN_TILE_FETCH_A(a, a_step, k): the same with the A operand (the CPU
+   GEMM fetches the rows of an A read in place ahead, k-major). */
+#ifndef KILN_TILE_FETCH_A
+#define KILN_TILE_FETCH_A(a, a_step, k) ((void)0)
+#endif
 
 /* The float arguments a kernel's epilogue reads after the tile (alpha,
    beta, an activation's slope), held in a volatile private array from entry
@@ -65,6 +70,7 @@
 #define KILN_TILE_ACCUMULATE_RLD(acc, a, a_step, a_row, b, b_step, count)                                           \
     do {                                                                                                            \
         _Pragma("unroll 4") for (int k_ = 0; k_ < (count); k_++) {                                                  \
+            KILN_TILE_FETCH_A(a, a_step, k_);                                                                       \
             KILN_TILE_FETCH_B(b, b_step, k_);                                                                       \
             VEC bv_[NV];                                                                                            \
             _Pragma("unroll") for (int v_ = 0; v_ < NV; v_++) bv_[v_] = VLOAD(v_, (b) + (size_t)k_ * (b_step));     \

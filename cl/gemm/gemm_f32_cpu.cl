@@ -72,6 +72,13 @@
             KILN_PREFETCH_L1((b) + (size_t)((k) + KILN_B_FETCH) * (b_step) + l_);                                     \
     } while (0)
 #endif
+/* KILN_A_FETCH: the flipped tile's rows read in place (KILN_A_DIRECT 1,
+   each k's MR rows side by side, a leading dimension apart) have each k of
+   the loop fetch the rows KILN_A_FETCH values of K ahead into L1 (the
+   host's rule and measurements: src/ops/gemm_cpu.c). */
+#if KILN_A_FETCH
+#define KILN_TILE_FETCH_A(a, a_step, k) KILN_PREFETCH_L1((a) + (size_t)((k) + KILN_A_FETCH) * (a_step))
+#endif
 #include "common/register_tile.h"
 #include "common/tile_runs.h"
 

@@ -349,7 +349,8 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
         if (other < straight)
             tile = wide, straight = other;
     }
-    /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr.
+    /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr,
+       its columns gemm.cpu.flip_nr.
        One that packs B keeps mr: the cost below counts packing alike in
        both orientations, where packing op(A)^T's column panels from a
        row-major A gathered NR of its rows per k before it was packed a
@@ -359,7 +360,19 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     struct kiln_param_gemm_cpu rows_are_columns = *cpu;
     if (cpu->flip_mr > 0 && in_place_b)
         rows_are_columns.mr = cpu->flip_mr;
-    double flipped = oriented_cost(&rows_are_columns, p->n, p->m, &flip) * (k + (double)cpu->vw);
+    if (cpu->flip_nr > 0 && in_place_b)
+        rows_are_columns.nr = cpu->flip_nr;
+    double flipped = oriented_cost(&rows_are_columns, p->n, p->m, &flip);
+    /* With flip_nr set, the mr x nr tile where it pads less: on the Xeon
+       with AMX, 6 x 64 took 1x1 layers at 14x14 1.02-1.08x faster than 8 x
+       32 but at 7x7 (49 pixels, 9 panels of 6) 0.93x slower than 7 x 32. */
+    if (cpu->flip_nr > 0 && in_place_b) {
+        struct kiln_cpu_tile plain = {0};
+        const double other = oriented_cost(cpu, p->n, p->m, &plain);
+        if (other < flipped)
+            flip = plain, flipped = other;
+    }
+    flipped *= k + (double)cpu->vw;
     flip.in_place = in_place_b && (size_t)flip.mr <= p->n;
     flipped += KILN_GEMM_PACK_COST * (pack_a + (flip.in_place ? 0.0 : pack_b));
     if (flipped < straight)

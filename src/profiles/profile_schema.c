@@ -162,8 +162,10 @@ static int check_gemm_cpu(const void *values, const struct kiln_device_desc *dev
     if (bounded(why, size, "gemm.cpu", "mr*nr", (long)p->mr * p->nr, "accumulators per work-item",
                 KILN_MAX_TILE_VALUES))
         return -1;
-    if (bounded(why, size, "gemm.cpu", "flip_mr*nr", (long)p->flip_mr * p->nr, "accumulators per work-item",
-                KILN_MAX_TILE_VALUES))
+    MULTIPLE("gemm.cpu", p->flip_nr, p->vw);
+    const long flip_nr = p->flip_nr > 0 ? p->flip_nr : p->nr;
+    if (bounded(why, size, "gemm.cpu", p->flip_nr > 0 ? "flip_mr*flip_nr" : "flip_mr*nr", (long)p->flip_mr * flip_nr,
+                "accumulators per work-item", KILN_MAX_TILE_VALUES))
         return -1;
     return bounded(why, size, "gemm.cpu", "narrow_mr*vw", (long)p->narrow_mr * p->vw, "accumulators per work-item",
                    KILN_MAX_TILE_VALUES);
