@@ -46,26 +46,45 @@ static inline double kt_cpu_half_tile(const struct kiln_param_gemm_cpu *cpu, lon
     return cost;
 }
 
+/* The row variant's tile (pixels by filters): kt_cpu_half_tile's, or where
+   gemm.cpu.flip_nr is set flip_mr (else mr) x flip_nr with its rows
+   balanced, unless that costs more than 5% more. */
+static inline double kt_cpu_pixel_tile(const struct kiln_param_gemm_cpu *cpu, long rows, long cols, long *mr, long *nr)
+{
+    const double other = kt_cpu_half_tile(cpu, rows, cols, mr, nr);
+    if (cpu->flip_nr <= 0)
+        return other;
+    struct kiln_param_gemm_cpu own = *cpu;
+    if (cpu->flip_mr > 0)
+        own.mr = cpu->flip_mr;
+    own.nr = cpu->flip_nr;
+    long omr, onr;
+    const double cost = kt_cpu_tile(&own, rows, cols, &omr, &onr);
+    if (cost > 1.05 * other)
+        return other;
+    *mr = omr, *nr = onr;
+    return cost;
+}
+
 /* The same for the flipped tile, whose rows (C^T's) are at most gemm.cpu
    flip_mr and whose columns are flip_nr where those are set and B can be
    read in place (`in_place_b`); with flip_nr set, the mr x nr tile where
-   that costs less. */
+   that costs more than 5% less. */
 static inline double kt_cpu_flip_tile(const struct kiln_param_gemm_cpu *cpu, int in_place_b, long rows, long cols,
                                       long *mr, long *nr)
 {
     struct kiln_param_gemm_cpu flip = *cpu;
     if (cpu->flip_mr > 0 && in_place_b)
         flip.mr = cpu->flip_mr;
-    if (cpu->flip_nr > 0 && in_place_b)
-        flip.nr = cpu->flip_nr;
-    double cost = kt_cpu_tile(&flip, rows, cols, mr, nr);
+    if (cpu->flip_nr <= 0 || !in_place_b)
+        return kt_cpu_tile(&flip, rows, cols, mr, nr);
+    flip.nr = cpu->flip_nr;
     long pmr, pnr;
-    if (cpu->flip_nr > 0 && in_place_b) {
-        const double plain = kt_cpu_tile(cpu, rows, cols, &pmr, &pnr);
-        if (plain < cost)
-            cost = plain, *mr = pmr, *nr = pnr;
-    }
-    return cost;
+    const double plain = kt_cpu_tile(cpu, rows, cols, &pmr, &pnr), own = kt_cpu_tile(&flip, rows, cols, mr, nr);
+    if (own <= 1.05 * plain)
+        return own;
+    *mr = pmr, *nr = pnr;
+    return plain;
 }
 
 #endif

@@ -153,7 +153,7 @@ static kiln_status rows_prepare(struct kiln_conv2d_plan *plan)
         return st;
     struct kiln_options options = {0};
     kiln_conv_options(plan, &options);
-    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose_half(cpu, pixels, s->kg, &options);
+    const struct kiln_cpu_tile tile = kiln_cpu_tile_choose_pixels(cpu, pixels, s->kg, &options);
     const size_t mr = (size_t)tile.mr, nr = (size_t)tile.nr;
     const size_t kk = s->cg * d->r * d->s, panels = kiln_div_up(s->kg, nr), tiles = kiln_div_up(pixels, mr);
     const int copy = d->layout == KILN_NCHW; /* NHWC is read in place, padding and all */

@@ -254,22 +254,31 @@ static double oriented_cost(const struct kiln_param_gemm_cpu *cpu, size_t rows, 
 }
 
 /* The profile's tile with its rows balanced over the row panels, or its
-   narrow tile where that is cheaper; with `half`, also the half-width tile
+   narrow tile where that is cheaper, and its cost in *cost; with `half`,
+   also the half-width tile
    (narrow_mr rows by half the wide tile's columns, where those are an even
    number of at least 4 vectors) where that is cheaper still, its padded
    elements counted 3% dearer than the wide tile's (its narrow_mr x nv / 2
    accumulators take narrow_mr + nv / 2 loads per k: 10 for 16 at 8 x 32,
    where 5 x 64 takes 9 for 20 and 8 x 16 9 for 8) and so cheaper than the
    narrow tile's at the same padding (docs/gemm.md#the-half-width-tile). */
-static struct kiln_cpu_tile tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, int half,
-                                        struct kiln_options *o)
+static struct kiln_cpu_tile tile_cost(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n, int half, double *cost)
 {
     struct kiln_cpu_tile tile = {0};
-    const double cost = oriented_cost(cpu, m, n, &tile);
+    *cost = oriented_cost(cpu, m, n, &tile);
     const long nv = cpu->nr / cpu->vw;
-    if (half && cpu->narrow_mr > 0 && nv >= 4 && nv % 2 == 0 &&
-        1.03 * padded(m, n, (size_t)cpu->narrow_mr, (size_t)(cpu->nr / 2)) < cost)
+    if (!half || cpu->narrow_mr <= 0 || nv < 4 || nv % 2 != 0)
+        return tile;
+    const double halved = 1.03 * padded(m, n, (size_t)cpu->narrow_mr, (size_t)(cpu->nr / 2));
+    if (halved < *cost) {
         tile.mr = cpu->narrow_mr, tile.nr = cpu->nr / 2, tile.vw = cpu->vw, tile.narrow = 0;
+        *cost = halved;
+    }
+    return tile;
+}
+
+static struct kiln_cpu_tile tile_options(struct kiln_cpu_tile tile, struct kiln_options *o)
+{
     kiln_options_add(o, "-DKILN_TILE_MR=%ld -DKILN_TILE_NR=%ld -DKILN_TILE_VW=%ld", tile.mr, tile.nr, tile.vw);
     return tile;
 }
@@ -277,13 +286,39 @@ static struct kiln_cpu_tile tile_choose(const struct kiln_param_gemm_cpu *cpu, s
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o)
 {
-    return tile_choose(cpu, m, n, 0, o);
+    double cost;
+    return tile_options(tile_cost(cpu, m, n, 0, &cost), o);
 }
 
-struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
-                                               struct kiln_options *o)
+/* The tile whose rows are pixels and whose columns are filters, where
+   gemm.cpu.flip_nr is set: flip_mr (else mr) x flip_nr, its rows balanced,
+   unless `other` (the cost of the tile the caller would take otherwise)
+   is more than KILN_PIXEL_TILE_MARGIN cheaper: 1 with the tile in *t and
+   its cost in *cost, 0 where flip_nr is 0 or the other tile wins. */
+static int pixel_tile(const struct kiln_param_gemm_cpu *cpu, size_t pixels, size_t filters, double other,
+                      struct kiln_cpu_tile *t, double *cost)
 {
-    return tile_choose(cpu, m, n, 1, o);
+    if (cpu->flip_nr <= 0)
+        return 0;
+    struct kiln_param_gemm_cpu own = *cpu;
+    if (cpu->flip_mr > 0)
+        own.mr = cpu->flip_mr;
+    own.nr = cpu->flip_nr;
+    struct kiln_cpu_tile tile = {0};
+    const double c = oriented_cost(&own, pixels, filters, &tile);
+    if (c > KILN_PIXEL_TILE_MARGIN * other)
+        return 0;
+    *t = tile, *cost = c;
+    return 1;
+}
+
+struct kiln_cpu_tile kiln_cpu_tile_choose_pixels(const struct kiln_param_gemm_cpu *cpu, size_t pixels, size_t filters,
+                                                 struct kiln_options *o)
+{
+    double cost, own;
+    struct kiln_cpu_tile tile = tile_cost(cpu, pixels, filters, 1, &cost);
+    pixel_tile(cpu, pixels, filters, cost, &tile, &own);
+    return tile_options(tile, o);
 }
 
 /* The straight tile's micro kernel reading A in place instead of its packed
@@ -349,8 +384,8 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
         if (other < straight)
             tile = wide, straight = other;
     }
-    /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr,
-       its columns gemm.cpu.flip_nr.
+    /* The rows of a flipped tile that reads B in place: gemm.cpu.flip_mr;
+       with flip_nr, the pixel tile below.
        One that packs B keeps mr: the cost below counts packing alike in
        both orientations, where packing op(A)^T's column panels from a
        row-major A gathered NR of its rows per k before it was packed a
@@ -360,17 +395,12 @@ struct kiln_cpu_tile kiln_cpu_tile_orient(const struct kiln_param_gemm_cpu *cpu,
     struct kiln_param_gemm_cpu rows_are_columns = *cpu;
     if (cpu->flip_mr > 0 && in_place_b)
         rows_are_columns.mr = cpu->flip_mr;
-    if (cpu->flip_nr > 0 && in_place_b)
-        rows_are_columns.nr = cpu->flip_nr;
     double flipped = oriented_cost(&rows_are_columns, p->n, p->m, &flip);
-    /* With flip_nr set, the mr x nr tile where it pads less: on the Xeon
-       with AMX, 6 x 64 took 1x1 layers at 14x14 1.02-1.08x faster than 8 x
-       32 but at 7x7 (49 pixels, 9 panels of 6) 0.93x slower than 7 x 32. */
-    if (cpu->flip_nr > 0 && in_place_b) {
-        struct kiln_cpu_tile plain = {0};
-        const double other = oriented_cost(cpu, p->n, p->m, &plain);
-        if (other < flipped)
-            flip = plain, flipped = other;
+    /* With flip_nr set, flip_mr x flip_nr (pixel_tile) unless mr x nr costs
+       more than KILN_PIXEL_TILE_MARGIN less. */
+    if (in_place_b && cpu->flip_nr > 0) {
+        flipped = oriented_cost(cpu, p->n, p->m, &flip);
+        pixel_tile(cpu, p->n, p->m, flipped, &flip, &flipped);
     }
     flipped *= k + (double)cpu->vw;
     flip.in_place = in_place_b && (size_t)flip.mr <= p->n;

@@ -150,13 +150,21 @@ struct kiln_cpu_tile {
 };
 struct kiln_cpu_tile kiln_cpu_tile_choose(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
                                           struct kiln_options *o);
-/* The same, also costing a half-width tile: narrow_mr rows by half the wide
-   tile's columns, where those are 4 or more vectors (amd-zen4's 8 x 32
-   beside its 5 x 64 and 8 x 16), for products whose columns fill half the
-   wide tile (the row variant of implicit GEMM, columns = filters: a stem's
-   32). */
-struct kiln_cpu_tile kiln_cpu_tile_choose_half(const struct kiln_param_gemm_cpu *cpu, size_t m, size_t n,
-                                               struct kiln_options *o);
+/* The tile of a product whose rows are pixels and columns filters (the
+   row variant of implicit GEMM; the flipped GEMM reading B in place takes
+   the same rule): kiln_cpu_tile_choose's, also costing a half-width tile
+   (narrow_mr rows by half the wide tile's columns, where those are 4 or
+   more vectors: amd-zen4's 8 x 32 beside its 5 x 64 and 8 x 16, for a
+   stem's 32 filters); where gemm.cpu.flip_nr is set, flip_mr (else mr) x
+   flip_nr with its rows balanced instead, unless that other tile costs
+   more than KILN_PIXEL_TILE_MARGIN less in padded multiply-adds.
+   On the Xeon with AMX, 6 x 64 against 8 x 32: 1x1 layers at 14x14
+   1.02-1.08x, strided 3x3 layers to 28x28 1.09x and to 14x14 1.05x, but
+   7x7 outputs (49 pixels: 9 panels of 6 are 54 rows, 7 of 7 are 49)
+   0.91-0.93x (docs/gemm.md#balanced-rows-and-the-flipped-product). */
+#define KILN_PIXEL_TILE_MARGIN 1.05
+struct kiln_cpu_tile kiln_cpu_tile_choose_pixels(const struct kiln_param_gemm_cpu *cpu, size_t pixels, size_t filters,
+                                                 struct kiln_options *o);
 
 /* Packing one element of an operand on an execution, in the CPU tile's
    multiply-adds (a padded element's k-step): measured about 20 as a packing

@@ -93,7 +93,8 @@ enum kiln_attention_route { KILN_ATTENTION_ROUTE_CPU, KILN_ATTENTION_ROUTE_FLASH
       "its panels as mr's are (0: mr)")                                                                                \
     F(gemm_cpu, flip_nr, INT, 0, 256, HOST,                                                                            \
       "columns of the flipped tile reading B in place (C^T's columns: a 1x1 convolution's filters), a multiple of "    \
-      "vw (0: nr)")                                                                                                    \
+      "vw (0: nr); where set, that tile is flip_mr (else mr) x flip_nr, and so is implicit GEMM's row variant's "      \
+      "(pixels by filters), unless the tile taken otherwise pads 5 percent less")                                      \
     F(gemm_cpu, in_place_l2, INT, 0, 1000, HOST,                                                                       \
       "the flipped tile reads an untransposed fp32 B in place, unpacked, where it spans at most this percentage of a " \
       "core's second-level cache (the host's, for POCL's CPU device; else 1 MiB); 0: always packed")                   \
