@@ -750,6 +750,8 @@ static void test_compile_cost_bounds(void **state)
          "gemm.cpu: flip_mr*nr = 1024 accumulators per work-item"},
         {"{\"kernels\": {\"gemm.cpu\": {\"flip_mr\": 32, \"flip_nr\": 32, \"mr\": 1, \"nr\": 16, \"vw\": 16}}}",
          "gemm.cpu: flip_mr*flip_nr = 1024 accumulators per work-item"},
+        {"{\"kernels\": {\"gemm.cpu\": {\"flip_mr\": 0, \"flip_nr\": 256, \"mr\": 8, \"nr\": 16, \"vw\": 16}}}",
+         "gemm.cpu: mr*flip_nr = 2048 accumulators per work-item"},
         {"{\"kernels\": {\"gemm.cpu\": {\"narrow_mr\": 64, \"vw\": 16, \"mr\": 1, \"nr\": 16}}}",
          "gemm.cpu: narrow_mr*vw = 1024 accumulators per work-item"},
         {"{\"kernels\": {\"gemm.smallm\": {\"mr\": 64, \"nc\": 256, \"vw\": 16}}}",

@@ -163,8 +163,11 @@ static int check_gemm_cpu(const void *values, const struct kiln_device_desc *dev
                 KILN_MAX_TILE_VALUES))
         return -1;
     MULTIPLE("gemm.cpu", p->flip_nr, p->vw);
-    const long flip_nr = p->flip_nr > 0 ? p->flip_nr : p->nr;
-    if (bounded(why, size, "gemm.cpu", p->flip_nr > 0 ? "flip_mr*flip_nr" : "flip_mr*nr", (long)p->flip_mr * flip_nr,
+    /* The flipped tile's rows and columns, each the plain tile's where unset
+       (mr*nr above where both are). */
+    static const char *const flip_names[2][2] = {{"mr*nr", "mr*flip_nr"}, {"flip_mr*nr", "flip_mr*flip_nr"}};
+    const long flip_rows = p->flip_mr > 0 ? p->flip_mr : p->mr, flip_cols = p->flip_nr > 0 ? p->flip_nr : p->nr;
+    if (bounded(why, size, "gemm.cpu", flip_names[p->flip_mr > 0][p->flip_nr > 0], flip_rows * flip_cols,
                 "accumulators per work-item", KILN_MAX_TILE_VALUES))
         return -1;
     return bounded(why, size, "gemm.cpu", "narrow_mr*vw", (long)p->narrow_mr * p->vw, "accumulators per work-item",
