@@ -372,6 +372,37 @@ static void test_coupled_fields(void **state)
     assert_true(distinct >= 90);
 }
 
+/* A step no second field can repair goes on along the ladder: from
+   amd-zen4's CPU GEMM (flip_nr 0, vw 16) flip_nr's step up is the first
+   value that passes alone or with one other field a step away (8, with vw
+   8), where 1, 2 and 4 are refused whatever else moves; the search used to
+   report the refusal of 1 and never leave 0. */
+static void test_steps_past_refused(void **state)
+{
+    (void)state;
+    const struct kiln_profile *p = kiln_profile_find(embedded, "amd-zen4");
+    assert_non_null(p);
+    struct kiln_space s;
+    kt_assert_status(kiln_space_init(&s, KILN_GROUP_gemm_cpu, &kiln_profile_params(p)->gemm_cpu, NULL), KILN_SUCCESS);
+    assert_int_equal(s.seed.gemm_cpu.flip_nr, 0);
+    assert_int_equal(s.seed.gemm_cpu.vw, 16);
+    struct refusals r = {KILN_GROUP_gemm_cpu, 0, 0};
+    s.on_reject = on_reject;
+    s.user = &r;
+    union kiln_space_values out[64];
+    const size_t n = kiln_space_neighbours(&s, &s.seed, out, 64);
+    int flipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_admitted(&s, &out[i], "a neighbour");
+        if (out[i].gemm_cpu.flip_nr != 0) {
+            assert_int_equal(out[i].gemm_cpu.flip_nr % out[i].gemm_cpu.vw, 0);
+            flipped++;
+        }
+    }
+    assert_int_equal(flipped, 1);
+    check_neighbours(&s, &s.seed);
+}
+
 /* An NVIDIA GPU as the CUDA backend describes it: compute capability
    major.minor, `sms` multiprocessors, `optin` bytes of shared memory a
    block may take (48 KiB without opting in, its local memory). */
@@ -665,6 +696,7 @@ int main(void)
     kt_add(&tests, cmocka_unit_test(test_rule_and_ladders));
     kt_add(&tests, cmocka_unit_test(test_refusals));
     kt_add(&tests, cmocka_unit_test(test_coupled_fields));
+    kt_add(&tests, cmocka_unit_test(test_steps_past_refused));
     kt_add_profiles(&tests, test_profile_space, NULL);
     return kt_run_with("tune_space", &tests, load_embedded, free_embedded);
 }

@@ -165,16 +165,26 @@ static int admit(const struct kiln_space *s, const union kiln_space_values *c)
     return 0;
 }
 
+/* Where v sits on lf's ladder: *below ladder values under it, *above the
+   index of the first one over it. */
+static void ladder_place(const struct kiln_space_field *lf, int v, size_t *below, size_t *above)
+{
+    size_t b = 0;
+    while (b < lf->count && lf->ladder[b] < v)
+        b++;
+    size_t a = b;
+    while (a < lf->count && lf->ladder[a] <= v)
+        a++;
+    *below = b;
+    *above = a;
+}
+
 /* The values one step from v on lf's ladder: the next below and the next
    above (at most two). */
 static int ladder_steps(const struct kiln_space_field *lf, int v, int step[2])
 {
-    size_t below = 0; /* ladder values under v */
-    while (below < lf->count && lf->ladder[below] < v)
-        below++;
-    size_t above = below; /* the first ladder value over v */
-    while (above < lf->count && lf->ladder[above] <= v)
-        above++;
+    size_t below, above;
+    ladder_place(lf, v, &below, &above);
     int steps = 0;
     if (below > 0)
         step[steps++] = lf->ladder[below - 1];
@@ -211,33 +221,45 @@ static int repair(const struct kiln_space *s, size_t i, union kiln_space_values 
     return 0;
 }
 
+/* *c with field i at v, made to pass as it is or repaired; 0 if neither. */
+static int step_to(const struct kiln_space *s, size_t i, int v, union kiln_space_values *c)
+{
+    set_int(s, &s->fields[i], c, v);
+    return passes(s, c) || repair(s, i, c);
+}
+
 size_t kiln_space_neighbours(const struct kiln_space *s, const union kiln_space_values *from,
                              union kiln_space_values *out, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->count && n < max; i++) {
         const struct kiln_space_field *lf = &s->fields[i];
-        int step[2];
-        const int steps = ladder_steps(lf, get_int(s, lf, from), step);
-        for (int d = 0; d < steps && n < max; d++) {
-            out[n] = *from;
-            set_int(s, lf, &out[n], step[d]);
-            if (passes(s, &out[n])) {
-                n++;
+        size_t below, above;
+        ladder_place(lf, get_int(s, lf, from), &below, &above);
+        /* Each direction's first value that passes, alone or repaired: a
+           field that must be a multiple of another (nr of vw) steps past
+           the values that never are (flip_nr from 0 to vw, not to 1). */
+        for (int up = 0; up <= 1 && n < max; up++) {
+            if (up ? above == lf->count : below == 0)
+                continue;
+            const size_t first = up ? above : below - 1, end = up ? lf->count : (size_t)-1;
+            int found = 0;
+            for (size_t k = first; k != end && !found; k = up ? k + 1 : k - 1) {
+                out[n] = *from;
+                found = step_to(s, i, lf->ladder[k], &out[n]);
+            }
+            if (!found) {
+                out[n] = *from;
+                set_int(s, lf, &out[n], lf->ladder[first]);
+                n += (size_t)admit(s, &out[n]); /* reports the refusal of the nearest step */
                 continue;
             }
-            union kiln_space_values fixed = out[n];
-            if (repair(s, i, &fixed)) {
-                out[n] = fixed;
-                /* The same candidate reached from another field's step is
-                   one neighbour. */
-                int seen = 0;
-                for (size_t k = 0; k < n && !seen; k++)
-                    seen = memcmp(&out[k], &fixed, sizeof fixed) == 0;
-                n += (size_t)!seen;
-            } else {
-                n += (size_t)admit(s, &out[n]); /* reports the refusal */
-            }
+            /* The same candidate reached from another field's step is one
+               neighbour. */
+            int seen = 0;
+            for (size_t k = 0; k < n && !seen; k++)
+                seen = memcmp(&out[k], &out[n], sizeof out[n]) == 0;
+            n += (size_t)!seen;
         }
     }
     return n;

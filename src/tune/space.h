@@ -79,7 +79,10 @@ int kiln_space_check(const struct kiln_space *s, const union kiln_space_values *
    candidate with that field one step along its ladder (the next value below
    and above `from`'s). One that is refused is repaired, if it can be, by
    moving one other field a step too (a smaller tile with fewer work-items
-   to cover it); one that cannot be goes to on_reject. Every neighbour
+   to cover it); one that cannot be takes the field's next value in that
+   direction instead (a field that must be a multiple of a vector width
+   skips the values that are not), and where none passes the nearest step
+   goes to on_reject. Every neighbour
    passes kiln_space_check and differs from `from` in one or two fields.
    Writes at most `max` to `out`; returns how many. */
 size_t kiln_space_neighbours(const struct kiln_space *s, const union kiln_space_values *from,
