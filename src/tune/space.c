@@ -242,11 +242,11 @@ size_t kiln_space_neighbours(const struct kiln_space *s, const union kiln_space_
         for (int up = 0; up <= 1 && n < max; up++) {
             if (up ? above == lf->count : below == 0)
                 continue;
-            const size_t first = up ? above : below - 1, end = up ? lf->count : (size_t)-1;
+            const size_t first = up ? above : below - 1, values = up ? lf->count - above : below;
             int found = 0;
-            for (size_t k = first; k != end && !found; k = up ? k + 1 : k - 1) {
+            for (size_t j = 0; j < values && !found; j++) {
                 out[n] = *from;
-                found = step_to(s, i, lf->ladder[k], &out[n]);
+                found = step_to(s, i, lf->ladder[up ? first + j : first - j], &out[n]);
             }
             if (!found) {
                 out[n] = *from;
