@@ -147,6 +147,12 @@ static const struct cc_row rows[] = {
      .groups = 128, D},
     {CONV("3x3 depthwise stride2 28x28 one row tile", NCHW, 1, 128, 28, 28, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
      .sw = 2, .groups = 128, D},
+    /* 16 output columns: the last lane's third tap is column 31, past the
+       2 * VW columns from the tile's first (-1), inside the row. */
+    {CONV("3x3 depthwise stride2 32x32 one row tile", NCHW, 1, 128, 32, 32, 128, 3, 3), PAD(1, 1, 1, 1), .sh = 2,
+     .sw = 2, .groups = 128, D},
+    {CONV("5x5 depthwise stride2 32x31 one row tile", NCHW, 1, 128, 32, 31, 128, 5, 5), PAD(2, 2, 2, 2), .sh = 2,
+     .sw = 2, .groups = 128, D},
     {CONV("3x3 two filters per group 7x7 one row tile", NCHW, 1, 128, 7, 7, 256, 3, 3), PAD(1, 1, 1, 1), .groups = 128,
      D},
     {CONV("3x3 depthwise 6x6 one row tile pool", NCHW, 1, 128, 6, 6, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128, D,

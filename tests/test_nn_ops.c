@@ -236,10 +236,11 @@ static void test_pool_event(void **state)
     run_pool(&pool_rows[3], 1);
 }
 
-/* Planes narrower than a vector of 16, one row tile each, under the
-   profile's util.vw set to 16: where the compiler targets AVX-512, their
-   rows are read with the lanes outside the row masked (common/window.h's
-   row_load), which the CPU profiles' vectors of 8 never reach. */
+/* Planes of one row tile, narrower than a vector of 16 (stride 1) or of
+   32 columns (stride 2), under the profile's util.vw set to 16: where the
+   compiler targets AVX-512, their rows are read with the lanes outside the
+   row masked (common/window.h's row_load and row_taps), which the CPU
+   profiles' vectors of 8 never reach. */
 static void test_pool_narrow_planes_vw16(void **state)
 {
     (void)state;
@@ -248,6 +249,12 @@ static void test_pool_narrow_planes_vw16(void **state)
         {"avg 3x3/1 pad 1 14x14 count-pad, vw 16", NCHW, 1, 128, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 1},
         {"max 3x3/1 pad 2,0 13x11, vw 16", NCHW, 2, 64, 13, 11, 3, 3, 1, 1, 2, 0, 2, 0, MAX, 0},
         {"avg 2x3/1 pad 1 9x15, vw 16", NCHW, 1, 128, 9, 15, 2, 3, 1, 1, 1, 0, 1, 1, AVG, 0},
+        {"max 3x3/2 pad 1 28x28, vw 16", NCHW, 1, 128, 28, 28, 3, 3, 2, 2, 1, 1, 1, 1, MAX, 0},
+        {"avg 5x5/2 pad 2 30x29 count-pad, vw 16", NCHW, 2, 64, 30, 29, 5, 5, 2, 2, 2, 2, 2, 2, AVG, 1},
+        {"max 4x4/2 pad 0,3 20x25, vw 16", NCHW, 1, 128, 20, 25, 4, 4, 2, 2, 0, 0, 0, 3, MAX, 0},
+        /* 16 output columns, the last lane's further taps inside the row. */
+        {"max 3x3/2 pad 1 32x32, vw 16", NCHW, 1, 128, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, MAX, 0},
+        {"avg 5x5/2 pad 2 18x32, vw 16", NCHW, 1, 128, 18, 32, 5, 5, 2, 2, 2, 2, 2, 2, AVG, 0},
     };
     /* Work-groups of 16: one row tile a plane from 128 planes on
        (src/ops/row_tiling.c). */

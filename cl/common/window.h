@@ -138,6 +138,32 @@ INLINE VEC clamped_load(KILN_GLOBAL const KILN_STORAGE *row, int start, int step
     return load_span(row, start, step, width, false, fill);
 }
 
+/* KILN_MASKED_ROWS: where the compiler targets AVX-512 (POCL on such a
+   CPU) and the vectors are fp32 of 16 or 8 lanes, masked_load(p, first,
+   width, fill) reads the VW values from p, columns first, first + 1, ...
+   of a row `width` long, with the lanes outside the row set to `fill`
+   and never read: an AVX-512 masked load, which touches no memory for a
+   masked lane. first and width are constants where the callers use it,
+   so the mask is too. */
+#if (VW == 16 || VW == 8) && defined(__AVX512F__) && defined(__AVX512VL__) && !KILN_STORAGE_16
+#define KILN_MASKED_ROWS 1
+INLINE VEC masked_load(KILN_GLOBAL const float *p, int first, int width, float fill)
+{
+    uint mask = 0;
+#pragma unroll
+    for (int l = 0; l < VW; l++)
+        if (first + l >= 0 && first + l < width)
+            mask |= 1u << l;
+#if VW == 16
+    return __builtin_ia32_loadups512_mask((const float *)(size_t)p, (VEC)(fill), (ushort)mask);
+#else
+    return __builtin_ia32_loadups256_mask((const float *)(size_t)p, (VEC)(fill), (uchar)mask);
+#endif
+}
+#else
+#define KILN_MASKED_ROWS 0
+#endif
+
 #ifdef KILN_ROW_TILES_Q
 
 #define TILES_Q KILN_ROW_TILES_Q
@@ -151,19 +177,14 @@ INLINE VEC clamped_load(KILN_GLOBAL const KILN_STORAGE *row, int start, int step
    its rows are narrower than a load and known at compile time. */
 INLINE VEC row_load(KILN_GLOBAL const KILN_STORAGE *row, int ih, int start, float fill)
 {
-#if TILES_P == 1 && W < VW && VW == 16 && SW == 1 && defined(__AVX512F__) && !KILN_STORAGE_16
+#if TILES_P == 1 && W < VW && VW == 16 && SW == 1 && KILN_MASKED_ROWS
     /* Where the compiler targets AVX-512 (POCL on such a CPU), one load
        with the lanes outside the row masked, which never touch memory:
        a MobileNet depthwise layer's 14x14 planes 1.09-1.16x as fast as
        the clamped load with its shift and select (docs/convolution.md,
        "Masked row loads"). At vectors of 8 (7x7 planes) it measured
        0.92x, so not there. */
-    uint mask = 0;
-#pragma unroll
-    for (int l = 0; l < VW; l++)
-        if (start + l >= 0 && start + l < W)
-            mask |= 1u << l;
-    return __builtin_ia32_loadups512_mask((const float *)(size_t)(row + start), (VEC)(fill), (ushort)mask);
+    return masked_load(row + start, start, W, fill);
 #elif TILES_P == 1 && W < VW * SW
     return clamped_load(row, start, SW, W, -ih * W, (H - ih) * W, fill);
 #else
@@ -193,6 +214,33 @@ INLINE void row_taps(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *row, int ih, 
 #pragma unroll
             for (int j = 0; j < s / 2; j++)
                 v = __builtin_shufflevector(v, (VEC)(KILN_LOAD(row, col0 + 2 * VW + s % 2 + 2 * j)), LANE_LIST(1));
+            taps[s] = v;
+        }
+        return;
+    }
+#endif
+#if TILES_P == 1 && SW == 2 && DL == 1 && KILN_MASKED_ROWS
+    /* A plane of one row tile at stride 2 where the compiler targets
+       AVX-512: as the interior tiles above, the 2 * VW columns from col0
+       and the FS - 1 past them loaded once for all the taps, each load
+       with the lanes outside the row masked to `fill` (never touching
+       memory), instead of each tap's load clamped into the plane, split,
+       shifted and selected. MobileNet's stride-2 depthwise layers: 256
+       planes of 28x28 (vectors of 16) 1.17-1.32x, 512 of 14x14 (vectors of
+       8) 1.07-1.14x (docs/convolution.md, "Masked row loads"). */
+    if (!interior) {
+        KILN_GLOBAL const float *at = row + col0;
+        const VEC a = masked_load(at, col0, W, fill), b = masked_load(at + VW, col0 + VW, W, fill);
+        /* Past them, only the FS - 1 columns the taps shift in. */
+        const VEC past = masked_load(at + 2 * VW, col0 + 2 * VW, min(W, col0 + 2 * VW + FS - 1), fill);
+        const VEC even = __builtin_shufflevector(a, b, EVERY_OTHER(0)), odd = __builtin_shufflevector(a, b, EVERY_OTHER(1));
+#pragma unroll
+        for (int s = 0; s < FS; s++) {
+            VEC v = s % 2 == 0 ? even : odd;
+            /* Columns col0 + 2 * VW + s % 2 + 2 * j, j < s / 2, shifted in. */
+#pragma unroll
+            for (int j = 0; j < s / 2; j++)
+                v = __builtin_shufflevector(v, (VEC)(past[s % 2 + 2 * j]), LANE_LIST(1));
             taps[s] = v;
         }
         return;
