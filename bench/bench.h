@@ -52,9 +52,11 @@ int bench_open_context(const char *command, kiln_context **ctx, kiln_device_info
 
 /* The device's memory bandwidth in GB/s (the faster of a copy, bytes read
    plus written, and a read, src/tune/peaks.c), measured once per device and
-   remembered in the program cache directory (memory-<device>.txt); `source` receives "measured",
+   remembered in the program cache directory (memory-<device>.txt), or, with
+   `fresh`, measured now whatever is remembered (and remembered in its
+   place); `source` receives "measured", "measured in this run" (fresh),
    "remembered" or why there is none (then 0 is returned). */
-double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, char *source, size_t size);
+double bench_device_gbps(kiln_context *ctx, const kiln_device_info *device, int fresh, char *source, size_t size);
 
 /* Remember gbps as the device's bandwidth (what `kiln-bench peak` measured),
    in place of any figure remembered before. 1 if written, 0 without a disk

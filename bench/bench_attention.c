@@ -427,17 +427,21 @@ static void check_errors(const struct report *rep)
 static const char attention_usage[] =
     "usage: kiln-bench attention --heads H --seq-q NQ --head-dim D [--batch B] [--kv-heads HK] [--seq-kv NK]\n"
     "                            [--causal] [--layout bshd|bhsd] [--dtype f32|f16|bf16] [--algo auto|fused|naive]\n"
-    "                            [--reps R] [--warmup W] [--compare naive,openblas] [--json]\n"
+    "                            [--reps R] [--warmup W] [--compare naive,openblas] [--bandwidth remembered|measure]\n"
+    "                            [--json]\n"
     "softmax(Q K^T / sqrt(D)) V on random data; B defaults to 1, HK to H, NK to NQ. kiln and each peer:\n"
     "W warm-up calls (default 1), then R timed calls (default: as many as fit in about 1 s, at least 5),\n"
     "each to completion; medians reported. Peers on the same data: naive (kiln's GEMM, softmax, GEMM\n"
     "through a score matrix) and openblas (cblas_sgemm, C softmax, cblas_sgemm per head on the host,\n"
-    "fp32 only). GFLOP/s count 4*B*H*NQ*NK*D flops, halved with --causal.\n";
+    "fp32 only). GFLOP/s count 4*B*H*NQ*NK*D flops, halved with --causal.\n"
+    "kiln's bytes moved are set against the device's memory bandwidth (bandwidth_fraction): the one remembered\n"
+    "for the device (kiln-bench peak measures it; measured once if none is), or with --bandwidth measure one\n"
+    "measured in this run, right after kiln's timed calls, where the machine's bandwidth moves from hour to hour.\n";
 
 int bench_attention(int argc, char **argv)
 {
     size_t batch = 1, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, dim = 0;
-    int causal = 0, json = 0, algo = KILN_ATTENTION_AUTO;
+    int causal = 0, json = 0, algo = KILN_ATTENTION_AUTO, fresh_gbps = 0;
     kiln_attention_layout layout = KILN_BSHD;
     kiln_dtype dtype = KILN_F32;
     struct options opt = {.warmup = 1, .budget_ms = 1000.0};
@@ -469,6 +473,8 @@ int bench_attention(int argc, char **argv)
             layout = strcmp(v, "bshd") == 0 ? KILN_BSHD : KILN_BHSD;
         else if (strcmp(a, "--dtype") == 0)
             bad = bench_parse_dtype(v, &dtype);
+        else if (strcmp(a, "--bandwidth") == 0 && (strcmp(v, "remembered") == 0 || strcmp(v, "measure") == 0))
+            fresh_gbps = strcmp(v, "measure") == 0;
         else if (strcmp(a, "--algo") == 0) {
             static const char *const algos[] = {"auto", "fused", "naive"};
             unsigned mask = 0;
@@ -511,7 +517,7 @@ int bench_attention(int argc, char **argv)
         return 1;
     struct report report;
     int rc = run(ctx, &desc, &opt, &report);
-    report.device_gbps = bench_device_gbps(ctx, &device, report.gbps_source, sizeof report.gbps_source);
+    report.device_gbps = bench_device_gbps(ctx, &device, fresh_gbps, report.gbps_source, sizeof report.gbps_source);
     kiln_context_destroy(ctx);
     if (json) {
         print_json(stdout, &device, &report);

@@ -269,6 +269,13 @@ static const struct cli_case cases[] = {
      "would hold"},
     {"bench attention zero", BENCH, {"attention", "--heads", "0"}, {NULL}, 2, "bad argument \"--heads 0\""},
     {"bench attention two algos", BENCH, {"attention", "--algo", "fused,naive"}, {NULL}, 2, "bad argument"},
+    {"bench attention bandwidth unknown",
+     BENCH,
+     {"attention", "--heads", "2", "--seq-q", "1", "--head-dim", "16", "--bandwidth", "sometimes"},
+     {NULL},
+     2,
+     "bad argument \"--bandwidth sometimes\""},
+    {"bench attention bandwidth missing value", BENCH, {"attention", "--bandwidth"}, {NULL}, 2, "--bandwidth needs a value"},
     {"bench attention scores too large",
      BENCH,
      {"attention", "--heads", "64", "--seq-q", "2000000", "--head-dim", "1"},
@@ -385,12 +392,50 @@ static void test_bench_peak_remembers_the_bandwidth(void **state)
     }
 }
 
+/* kiln-bench attention sets its bytes against the bandwidth remembered for
+   the device, or with --bandwidth measure against one it measures in the
+   run, which it then remembers in place of the old figure. */
+static void test_bench_attention_measures_the_bandwidth_when_asked(void **state)
+{
+    (void)state;
+    static char cache[4300], env[4400];
+    snprintf(cache, sizeof cache, "%s/attention-cache", tmp);
+    snprintf(env, sizeof env, "KILN_CACHE_DIR=%s", cache);
+#define DECODE_SMALL "attention", "--heads", "4", "--kv-heads", "2", "--seq-q", "1", "--seq-kv", "256", "--head-dim", "16", "--reps", "5"
+    const struct cli_case first = {"bench attention, none remembered", BENCH, {DECODE_SMALL}, {env, NULL}, 0,
+                                   "the faster of a copy and a read, measured)"};
+    run(&first);
+    char path[4600];
+    double gbps = 0.0;
+    assert_true(remembered_gbps(cache, path, sizeof path, &gbps));
+    kt_write_file(path, "gbps 0.125\n");
+    const struct cli_case stale = {"bench attention, remembered", BENCH, {DECODE_SMALL}, {env, NULL}, 0,
+                                   "of the device's 0.1 GB/s (the faster of a copy and a read, remembered"};
+    run(&stale);
+    assert_true(remembered_gbps(cache, path, sizeof path, &gbps));
+    assert_true(gbps == 0.125);
+    const struct cli_case fresh = {"bench attention --bandwidth measure",
+                                   BENCH,
+                                   {DECODE_SMALL, "--bandwidth", "measure"},
+                                   {env, NULL},
+                                   0,
+                                   "(the faster of a copy and a read, measured in this run)"};
+    run(&fresh);
+    assert_true(remembered_gbps(cache, path, sizeof path, &gbps));
+    printf("# %s holds %.3f GB/s after --bandwidth measure\n", path, gbps);
+    assert_true(gbps > 0.0 && gbps != 0.125);
+#undef DECODE_SMALL
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         kt_add_test_(&tests, (struct CMUnitTest){cases[i].name, run_case, kt_watchdog_arm, kt_watchdog_disarm,
                                                  (void *)&cases[i]});
+    kt_add_test_(&tests, (struct CMUnitTest){"bench attention measures the bandwidth when asked",
+                                             test_bench_attention_measures_the_bandwidth_when_asked, kt_watchdog_arm,
+                                             kt_watchdog_disarm, NULL});
     kt_add_test_(&tests, (struct CMUnitTest){"bench with an unusable cache directory",
                                              test_bench_with_unusable_cache_measures_every_row_with_one_warning,
                                              kt_watchdog_arm, kt_watchdog_disarm, NULL});
