@@ -153,6 +153,11 @@ static const struct cc_row rows[] = {
      .sw = 2, .groups = 128, D},
     {CONV("5x5 depthwise stride2 32x31 one row tile", NCHW, 1, 128, 32, 31, 128, 5, 5), PAD(2, 2, 2, 2), .sh = 2,
      .sw = 2, .groups = 128, D},
+    /* A window wider than a vector's lanes past the 2 * VW loaded columns
+       (11 columns, vectors of 8): the taps' further columns come from
+       memory one by one. */
+    {CONV("11x11 depthwise stride2 16x16 one row tile", NCHW, 1, 128, 16, 16, 128, 11, 11), PAD(5, 5, 5, 5), .sh = 2,
+     .sw = 2, .groups = 128, D},
     {CONV("3x3 two filters per group 7x7 one row tile", NCHW, 1, 128, 7, 7, 256, 3, 3), PAD(1, 1, 1, 1), .groups = 128,
      D},
     {CONV("3x3 depthwise 6x6 one row tile pool", NCHW, 1, 128, 6, 6, 128, 3, 3), PAD(1, 1, 1, 1), .groups = 128, D,

@@ -166,6 +166,7 @@ static const struct pool_row pool_rows[] = {
     {"avg 3x3/2 pad 1 one row tile", NCHW, 1, 512, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, AVG, 0},
     {"avg 3x3/1 pad 1 one row tile 5x6", NCHW, 2, 256, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 0},
     {"avg 3x3/1 pad 1 one row tile count-pad", NCHW, 1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, AVG, 1},
+    {"avg 11x11/2 pad 5 one row tile", NCHW, 1, 512, 16, 16, 11, 11, 2, 2, 5, 5, 5, 5, AVG, 0},
     /* Global pooling a plane per work-item: tails of 1, of all of a plane
        under a vector, and none. */
     {"max global 2x3", NCHW, 2, 7, 2, 3, 2, 3, 1, 1, 0, 0, 0, 0, MAX, 0},

@@ -219,7 +219,7 @@ INLINE void row_taps(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *row, int ih, 
         return;
     }
 #endif
-#if TILES_P == 1 && SW == 2 && DL == 1 && KILN_MASKED_ROWS
+#if TILES_P == 1 && SW == 2 && DL == 1 && FS - 1 <= VW && KILN_MASKED_ROWS
     /* A plane of one row tile at stride 2 where the compiler targets
        AVX-512: as the interior tiles above, the 2 * VW columns from col0
        and the FS - 1 past them loaded once for all the taps, each load
@@ -227,7 +227,9 @@ INLINE void row_taps(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *row, int ih, 
        memory), instead of each tap's load clamped into the plane, split,
        shifted and selected. MobileNet's stride-2 depthwise layers: 256
        planes of 28x28 (vectors of 16) 1.17-1.32x, 512 of 14x14 (vectors of
-       8) 1.07-1.14x (docs/convolution.md, "Masked row loads"). */
+       8) 1.07-1.14x (docs/convolution.md, "Masked row loads"). Windows
+       of more than VW + 1 columns keep the clamped loads: their further
+       columns would pass the vector `past`. */
     if (!interior) {
         KILN_GLOBAL const float *at = row + col0;
         const VEC a = masked_load(at, col0, W, fill), b = masked_load(at + VW, col0 + VW, W, fill);
