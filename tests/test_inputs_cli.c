@@ -275,7 +275,12 @@ static const struct cli_case cases[] = {
      {NULL},
      2,
      "bad argument \"--bandwidth sometimes\""},
-    {"bench attention bandwidth missing value", BENCH, {"attention", "--bandwidth"}, {NULL}, 2, "--bandwidth needs a value"},
+    {"bench attention bandwidth missing value",
+     BENCH,
+     {"attention", "--bandwidth"},
+     {NULL},
+     2,
+     "--bandwidth needs a value"},
     {"bench attention scores too large",
      BENCH,
      {"attention", "--heads", "64", "--seq-q", "2000000", "--head-dim", "1"},
@@ -401,15 +406,20 @@ static void test_bench_attention_measures_the_bandwidth_when_asked(void **state)
     static char cache[4300], env[4400];
     snprintf(cache, sizeof cache, "%s/attention-cache", tmp);
     snprintf(env, sizeof env, "KILN_CACHE_DIR=%s", cache);
-#define DECODE_SMALL "attention", "--heads", "4", "--kv-heads", "2", "--seq-q", "1", "--seq-kv", "256", "--head-dim", "16", "--reps", "5"
-    const struct cli_case first = {"bench attention, none remembered", BENCH, {DECODE_SMALL}, {env, NULL}, 0,
+#define DECODE_SMALL                                                                                                   \
+    "attention", "--heads", "4", "--kv-heads", "2", "--seq-q", "1", "--seq-kv", "256", "--head-dim", "16", "--reps", "5"
+    const struct cli_case first = {"bench attention, none remembered",          BENCH, {DECODE_SMALL}, {env, NULL}, 0,
                                    "the faster of a copy and a read, measured)"};
     run(&first);
     char path[4600];
     double gbps = 0.0;
     assert_true(remembered_gbps(cache, path, sizeof path, &gbps));
     kt_write_file(path, "gbps 0.125\n");
-    const struct cli_case stale = {"bench attention, remembered", BENCH, {DECODE_SMALL}, {env, NULL}, 0,
+    const struct cli_case stale = {"bench attention, remembered",
+                                   BENCH,
+                                   {DECODE_SMALL},
+                                   {env, NULL},
+                                   0,
                                    "of the device's 0.1 GB/s (the faster of a copy and a read, remembered"};
     run(&stale);
     assert_true(remembered_gbps(cache, path, sizeof path, &gbps));
