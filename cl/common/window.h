@@ -13,7 +13,10 @@
  * three edge tiles to compile with their columns as constants, so those
  * shuffles fold into one or two permutes; any others do them at run time.
  * The last tile of a row is shifted left to end at the row's end, so every
- * tile is whole when the row is at least VW wide.
+ * tile is whole when the row is at least VW wide. Where the compiler
+ * targets AVX-512 (KILN_MASKED_ROWS), a plane of one row tile reads its
+ * rows with masked loads instead of clamped ones: narrower than a vector
+ * of 16 at stride 1, and at stride 2 (row_load, row_taps).
  *
  * The including kernel defines VW (1, 2, 4, 8 or 16); for the row tiles
  * also SW, W and H (input width and height), P and Q (output height and
