@@ -195,59 +195,62 @@ INLINE VEC row_load(KILN_GLOBAL const KILN_STORAGE *row, int ih, int start, floa
 #endif
 }
 
+#if VW > 1 && SW == 2 && DL == 1
+/* The FS window columns at stride 2 (dilation 1) of a tile whose 2 * VW
+   columns from its first, col0, are a and b: the even and the odd ones,
+   with the further columns past[k] (column col0 + 2 * VW + k, k < FS - 2)
+   shifted in one lane at a time. */
+INLINE void split_taps(VEC taps[FS], VEC a, VEC b, const float past[FS])
+{
+    const VEC even = __builtin_shufflevector(a, b, EVERY_OTHER(0)), odd = __builtin_shufflevector(a, b, EVERY_OTHER(1));
+#pragma unroll
+    for (int s = 0; s < FS; s++) {
+        VEC v = s % 2 == 0 ? even : odd;
+#pragma unroll
+        for (int j = 0; j < s / 2; j++)
+            v = __builtin_shufflevector(v, (VEC)(past[s % 2 + 2 * j]), LANE_LIST(1));
+        taps[s] = v;
+    }
+}
+#endif
+
 /* The FS window columns of `row` (row ih of its plane) for a tile whose
    footprint starts at column col0: taps[s] holds columns col0 + s * DL,
    + SW, ..., `fill` outside the row. Interior tiles at stride 2 (dilation 1)
-   load the 2 * VW columns once, split them into the even and the odd ones,
-   and shift the further taps out of those, taking the columns past them
-   from memory; otherwise one load per tap. The including kernel defines FS
-   and DL. */
+   load the 2 * VW columns once and take every tap out of them
+   (split_taps), reading the columns past them from memory; otherwise one
+   load per tap. The including kernel defines FS and DL. */
 INLINE void row_taps(VEC taps[FS], KILN_GLOBAL const KILN_STORAGE *row, int ih, int col0, bool interior, float fill)
 {
 #if VW > 1 && SW == 2 && DL == 1
     if (interior) {
-        const VEC a = VLOADU_S(row + col0), b = VLOADU_S(row + col0 + VW);
-        const VEC even = __builtin_shufflevector(a, b, EVERY_OTHER(0)),
-                  odd = __builtin_shufflevector(a, b, EVERY_OTHER(1));
+        float past[FS];
 #pragma unroll
-        for (int s = 0; s < FS; s++) {
-            VEC v = s % 2 == 0 ? even : odd;
-            /* Lanes past the loaded columns: columns col0 + 2 * VW + s % 2
-               + 2 * j, j < s / 2, shifted in one lane at a time. */
-#pragma unroll
-            for (int j = 0; j < s / 2; j++)
-                v = __builtin_shufflevector(v, (VEC)(KILN_LOAD(row, col0 + 2 * VW + s % 2 + 2 * j)), LANE_LIST(1));
-            taps[s] = v;
-        }
+        for (int k = 0; k < FS - 2; k++)
+            past[k] = KILN_LOAD(row, col0 + 2 * VW + k);
+        split_taps(taps, VLOADU_S(row + col0), VLOADU_S(row + col0 + VW), past);
         return;
     }
 #endif
 #if TILES_P == 1 && SW == 2 && DL == 1 && FS - 1 <= VW && KILN_MASKED_ROWS
     /* A plane of one row tile at stride 2 where the compiler targets
        AVX-512: as the interior tiles above, the 2 * VW columns from col0
-       and the FS - 1 past them loaded once for all the taps, each load
+       and the FS - 2 past them loaded once for all the taps, each load
        with the lanes outside the row masked to `fill` (never touching
        memory), instead of each tap's load clamped into the plane, split,
        shifted and selected. MobileNet's stride-2 depthwise layers: 256
        planes of 28x28 (vectors of 16) 1.17-1.32x, 512 of 14x14 (vectors of
        8) 1.07-1.14x (docs/convolution.md, "Masked row loads"). Windows
        of more than VW + 1 columns keep the clamped loads: their further
-       columns would pass the vector `past`. */
+       columns would pass the vector loaded past the 2 * VW. */
     if (!interior) {
         KILN_GLOBAL const float *at = row + col0;
-        const VEC a = masked_load(at, col0, W, fill), b = masked_load(at + VW, col0 + VW, W, fill);
-        /* Past them, only the FS - 1 columns the taps shift in. */
-        const VEC past = masked_load(at + 2 * VW, col0 + 2 * VW, min(W, col0 + 2 * VW + FS - 1), fill);
-        const VEC even = __builtin_shufflevector(a, b, EVERY_OTHER(0)), odd = __builtin_shufflevector(a, b, EVERY_OTHER(1));
+        const VEC further = masked_load(at + 2 * VW, col0 + 2 * VW, min(W, col0 + 2 * VW + FS - 2), fill);
+        float past[FS];
 #pragma unroll
-        for (int s = 0; s < FS; s++) {
-            VEC v = s % 2 == 0 ? even : odd;
-            /* Columns col0 + 2 * VW + s % 2 + 2 * j, j < s / 2, shifted in. */
-#pragma unroll
-            for (int j = 0; j < s / 2; j++)
-                v = __builtin_shufflevector(v, (VEC)(past[s % 2 + 2 * j]), LANE_LIST(1));
-            taps[s] = v;
-        }
+        for (int k = 0; k < FS - 2; k++)
+            past[k] = further[k];
+        split_taps(taps, masked_load(at, col0, W, fill), masked_load(at + VW, col0 + VW, W, fill), past);
         return;
     }
 #endif
