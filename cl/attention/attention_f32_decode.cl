@@ -158,6 +158,7 @@
 KILN_KERNEL KILN_WORK_GROUP_SIZE(1, 1, 1)
 void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
+    KILN_PART_GUARD
     const int split = KILN_GLOBAL_ID(0), kv_heads = heads / group;
     const int b = KILN_GLOBAL_ID(1) / (kv_heads / HK), hk0 = KILN_GLOBAL_ID(1) % (kv_heads / HK) * HK;
     (void)mask, (void)key_lengths, (void)O, (void)lse, (void)part, (void)part_lse, (void)m_sb, (void)m_sh;

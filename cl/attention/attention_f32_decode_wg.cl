@@ -107,6 +107,7 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 attention_f32_decode_wg(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
+    KILN_PART_GUARD
     __local float q_l[ROWS * D], k_l[BN * KLD], v_l[BN * D], s_l[PARTS * PAIRS];
     __local float m_l[ROWS], l_l[ROWS], c_l[ROWS]; /* per row: maximum, sum, factor of this tile */
     const int tid = get_local_id(0);

@@ -90,6 +90,7 @@ void flash_stage(KILN_LOCAL float *tile, KILN_GLOBAL const KILN_STORAGE *X, cons
 KILN_KERNEL KILN_WORK_GROUP_SIZE(WG, 1, 1)
 void attention_f32_flash(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
+    KILN_PART_GUARD
     KILN_SHARED float q_l[BM * QLD], kv_l[BN * QLD], s_l[BM * SLD];
     KILN_SHARED float m_l[BM], l_l[BM], c_l[BM]; /* per row: maximum, sum, factor of this block */
     const int rows = nq * group, blocks = (rows + BM - 1) / BM, tid = KILN_LOCAL_ID(0);

@@ -207,6 +207,7 @@ inline void store_row(const VEC *y, KILN_GLOBAL KILN_STORAGE *row, int col0, int
 KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *u,
                                  const ulong plane)
 {
+    KILN_PART_GUARD
     const int k0 = KILN_GLOBAL_ID(0) * VW, c = KILN_GLOBAL_ID(1);
 #if KILN_NHWC
     const size_t base = (size_t)k0 * 9 * C + c, tap_stride = C;
@@ -271,6 +272,7 @@ __attribute__((always_inline)) inline void input_columns(VEC rows[WA][WA], KILN_
 KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL float *v,
                              const ulong plane)
 {
+    KILN_PART_GUARD
     VEC rows[WA][WA];
 #if KILN_NHWC
     const int c0 = KILN_GLOBAL_ID(0) * VW, tw = KILN_GLOBAL_ID(1), nth = KILN_GLOBAL_ID(2);
@@ -372,6 +374,7 @@ KILN_KERNEL void KERNEL(_out)(WINO_SHAPE_ARGS, const float alpha, const float be
                               KILN_GLOBAL const float *m, const ulong plane, KILN_GLOBAL const float *bias,
                               KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 {
+    KILN_PART_GUARD
     const int T = N * TH * TW;
     const int YH = KILN_POOL ? P / 2 : P, YW = KILN_POOL ? Q / 2 : Q;
     VEC acc[WM][WM], e[WM][WM], out[SIDE][SIDE];

@@ -142,6 +142,7 @@ KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
                                      const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
+    KILN_PART_GUARD
     const int k = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     if (k >= K)
         return;
@@ -159,6 +160,7 @@ KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const
 KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                      const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
+    KILN_PART_GUARD
     const int k = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     if (k >= K)
         return;
@@ -287,6 +289,7 @@ inline void kv_transpose(VEC x[VW])
 KILN_KERNEL void gemm_f32_cpu_pack_a_kv(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
                                         const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
+    KILN_PART_GUARD
     (void)a_rk;
     PACK_KV(MR, M, K, A, off_a, a_ri, stride_a, Ap);
 }
@@ -298,6 +301,7 @@ KILN_KERNEL void gemm_f32_cpu_pack_a_kv(const int M, const int K, KILN_GLOBAL co
 KILN_KERNEL void gemm_f32_cpu_pack_b_kv(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                         const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
+    KILN_PART_GUARD
     (void)b_rk;
     PACK_KV(NR, N, K, B, off_b, b_rj, stride_b, Bp);
 }
@@ -383,6 +387,7 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
                                     KILN_GLOBAL const float *bias, const ulong off_bias, KILN_GLOBAL const KILN_STORAGE *Z,
                                     const float slope_arg)
 {
+    KILN_PART_GUARD
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
 #if KILN_TILE_COLS_FIRST
     const int it = KILN_GLOBAL_ID(1), jt = KILN_GLOBAL_ID(0), b = KILN_GLOBAL_ID(2);

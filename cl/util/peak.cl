@@ -25,6 +25,7 @@
     KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)                                       \
     void name(KILN_GLOBAL float *out, const int iters)                                         \
     {                                                                                          \
+        KILN_PART_GUARD                                                                        \
         const size_t id = KILN_GLOBAL_ID(0);                                                   \
         const vec a = (vec)(0.999f), b = (vec)(0.001f);                                         \
         vec x[PEAK_CHAINS];                                                                    \
@@ -56,6 +57,7 @@ PEAK_FMA_KERNEL(util_peak_fma1, float, 1)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, const ulong n)
 {
+    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < n)
         dst[i] = src[i];
@@ -80,6 +82,7 @@ void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, con
 KILN_KERNEL
 void util_read_f32x4(KILN_GLOBAL const float4 *src, const ulong n, const ulong span, KILN_GLOBAL float *sums)
 {
+    KILN_PART_GUARD
     const ulong t = KILN_GLOBAL_ID(0), stride = KILN_GLOBAL_SIZE(0) * span;
     READ_ACC s0 = (READ_ACC)(0.0f), s1 = s0, s2 = s0, s3 = s0;
     for (ulong base = t * span; base < n; base += stride) {

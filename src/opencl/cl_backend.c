@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,59 @@
    the program can start threads: setenv is unsafe while another thread
    reads the environment (docs/threads.md). Other OpenCL drivers ignore the
    variable. */
+/* Where kiln runs a POCL CPU device's launches on threads of its own
+   (docs/pocl.md, "kiln's threads"), the single-core devices it runs them on:
+   how many (0: none), set once when the library is loaded. */
+static unsigned crew_parts;
+
+/* POCL's device list for kiln's threads: its CPU device, then one `basic`
+   device (which runs a launch on the thread that waits for it) per core.
+   Only when KILN_CPU_THREADS is "kiln" and the user has not chosen POCL's
+   devices. */
+static void ask_for_single_core_devices(void)
+{
+    const char *mode = getenv("KILN_CPU_THREADS");
+    if (!mode || !*mode || strcmp(mode, "pocl") == 0)
+        return;
+    if (strcmp(mode, "kiln") != 0) {
+        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\" or \"kiln\"", "pocl");
+        return;
+    }
+    if (getenv("POCL_DEVICES"))
+        return;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef CPU_COUNT
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        cores = CPU_COUNT(&allowed);
+#endif
+    if (cores < 2)
+        return;
+    if (cores > KILN_CL_MAX_PARTS)
+        cores = KILN_CL_MAX_PARTS;
+    char list[16 + 6 * KILN_CL_MAX_PARTS] = "pthread";
+    for (long i = 0; i < cores; i++)
+        strcat(list, " basic");
+    if (setenv("POCL_DEVICES", list, 0) == 0)
+        crew_parts = (unsigned)cores;
+}
+
 __attribute__((constructor)) static void prefer_pinned_pocl_workers(void)
 {
     if (!getenv("POCL_AFFINITY"))
         setenv("POCL_AFFINITY", "1", 0);
+    ask_for_single_core_devices();
+}
+
+/* POCL's single-core device, which kiln's threads use and kiln's device
+   list leaves out. */
+static int is_single_core_pocl(cl_device_id dev)
+{
+    char name[256] = "";
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+        return 0;
+    name[sizeof name - 1] = '\0';
+    return strncmp(name, "basic-", 6) == 0;
 }
 
 /* POCL's CPU device starts its worker threads when a program first lists
@@ -188,6 +238,8 @@ static kiln_status enumerate_locked(cl_platform_id *platforms, cl_device_id *dev
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clGetDeviceIDs");
         for (cl_uint d = 0; d < ndev && d < KILN_CL_MAX_DEVICES && *count < capacity; d++) {
+            if (crew_parts && is_single_core_pocl(devs[d]))
+                continue;
             platforms[*count] = plats[p];
             devices[*count] = devs[d];
             ++*count;
@@ -462,6 +514,35 @@ static kiln_status make_device(cl_platform_id platform, cl_device_id device, cl_
     return KILN_SUCCESS;
 }
 
+static void stop_crew(struct kiln_cl_device *d)
+{
+    kiln_cl_crew_stop(d->crew);
+    d->crew = NULL;
+    for (unsigned i = 0; i < d->parts; i++)
+        if (d->part_queue[i])
+            clReleaseCommandQueue(d->part_queue[i]);
+    d->parts = 0;
+}
+
+/* kiln's threads over the single-core devices `parts` of d's context. */
+static kiln_status start_crew(struct kiln_cl_device *d, const cl_device_id *parts, unsigned n)
+{
+    d->parts = n;
+    for (unsigned i = 0; i < n; i++) {
+        cl_int err;
+        d->part_device[i] = parts[i];
+        d->part_queue[i] = clCreateCommandQueue(d->context, parts[i], CL_QUEUE_PROFILING_ENABLE, &err);
+        if (err != CL_SUCCESS) {
+            stop_crew(d);
+            return kiln_cl_fail(err, "clCreateCommandQueue");
+        }
+    }
+    kiln_status st = kiln_cl_crew_start(n, &d->crew);
+    if (st != KILN_SUCCESS)
+        stop_crew(d);
+    return st;
+}
+
 static kiln_status cl_open(size_t index, void **dev)
 {
     cl_platform_id plats[KILN_CL_MAX_DEVICES];
@@ -474,8 +555,23 @@ static kiln_status cl_open(size_t index, void **dev)
         return kiln_error(KILN_ERROR_NOT_FOUND, "OpenCL device %zu does not exist (%zu devices)", index, count);
 
     cl_int err;
+    /* The device first, then the single-core devices of kiln's threads. */
+    cl_device_id members[1 + KILN_CL_MAX_PARTS] = {devs[index]};
+    cl_uint nmembers = 1;
+    cl_device_type type = 0;
+    clGetDeviceInfo(devs[index], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    if (crew_parts && (type & CL_DEVICE_TYPE_CPU)) {
+        cl_device_id all[KILN_CL_MAX_DEVICES];
+        cl_uint nall = 0;
+        if (clGetDeviceIDs(plats[index], CL_DEVICE_TYPE_CPU, KILN_CL_MAX_DEVICES, all, &nall) == CL_SUCCESS)
+            for (cl_uint i = 0; i < nall && i < KILN_CL_MAX_DEVICES && nmembers <= crew_parts; i++)
+                if (is_single_core_pocl(all[i]))
+                    members[nmembers++] = all[i];
+        if (nmembers != crew_parts + 1)
+            nmembers = 1;
+    }
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plats[index], 0};
-    cl_context context = clCreateContext(props, 1, &devs[index], NULL, NULL, &err);
+    cl_context context = clCreateContext(props, nmembers, members, NULL, NULL, &err);
     if (err != CL_SUCCESS)
         return kiln_cl_fail(err, "clCreateContext");
     /* Profiling on, so event_elapsed can time launches (conv find). */
@@ -488,8 +584,12 @@ static kiln_status cl_open(size_t index, void **dev)
     if (st != KILN_SUCCESS) {
         clReleaseCommandQueue(queue);
         clReleaseContext(context);
+        return st;
     }
-    return st;
+    if (nmembers > 1 && start_crew(*dev, members + 1, nmembers - 1) != KILN_SUCCESS)
+        kiln_log(KILN_LOG_WARN, "kiln's CPU threads could not start (%s); POCL's workers run the launches",
+                 kiln_last_error_detail());
+    return KILN_SUCCESS;
 }
 
 static kiln_status cl_wrap(const void *native, void **dev)
@@ -519,6 +619,7 @@ static void cl_close(void *dev)
     if (!d)
         return;
     clFinish(d->queue);
+    stop_crew(d);
     if (d->last)
         clReleaseEvent(d->last);
     pthread_mutex_destroy(&d->lock);
@@ -531,6 +632,12 @@ static kiln_status cl_describe(void *dev, struct kiln_device_desc *desc)
 {
     struct kiln_cl_device *d = dev;
     describe_device(d->platform, d->device, desc);
+    /* A program of kiln's threads is a copy per part: its cached binaries
+       are not the device's own. */
+    if (d->parts) {
+        size_t used = strlen(desc->driver_version);
+        snprintf(desc->driver_version + used, sizeof desc->driver_version - used, " (kiln's threads: %u)", d->parts);
+    }
     return KILN_SUCCESS;
 }
 
@@ -658,13 +765,61 @@ static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t si
     return err == CL_SUCCESS ? KILN_SUCCESS : kiln_cl_fail(err, "clEnqueueReadBuffer");
 }
 
+/* A program or kernel handle: one object, or where kiln's threads run the
+   device's launches one per part (the part's copy built with KILN_PART and
+   KILN_PARTS, cl/common/portability.h) and last a whole copy (built without,
+   for part 1's device: launches of work-groups of several work-items of a
+   kernel with local memory run whole there, cl_launch). */
+struct cl_prog {
+    unsigned n;
+    cl_program p[KILN_CL_MAX_PARTS + 1];
+};
+
+struct cl_kern {
+    unsigned n;
+    cl_kernel k[KILN_CL_MAX_PARTS + 1];
+    cl_ulong local_bytes; /* its own local memory (CL_KERNEL_LOCAL_MEM_SIZE) */
+};
+
+static unsigned copies(const struct kiln_cl_device *d) { return d->parts ? d->parts + 1 : 1; }
+
+static cl_device_id copy_device(const struct kiln_cl_device *d, unsigned i)
+{
+    return !d->parts ? d->device : i < d->parts ? d->part_device[i] : d->part_device[1];
+}
+
+/* The options of copy i: the caller's, and the part it runs. */
+static char *copy_options(const struct kiln_cl_device *d, unsigned i, const char *options)
+{
+    if (!options)
+        options = "";
+    size_t size = strlen(options) + 64;
+    char *o = malloc(size);
+    if (!o)
+        return NULL;
+    if (d->parts && i < d->parts)
+        snprintf(o, size, "%s%s-DKILN_PARTS=%u -DKILN_PART=%u", options, *options ? " " : "", d->parts, i);
+    else
+        snprintf(o, size, "%s", options);
+    return o;
+}
+
+static void prog_free(struct cl_prog *p)
+{
+    if (!p)
+        return;
+    for (unsigned i = 0; i < p->n; i++)
+        if (p->p[i])
+            clReleaseProgram(p->p[i]);
+    free(p);
+}
+
 /* clBuildProgram, turning a failure into KILN_ERROR_BUILD with the log;
    *diagnosed (if not NULL) says whether the log holds a compiler
    diagnostic ("error"), which a failure of the source itself always has. */
-static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *options, const char *what,
-                         int *diagnosed)
+static kiln_status build(cl_device_id device, cl_program prog, const char *options, const char *what, int *diagnosed)
 {
-    cl_int err = clBuildProgram(prog, 1, &d->device, options, NULL, NULL);
+    cl_int err = clBuildProgram(prog, 1, &device, options, NULL, NULL);
     if (err == CL_SUCCESS)
         return KILN_SUCCESS;
     int compile_error = err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS || err == CL_INVALID_BINARY;
@@ -672,10 +827,9 @@ static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *
                                 "clBuildProgram of %s failed: %s; options \"%s\"; build log:\n", what,
                                 kiln_cl_error_name(err), options ? options : "");
     size_t log_size = 0;
-    if (clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) == CL_SUCCESS &&
-        log_size > 1) {
+    if (clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &log_size) == CL_SUCCESS && log_size > 1) {
         char *log = malloc(log_size + 1);
-        if (log && clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) == CL_SUCCESS) {
+        if (log && clGetProgramBuildInfo(prog, device, CL_PROGRAM_BUILD_LOG, log_size, log, NULL) == CL_SUCCESS) {
             log[log_size] = '\0';
             kiln_error_append(log);
             if (diagnosed)
@@ -689,16 +843,16 @@ static kiln_status build(struct kiln_cl_device *d, cl_program prog, const char *
 /* Builds of a source tried before its failure is returned (see below). */
 enum { BUILD_ATTEMPTS = 3 };
 
-static kiln_status cl_program_build(void *dev, const char *source, size_t length, const char *options, void **prog)
+static kiln_status build_source(struct kiln_cl_device *d, cl_device_id device, const char *source, size_t length,
+                                const char *options, cl_program *prog)
 {
-    struct kiln_cl_device *d = dev;
     for (int attempt = 1;; attempt++) {
         cl_int err;
         cl_program p = clCreateProgramWithSource(d->context, 1, &source, &length, &err);
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clCreateProgramWithSource");
         int diagnosed = 0;
-        kiln_status st = build(d, p, options, "source", &diagnosed);
+        kiln_status st = build(device, p, options, "source", &diagnosed);
         if (st == KILN_SUCCESS) {
             *prog = p;
             return KILN_SUCCESS;
@@ -716,29 +870,109 @@ static kiln_status cl_program_build(void *dev, const char *source, size_t length
     }
 }
 
-static kiln_status cl_program_load(void *dev, const void *binary, size_t size, const char *options, void **prog)
+static kiln_status cl_program_build(void *dev, const char *source, size_t length, const char *options, void **prog)
 {
     struct kiln_cl_device *d = dev;
+    struct cl_prog *p = calloc(1, sizeof *p);
+    if (!p)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program");
+    for (p->n = 0; p->n < copies(d); p->n++) {
+        char *o = copy_options(d, p->n, options);
+        kiln_status st = o ? build_source(d, copy_device(d, p->n), source, length, o, &p->p[p->n])
+                           : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating build options");
+        free(o);
+        if (st != KILN_SUCCESS) {
+            prog_free(p);
+            return st;
+        }
+    }
+    *prog = p;
+    return KILN_SUCCESS;
+}
+
+/* A program's binaries: the driver's own where there is one copy; for
+   kiln's threads, "KILNPRT1", the count and each copy's size (little-endian
+   64 bits), then the copies' binaries in turn. */
+#define PARTS_MAGIC "KILNPRT1"
+
+static kiln_status load_copy(struct kiln_cl_device *d, unsigned i, const unsigned char *bin, size_t size,
+                             const char *options, cl_program *out)
+{
     cl_int err, binary_status = CL_SUCCESS;
-    const unsigned char *bin = binary;
-    cl_program p = clCreateProgramWithBinary(d->context, 1, &d->device, &size, &bin, &binary_status, &err);
+    cl_device_id device = copy_device(d, i);
+    cl_program p = clCreateProgramWithBinary(d->context, 1, &device, &size, &bin, &binary_status, &err);
     if (err != CL_SUCCESS || binary_status != CL_SUCCESS) {
         if (p)
             clReleaseProgram(p);
         return kiln_cl_fail(err != CL_SUCCESS ? err : binary_status, "clCreateProgramWithBinary");
     }
-    kiln_status st = build(d, p, options, "binary", NULL);
+    char *o = copy_options(d, i, options);
+    kiln_status st =
+        o ? build(device, p, o, "binary", NULL) : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating build options");
+    free(o);
     if (st != KILN_SUCCESS) {
         clReleaseProgram(p);
+        return st;
+    }
+    *out = p;
+    return KILN_SUCCESS;
+}
+
+static uint64_t get_u64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+static void put_u64(unsigned char *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        b[i] = (unsigned char)v;
+}
+
+static kiln_status cl_program_load(void *dev, const void *binary, size_t size, const char *options, void **prog)
+{
+    struct kiln_cl_device *d = dev;
+    const unsigned char *bin = binary;
+    struct cl_prog *p = calloc(1, sizeof *p);
+    if (!p)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program");
+    kiln_status st = KILN_SUCCESS;
+    if (!d->parts) {
+        st = load_copy(d, 0, bin, size, options, &p->p[0]);
+        p->n = st == KILN_SUCCESS;
+    } else {
+        const unsigned n_copies = copies(d);
+        const size_t head = 8 + 8 + 8 * (size_t)n_copies;
+        if (size < head || memcmp(bin, PARTS_MAGIC, 8) != 0 || get_u64(bin + 8) != n_copies) {
+            prog_free(p);
+            return kiln_error(KILN_ERROR_CORRUPT_CACHE, "not a program binary of %u copies", n_copies);
+        }
+        size_t at = head;
+        for (; p->n < n_copies && st == KILN_SUCCESS; p->n++) {
+            uint64_t n = get_u64(bin + 16 + 8 * (size_t)p->n);
+            if (n == 0 || n > size - at) {
+                st = kiln_error(KILN_ERROR_CORRUPT_CACHE, "copy %u of a program binary overruns it", p->n);
+                break;
+            }
+            st = load_copy(d, p->n, bin + at, (size_t)n, options, &p->p[p->n]);
+            if (st != KILN_SUCCESS)
+                break;
+            at += (size_t)n;
+        }
+    }
+    if (st != KILN_SUCCESS) {
+        prog_free(p);
         return st;
     }
     *prog = p;
     return KILN_SUCCESS;
 }
 
-static kiln_status cl_program_binary(void *dev, void *prog, void **binary, size_t *size)
+static kiln_status copy_binary(cl_program prog, unsigned char **binary, size_t *size)
 {
-    (void)dev;
     size_t n = 0;
     cl_int err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL);
     if (err != CL_SUCCESS)
@@ -758,35 +992,85 @@ static kiln_status cl_program_binary(void *dev, void *prog, void **binary, size_
     return KILN_SUCCESS;
 }
 
-static void cl_program_free(void *prog)
+static kiln_status cl_program_binary(void *dev, void *prog, void **binary, size_t *size)
 {
-    if (prog)
-        clReleaseProgram(prog);
+    const struct kiln_cl_device *d = dev;
+    const struct cl_prog *p = prog;
+    if (!d->parts) {
+        unsigned char *bin = NULL;
+        kiln_status st = copy_binary(p->p[0], &bin, size);
+        *binary = bin;
+        return st;
+    }
+    unsigned char *part[KILN_CL_MAX_PARTS + 1] = {0};
+    size_t part_size[KILN_CL_MAX_PARTS + 1] = {0}, total = 16 + 8 * (size_t)p->n;
+    kiln_status st = KILN_SUCCESS;
+    for (unsigned i = 0; i < p->n && st == KILN_SUCCESS; i++) {
+        st = copy_binary(p->p[i], &part[i], &part_size[i]);
+        total += part_size[i];
+    }
+    unsigned char *out = st == KILN_SUCCESS ? malloc(total) : NULL;
+    if (st == KILN_SUCCESS && !out)
+        st = kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a %zu-byte program binary", total);
+    if (st == KILN_SUCCESS) {
+        memcpy(out, PARTS_MAGIC, 8);
+        put_u64(out + 8, p->n);
+        size_t at = 16 + 8 * (size_t)p->n;
+        for (unsigned i = 0; i < p->n; i++) {
+            put_u64(out + 16 + 8 * (size_t)i, part_size[i]);
+            memcpy(out + at, part[i], part_size[i]);
+            at += part_size[i];
+        }
+        *binary = out;
+        *size = total;
+    }
+    for (unsigned i = 0; i < p->n; i++)
+        free(part[i]);
+    return st;
+}
+
+static void cl_program_free(void *prog) { prog_free(prog); }
+
+static void kern_free(struct cl_kern *k)
+{
+    if (!k)
+        return;
+    for (unsigned i = 0; i < k->n; i++)
+        if (k->k[i])
+            clReleaseKernel(k->k[i]);
+    free(k);
 }
 
 static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
 {
-    cl_int err;
-    cl_kernel k = clCreateKernel(prog, name, &err);
-    if (err != CL_SUCCESS) {
-        kiln_status st = kiln_cl_fail(err, "clCreateKernel");
-        kiln_error_append(" (kernel \"");
-        kiln_error_append(name);
-        kiln_error_append("\")");
-        return st;
+    const struct cl_prog *p = prog;
+    struct cl_kern *k = calloc(1, sizeof *k);
+    if (!k)
+        return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a kernel");
+    for (; k->n < p->n; k->n++) {
+        cl_int err;
+        k->k[k->n] = clCreateKernel(p->p[k->n], name, &err);
+        if (err != CL_SUCCESS) {
+            kiln_status st = kiln_cl_fail(err, "clCreateKernel");
+            kiln_error_append(" (kernel \"");
+            kiln_error_append(name);
+            kiln_error_append("\")");
+            kern_free(k);
+            return st;
+        }
     }
+    cl_device_id device = NULL;
+    if (clGetProgramInfo(p->p[0], CL_PROGRAM_DEVICES, sizeof device, &device, NULL) != CL_SUCCESS ||
+        clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof k->local_bytes, &k->local_bytes,
+                                 NULL) != CL_SUCCESS)
+        k->local_bytes = 1; /* unknown: as if it had some */
     *kernel = k;
     return KILN_SUCCESS;
 }
 
-static void cl_kernel_free(void *kernel)
-{
-    if (kernel)
-        clReleaseKernel(kernel);
-}
+static void cl_kernel_free(void *kernel) { kern_free(kernel); }
 
-static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
-                             const size_t *global, const size_t *local, size_t local_bytes, void **event)
+static kiln_status set_args(cl_kernel kernel, const struct kiln_arg *args, unsigned nargs, size_t local_bytes)
 {
     for (unsigned i = 0; i < nargs; i++) {
         cl_int err;
@@ -805,9 +1089,67 @@ static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *arg
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clSetKernelArg(__local)");
     }
+    return KILN_SUCCESS;
+}
+
+/* One launch on kiln's threads: every part runs its copy over the whole
+   NDRange and waits for it on its own queue. */
+struct crew_launch {
+    struct kiln_cl_device *d;
+    const struct cl_kern *k;
+    unsigned dims;
+    const size_t *global, *local;
+    cl_event *event; /* part 0's, where the caller asked for one */
+    /* A kernel with local memory (and so perhaps barriers, before which no
+       copy may return: KILN_PART_GUARD): the whole copy runs it all, on part
+       1's thread. POCL runs a work-group on the stack of the thread that runs
+       it, where a work-group's work-items keep their values side by side
+       across its barriers (megabytes: POCL_WORKER_STACK above), more than the
+       caller's thread may have; other work-groups take a few kilobytes. */
+    int whole;
+    cl_int err[KILN_CL_MAX_PARTS];
+};
+
+static void crew_part(void *arg, unsigned part)
+{
+    struct crew_launch *l = arg;
+    if (l->whole && part != 1)
+        return;
+    cl_command_queue q = l->d->part_queue[part];
+    cl_kernel kernel = l->whole ? l->k->k[l->d->parts] : l->k->k[part];
+    cl_int err = clEnqueueNDRangeKernel(q, kernel, l->dims, NULL, l->global, l->local, 0, NULL,
+                                        part == (l->whole ? 1u : 0u) ? l->event : NULL);
+    if (err == CL_SUCCESS)
+        err = clFinish(q);
+    l->err[part] = err;
+}
+
+static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
+                             const size_t *global, const size_t *local, size_t local_bytes, void **event)
+{
     struct kiln_cl_device *d = dev;
+    const struct cl_kern *k = kernel;
+    for (unsigned i = 0; i < k->n; i++) {
+        kiln_status st = set_args(k->k[i], args, nargs, local_bytes);
+        if (st != KILN_SUCCESS)
+            return st;
+    }
     cl_event ev = NULL;
-    cl_int err = clEnqueueNDRangeKernel(d->queue, kernel, dims, NULL, global, local, 0, NULL,
+    if (d->parts) {
+        const int whole = local_bytes || k->local_bytes;
+        struct crew_launch l = {d, k, dims, global, local, event ? &ev : NULL, whole, {0}};
+        kiln_cl_crew_run(d->crew, crew_part, &l);
+        for (unsigned i = 0; i < d->parts; i++)
+            if (l.err[i] != CL_SUCCESS) {
+                if (ev)
+                    clReleaseEvent(ev);
+                return kiln_cl_fail(l.err[i], "clEnqueueNDRangeKernel (kiln's threads)");
+            }
+        if (event)
+            *event = ev;
+        return KILN_SUCCESS;
+    }
+    cl_int err = clEnqueueNDRangeKernel(d->queue, k->k[0], dims, NULL, global, local, 0, NULL,
                                         event || d->poll_us > 0 ? &ev : NULL);
     if (err != CL_SUCCESS)
         return kiln_cl_fail(err, "clEnqueueNDRangeKernel");

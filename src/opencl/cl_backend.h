@@ -12,6 +12,18 @@
 /* The backend's table (listed in src/backend/registry.c). */
 extern const struct kiln_backend kiln_opencl_backend;
 
+/* The most threads kiln runs a CPU device's launches on. */
+#define KILN_CL_MAX_PARTS 16
+
+/* kiln's threads for a CPU device (cl_crew.c): kiln_cl_crew_run calls
+   fn(arg, part) for every part, 0 on the calling thread and the others on
+   the crew's parts - 1 threads (of 64 MiB stacks), and returns when all
+   have. */
+struct kiln_cl_crew;
+kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out);
+void kiln_cl_crew_stop(struct kiln_cl_crew *crew);
+void kiln_cl_crew_run(struct kiln_cl_crew *crew, void (*fn)(void *arg, unsigned part), void *arg);
+
 /* A device opened by the backend (handle behind the backend's `dev`). */
 struct kiln_cl_device {
     cl_platform_id platform;
@@ -22,6 +34,14 @@ struct kiln_cl_device {
     size_t large_page;    /* large pages of this size for buffers of half one or more (0: none) */
     pthread_mutex_t lock; /* guards last */
     cl_event last;        /* the last kernel queued, for finish to poll; NULL when none */
+    /* kiln's threads (docs/pocl.md, "kiln's threads"): parts > 1 runs every
+       launch as `parts` copies, part i on part_queue[i] of POCL's single-core
+       device part_device[i], part 0 on the calling thread and the others on
+       the crew's; 0 where the device's own queue runs them. */
+    unsigned parts;
+    cl_device_id part_device[KILN_CL_MAX_PARTS];
+    cl_command_queue part_queue[KILN_CL_MAX_PARTS];
+    struct kiln_cl_crew *crew;
 };
 
 /* Native objects handed to kiln_opencl_backend.wrap(). */
