@@ -150,7 +150,7 @@ kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out)
     pthread_cond_init(&c->wake, NULL);
     pthread_mutex_init(&c->run_lock, NULL);
     /* Part i's thread on the i-th core the process may use. */
-    int cpus[KILN_CL_MAX_PARTS], ncpus = 0;
+    int cpus[KILN_CL_MAX_PARTS] = {0}, ncpus = 0;
 #ifdef CPU_SET
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
