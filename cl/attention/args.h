@@ -26,6 +26,7 @@
         const ulong q_sb, const ulong q_sh, const ulong q_ss, const ulong kv_sb, const ulong kv_sh,                  \
         const ulong kv_ss, const ulong m_sb, const ulong m_sh, const float scale_log2
 
-#define KILN_ATTENTION_SPLIT_ARGS KILN_GLOBAL float *part, KILN_GLOBAL float *part_lse, const int split_len
+#define KILN_ATTENTION_SPLIT_ARGS                                                                                      \
+    KILN_GLOBAL float *part, KILN_GLOBAL float *part_lse, const int split_len, const ulong part_rows
 
 #endif /* KILN_ATTENTION_ARGS_H */

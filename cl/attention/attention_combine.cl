@@ -36,7 +36,6 @@ void attention_combine(KILN_GLOBAL const float *part, KILN_GLOBAL const float *p
                        KILN_GLOBAL float *lse, const int splits, const ulong rows, const int head_dim, const int nq,
                        const int heads, const ulong q_sb, const ulong q_sh, const ulong q_ss)
 {
-    KILN_PART_GUARD
     const ulong groups = (ulong)((head_dim + COLS - 1) / COLS), e = KILN_GLOBAL_ID(0), row = e / groups;
     if (row >= rows)
         return;

@@ -158,10 +158,9 @@
 KILN_KERNEL KILN_WORK_GROUP_SIZE(1, 1, 1)
 void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
-    KILN_PART_GUARD
     const int split = KILN_GLOBAL_ID(0), kv_heads = heads / group;
     const int b = KILN_GLOBAL_ID(1) / (kv_heads / HK), hk0 = KILN_GLOBAL_ID(1) % (kv_heads / HK) * HK;
-    (void)mask, (void)key_lengths, (void)O, (void)lse, (void)part, (void)part_lse, (void)m_sb, (void)m_sh;
+    (void)mask, (void)key_lengths, (void)O, (void)lse, (void)part, (void)part_lse, (void)part_rows, (void)m_sb, (void)m_sh;
     (void)head_dim; /* D */
     int klimit = nk;
 #if KILN_ATTN_KEY_LENGTHS
@@ -386,12 +385,11 @@ void attention_f32_decode(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
             const int i = r / group, h = (hk0 + c) * group + r % group;
             const ulong row = ((ulong)b * heads + h) * nq + i;
 #if KILN_DECODE_SPLIT
-            const ulong rows = (ulong)KILN_GLOBAL_SIZE(1) * HK * group * nq;
-            KILN_GLOBAL float *out = part + ((ulong)split * rows + row) * D;
+            KILN_GLOBAL float *out = part + ((ulong)split * part_rows + row) * D;
 #pragma unroll
             for (int e = 0; e < DV; e++)
                 VSTORE(o[c][r][e] * inv, e, out);
-            part_lse[(ulong)split * rows + row] = row_lse;
+            part_lse[(ulong)split * part_rows + row] = row_lse;
 #else
 #pragma unroll
             for (int e = 0; e < DV; e++)

@@ -107,20 +107,19 @@
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1))) void
 attention_f32_decode_wg(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
-    KILN_PART_GUARD
     __local float q_l[ROWS * D], k_l[BN * KLD], v_l[BN * D], s_l[PARTS * PAIRS];
     __local float m_l[ROWS], l_l[ROWS], c_l[ROWS]; /* per row: maximum, sum, factor of this tile */
     const int tid = get_local_id(0);
-    const int kv_heads = heads / group, b = get_group_id(1) / kv_heads, hk = get_group_id(1) % kv_heads;
+    const int kv_heads = heads / group, b = KILN_GROUP_ID(1) / kv_heads, hk = KILN_GROUP_ID(1) % kv_heads;
     (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)head_dim;
-    (void)part, (void)part_lse, (void)split_len;
+    (void)part, (void)part_lse, (void)split_len, (void)part_rows;
     int klimit = nk;
 #if KILN_ATTN_KEY_LENGTHS
     klimit = clamp(key_lengths[b], 0, nk);
 #endif
     /* This work-group's keys: [k0, k1). */
 #if KILN_DWG_SPLIT
-    const int split = get_group_id(0), k0 = split * split_len, k1 = min(klimit, k0 + split_len);
+    const int split = KILN_GROUP_ID(0), k0 = split * split_len, k1 = min(klimit, k0 + split_len);
 #else
     const int k0 = 0, k1 = klimit;
 #endif
@@ -211,7 +210,7 @@ attention_f32_decode_wg(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
     /* O = acc / l, written once; lse = (m + log2 l) ln 2. Split: both to
        the split's part of the workspace, rows numbered as lse. */
 #if KILN_DWG_SPLIT
-    const ulong all_rows = (ulong)get_num_groups(1) * group * nq, part0 = (ulong)split * all_rows;
+    const ulong part0 = (ulong)split * part_rows;
 #endif
 #pragma unroll
     for (int x = 0; x < OE; x++) {

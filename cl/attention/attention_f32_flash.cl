@@ -90,7 +90,6 @@ void flash_stage(KILN_LOCAL float *tile, KILN_GLOBAL const KILN_STORAGE *X, cons
 KILN_KERNEL KILN_WORK_GROUP_SIZE(WG, 1, 1)
 void attention_f32_flash(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 {
-    KILN_PART_GUARD
     KILN_SHARED float q_l[BM * QLD], kv_l[BN * QLD], s_l[BM * SLD];
     KILN_SHARED float m_l[BM], l_l[BM], c_l[BM]; /* per row: maximum, sum, factor of this block */
     const int rows = nq * group, blocks = (rows + BM - 1) / BM, tid = KILN_LOCAL_ID(0);
@@ -100,7 +99,7 @@ void attention_f32_flash(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
 #endif
     const int kv_heads = heads / group, b = KILN_GROUP_ID(1) / kv_heads, hk = KILN_GROUP_ID(1) % kv_heads;
     (void)mask, (void)key_lengths, (void)lse, (void)m_sb, (void)m_sh, (void)head_dim, (void)blocks;
-    (void)part, (void)part_lse, (void)split_len;
+    (void)part, (void)part_lse, (void)split_len, (void)part_rows;
     int klimit = nk;
 #if KILN_ATTN_KEY_LENGTHS
     klimit = clamp(key_lengths[b], 0, nk);
@@ -233,7 +232,7 @@ void attention_f32_flash(KILN_ATTENTION_KERNEL_ARGS, KILN_ATTENTION_SPLIT_ARGS)
     /* O = acc / l, written once; lse = (m + log2 l) ln 2. Split: both to
        the split's part of the workspace, rows numbered as lse. */
 #if KILN_FLASH_SPLIT
-    const ulong all_rows = (ulong)KILN_NUM_GROUPS(1) * group * nq, part0 = (ulong)split * all_rows;
+    const ulong part0 = (ulong)split * part_rows;
 #endif
 #pragma unroll
     for (int i = 0; i < TO; i++) {

@@ -114,7 +114,6 @@ typedef struct {
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_ATTENTION_WG, 1, 1)
 void attention_f32_fused(KILN_ATTENTION_KERNEL_ARGS)
 {
-    KILN_PART_GUARD
     const int rows = nq * group, items = (rows + NB * BQ - 1) / (NB * BQ);
     int item = KILN_GLOBAL_ID(0);
     if (item >= items)

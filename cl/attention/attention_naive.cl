@@ -25,7 +25,6 @@ void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask,
                             KILN_GLOBAL float *lse, const ulong rows, const int nq, const int nk, const int heads,
                             const ulong m_sb, const ulong m_sh)
 {
-    KILN_PART_GUARD
     const size_t row = KILN_GLOBAL_ID(0);
     if (row >= rows)
         return;
@@ -69,7 +68,6 @@ void attention_softmax_rows(KILN_GLOBAL float *S, KILN_GLOBAL const float *mask,
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void attention_widen(KILN_GLOBAL const KILN_STORAGE *src, KILN_GLOBAL float *dst, const ulong count)
 {
-    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
         dst[i] = KILN_LOAD(src, i);
@@ -80,7 +78,6 @@ void attention_widen(KILN_GLOBAL const KILN_STORAGE *src, KILN_GLOBAL float *dst
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void attention_narrow(KILN_GLOBAL const float *src, KILN_GLOBAL KILN_STORAGE *dst, const ulong count)
 {
-    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
         KILN_STORE(src[i], dst, i);

@@ -61,15 +61,12 @@
 #define KILN_SHARED __shared__
 #define KILN_CONSTANT const
 #define KILN_WORK_GROUP_SIZE(x, y, z) __launch_bounds__((x) * (y) * (z))
-#define KILN_PART_GUARD
 
 #define KILN_DIM_(v, d) ((d) == 0 ? (v).x : (d) == 1 ? (v).y : (v).z)
 #define KILN_GLOBAL_ID(d) ((size_t)KILN_DIM_(blockIdx, d) * KILN_DIM_(blockDim, d) + KILN_DIM_(threadIdx, d))
 #define KILN_LOCAL_ID(d) ((size_t)KILN_DIM_(threadIdx, d))
 #define KILN_GROUP_ID(d) ((size_t)KILN_DIM_(blockIdx, d))
-#define KILN_GLOBAL_SIZE(d) ((size_t)KILN_DIM_(gridDim, d) * KILN_DIM_(blockDim, d))
 #define KILN_LOCAL_SIZE(d) ((size_t)KILN_DIM_(blockDim, d))
-#define KILN_NUM_GROUPS(d) ((size_t)KILN_DIM_(gridDim, d))
 
 #define KILN_BARRIER_LOCAL() __syncthreads()
 #define KILN_PREFETCH(p) ((void)(p))
@@ -129,41 +126,25 @@ inline float mad(float a, float b, float c) { return fmaf(a, b, c); }
 #define KILN_PREFETCH_L1(p) ((void)(p))
 #endif
 
+/* A kernel knows its position in the NDRange, never its size: where kiln's
+   own threads run a launch on a CPU (docs/pocl.md, "kiln's threads"), the
+   launch is split into runs of whole work-groups along one dimension, each
+   launched with a global offset on a device of its own in a copy built with
+   KILN_PARTS, and get_global_size and get_num_groups would give a run's.
+   Sizes come from the kernel's arguments. get_group_id counts from the run's
+   first work-group; the offset makes it the launch's. */
 #define KILN_GLOBAL_ID(d) get_global_id(d)
 #define KILN_LOCAL_ID(d) get_local_id(d)
+#ifdef KILN_PARTS
+#define KILN_GROUP_ID(d) (get_group_id(d) + get_global_offset(d) / get_local_size(d))
+#else
 #define KILN_GROUP_ID(d) get_group_id(d)
-#define KILN_GLOBAL_SIZE(d) get_global_size(d)
+#endif
 #define KILN_LOCAL_SIZE(d) get_local_size(d)
-#define KILN_NUM_GROUPS(d) get_num_groups(d)
 
 /* Every work-item of the work-group waits here; local memory written before
    it is visible to all after it. */
 #define KILN_BARRIER_LOCAL() barrier(CLK_LOCAL_MEM_FENCE)
-
-/* The first statement of every kernel. Where kiln's own threads run a launch
-   on a CPU (docs/pocl.md, "kiln's threads"), each runs the whole NDRange on a
-   device of its own, built with KILN_PART (this copy, from 0) and KILN_PARTS
-   (the threads), and a work-group runs only in the copy that owns it: copy i
-   owns the i-th of KILN_PARTS equal runs of the work-groups in launch order
-   (dimension 0 fastest). The others return before their first statement, a
-   few nanoseconds each; every work-item of a work-group returns or none does.
-   A kernel with local memory is never launched so: POCL 3.1 miscompiles a
-   kernel that can return before a barrier (the heap corrupted), so such
-   launches run whole, in a copy built without KILN_PARTS, where this is
-   empty, as it is everywhere else. */
-#ifdef KILN_PARTS
-static inline int kiln_part_skips(void)
-{
-    const ulong n0 = get_num_groups(0), n1 = get_num_groups(1), n = n0 * n1 * get_num_groups(2);
-    const ulong g = get_group_id(0) + n0 * (get_group_id(1) + n1 * get_group_id(2));
-    return g * KILN_PARTS / n != KILN_PART;
-}
-#define KILN_PART_GUARD                                                                                               \
-    if (kiln_part_skips())                                                                                            \
-        return;
-#else
-#define KILN_PART_GUARD
-#endif
 
 #endif
 

@@ -169,7 +169,6 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
                      const int tiles, const float alpha, const float beta, const float slope)
 {
-    KILN_PART_GUARD
     int id = KILN_GLOBAL_ID(0);
     if (id >= tiles)
         return;
@@ -329,7 +328,6 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y,
                      const int tiles, const float alpha, const float beta, const float slope)
 {
-    KILN_PART_GUARD
     VEC acc[TH][TQ];
 #pragma unroll
     for (int t = 0; t < TH; t++)
@@ -446,7 +444,6 @@ void conv_f32_direct(KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL const KILN_S
 #if KILN_WANTS(conv_f32_direct_pack_taps)
 KILN_KERNEL void conv_f32_direct_pack_taps(KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL KILN_STORAGE *wt)
 {
-    KILN_PART_GUARD
     const int e = KILN_GLOBAL_ID(0);
     if (e >= K * FR * FS)
         return;

@@ -34,7 +34,6 @@
 KILN_KERNEL void conv_f32_igemm_pack_w(const int kg, const int cg, const int R, const int S,
                                        KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wp)
 {
-    KILN_PART_GUARD
     const int kk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
     if (kk < cg * R * S)
         igemm_pack_row(kg, cg * R * S, g, panel, kk, kk, MR, w, wp);
@@ -140,7 +139,6 @@ KILN_KERNEL void conv_f32_igemm(IGEMM_SHAPE_ARGS, const float alpha, const float
                                 KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
                                 KILN_GLOBAL KILN_STORAGE *y, const int block_panels, KILN_LOCAL float *panel)
 {
-    KILN_PART_GUARD
     const int tile = KILN_GLOBAL_ID(0), block = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
     const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;
     const int kk_count = cg * R * S;

@@ -70,7 +70,6 @@ KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 KILN_KERNEL void conv_f32_igemm_rows_pack(const int kg, const int cg, const int R, const int S,
                                           KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wt)
 {
-    KILN_PART_GUARD
     const int kk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
     const int kk_count = cg * R * S;
     if (kk >= kk_count)
@@ -94,7 +93,6 @@ KILN_KERNEL void conv_f32_igemm_rows_copy(const int C, const int H, const int W,
                                           const int pad_top, const int pad_left, KILN_GLOBAL const KILN_STORAGE *x,
                                           KILN_GLOBAL KILN_STORAGE *xp)
 {
-    KILN_PART_GUARD
     const int c0 = (int)KILN_GLOBAL_ID(0) * 16, hp = KILN_GLOBAL_ID(1), n = KILN_GLOBAL_ID(2);
     if (c0 >= C || hp >= Hp)
         return;
@@ -156,7 +154,6 @@ KILN_KERNEL void conv_f32_igemm_rows(IGEMM_SHAPE_ARGS, const float alpha, const 
                                      KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
                                      KILN_GLOBAL KILN_STORAGE *y, const int chunk_tiles, const int Hp, const int Wp)
 {
-    KILN_PART_GUARD
     const int chunk = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), g = KILN_GLOBAL_ID(2);
     const int cg = C / groups, kg = K / groups, PQ = P * Q, pixels = N * PQ;
     const int kk_count = cg * R * S, panels = (kg + NR - 1) / NR, tiles = (pixels + MR - 1) / MR;

@@ -199,7 +199,6 @@ void conv_f32_igemm_tiled(IGEMM_SHAPE_ARGS, const float alpha, const float beta,
                           KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 /* clang-format on */
 {
-    KILN_PART_GUARD
     KILN_SHARED igemm_local L;
     const int lid = KILN_LOCAL_ID(0), im = IGEMM_IM(lid), in = IGEMM_IN(lid), g = KILN_GROUP_ID(2);
     const int kg = K / groups, PQ = P * Q, KK = C / groups * R * S;
@@ -244,7 +243,6 @@ void conv_f32_igemm_tiled_split(IGEMM_SHAPE_ARGS, const int KS, const int splits
                                 KILN_GLOBAL float *part)
 /* clang-format on */
 {
-    KILN_PART_GUARD
     KILN_SHARED igemm_local L;
     const int lid = KILN_LOCAL_ID(0), im = IGEMM_IM(lid), in = IGEMM_IN(lid);
     const int z = KILN_GROUP_ID(2), g = z / splits, s = z % splits;
@@ -277,7 +275,6 @@ KILN_KERNEL void conv_f32_igemm_split_reduce(IGEMM_SHAPE_ARGS, const int splits,
                                              KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
                                              KILN_GLOBAL KILN_STORAGE *y)
 {
-    KILN_PART_GUARD
     const int pix = KILN_GLOBAL_ID(0), k = KILN_GLOBAL_ID(1), NPQ = N * P * Q, kg = K / groups;
     (void)C, (void)H, (void)W, (void)R, (void)S, (void)stride_h, (void)stride_w, (void)pad_top, (void)pad_left,
         (void)dil_h, (void)dil_w;

@@ -19,7 +19,6 @@ KILN_KERNEL void conv_f32_im2col(const int C, const int H, const int W, const in
                                  const int pad_left, const int dil_h, const int dil_w, const int groups,
                                  KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL KILN_STORAGE *col)
 {
-    KILN_PART_GUARD
 #if KILN_NHWC
     const int tap = KILN_GLOBAL_ID(0), pix = KILN_GLOBAL_ID(1);
     if (tap >= groups * R * S)

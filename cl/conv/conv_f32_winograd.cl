@@ -207,7 +207,6 @@ inline void store_row(const VEC *y, KILN_GLOBAL KILN_STORAGE *row, int col0, int
 KILN_KERNEL void KERNEL(_filter)(const int K, const int C, KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *u,
                                  const ulong plane)
 {
-    KILN_PART_GUARD
     const int k0 = KILN_GLOBAL_ID(0) * VW, c = KILN_GLOBAL_ID(1);
 #if KILN_NHWC
     const size_t base = (size_t)k0 * 9 * C + c, tap_stride = C;
@@ -265,19 +264,19 @@ __attribute__((always_inline)) inline void input_columns(VEC rows[WA][WA], KILN_
 /*
  * V = B^T d B. NHWC: global (ceil(C/VW), TW, N*TH), lanes are channels of
  * one tile. NCHW: global (TH or fewer, N*C), tile rows of channel c (every
- * global-size-th), VW tiles at a time; the last VW overlap the ones before
+ * th_step-th: the global size), VW tiles at a time; the last VW overlap the ones before
  * (unless the row has fewer), so every store is a whole vector.
  */
 #if KILN_WANTS(KERNEL(_in))
 KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x, KILN_GLOBAL float *v,
-                             const ulong plane)
+                             const ulong plane, const int th_step)
 {
-    KILN_PART_GUARD
     VEC rows[WA][WA];
 #if KILN_NHWC
     const int c0 = KILN_GLOBAL_ID(0) * VW, tw = KILN_GLOBAL_ID(1), nth = KILN_GLOBAL_ID(2);
     const int n = nth / TH, th = nth - n * TH, valid = min(VW, C - c0);
     const int h0 = th * WM - pad_top, w0 = tw * WM - pad_left;
+    (void)th_step;
     KILN_GLOBAL const KILN_STORAGE *image = x + (size_t)n * H * W * C + c0;
     VEC d[WA][WA];
     if (h0 >= 0 && h0 + WA <= H && w0 >= 0 && w0 + WA <= W && valid == VW) { /* interior */
@@ -303,7 +302,7 @@ KILN_KERNEL void KERNEL(_in)(WINO_SHAPE_ARGS, KILN_GLOBAL const KILN_STORAGE *x,
     const int nc = KILN_GLOBAL_ID(1);
     const int n = nc / C, c = nc - n * C;
     KILN_GLOBAL const KILN_STORAGE *image = x + (size_t)nc * H * W;
-    for (int th = KILN_GLOBAL_ID(0); th < TH; th += KILN_GLOBAL_SIZE(0)) {
+    for (int th = KILN_GLOBAL_ID(0); th < TH; th += th_step) {
         const int h0 = th * WM - pad_top;
         const size_t row_tiles = (size_t)c * N * TH * TW + (size_t)(n * TH + th) * TW;
         for (int next = 0; next < TW; next += VW) {
@@ -374,7 +373,6 @@ KILN_KERNEL void KERNEL(_out)(WINO_SHAPE_ARGS, const float alpha, const float be
                               KILN_GLOBAL const float *m, const ulong plane, KILN_GLOBAL const float *bias,
                               KILN_GLOBAL const KILN_STORAGE *z, KILN_GLOBAL KILN_STORAGE *y)
 {
-    KILN_PART_GUARD
     const int T = N * TH * TW;
     const int YH = KILN_POOL ? P / 2 : P, YW = KILN_POOL ? Q / 2 : Q;
     VEC acc[WM][WM], e[WM][WM], out[SIDE][SIDE];

@@ -113,7 +113,6 @@ KILN_KERNEL void KERNEL(_fused)(const int N, const int C, const int H, const int
                                 const ulong plane_v, KILN_GLOBAL const float *bias, KILN_GLOBAL const KILN_STORAGE *z,
                                 KILN_GLOBAL KILN_STORAGE *y)
 {
-    KILN_PART_GUARD
     (void)H, (void)W, (void)pad_top, (void)pad_left;
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
     const int T = N * TH * TW, YH = KILN_POOL ? P / 2 : P, YW = KILN_POOL ? Q / 2 : Q;

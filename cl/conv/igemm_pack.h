@@ -15,7 +15,7 @@ inline void igemm_pack_row(const int kg, const int kk_count, const int g, const 
                            const int src, const int width, KILN_GLOBAL const KILN_STORAGE *w, KILN_GLOBAL float *wp)
 {
     KILN_GLOBAL float *dst =
-        wp + ((size_t)g * KILN_GLOBAL_SIZE(1) + panel) * (size_t)kk_count * width + (size_t)kk * width;
+        wp + ((size_t)g * ((kg + width - 1) / width) + panel) * (size_t)kk_count * width + (size_t)kk * width;
 #pragma unroll
     for (int j = 0; j < width; j++) {
         const int f = panel * width + j;

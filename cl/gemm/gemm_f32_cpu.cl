@@ -142,13 +142,12 @@ KILN_ACTIVATION_FUNCTION(VEC, activate_vec)
 KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
                                      const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
-    KILN_PART_GUARD
     const int k = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     if (k >= K)
         return;
     const int row0 = panel * MR;
     const ulong src = off_a + b * stride_a + (ulong)k * a_rk;
-    KILN_GLOBAL float *dst = Ap + ((size_t)b * KILN_GLOBAL_SIZE(1) + panel) * (size_t)K * MR + (size_t)k * MR;
+    KILN_GLOBAL float *dst = Ap + ((size_t)b * ((M + MR - 1) / MR) + panel) * (size_t)K * MR + (size_t)k * MR;
 #pragma unroll
     for (int i = 0; i < MR; i++)
         dst[i] = row0 + i < M ? KILN_LOAD(A, src + (ulong)(row0 + i) * a_ri) : 0.0f;
@@ -160,13 +159,12 @@ KILN_KERNEL void gemm_f32_cpu_pack_a(const int M, const int K, KILN_GLOBAL const
 KILN_KERNEL void gemm_f32_cpu_pack_b(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                      const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
-    KILN_PART_GUARD
     const int k = KILN_GLOBAL_ID(0), panel = KILN_GLOBAL_ID(1), b = KILN_GLOBAL_ID(2);
     if (k >= K)
         return;
     const int col0 = panel * NR;
     const ulong src = off_b + b * stride_b + (ulong)k * b_rk + (ulong)col0 * b_rj;
-    KILN_GLOBAL float *dst = Bp + ((size_t)b * KILN_GLOBAL_SIZE(1) + panel) * (size_t)K * NR + (size_t)k * NR;
+    KILN_GLOBAL float *dst = Bp + ((size_t)b * ((N + NR - 1) / NR) + panel) * (size_t)K * NR + (size_t)k * NR;
     if (b_rj == 1 && col0 + NR <= N) { /* contiguous row segment */
 #pragma unroll
         for (int v = 0; v < NV; v++)
@@ -243,7 +241,7 @@ inline void kv_transpose(VEC x[VW])
         const int row0 = panel * (W), kn = min(VW, (K) - k0);                                                          \
         const ulong src = (off) + b * (stride) + (ulong)k0;                                                            \
         KILN_GLOBAL float *dst =                                                                                       \
-            (P) + ((size_t)b * KILN_GLOBAL_SIZE(1) + panel) * (size_t)(K) * (W) + (size_t)k0 * (W);                  \
+            (P) + ((size_t)b * (((rows) + (W)-1) / (W)) + panel) * (size_t)(K) * (W) + (size_t)k0 * (W);                  \
         if (kn == VW && KV_SHUFFLES && ((W) % VW == 0 || (W) < VW)) {                                                  \
             KV_BLOCKS(W, rows, S, r_step);                                                                             \
             return;                                                                                                    \
@@ -289,7 +287,6 @@ inline void kv_transpose(VEC x[VW])
 KILN_KERNEL void gemm_f32_cpu_pack_a_kv(const int M, const int K, KILN_GLOBAL const KILN_STORAGE *A, const ulong off_a,
                                         const ulong a_ri, const ulong a_rk, const ulong stride_a, KILN_GLOBAL float *Ap)
 {
-    KILN_PART_GUARD
     (void)a_rk;
     PACK_KV(MR, M, K, A, off_a, a_ri, stride_a, Ap);
 }
@@ -301,7 +298,6 @@ KILN_KERNEL void gemm_f32_cpu_pack_a_kv(const int M, const int K, KILN_GLOBAL co
 KILN_KERNEL void gemm_f32_cpu_pack_b_kv(const int N, const int K, KILN_GLOBAL const KILN_STORAGE *B, const ulong off_b,
                                         const ulong b_rk, const ulong b_rj, const ulong stride_b, KILN_GLOBAL float *Bp)
 {
-    KILN_PART_GUARD
     (void)b_rk;
     PACK_KV(NR, N, K, B, off_b, b_rj, stride_b, Bp);
 }
@@ -387,7 +383,6 @@ KILN_KERNEL void gemm_f32_cpu_micro(const int M, const int N, const int K, const
                                     KILN_GLOBAL const float *bias, const ulong off_bias, KILN_GLOBAL const KILN_STORAGE *Z,
                                     const float slope_arg)
 {
-    KILN_PART_GUARD
     KILN_TILE_HOLD(held, alpha_arg, beta_arg, slope_arg);
 #if KILN_TILE_COLS_FIRST
     const int it = KILN_GLOBAL_ID(1), jt = KILN_GLOBAL_ID(0), b = KILN_GLOBAL_ID(2);

@@ -111,7 +111,6 @@ KILN_KERNEL void gemm_f32_smallm_dot(const int M, const int N, const int K, cons
                                      const int ldb, const ulong stride_b, KILN_GLOBAL KILN_STORAGE *C,
                                      const ulong off_c, const int ldc, const ulong stride_c)
 {
-    KILN_PART_GUARD
     const int j0 = KILN_GLOBAL_ID(0) * NB, b = KILN_GLOBAL_ID(2);
     if (j0 >= N)
         return;
@@ -259,7 +258,6 @@ KILN_KERNEL void gemm_f32_smallm_axpy(const int M, const int N, const int K, con
                                       const int ldb, const ulong stride_b, KILN_GLOBAL KILN_STORAGE *C,
                                       const ulong off_c, const int ldc, const ulong stride_c)
 {
-    KILN_PART_GUARD
     const int j0 = KILN_GLOBAL_ID(0) * CHUNKS * NB * VW, b = KILN_GLOBAL_ID(2);
     if (j0 >= N)
         return;

@@ -252,7 +252,6 @@ void GEMM_KERNEL(const int M, const int N, const int K, const float alpha, const
                  KILN_GLOBAL KILN_STORAGE *C, const ulong off_c, const int ldc, const ulong stride_c)
 /* clang-format on */
 {
-    KILN_PART_GUARD
     /* Local tiles of one element when not staged, so every path passes them. */
     KILN_SHARED float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
     KILN_SHARED float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
@@ -297,7 +296,6 @@ void gemm_f32_tiled_split(const int M, const int N, const int K, const int KS, c
                           KILN_GLOBAL float *W)
 /* clang-format on */
 {
-    KILN_PART_GUARD
     KILN_SHARED float als[LTILE_SA ? LTILE_KWG * LTILE_ALD : 1];
     KILN_SHARED float bls[LTILE_SB ? LTILE_KWG * LTILE_BLD : 1];
     const int tx = KILN_LOCAL_ID(0), ty = KILN_LOCAL_ID(1);
@@ -344,7 +342,6 @@ KILN_KERNEL void gemm_f32_split_reduce(const int M, const int N, const int S, co
                                        KILN_GLOBAL const float *W, KILN_GLOBAL KILN_STORAGE *C, const ulong off_c,
                                        const int ldc, const ulong stride_c)
 {
-    KILN_PART_GUARD
     const int j = KILN_GLOBAL_ID(0), i = KILN_GLOBAL_ID(1);
     const ulong b = KILN_GLOBAL_ID(2);
     if (i >= M || j >= N)

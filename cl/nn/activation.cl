@@ -8,7 +8,6 @@
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_activation(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong count, const float slope)
 {
-    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
         y[i] = kiln_activate(x[i], slope);

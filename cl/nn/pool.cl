@@ -98,7 +98,6 @@ INLINE void pool_tile(VEC acc[TH], KILN_GLOBAL const float *xc, int row0, int co
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
-    KILN_PART_GUARD
     size_t id = KILN_GLOBAL_ID(0);
     if (id >= items)
         return;
@@ -144,7 +143,6 @@ void nn_pool2d_nchw(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulon
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
-    KILN_PART_GUARD
     const size_t id = KILN_GLOBAL_ID(0);
     if (id >= items)
         return;
@@ -188,7 +186,6 @@ void nn_pool2d_nchw_plane(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, cons
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_POOL_WG, 1, 1)
 void nn_pool2d_nhwc(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong items)
 {
-    KILN_PART_GUARD
     const size_t id = KILN_GLOBAL_ID(0);
     if (id >= items)
         return;

@@ -35,7 +35,6 @@ KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_softmax(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
                 const ulong inner)
 {
-    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i >= columns)
         return;
@@ -112,7 +111,6 @@ KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void nn_softmax_group(KILN_GLOBAL const float *x, KILN_GLOBAL float *y, const ulong columns, const ulong dim,
                       const ulong inner)
 {
-    KILN_PART_GUARD
     KILN_SHARED float part[KILN_UTIL_WG];
     const size_t i = KILN_GROUP_ID(0);
     const int t = (int)KILN_LOCAL_ID(0);

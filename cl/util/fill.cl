@@ -5,7 +5,6 @@
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void util_fill_f32(KILN_GLOBAL float *x, const ulong first, const ulong count, const float value)
 {
-    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < count)
         x[first + i] = value;

@@ -25,7 +25,6 @@
     KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)                                       \
     void name(KILN_GLOBAL float *out, const int iters)                                         \
     {                                                                                          \
-        KILN_PART_GUARD                                                                        \
         const size_t id = KILN_GLOBAL_ID(0);                                                   \
         const vec a = (vec)(0.999f), b = (vec)(0.001f);                                         \
         vec x[PEAK_CHAINS];                                                                    \
@@ -57,7 +56,6 @@ PEAK_FMA_KERNEL(util_peak_fma1, float, 1)
 KILN_KERNEL KILN_WORK_GROUP_SIZE(KILN_UTIL_WG, 1, 1)
 void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, const ulong n)
 {
-    KILN_PART_GUARD
     const size_t i = KILN_GLOBAL_ID(0);
     if (i < n)
         dst[i] = src[i];
@@ -65,7 +63,8 @@ void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, con
 #endif
 
 /* The sum of n float4s: a read of 16 n bytes. Work-item t reads runs of
-   `span` float4s, the t-th of every global-size run: span 1 interleaves the
+   `span` float4s, the t-th of every run of global-size spans (`stride`
+   float4s): span 1 interleaves the
    work-items (coalesced on GPUs), span n / global size gives each its own
    contiguous block (CPUs, launched one work-item per work-group, so that no
    vectoriser across work-items turns the runs into gathers). Each
@@ -80,10 +79,10 @@ void util_copy_f32x4(KILN_GLOBAL const float4 *src, KILN_GLOBAL float4 *dst, con
 #endif
 #if KILN_WANTS(util_read_f32x4)
 KILN_KERNEL
-void util_read_f32x4(KILN_GLOBAL const float4 *src, const ulong n, const ulong span, KILN_GLOBAL float *sums)
+void util_read_f32x4(KILN_GLOBAL const float4 *src, const ulong n, const ulong span, const ulong stride,
+                     KILN_GLOBAL float *sums)
 {
-    KILN_PART_GUARD
-    const ulong t = KILN_GLOBAL_ID(0), stride = KILN_GLOBAL_SIZE(0) * span;
+    const ulong t = KILN_GLOBAL_ID(0);
     READ_ACC s0 = (READ_ACC)(0.0f), s1 = s0, s2 = s0, s3 = s0;
     for (ulong base = t * span; base < n; base += stride) {
         const ulong end = base + span < n ? base + span : n;

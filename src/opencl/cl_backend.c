@@ -3,6 +3,8 @@
  * opened device, buffers as cl_mem, programs as cl_program, kernels as
  * cl_kernel (the backend's `void *` handles are these objects themselves).
  */
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -56,25 +58,38 @@ static unsigned crew_parts;
 
 /* POCL's device list for kiln's threads: its CPU device, then one `basic`
    device (which runs a launch on the thread that waits for it) per core.
-   Only when KILN_CPU_THREADS is "kiln" and the user has not chosen POCL's
-   devices. */
+   Only when KILN_CPU_THREADS is "kiln" (or "kiln:N", N threads whatever the
+   cores: the tests' way to split launches three ways or more on two cores)
+   and the user has not chosen POCL's devices. */
 static void ask_for_single_core_devices(void)
 {
     const char *mode = getenv("KILN_CPU_THREADS");
     if (!mode || !*mode || strcmp(mode, "pocl") == 0)
         return;
-    if (strcmp(mode, "kiln") != 0) {
-        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\" or \"kiln\"", "pocl");
+    long cores = 0;
+    if (strncmp(mode, "kiln:", 5) == 0) {
+        char *end = NULL;
+        errno = 0;
+        cores = isdigit((unsigned char)mode[5]) ? strtol(mode + 5, &end, 10) : 0;
+        if (errno || !end || *end || cores < 2 || cores > KILN_CL_MAX_PARTS)
+            cores = -1;
+    } else if (strcmp(mode, "kiln") != 0) {
+        cores = -1;
+    }
+    if (cores < 0) {
+        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\", \"kiln\" or \"kiln:N\" (N from 2 to 16)", "pocl");
         return;
     }
     if (getenv("POCL_DEVICES"))
         return;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (!cores) {
+        cores = sysconf(_SC_NPROCESSORS_ONLN);
 #ifdef CPU_COUNT
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
-        cores = CPU_COUNT(&allowed);
+        cpu_set_t allowed;
+        if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+            cores = CPU_COUNT(&allowed);
 #endif
+    }
     if (cores < 2)
         return;
     if (cores > KILN_CL_MAX_PARTS)
@@ -766,26 +781,26 @@ static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t si
 }
 
 /* A program or kernel handle: one object, or where kiln's threads run the
-   device's launches one per part (the part's copy built with KILN_PART and
-   KILN_PARTS, cl/common/portability.h) and last a whole copy (built without,
-   for part 1's device: launches of work-groups of several work-items of a
-   kernel with local memory run whole there, cl_launch). */
+   device's launches, a copy per part, built with KILN_PARTS and KILN_PART
+   (cl/common/portability.h) for the part's device: POCL fails its reference
+   count when two threads launch one binary, so the copies differ. */
 struct cl_prog {
     unsigned n;
-    cl_program p[KILN_CL_MAX_PARTS + 1];
+    cl_program p[KILN_CL_MAX_PARTS];
 };
 
 struct cl_kern {
     unsigned n;
-    cl_kernel k[KILN_CL_MAX_PARTS + 1];
+    cl_kernel k[KILN_CL_MAX_PARTS];
     cl_ulong local_bytes; /* its own local memory (CL_KERNEL_LOCAL_MEM_SIZE) */
+    size_t wg[3];         /* its required work-group size, or 1s */
 };
 
-static unsigned copies(const struct kiln_cl_device *d) { return d->parts ? d->parts + 1 : 1; }
+static unsigned copies(const struct kiln_cl_device *d) { return d->parts ? d->parts : 1; }
 
 static cl_device_id copy_device(const struct kiln_cl_device *d, unsigned i)
 {
-    return !d->parts ? d->device : i < d->parts ? d->part_device[i] : d->part_device[1];
+    return d->parts ? d->part_device[i] : d->device;
 }
 
 /* The options of copy i: the caller's, and the part it runs. */
@@ -797,7 +812,7 @@ static char *copy_options(const struct kiln_cl_device *d, unsigned i, const char
     char *o = malloc(size);
     if (!o)
         return NULL;
-    if (d->parts && i < d->parts)
+    if (d->parts)
         snprintf(o, size, "%s%s-DKILN_PARTS=%u -DKILN_PART=%u", options, *options ? " " : "", d->parts, i);
     else
         snprintf(o, size, "%s", options);
@@ -893,7 +908,7 @@ static kiln_status cl_program_build(void *dev, const char *source, size_t length
 /* A program's binaries: the driver's own where there is one copy; for
    kiln's threads, "KILNPRT1", the count and each copy's size (little-endian
    64 bits), then the copies' binaries in turn. */
-#define PARTS_MAGIC "KILNPRT1"
+#define PARTS_MAGIC "KILNPRT2"
 
 static kiln_status load_copy(struct kiln_cl_device *d, unsigned i, const unsigned char *bin, size_t size,
                              const char *options, cl_program *out)
@@ -1002,8 +1017,8 @@ static kiln_status cl_program_binary(void *dev, void *prog, void **binary, size_
         *binary = bin;
         return st;
     }
-    unsigned char *part[KILN_CL_MAX_PARTS + 1] = {0};
-    size_t part_size[KILN_CL_MAX_PARTS + 1] = {0}, total = 16 + 8 * (size_t)p->n;
+    unsigned char *part[KILN_CL_MAX_PARTS] = {0};
+    size_t part_size[KILN_CL_MAX_PARTS] = {0}, total = 16 + 8 * (size_t)p->n;
     kiln_status st = KILN_SUCCESS;
     for (unsigned i = 0; i < p->n && st == KILN_SUCCESS; i++) {
         st = copy_binary(p->p[i], &part[i], &part_size[i]);
@@ -1064,6 +1079,11 @@ static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
         clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof k->local_bytes, &k->local_bytes,
                                  NULL) != CL_SUCCESS)
         k->local_bytes = 1; /* unknown: as if it had some */
+    if (!device || clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof k->wg, k->wg,
+                                            NULL) != CL_SUCCESS)
+        memset(k->wg, 0, sizeof k->wg);
+    for (int i = 0; i < 3; i++)
+        k->wg[i] += !k->wg[i];
     *kernel = k;
     return KILN_SUCCESS;
 }
@@ -1092,36 +1112,58 @@ static kiln_status set_args(cl_kernel kernel, const struct kiln_arg *args, unsig
     return KILN_SUCCESS;
 }
 
-/* One launch on kiln's threads: every part runs its copy over the whole
-   NDRange and waits for it on its own queue. */
+/* One launch on kiln's threads: the NDRange split into runs of whole
+   work-groups along one dimension, part i's run launched with a global
+   offset on its own queue and waited for there. */
 struct crew_launch {
     struct kiln_cl_device *d;
     const struct cl_kern *k;
-    unsigned dims;
+    unsigned dims, split; /* the dimension split */
     const size_t *global, *local;
-    cl_event *event; /* part 0's, where the caller asked for one */
-    /* A kernel with local memory (and so perhaps barriers, before which no
-       copy may return: KILN_PART_GUARD): the whole copy runs it all, on part
-       1's thread. POCL runs a work-group on the stack of the thread that runs
-       it, where a work-group's work-items keep their values side by side
-       across its barriers (megabytes: POCL_WORKER_STACK above), more than the
-       caller's thread may have; other work-groups take a few kilobytes. */
-    int whole;
+    size_t group;                        /* work-items a work-group along `split` */
+    size_t first[KILN_CL_MAX_PARTS + 1]; /* part i's work-groups along it: [first[i], first[i + 1]) */
+    cl_event *event;                     /* the last part's (never an empty run), where the caller asked for one */
+    unsigned first_part;                 /* the parts before run nothing */
+    unsigned parts;
     cl_int err[KILN_CL_MAX_PARTS];
 };
 
 static void crew_part(void *arg, unsigned part)
 {
     struct crew_launch *l = arg;
-    if (l->whole && part != 1)
+    if (part < l->first_part || l->first[part + 1] == l->first[part])
         return;
+    size_t offset[3] = {0, 0, 0}, global[3];
+    memcpy(global, l->global, l->dims * sizeof *global);
+    offset[l->split] = l->first[part] * l->group;
+    global[l->split] = (l->first[part + 1] - l->first[part]) * l->group;
     cl_command_queue q = l->d->part_queue[part];
-    cl_kernel kernel = l->whole ? l->k->k[l->d->parts] : l->k->k[part];
-    cl_int err = clEnqueueNDRangeKernel(q, kernel, l->dims, NULL, l->global, l->local, 0, NULL,
-                                        part == (l->whole ? 1u : 0u) ? l->event : NULL);
+    cl_int err = clEnqueueNDRangeKernel(q, l->k->k[part], l->dims, offset, global, l->local, 0, NULL,
+                                        part + 1 == l->parts ? l->event : NULL);
     if (err == CL_SUCCESS)
         err = clFinish(q);
     l->err[part] = err;
+}
+
+/* Where to split a launch over parts [l->first_part, parts): along the
+   dimension whose work-groups divide most evenly among them, the slowest
+   varying among equals (a part's run then the most contiguous), into
+   nearly equal runs. */
+static void plan_split(struct crew_launch *l, unsigned parts)
+{
+    l->parts = parts;
+    const unsigned n = parts - l->first_part;
+    double best = -1.0;
+    for (unsigned dim = 0; dim < l->dims; dim++) {
+        const size_t wg = l->local ? l->local[dim] : l->k->wg[dim], groups = l->global[dim] / wg;
+        const size_t longest = (groups + n - 1) / n;
+        const double even = groups > 1 ? (double)groups / (double)(longest * n) : 0.0;
+        if (even >= best)
+            best = even, l->split = dim, l->group = wg;
+    }
+    const size_t groups = l->global[l->split] / l->group;
+    for (unsigned i = 0; i <= parts; i++)
+        l->first[i] = i <= l->first_part ? 0 : groups * (i - l->first_part) / n;
 }
 
 static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,
@@ -1136,8 +1178,22 @@ static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *arg
     }
     cl_event ev = NULL;
     if (d->parts) {
-        const int whole = local_bytes || k->local_bytes;
-        struct crew_launch l = {d, k, dims, global, local, event ? &ev : NULL, whole, {0}};
+        /* A work-group of many work-items that share local memory, and so
+           wait at barriers, runs on the stack of the thread that runs it,
+           where POCL keeps each work-item's values across the barriers
+           (megabytes: POCL_WORKER_STACK above), more than the caller's
+           thread may have: such launches run on kiln's threads alone. */
+        const size_t *wg = local ? local : k->wg;
+        const int big_stack =
+            (local_bytes || k->local_bytes) && wg[0] * (dims > 1 ? wg[1] : 1) * (dims > 2 ? wg[2] : 1) > 1;
+        struct crew_launch l = {.d = d,
+                                .k = k,
+                                .dims = dims,
+                                .global = global,
+                                .local = local,
+                                .event = event ? &ev : NULL,
+                                .first_part = big_stack && d->parts > 1};
+        plan_split(&l, d->parts);
         kiln_cl_crew_run(d->crew, crew_part, &l);
         for (unsigned i = 0; i < d->parts; i++)
             if (l.err[i] != CL_SUCCESS) {

@@ -157,6 +157,7 @@ static void split_args(const struct kiln_attention_plan *plan, const struct kiln
     kiln_args_buffer(a, split ? plan->base.workspace[WS_PART]->handle : x->o);
     kiln_args_buffer(a, split ? plan->base.workspace[WS_PART_LSE]->handle : x->o);
     kiln_args_int(a, plan->split_len);
+    kiln_args_ulong(a, plan->s.lse_elems); /* rows of one split: [batch][head][query] */
 }
 
 kiln_status kiln_attention_split_launch(struct kiln_attention_plan *plan, unsigned dims, int kernel,

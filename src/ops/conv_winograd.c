@@ -257,6 +257,7 @@ static kiln_status wino_execute(struct kiln_conv2d_plan *plan, const struct kiln
     kiln_args_buffer(&in, x->x);
     kiln_args_buffer(&in, v);
     kiln_args_ulong(&in, w->plane[WS_V]);
+    kiln_args_int(&in, (int32_t)plan->global[INPUT][0]); /* th_step, NCHW's tile rows a work-item apart */
     if ((st = kiln_kernel_launch(plan->base.ctx, plan->base.kernels[INPUT], &in, 3, plan->global[INPUT],
                                  w->local ? plan->local[INPUT] : NULL, 0, NULL)) != KILN_SUCCESS)
         return st;

@@ -145,6 +145,7 @@ static kiln_status measure_read(kiln_context *ctx, kiln_buffer *src, size_t n, d
         kiln_args_buffer(&l.args, src->handle);
         kiln_args_ulong(&l.args, n);
         kiln_args_ulong(&l.args, span);
+        kiln_args_ulong(&l.args, span * l.global); /* stride: a run of every work-item's span */
         kiln_args_buffer(&l.args, sums->handle);
         st = kiln_find_median(ctx, run_launch, &l, ms);
     }
