@@ -1124,7 +1124,6 @@ struct crew_launch {
     size_t first[KILN_CL_MAX_PARTS + 1]; /* part i's work-groups along it: [first[i], first[i + 1]) */
     cl_event *event;                     /* the last part's (never an empty run), where the caller asked for one */
     unsigned first_part;                 /* the parts before run nothing */
-    unsigned parts;
     cl_int err[KILN_CL_MAX_PARTS];
 };
 
@@ -1139,7 +1138,7 @@ static void crew_part(void *arg, unsigned part)
     global[l->split] = (l->first[part + 1] - l->first[part]) * l->group;
     cl_command_queue q = l->d->part_queue[part];
     cl_int err = clEnqueueNDRangeKernel(q, l->k->k[part], l->dims, offset, global, l->local, 0, NULL,
-                                        part + 1 == l->parts ? l->event : NULL);
+                                        part + 1 == l->d->parts ? l->event : NULL);
     if (err == CL_SUCCESS)
         err = clFinish(q);
     l->err[part] = err;
@@ -1149,10 +1148,9 @@ static void crew_part(void *arg, unsigned part)
    dimension whose work-groups divide most evenly among them, the slowest
    varying among equals (a part's run then the most contiguous), into
    nearly equal runs. */
-static void plan_split(struct crew_launch *l, unsigned parts)
+static void plan_split(struct crew_launch *l)
 {
-    l->parts = parts;
-    const unsigned n = parts - l->first_part;
+    const unsigned parts = l->d->parts, n = parts - l->first_part;
     double best = -1.0;
     for (unsigned dim = 0; dim < l->dims; dim++) {
         const size_t wg = l->local ? l->local[dim] : l->k->wg[dim], groups = l->global[dim] / wg;
@@ -1193,7 +1191,7 @@ static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *arg
                                 .local = local,
                                 .event = event ? &ev : NULL,
                                 .first_part = big_stack && d->parts > 1};
-        plan_split(&l, d->parts);
+        plan_split(&l);
         kiln_cl_crew_run(d->crew, crew_part, &l);
         for (unsigned i = 0; i < d->parts; i++)
             if (l.err[i] != CL_SUCCESS) {
