@@ -21,8 +21,8 @@
 
 /* The variables this file sets, as the suite was started with them. */
 static const char *const saved_names[] = {
-    "KILN_DEVICE",       "KILN_PROFILE",    "KILN_PROFILE_DIR", "KILN_FIND", "KILN_ATTENTION_SPLIT_KV",
-    "KILN_WAIT_POLL_US", "KILN_POCL_BATCH", "KILN_LARGE_PAGES"};
+    "KILN_DEVICE",       "KILN_PROFILE",    "KILN_PROFILE_DIR", "KILN_FIND",          "KILN_ATTENTION_SPLIT_KV",
+    "KILN_WAIT_POLL_US", "KILN_POCL_BATCH", "KILN_LARGE_PAGES", "KILN_CACHE_PROGRAMS"};
 static char *saved_values[sizeof saved_names / sizeof *saved_names];
 
 static int save_env(void **state)
@@ -313,39 +313,73 @@ static void test_profile_option_values(void **state)
     expect_create(&opt, KILN_ERROR_INVALID_ARGUMENT, causes2("is abstract", NULL));
 }
 
-/* ---- KILN_FIND ---- */
+/* ---- switches: KILN_CACHE_PROGRAMS, KILN_FIND ---- */
 
-static void test_find_not_a_switch(void **state)
+/* For each of the n values of switch `name` in bad: a context opens and
+   `use` runs on it, and the value costs one warning, that it is not a switch
+   and reads as 0. */
+static void check_not_a_switch(const char *name, const char *const *bad, size_t n, void (*use)(kiln_context *ctx))
 {
-    (void)state;
-    const char *const bad[] = {"yes", "2", "-1", "true", "01"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    for (size_t i = 0; i < n; i++) {
         char *dir = kt_temp_dir();
         struct kt_capture cap;
         kt_capture_begin(&cap, dir);
-        setenv("KILN_FIND", bad[i], 1);
+        setenv(name, bad[i], 1);
         kiln_context *ctx = NULL;
         kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
-        kiln_conv2d_desc d;
-        kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 4, 6, 6, 4, 3, 3);
-        kiln_conv2d_plan *plan = NULL;
-        kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
-        kiln_conv2d_plan_info info;
-        kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
-        assert_null(strstr(info.reason, "find")); /* no search: the default, 0 */
-        kiln_conv2d_plan_destroy(plan);
+        use(ctx);
         kiln_context_destroy(ctx);
         int warnings = kt_capture_end(&cap);
         char *text = captured(&cap);
-        char want[64];
-        snprintf(want, sizeof want, "KILN_FIND=\"%s\" is not 0 or 1: using 0", bad[i]);
+        char want[96];
+        snprintf(want, sizeof want, "%s=\"%s\" is not 0 or 1: using 0", name, bad[i]);
         if (warnings != 1 || !strstr(text, want))
-            fail_msg("KILN_FIND=\"%s\": %d warnings, wanted one saying \"%s\"", bad[i], warnings, want);
+            fail_msg("%s=\"%s\": %d warnings, wanted one saying \"%s\"", name, bad[i], warnings, want);
         free(text);
         kt_remove_tree(dir);
         free(dir);
     }
     restore_env();
+}
+
+/* A fill runs (its program left to a driver that keeps programs). */
+static void fill_runs(kiln_context *ctx)
+{
+    kiln_buffer *b = NULL;
+    kt_assert_status(kiln_buffer_create(ctx, 64 * sizeof(float), &b), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_fill_f32(b, 0, 64, 1.5f), KILN_SUCCESS);
+    float y[64];
+    kt_assert_status(kiln_buffer_read(b, 0, sizeof y, y), KILN_SUCCESS);
+    for (int j = 0; j < 64; j++)
+        assert_float_equal(y[j], 1.5f, 0.0f);
+    kiln_buffer_destroy(b);
+}
+
+static void test_cache_programs_not_a_switch(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"yes", "2", "on"};
+    check_not_a_switch("KILN_CACHE_PROGRAMS", bad, sizeof bad / sizeof *bad, fill_runs);
+}
+
+/* A convolution plan with algorithm AUTO does not search: the default, 0. */
+static void plan_does_not_search(kiln_context *ctx)
+{
+    kiln_conv2d_desc d;
+    kiln_conv2d_desc_init(&d, KILN_NCHW, 1, 4, 6, 6, 4, 3, 3);
+    kiln_conv2d_plan *plan = NULL;
+    kt_assert_status(kiln_conv2d_plan_create(ctx, &d, &plan), KILN_SUCCESS);
+    kiln_conv2d_plan_info info;
+    kt_assert_status(kiln_conv2d_plan_describe(plan, &info), KILN_SUCCESS);
+    assert_null(strstr(info.reason, "find"));
+    kiln_conv2d_plan_destroy(plan);
+}
+
+static void test_find_not_a_switch(void **state)
+{
+    (void)state;
+    const char *const bad[] = {"yes", "2", "-1", "true", "01"};
+    check_not_a_switch("KILN_FIND", bad, sizeof bad / sizeof *bad, plan_does_not_search);
 }
 
 /* ---- KILN_ATTENTION_SPLIT_KV ---- */
@@ -983,6 +1017,7 @@ int main(void)
     kt_add(&tests, WATCHED(test_device_option_values));
     kt_add(&tests, WATCHED(test_profile_env_values));
     kt_add(&tests, WATCHED(test_profile_option_values));
+    kt_add(&tests, WATCHED(test_cache_programs_not_a_switch));
     kt_add(&tests, WATCHED(test_find_not_a_switch));
     kt_add(&tests, WATCHED(test_split_kv_not_a_number));
     kt_add(&tests, WATCHED(test_wait_poll_values));

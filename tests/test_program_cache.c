@@ -135,6 +135,52 @@ static void test_second_context_loads_from_disk(void **state)
     free(dir);
 }
 
+/* Without KILN_CACHE_PROGRAMS=1 (which the suite's environment sets), a
+   driver that keeps what it compiles (POCL with its kernel cache on) keeps
+   the programs: kiln's directory gets no binary, and a second context builds
+   again, from the driver's cache; any other driver's binaries go to kiln's
+   directory as before. With the switch, kiln stores them on every driver. */
+static void test_programs_left_to_a_driver_that_keeps_them(void **state)
+{
+    (void)state;
+    const char *saved = getenv("KILN_CACHE_PROGRAMS");
+    char *saved_copy = saved ? strdup(saved) : NULL;
+    for (int keep_in_kiln = 0; keep_in_kiln < 2; keep_in_kiln++) {
+        if (keep_in_kiln)
+            setenv("KILN_CACHE_PROGRAMS", "1", 1);
+        else
+            unsetenv("KILN_CACHE_PROGRAMS");
+        char *dir = kt_temp_dir();
+        kiln_context *first = open_cached(dir);
+        const int driver_keeps =
+            !keep_in_kiln && first->backend->driver_keeps_programs && first->backend->driver_keeps_programs(first->dev);
+        run_axpb(first, 3.0f);
+        kiln_cache_info s = stats(first);
+        assert_int_equal(s.builds, 1);
+        assert_true(s.disk_enabled); /* the directory is still kiln's, for find results */
+        assert_string_equal(s.dir, dir);
+        if (s.disk_entries != (driver_keeps ? 0u : 1u))
+            fail_msg("KILN_CACHE_PROGRAMS %s, a driver that %s its programs: %llu entries in kiln's directory",
+                     keep_in_kiln ? "1" : "unset", driver_keeps ? "keeps" : "does not keep",
+                     (unsigned long long)s.disk_entries);
+        kiln_context_destroy(first);
+
+        kiln_context *second = open_cached(dir);
+        run_axpb(second, 3.0f);
+        s = stats(second);
+        assert_int_equal(s.builds, driver_keeps ? 1 : 0);
+        assert_int_equal(s.disk_hits, driver_keeps ? 0 : 1);
+        kiln_context_destroy(second);
+        kt_remove_tree(dir);
+        free(dir);
+    }
+    if (saved_copy)
+        setenv("KILN_CACHE_PROGRAMS", saved_copy, 1);
+    else
+        unsetenv("KILN_CACHE_PROGRAMS");
+    free(saved_copy);
+}
+
 /* Damage the only entry with `damage`, then expect a rebuild that repairs it. */
 static void check_damaged_entry_is_rebuilt(void (*damage)(const char *path))
 {
@@ -384,6 +430,7 @@ int main(void)
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_memory_hit_and_options_are_part_of_the_key));
     kt_add(&tests, cmocka_unit_test(test_second_context_loads_from_disk));
+    kt_add(&tests, cmocka_unit_test(test_programs_left_to_a_driver_that_keeps_them));
     kt_add(&tests, cmocka_unit_test(test_truncated_entry_is_rebuilt));
     kt_add(&tests, cmocka_unit_test(test_corrupt_entry_is_rebuilt));
     kt_add(&tests, cmocka_unit_test(test_garbage_entry_is_rebuilt));

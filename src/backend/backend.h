@@ -124,6 +124,11 @@ struct kiln_backend {
     kiln_status (*program_load)(void *dev, const void *binary, size_t size, const char *options, void **prog);
     /* optional: serialise a built program; *binary is malloc'd for the caller. */
     kiln_status (*program_binary)(void *dev, void *prog, void **binary, size_t *size);
+    /* optional: non-zero where the driver keeps what it compiles in a
+       persistent cache of its own and taking a binary costs a compile (POCL
+       with its kernel cache on): kiln's disk cache then holds no program
+       binaries unless KILN_CACHE_PROGRAMS=1 (docs/pocl.md). */
+    int (*driver_keeps_programs)(void *dev);
     void (*program_free)(void *prog);
 
     kiln_status (*kernel_create)(void *prog, const char *name, void **kernel);

@@ -477,6 +477,17 @@ kiln_status kiln_context_init(kiln_context *ctx, const kiln_context_options *opt
     choose_cache_dir(options, dir, sizeof dir, reason, sizeof reason);
     st = kiln_program_cache_init(&ctx->cache, dir, reason);
     ctx->cache_ready = st == KILN_SUCCESS;
+    /* Where the driver keeps what it compiles itself, taking a binary for
+       kiln's directory would compile the program again (docs/pocl.md); the
+       directory still keeps convolution find results. */
+    if (ctx->cache.programs_on_disk && !kiln_env_flag("KILN_CACHE_PROGRAMS") && ctx->backend->driver_keeps_programs &&
+        ctx->backend->driver_keeps_programs(ctx->dev)) {
+        ctx->cache.programs_on_disk = 0;
+        kiln_log(KILN_LOG_INFO,
+                 "program cache: binaries left to the driver's own cache (KILN_CACHE_PROGRAMS=1 "
+                 "keeps them in %s too)",
+                 ctx->cache.dir);
+    }
     return st;
 }
 
@@ -516,6 +527,7 @@ kiln_status kiln_context_create(const kiln_context_options *options, kiln_contex
        when a context opens even if nothing reads it for a while. */
     (void)kiln_log_level();
     (void)kiln_env_flag("KILN_FIND");
+    (void)kiln_env_flag("KILN_CACHE_PROGRAMS");
     const char *sel = options && options->device ? options->device : env("KILN_DEVICE");
     const char *origin = options && options->device ? "the device option" : "KILN_DEVICE";
     struct kiln_listing *devices = NULL;

@@ -32,6 +32,7 @@ kiln_status kiln_program_cache_init(struct kiln_program_cache *cache, const char
             return kiln_error(KILN_ERROR_INVALID_ARGUMENT, "cache directory path is longer than %zu bytes",
                               sizeof cache->dir - 1);
         strcpy(cache->dir, dir);
+        cache->programs_on_disk = 1;
     } else if (reason) {
         snprintf(cache->disk_reason, sizeof cache->disk_reason, "%s", reason);
     }
@@ -149,7 +150,7 @@ static kiln_status load_or_build(kiln_context *ctx, const char *label, const cha
     *from_disk = 0;
     struct kiln_program_cache *cache = &ctx->cache;
     const struct kiln_backend *be = ctx->backend;
-    int use_disk = cache->dir[0] && be->program_load && be->program_binary;
+    int use_disk = cache->programs_on_disk && be->program_load && be->program_binary;
     char *key = NULL;
     if (use_disk) {
         key = disk_key(ctx, source, length, options);

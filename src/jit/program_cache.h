@@ -34,6 +34,7 @@ struct kiln_program_cache {
     struct kiln_program *programs; /* singly linked, newest first */
     char dir[512];                 /* "" when the disk cache is off */
     char disk_reason[256];         /* why it is off, "" when on */
+    int programs_on_disk;          /* program binaries go to dir (else the driver's own cache keeps them) */
     uint64_t memory_hits, disk_hits, builds, discarded;
     atomic_uint_least64_t disk_failures; /* failed stores; needs no lock */
 };

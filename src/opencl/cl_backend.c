@@ -819,6 +819,20 @@ static char *copy_options(const struct kiln_cl_device *d, unsigned i, const char
     return o;
 }
 
+/* POCL keeps every program it compiles in its kernel cache unless
+   POCL_KERNEL_CACHE is 0, and compiles each kernel again, for any
+   work-group size, when asked for a program's binary. */
+static int cl_driver_keeps_programs(void *dev)
+{
+    const struct kiln_cl_device *d = dev;
+    char name[64] = "";
+    if (clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+        return 0;
+    name[sizeof name - 1] = '\0';
+    const char *cache = getenv("POCL_KERNEL_CACHE");
+    return strstr(name, POCL_PLATFORM) != NULL && !(cache && strcmp(cache, "0") == 0);
+}
+
 static void prog_free(struct cl_prog *p)
 {
     if (!p)
@@ -1278,6 +1292,7 @@ const struct kiln_backend kiln_opencl_backend = {
     .program_build = cl_program_build,
     .program_load = cl_program_load,
     .program_binary = cl_program_binary,
+    .driver_keeps_programs = cl_driver_keeps_programs,
     .program_free = cl_program_free,
     .kernel_create = cl_kernel_create,
     .kernel_free = cl_kernel_free,
