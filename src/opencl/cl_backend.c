@@ -157,6 +157,15 @@ static int pocl_batch_workers(void)
 /* POCL's platform name (CL_PLATFORM_NAME contains it). */
 #define POCL_PLATFORM "Portable Computing Language"
 
+static int is_pocl(cl_platform_id platform)
+{
+    char name[64] = "";
+    if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
+        return 0;
+    name[sizeof name - 1] = '\0';
+    return strstr(name, POCL_PLATFORM) != NULL;
+}
+
 /* The stack POCL's workers get. A worker runs a whole work-group on its
    stack, every work-item's values that live across a barrier side by side
    in one frame: 1024 work-items of a GEMM tile with 4 x 16 accumulators, K
@@ -195,11 +204,7 @@ static int raise_default_stack(pthread_attr_t *saved)
 static cl_int list_devices(cl_platform_id platform, cl_device_id *devs, cl_uint *ndev)
 {
     int switched = 0;
-    char name[64] = "";
-    if (clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
-        name[0] = '\0';
-    name[sizeof name - 1] = '\0';
-    const int pocl = strstr(name, POCL_PLATFORM) != NULL;
+    const int pocl = is_pocl(platform);
 #ifdef SCHED_BATCH
     const struct sched_param none = {0};
     if (pocl && sched_getscheduler(0) == SCHED_OTHER && pocl_batch_workers())
@@ -824,13 +829,8 @@ static char *copy_options(const struct kiln_cl_device *d, unsigned i, const char
    work-group size, when asked for a program's binary. */
 static int cl_driver_keeps_programs(void *dev)
 {
-    const struct kiln_cl_device *d = dev;
-    char name[64] = "";
-    if (clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof name, name, NULL) != CL_SUCCESS)
-        return 0;
-    name[sizeof name - 1] = '\0';
     const char *cache = getenv("POCL_KERNEL_CACHE");
-    return strstr(name, POCL_PLATFORM) != NULL && !(cache && strcmp(cache, "0") == 0);
+    return is_pocl(((const struct kiln_cl_device *)dev)->platform) && !(cache && strcmp(cache, "0") == 0);
 }
 
 static void prog_free(struct cl_prog *p)
