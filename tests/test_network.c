@@ -220,9 +220,36 @@ static void test_chain_without_waits(void **state)
     network_free(&net);
 }
 
+/* A network's plans and runs say nothing on a working device: in a fresh
+   context, so that every kernel is created while kiln's warnings are
+   counted. On kiln's threads (tools/test.sh runs this test with
+   KILN_CPU_THREADS=kiln:3) each kernel's local memory and work-group size
+   are read from the copy's device, which the context's other devices
+   share the program with; read from the program's device list as one
+   device, they failed, and every kernel warned (and ran on one thread
+   fewer). */
+static void test_chain_says_nothing(void **state)
+{
+    (void)state;
+    char *dir = kt_temp_dir();
+    struct kt_capture cap;
+    kt_capture_begin(&cap, dir);
+    kiln_context *ctx = NULL;
+    kt_assert_status(kiln_context_create(NULL, &ctx), KILN_SUCCESS);
+    struct network net;
+    network_init(&net, ctx);
+    assert_null(network_run(&net, ctx, 1));
+    network_free(&net);
+    kiln_context_destroy(ctx);
+    assert_int_equal(kt_capture_end(&cap), 0);
+    kt_remove_tree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_chain_without_waits));
+    kt_add(&tests, cmocka_unit_test(test_chain_says_nothing));
     return kt_run("network", &tests);
 }

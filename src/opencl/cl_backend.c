@@ -1070,6 +1070,24 @@ static void kern_free(struct cl_kern *k)
     free(k);
 }
 
+/* The device a program was built for: its context's devices are all its
+   devices (kiln's threads put the CPU device and each part's in one
+   context, and build a copy for one part), so the first of them that
+   answers for the kernel; NULL where none does. */
+static cl_device_id program_device(cl_program program, cl_kernel kernel)
+{
+    cl_device_id devices[1 + KILN_CL_MAX_PARTS + KILN_CL_MAX_DEVICES];
+    size_t bytes = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, sizeof devices, devices, &bytes) != CL_SUCCESS)
+        return NULL;
+    for (size_t i = 0; i < bytes / sizeof *devices; i++) {
+        size_t wg = 0;
+        if (clGetKernelWorkGroupInfo(kernel, devices[i], CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
+            return devices[i];
+    }
+    return NULL;
+}
+
 static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
 {
     const struct cl_prog *p = prog;
@@ -1088,14 +1106,29 @@ static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
             return st;
         }
     }
-    cl_device_id device = NULL;
-    if (clGetProgramInfo(p->p[0], CL_PROGRAM_DEVICES, sizeof device, &device, NULL) != CL_SUCCESS ||
-        clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof k->local_bytes, &k->local_bytes,
-                                 NULL) != CL_SUCCESS)
-        k->local_bytes = 1; /* unknown: as if it had some */
-    if (!device || clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof k->wg, k->wg,
-                                            NULL) != CL_SUCCESS)
+    /* What kiln's threads split a launch by (cl_launch); where either is
+       unknown they say so, and split as the comments below say. */
+    const cl_device_id device = program_device(p->p[0], k->k[0]);
+    const cl_int local_err = device ? clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_LOCAL_MEM_SIZE,
+                                                               sizeof k->local_bytes, &k->local_bytes, NULL)
+                                    : CL_INVALID_DEVICE;
+    const cl_int wg_err =
+        device ? clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof k->wg, k->wg, NULL)
+               : CL_INVALID_DEVICE;
+    if (local_err != CL_SUCCESS)
+        k->local_bytes = 1; /* as if it had some */
+    if (wg_err != CL_SUCCESS)
         memset(k->wg, 0, sizeof k->wg);
+    if (p->n > 1 && local_err != CL_SUCCESS)
+        kiln_log(KILN_LOG_WARN,
+                 "kernel %s: its local memory could not be read (%s); kiln's threads run its launches as if it had "
+                 "some, on one thread fewer",
+                 name, kiln_cl_error_name(local_err));
+    if (p->n > 1 && wg_err != CL_SUCCESS)
+        kiln_log(KILN_LOG_WARN,
+                 "kernel %s: its required work-group size could not be read (%s); kiln's threads split its launches "
+                 "by work-item",
+                 name, kiln_cl_error_name(wg_err));
     for (int i = 0; i < 3; i++)
         k->wg[i] += !k->wg[i];
     *kernel = k;
