@@ -1070,10 +1070,10 @@ static void kern_free(struct cl_kern *k)
     free(k);
 }
 
-/* The device a program was built for: its context's devices are all its
-   devices (kiln's threads put the CPU device and each part's in one
-   context, and build a copy for one part), so the first of them that
-   answers for the kernel; NULL where none does. */
+/* The device a program was built for, NULL where none answers. The
+   program lists every device of its context, and for kiln's threads that
+   is the CPU device and each part's while a copy is built for one part:
+   the first listed that answers for the kernel. */
 static cl_device_id program_device(cl_program program, cl_kernel kernel)
 {
     cl_device_id devices[1 + KILN_CL_MAX_PARTS + KILN_CL_MAX_DEVICES];
@@ -1106,8 +1106,9 @@ static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
             return st;
         }
     }
-    /* What kiln's threads split a launch by (cl_launch); where either is
-       unknown they say so, and split as the comments below say. */
+    /* What kiln's threads split a launch by (cl_launch). Unknown, a kernel
+       counts as having local memory and as requiring no work-group size,
+       and kiln's threads say so. */
     const cl_device_id device = program_device(p->p[0], k->k[0]);
     const cl_int local_err = device ? clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_LOCAL_MEM_SIZE,
                                                                sizeof k->local_bytes, &k->local_bytes, NULL)
