@@ -13,11 +13,14 @@
  * bitwise the output of the same plans run one at a time with a wait after
  * each. Outputs start as NaN.
  */
+#include <dirent.h>
 #include <float.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "conv_ref.h"
 #include "nn_ref.h"
@@ -246,10 +249,88 @@ static void test_chain_says_nothing(void **state)
     free(dir);
 }
 
+/* The one core thread `tid` of this process may run on, or -1. */
+static int pinned_core(pid_t tid)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(tid, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1)
+        return -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, &set))
+            return cpu;
+    return -1;
+}
+
+/* A thread of kiln's (named "kiln-crew") pinned to one core: its id, and
+   its core in *cpu; 0 where there is none. */
+static pid_t crew_thread(int *cpu)
+{
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks)
+        return 0;
+    pid_t found = 0;
+    for (struct dirent *e; !found && (e = readdir(tasks));) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && strncmp(comm, "kiln-crew", 9) == 0) {
+            const pid_t tid = (pid_t)atoi(e->d_name);
+            if ((*cpu = pinned_core(tid)) >= 0)
+                found = tid;
+        }
+        fclose(f);
+    }
+    closedir(tasks);
+    return found;
+}
+
+/* On kiln's threads pinned one a core (KILN_CPU_THREADS=kiln, with a core
+   for each thread and one for the caller: tools/test.sh), a thread that
+   finds the caller on its core as a launch starts moves to the spare core,
+   so that the caller's part of the launch and its own do not share one
+   (src/opencl/cl_crew.c). The test moves itself onto a thread's core, runs
+   the chain with a wait after each layer and checks it. Skipped where no
+   thread of kiln's is pinned (POCL's workers, or more threads than cores). */
+static void test_crew_leaves_the_callers_core(void **state)
+{
+    (void)state;
+    struct network net;
+    network_init(&net, kt_ctx);
+    assert_null(network_run(&net, kt_ctx, 1)); /* the threads started */
+    int cpu = -1;
+    const pid_t tid = crew_thread(&cpu);
+    if (!tid) {
+        network_free(&net);
+        print_message("# no thread of kiln's pinned to a core here: nothing to check\n");
+        skip();
+    }
+    cpu_set_t mine, one;
+    assert_int_equal(sched_getaffinity(0, sizeof mine, &mine), 0);
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    assert_null(network_run(&net, kt_ctx, 1));
+    assert_int_equal(sched_setaffinity(0, sizeof mine, &mine), 0);
+    const int now = pinned_core(tid);
+    if (now == cpu)
+        fail_msg("kiln's thread stayed on core %d, the caller's", cpu);
+    assert_true(now >= 0);
+    float *out[LAYERS];
+    for (int l = 0; l < LAYERS; l++)
+        out[l] = read_back(&net, outputs[l]);
+    check_layers(&net, out);
+    for (int l = 0; l < LAYERS; l++)
+        free(out[l]);
+    network_free(&net);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_chain_without_waits));
     kt_add(&tests, cmocka_unit_test(test_chain_says_nothing));
+    kt_add(&tests, cmocka_unit_test(test_crew_leaves_the_callers_core));
     return kt_run("network", &tests);
 }

@@ -40,6 +40,15 @@ struct kiln_cl_crew {
     _Atomic int sleepers;
 
     pthread_mutex_t run_lock; /* one job at a time */
+
+    /* Where the threads are pinned (one core each, where the process may
+       use a core a thread and one for the caller): the core the caller ran
+       on when it started the job, and the one no thread of the crew holds.
+       A thread that finds the caller on its core moves to the spare one
+       (crew_main), so that the caller's part and its own do not share a
+       core. */
+    _Atomic int caller_cpu;
+    _Atomic int spare_cpu; /* -1: the threads are not pinned */
 };
 
 struct crew_thread {
@@ -75,6 +84,20 @@ static inline void spin_once(unsigned i)
         pause_cpu();
 }
 
+/* Pin the calling thread to `cpu`; non-zero where it could not be. */
+static int pin_to(int cpu)
+{
+#ifdef CPU_SET
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+#else
+    (void)cpu;
+    return -1;
+#endif
+}
+
 /* The next generation after `seen` (or the stop): spin for CREW_SPIN_US,
    then sleep. */
 static unsigned next_generation(struct kiln_cl_crew *c, unsigned seen)
@@ -103,13 +126,11 @@ static void *crew_main(void *p)
     struct crew_thread *t = p;
     struct kiln_cl_crew *c = t->crew;
     const unsigned part = t->part;
-#ifdef CPU_SET
-    if (t->cpu >= 0) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(t->cpu, &one);
-        pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-    }
+    int cpu = t->cpu;
+    if (cpu >= 0 && pin_to(cpu) != 0)
+        cpu = -1;
+#ifdef __linux__
+    pthread_setname_np(pthread_self(), "kiln-crew"); /* for top -H, gdb and test_network */
 #endif
     free(t);
     unsigned seen = 0;
@@ -117,6 +138,17 @@ static void *crew_main(void *p)
         seen = next_generation(c, seen);
         if (atomic_load_explicit(&c->stop, memory_order_acquire))
             return NULL;
+        /* The caller on this thread's core: move to the spare one. One
+           thread at most holds the caller's core, and a previous mover's
+           update reached this one through the job's done count and
+           generation. */
+        if (cpu >= 0 && atomic_load_explicit(&c->caller_cpu, memory_order_relaxed) == cpu) {
+            const int spare = atomic_load_explicit(&c->spare_cpu, memory_order_relaxed);
+            if (spare >= 0 && pin_to(spare) == 0) {
+                atomic_store_explicit(&c->spare_cpu, cpu, memory_order_relaxed);
+                cpu = spare;
+            }
+        }
         c->fn(c->arg, part);
         atomic_fetch_add_explicit(&c->done, 1, memory_order_release);
     }
@@ -158,6 +190,9 @@ kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out)
             if (CPU_ISSET(cpu, &allowed))
                 cpus[ncpus++] = cpu;
 #endif
+    /* The threads take cpus[parts - 2] down to cpus[0]; the caller is
+       expected on the one left. */
+    atomic_init(&c->spare_cpu, (unsigned)ncpus >= parts ? cpus[parts - 1] : -1);
     pthread_attr_t attr;
     const int have_attr = pthread_attr_init(&attr) == 0;
     if (have_attr)
@@ -190,6 +225,7 @@ void kiln_cl_crew_run(struct kiln_cl_crew *c, void (*fn)(void *arg, unsigned par
     c->fn = fn;
     c->arg = arg;
     atomic_store_explicit(&c->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->caller_cpu, sched_getcpu(), memory_order_relaxed);
     atomic_fetch_add(&c->generation, 1);
     if (atomic_load(&c->sleepers) > 0) {
         pthread_mutex_lock(&c->lock);
