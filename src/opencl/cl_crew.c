@@ -192,7 +192,8 @@ kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out)
 #endif
     /* The threads take cpus[parts - 2] down to cpus[0]; the caller is
        expected on the one left. */
-    atomic_init(&c->spare_cpu, (unsigned)ncpus >= parts ? cpus[parts - 1] : -1);
+    const unsigned spare = parts - 1; /* parts >= 2, as checked above */
+    atomic_init(&c->spare_cpu, (unsigned)ncpus > spare ? cpus[spare] : -1);
     pthread_attr_t attr;
     const int have_attr = pthread_attr_init(&attr) == 0;
     if (have_attr)
