@@ -792,6 +792,7 @@ static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t si
 struct cl_prog {
     unsigned n;
     cl_program p[KILN_CL_MAX_PARTS];
+    cl_device_id device; /* copy 0's: the program lists every device of its context */
 };
 
 struct cl_kern {
@@ -905,6 +906,7 @@ static kiln_status cl_program_build(void *dev, const char *source, size_t length
     struct cl_prog *p = calloc(1, sizeof *p);
     if (!p)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program");
+    p->device = copy_device(d, 0);
     for (p->n = 0; p->n < copies(d); p->n++) {
         char *o = copy_options(d, p->n, options);
         kiln_status st = o ? build_source(d, copy_device(d, p->n), source, length, o, &p->p[p->n])
@@ -968,6 +970,7 @@ static kiln_status cl_program_load(void *dev, const void *binary, size_t size, c
     struct cl_prog *p = calloc(1, sizeof *p);
     if (!p)
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program");
+    p->device = copy_device(d, 0);
     kiln_status st = KILN_SUCCESS;
     if (!d->parts) {
         st = load_copy(d, 0, bin, size, options, &p->p[0]);
@@ -1070,24 +1073,6 @@ static void kern_free(struct cl_kern *k)
     free(k);
 }
 
-/* The device a program was built for, NULL where none answers. The
-   program lists every device of its context, and for kiln's threads that
-   is the CPU device and each part's while a copy is built for one part:
-   the first listed that answers for the kernel. */
-static cl_device_id program_device(cl_program program, cl_kernel kernel)
-{
-    cl_device_id devices[1 + KILN_CL_MAX_PARTS + KILN_CL_MAX_DEVICES];
-    size_t bytes = 0;
-    if (clGetProgramInfo(program, CL_PROGRAM_DEVICES, sizeof devices, devices, &bytes) != CL_SUCCESS)
-        return NULL;
-    for (size_t i = 0; i < bytes / sizeof *devices; i++) {
-        size_t wg = 0;
-        if (clGetKernelWorkGroupInfo(kernel, devices[i], CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
-            return devices[i];
-    }
-    return NULL;
-}
-
 static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
 {
     const struct cl_prog *p = prog;
@@ -1109,13 +1094,10 @@ static kiln_status cl_kernel_create(void *prog, const char *name, void **kernel)
     /* What kiln's threads split a launch by (cl_launch). Unknown, a kernel
        counts as having local memory and as requiring no work-group size,
        and kiln's threads say so. */
-    const cl_device_id device = program_device(p->p[0], k->k[0]);
-    const cl_int local_err = device ? clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_LOCAL_MEM_SIZE,
-                                                               sizeof k->local_bytes, &k->local_bytes, NULL)
-                                    : CL_INVALID_DEVICE;
+    const cl_int local_err = clGetKernelWorkGroupInfo(k->k[0], p->device, CL_KERNEL_LOCAL_MEM_SIZE,
+                                                      sizeof k->local_bytes, &k->local_bytes, NULL);
     const cl_int wg_err =
-        device ? clGetKernelWorkGroupInfo(k->k[0], device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof k->wg, k->wg, NULL)
-               : CL_INVALID_DEVICE;
+        clGetKernelWorkGroupInfo(k->k[0], p->device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof k->wg, k->wg, NULL);
     if (local_err != CL_SUCCESS)
         k->local_bytes = 1; /* as if it had some */
     if (wg_err != CL_SUCCESS)
