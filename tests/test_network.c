@@ -286,8 +286,8 @@ static pid_t crew_thread(int *cpu)
     return found;
 }
 
-/* On kiln's threads pinned one a core (KILN_CPU_THREADS=kiln, with a core
-   for each thread and one for the caller: tools/test.sh), a thread that
+/* On kiln's threads pinned one a core (the default on POCL's CPU device,
+   with a core for each thread and one for the caller), a thread that
    finds the caller on its core as a launch starts moves to the spare core,
    so that the caller's part of the launch and its own do not share one
    (src/opencl/cl_crew.c). The test moves itself onto a thread's core, runs
@@ -326,11 +326,54 @@ static void test_crew_leaves_the_callers_core(void **state)
     network_free(&net);
 }
 
+/* Launches of one kernel at ever wider grids, each split over kiln's
+   threads where they run (tools/test.sh: KILN_CPU_THREADS=kiln:3 too): the
+   copies of a program share POCL's compiled kernel, which POCL counts the
+   launches of by kernel and work-group size alone, so the parts of a split
+   launch must launch alike (crew_launch, src/opencl/cl_backend.c): with
+   the first part's offset zero and the others' not, POCL aborted here.
+   Each fill must write its range and nothing else: a part's work-items
+   have the launch's ids. */
+static size_t next_random(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (size_t)(*s >> 11);
+}
+
+static void test_every_grid_size(void **state)
+{
+    (void)state;
+    enum { MOST = 1 << 22 };
+    float *host = malloc(MOST * sizeof *host);
+    assert_non_null(host);
+    kiln_buffer *buf = NULL;
+    kt_assert_status(kiln_buffer_create(kt_ctx, MOST * sizeof *host, &buf), KILN_SUCCESS);
+    kt_assert_status(kiln_buffer_fill_f32(buf, 0, MOST, -1.0f), KILN_SUCCESS);
+    uint64_t seed = kt_seed() | 1;
+    size_t round = 0;
+    for (size_t count = 1; count < MOST / 2; count += count / 3 + 1 + next_random(&seed) % 97, round++) {
+        const size_t first = next_random(&seed) % (MOST - count);
+        kt_assert_status(kiln_buffer_fill_f32(buf, first, count, (float)round), KILN_SUCCESS);
+        kt_assert_status(kiln_buffer_read(buf, 0, MOST * sizeof *host, host), KILN_SUCCESS);
+        for (size_t i = 0; i < MOST; i++) {
+            const float want = i >= first && i < first + count ? (float)round : -1.0f;
+            if (host[i] != want)
+                fail_msg("fill of %zu from %zu: element %zu is %g, not %g", count, first, i, host[i], want);
+        }
+        kt_assert_status(kiln_buffer_fill_f32(buf, first, count, -1.0f), KILN_SUCCESS);
+    }
+    kiln_buffer_destroy(buf);
+    free(host);
+}
+
 int main(void)
 {
     struct kt_list tests = {0};
     kt_add(&tests, cmocka_unit_test(test_chain_without_waits));
     kt_add(&tests, cmocka_unit_test(test_chain_says_nothing));
     kt_add(&tests, cmocka_unit_test(test_crew_leaves_the_callers_core));
+    kt_add(&tests, cmocka_unit_test(test_every_grid_size));
     return kt_run("network", &tests);
 }

@@ -2,7 +2,8 @@
 # Installs what is missing, then builds and checks everything:
 #   1. the test suite with warnings as errors (build/ci), its operator tests
 #      again choosing kernels as the CUDA backend does, and some again on
-#      kiln's threads (KILN_CPU_THREADS=kiln:3, and kiln);
+#      POCL's workers and three of kiln's threads (KILN_CPU_THREADS=pocl,
+#      kiln:3);
 #   2. the GPU kernels under Oclgrind's race and bounds checks
 #      (tools/oclgrind.sh), the CPU kernels' compiled inner loops
 #      (tools/hot-loops.py), then the test suite under AddressSanitizer and
@@ -109,16 +110,15 @@ section "the CUDA backend's kernel choices on the OpenCL device (build/ci)"
 suite build/ci KILN_CUDA_ROUTES=1 -- \
     -R '^test_(attention|buffer|gemm|gemm_conformance|nn_ops|conv_conformance|conv_desc|conv_epilogue|conv_plans|params|peaks|threads)$'
 
-section "kiln's threads (KILN_CPU_THREADS=kiln:3, then kiln, build/ci)"
-# Launches on the POCL CPU device split over three of kiln's threads (two
-# cores give two; three split the launches that run on kiln's threads alone
-# two ways, and so offset group ids too): the chained network and the
-# element-wise operators. Every program is compiled once a thread, so the
-# GEMM, convolution and attention tests take more than their 10 minutes.
+section "POCL's workers, then three of kiln's threads (build/ci)"
+# The suite above ran on kiln's threads, one a core (the default on POCL's
+# CPU device): here the chained network, the element-wise operators and the
+# program cache run on POCL's workers (KILN_CPU_THREADS=pocl, POCL_DEVICES
+# left alone), then the first two with launches split over three of kiln's
+# threads on two cores (three split the launches that run on kiln's
+# threads alone two ways, and so offset group ids too).
+suite build/ci KILN_CPU_THREADS=pocl -- -R '^test_(network|nn_ops|program_cache)$'
 suite build/ci KILN_CPU_THREADS=kiln:3 -- -R '^test_(network|nn_ops)$'
-# And one thread a core, pinned (test_network checks that a thread moves
-# off the caller's core).
-suite build/ci KILN_CPU_THREADS=kiln -- -R '^test_network$'
 
 section "work-group kernels under Oclgrind (build/ci)"
 # The GPU kernels with the GPU profiles' parameters on Oclgrind's simulated

@@ -129,17 +129,13 @@ inline float mad(float a, float b, float c) { return fmaf(a, b, c); }
 /* A kernel knows its position in the NDRange, never its size: where kiln's
    own threads run a launch on a CPU (docs/pocl.md, "kiln's threads"), the
    launch is split into runs of whole work-groups along one dimension, each
-   launched with a global offset on a device of its own in a copy built with
-   KILN_PARTS, and get_global_size and get_num_groups would give a run's.
-   Sizes come from the kernel's arguments. get_group_id counts from the run's
-   first work-group; the offset makes it the launch's. */
+   launched with a global offset on a device of its own, and get_global_size
+   and get_num_groups would give a run's. Sizes come from the kernel's
+   arguments. Ids need nothing here: there a prelude before the source makes
+   get_global_id and get_group_id the launch's (src/opencl/cl_backend.c). */
 #define KILN_GLOBAL_ID(d) get_global_id(d)
 #define KILN_LOCAL_ID(d) get_local_id(d)
-#ifdef KILN_PARTS
-#define KILN_GROUP_ID(d) (get_group_id(d) + get_global_offset(d) / get_local_size(d))
-#else
 #define KILN_GROUP_ID(d) get_group_id(d)
-#endif
 #define KILN_LOCAL_SIZE(d) get_local_size(d)
 
 /* Every work-item of the work-group waits here; local memory written before

@@ -58,30 +58,29 @@ static unsigned crew_parts;
 
 /* POCL's device list for kiln's threads: its CPU device, then one `basic`
    device (which runs a launch on the thread that waits for it) per core.
-   Only when KILN_CPU_THREADS is "kiln" (or "kiln:N", N threads whatever the
-   cores: the tests' way to split launches three ways or more on two cores)
-   and the user has not chosen POCL's devices. */
+   Unless KILN_CPU_THREADS is "pocl" (POCL's workers) or "kiln:N" (N threads
+   whatever the cores: the tests' way to split launches three ways or more
+   on two cores), and unless the user has chosen POCL's devices; a list that
+   is kiln's own (a parent process of kiln's set it) is taken as kiln's. */
 static void ask_for_single_core_devices(void)
 {
     const char *mode = getenv("KILN_CPU_THREADS");
-    if (!mode || !*mode || strcmp(mode, "pocl") == 0)
+    if (mode && strcmp(mode, "pocl") == 0)
         return;
     long cores = 0;
-    if (strncmp(mode, "kiln:", 5) == 0) {
+    if (mode && strncmp(mode, "kiln:", 5) == 0) {
         char *end = NULL;
         errno = 0;
         cores = isdigit((unsigned char)mode[5]) ? strtol(mode + 5, &end, 10) : 0;
         if (errno || !end || *end || cores < 2 || cores > KILN_CL_MAX_PARTS)
             cores = -1;
-    } else if (strcmp(mode, "kiln") != 0) {
+    } else if (mode && *mode && strcmp(mode, "kiln") != 0) {
         cores = -1;
     }
     if (cores < 0) {
-        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\", \"kiln\" or \"kiln:N\" (N from 2 to 16)", "pocl");
-        return;
+        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\", \"kiln\" or \"kiln:N\" (N from 2 to 16)", "kiln");
+        cores = 0;
     }
-    if (getenv("POCL_DEVICES"))
-        return;
     if (!cores) {
         cores = sysconf(_SC_NPROCESSORS_ONLN);
 #ifdef CPU_COUNT
@@ -97,7 +96,8 @@ static void ask_for_single_core_devices(void)
     char list[16 + 6 * KILN_CL_MAX_PARTS] = "pthread";
     for (long i = 0; i < cores; i++)
         strcat(list, " basic");
-    if (setenv("POCL_DEVICES", list, 0) == 0)
+    const char *chosen = getenv("POCL_DEVICES");
+    if (chosen ? strcmp(chosen, list) == 0 : setenv("POCL_DEVICES", list, 0) == 0)
         crew_parts = (unsigned)cores;
 }
 
@@ -316,6 +316,37 @@ static void pci_location(cl_device_id dev, const char *extensions, struct kiln_d
     }
 }
 
+/* The single-core devices that kiln's threads run `dev`'s launches on, in
+   parts[] (KILN_CL_MAX_PARTS at most): their count, or 0 where kiln's
+   threads do not run its launches (not a CPU device, POCL's workers asked
+   for, or fewer such devices than kiln asked POCL for). */
+static cl_uint crew_devices(cl_platform_id platform, cl_device_id dev, cl_device_id *parts)
+{
+    cl_device_type type = 0;
+    if (!crew_parts || clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
+        !(type & CL_DEVICE_TYPE_CPU))
+        return 0;
+    cl_device_id all[KILN_CL_MAX_DEVICES];
+    cl_uint nall = 0, n = 0;
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_CPU, KILN_CL_MAX_DEVICES, all, &nall) != CL_SUCCESS)
+        return 0;
+    for (cl_uint i = 0; i < nall && i < KILN_CL_MAX_DEVICES && n < crew_parts; i++)
+        if (is_single_core_pocl(all[i]))
+            parts[n++] = all[i];
+    return n == crew_parts ? n : 0;
+}
+
+/* A device's driver version, and where kiln's threads run its launches,
+   how many: their programs are not the driver's own (a copy per part, after
+   a prelude), so their cached binaries must not be taken for its. */
+static void name_parts(struct kiln_device_desc *desc, unsigned parts)
+{
+    if (parts) {
+        size_t used = strlen(desc->driver_version);
+        snprintf(desc->driver_version + used, sizeof desc->driver_version - used, " (kiln's threads: %u)", parts);
+    }
+}
+
 static void describe_device(cl_platform_id platform, cl_device_id dev, struct kiln_device_desc *d)
 {
     memset(d, 0, sizeof *d);
@@ -440,8 +471,11 @@ static kiln_status cl_list_devices(struct kiln_device_desc *descs, size_t capaci
     kiln_status st = kiln_cl_enumerate(plats, devs, KILN_CL_MAX_DEVICES, count);
     if (st != KILN_SUCCESS || !descs)
         return st;
-    for (size_t i = 0; i < *count && i < capacity; i++)
+    for (size_t i = 0; i < *count && i < capacity; i++) {
         describe_device(plats[i], devs[i], &descs[i]);
+        cl_device_id parts[KILN_CL_MAX_PARTS];
+        name_parts(&descs[i], crew_devices(plats[i], devs[i], parts));
+    }
     return KILN_SUCCESS;
 }
 
@@ -577,19 +611,7 @@ static kiln_status cl_open(size_t index, void **dev)
     cl_int err;
     /* The device first, then the single-core devices of kiln's threads. */
     cl_device_id members[1 + KILN_CL_MAX_PARTS] = {devs[index]};
-    cl_uint nmembers = 1;
-    cl_device_type type = 0;
-    clGetDeviceInfo(devs[index], CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    if (crew_parts && (type & CL_DEVICE_TYPE_CPU)) {
-        cl_device_id all[KILN_CL_MAX_DEVICES];
-        cl_uint nall = 0;
-        if (clGetDeviceIDs(plats[index], CL_DEVICE_TYPE_CPU, KILN_CL_MAX_DEVICES, all, &nall) == CL_SUCCESS)
-            for (cl_uint i = 0; i < nall && i < KILN_CL_MAX_DEVICES && nmembers <= crew_parts; i++)
-                if (is_single_core_pocl(all[i]))
-                    members[nmembers++] = all[i];
-        if (nmembers != crew_parts + 1)
-            nmembers = 1;
-    }
+    const cl_uint nmembers = 1 + crew_devices(plats[index], devs[index], members + 1);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plats[index], 0};
     cl_context context = clCreateContext(props, nmembers, members, NULL, NULL, &err);
     if (err != CL_SUCCESS)
@@ -652,12 +674,7 @@ static kiln_status cl_describe(void *dev, struct kiln_device_desc *desc)
 {
     struct kiln_cl_device *d = dev;
     describe_device(d->platform, d->device, desc);
-    /* A program of kiln's threads is a copy per part: its cached binaries
-       are not the device's own. */
-    if (d->parts) {
-        size_t used = strlen(desc->driver_version);
-        snprintf(desc->driver_version + used, sizeof desc->driver_version - used, " (kiln's threads: %u)", d->parts);
-    }
+    name_parts(desc, d->parts);
     return KILN_SUCCESS;
 }
 
@@ -786,9 +803,10 @@ static kiln_status cl_buffer_read(void *dev, void *buf, size_t offset, size_t si
 }
 
 /* A program or kernel handle: one object, or where kiln's threads run the
-   device's launches, a copy per part, built with KILN_PARTS and KILN_PART
-   (cl/common/portability.h) for the part's device: POCL fails its reference
-   count when two threads launch one binary, so the copies differ. */
+   device's launches, a copy per part, each built from the same source
+   (after parts_prelude) and options for its part's device: POCL compiles
+   the first and finds the others in its cache, and the copies share its
+   compiled kernels (crew_launch says how launches keep that safe). */
 struct cl_prog {
     unsigned n;
     cl_program p[KILN_CL_MAX_PARTS];
@@ -807,22 +825,6 @@ static unsigned copies(const struct kiln_cl_device *d) { return d->parts ? d->pa
 static cl_device_id copy_device(const struct kiln_cl_device *d, unsigned i)
 {
     return d->parts ? d->part_device[i] : d->device;
-}
-
-/* The options of copy i: the caller's, and the part it runs. */
-static char *copy_options(const struct kiln_cl_device *d, unsigned i, const char *options)
-{
-    if (!options)
-        options = "";
-    size_t size = strlen(options) + 64;
-    char *o = malloc(size);
-    if (!o)
-        return NULL;
-    if (d->parts)
-        snprintf(o, size, "%s%s-DKILN_PARTS=%u -DKILN_PART=%u", options, *options ? " " : "", d->parts, i);
-    else
-        snprintf(o, size, "%s", options);
-    return o;
 }
 
 /* POCL keeps every program it compiles in its kernel cache unless
@@ -873,12 +875,28 @@ static kiln_status build(cl_device_id device, cl_program prog, const char *optio
 /* Builds of a source tried before its failure is returned (see below). */
 enum { BUILD_ATTEMPTS = 3 };
 
+/* Before the source of a program of kiln's threads, where each part runs a
+   run of the launch's work-groups with a global offset (crew_launch): ids
+   that count from the launch's first work-item and work-group, and an offset
+   of zero, whatever the run. */
+static const char parts_prelude[] =
+    "static inline size_t kiln_parts_global_id(uint d) { return get_global_id(d) - (get_global_offset(d) != 0); }\n"
+    "static inline size_t kiln_parts_group_id(uint d)\n"
+    "{ return get_group_id(d) + (get_global_offset(d) ? (get_global_offset(d) - 1) / get_local_size(d) : 0); }\n"
+    "#define get_global_id(d) kiln_parts_global_id(d)\n"
+    "#define get_group_id(d) kiln_parts_group_id(d)\n"
+    "#define get_global_offset(d) ((size_t)0)\n"
+    "#line 1\n";
+
 static kiln_status build_source(struct kiln_cl_device *d, cl_device_id device, const char *source, size_t length,
                                 const char *options, cl_program *prog)
 {
+    const char *text[2] = {parts_prelude, source};
+    size_t lengths[2] = {sizeof parts_prelude - 1, length};
+    const unsigned first = d->parts ? 0 : 1;
     for (int attempt = 1;; attempt++) {
         cl_int err;
-        cl_program p = clCreateProgramWithSource(d->context, 1, &source, &length, &err);
+        cl_program p = clCreateProgramWithSource(d->context, 2 - first, text + first, lengths + first, &err);
         if (err != CL_SUCCESS)
             return kiln_cl_fail(err, "clCreateProgramWithSource");
         int diagnosed = 0;
@@ -908,10 +926,7 @@ static kiln_status cl_program_build(void *dev, const char *source, size_t length
         return kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating a program");
     p->device = copy_device(d, 0);
     for (p->n = 0; p->n < copies(d); p->n++) {
-        char *o = copy_options(d, p->n, options);
-        kiln_status st = o ? build_source(d, copy_device(d, p->n), source, length, o, &p->p[p->n])
-                           : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating build options");
-        free(o);
+        kiln_status st = build_source(d, copy_device(d, p->n), source, length, options, &p->p[p->n]);
         if (st != KILN_SUCCESS) {
             prog_free(p);
             return st;
@@ -937,10 +952,7 @@ static kiln_status load_copy(struct kiln_cl_device *d, unsigned i, const unsigne
             clReleaseProgram(p);
         return kiln_cl_fail(err != CL_SUCCESS ? err : binary_status, "clCreateProgramWithBinary");
     }
-    char *o = copy_options(d, i, options);
-    kiln_status st =
-        o ? build(device, p, o, "binary", NULL) : kiln_error(KILN_ERROR_OUT_OF_MEMORY, "allocating build options");
-    free(o);
+    kiln_status st = build(device, p, options, "binary", NULL);
     if (st != KILN_SUCCESS) {
         clReleaseProgram(p);
         return st;
@@ -1143,41 +1155,66 @@ static kiln_status set_args(cl_kernel kernel, const struct kiln_arg *args, unsig
 }
 
 /* One launch on kiln's threads: the NDRange split into runs of whole
-   work-groups along one dimension, part i's run launched with a global
-   offset on its own queue and waited for there. */
+   work-groups along one dimension, each part's run launched on its own
+   queue and waited for there.
+
+   The copies of a program are one build (POCL compiles it once and finds
+   it in its cache for the other parts' devices), so POCL keeps one entry
+   for a kernel's compiled code and its local size, and counts the launches
+   using it. POCL 3.1 releases a launch's use by kernel and local size alone
+   (pocl_release_dlhandle_cache), so two launches of one kernel at once
+   must take the same entry, or one's release lands on the other's and fails
+   its count. POCL takes the first entry whose global-offset kind and grid
+   width fit, and makes a new one where none does; so every part launches
+   with a non-zero offset (its first work-item plus one in each dimension:
+   parts_prelude takes the one off)
+   and the same grid, `per_part` work-groups, and a part that owes one more
+   runs it as a second launch, narrower than the first. */
 struct crew_launch {
     struct kiln_cl_device *d;
     const struct cl_kern *k;
     unsigned dims, split; /* the dimension split */
     const size_t *global, *local;
-    size_t group;                        /* work-items a work-group along `split` */
-    size_t first[KILN_CL_MAX_PARTS + 1]; /* part i's work-groups along it: [first[i], first[i + 1]) */
-    cl_event *event;                     /* the last part's (never an empty run), where the caller asked for one */
-    unsigned first_part;                 /* the parts before run nothing */
+    size_t group;                    /* work-items a work-group along `split` */
+    size_t per_part;                 /* work-groups in every part's first launch */
+    size_t first[KILN_CL_MAX_PARTS]; /* part i's first work-group along `split` */
+    unsigned first_part;             /* the parts before run nothing */
+    unsigned first_extra;            /* the parts from here on run one work-group more */
+    cl_event *event;                 /* the last part's last launch (never empty), where the caller asked */
     cl_int err[KILN_CL_MAX_PARTS];
 };
+
+static cl_int crew_enqueue(const struct crew_launch *l, unsigned part, size_t first, size_t groups, cl_event *event)
+{
+    size_t offset[3] = {1, 1, 1}, global[3];
+    memcpy(global, l->global, l->dims * sizeof *global);
+    offset[l->split] += first * l->group;
+    global[l->split] = groups * l->group;
+    return clEnqueueNDRangeKernel(l->d->part_queue[part], l->k->k[part], l->dims, offset, global, l->local, 0, NULL,
+                                  event);
+}
 
 static void crew_part(void *arg, unsigned part)
 {
     struct crew_launch *l = arg;
-    if (part < l->first_part || l->first[part + 1] == l->first[part])
+    if (part < l->first_part)
         return;
-    size_t offset[3] = {0, 0, 0}, global[3];
-    memcpy(global, l->global, l->dims * sizeof *global);
-    offset[l->split] = l->first[part] * l->group;
-    global[l->split] = (l->first[part + 1] - l->first[part]) * l->group;
-    cl_command_queue q = l->d->part_queue[part];
-    cl_int err = clEnqueueNDRangeKernel(q, l->k->k[part], l->dims, offset, global, l->local, 0, NULL,
-                                        part + 1 == l->d->parts ? l->event : NULL);
-    if (err == CL_SUCCESS)
-        err = clFinish(q);
+    const int extra = part >= l->first_extra, last = part + 1 == l->d->parts;
+    cl_int err = CL_SUCCESS;
+    if (l->per_part)
+        err = crew_enqueue(l, part, l->first[part], l->per_part, last && !extra ? l->event : NULL);
+    if (err == CL_SUCCESS && extra)
+        err = crew_enqueue(l, part, l->first[part] + l->per_part, 1, last ? l->event : NULL);
+    if (err == CL_SUCCESS && (l->per_part || extra))
+        err = clFinish(l->d->part_queue[part]);
     l->err[part] = err;
 }
 
 /* Where to split a launch over parts [l->first_part, parts): along the
    dimension whose work-groups divide most evenly among them, the slowest
-   varying among equals (a part's run then the most contiguous), into
-   nearly equal runs. */
+   varying among equals (a part's run then the most contiguous). Every
+   part gets the same whole share, and the last parts one work-group more
+   each, until none is left (so the last part never runs nothing). */
 static void plan_split(struct crew_launch *l)
 {
     const unsigned parts = l->d->parts, n = parts - l->first_part;
@@ -1189,9 +1226,14 @@ static void plan_split(struct crew_launch *l)
         if (even >= best)
             best = even, l->split = dim, l->group = wg;
     }
-    const size_t groups = l->global[l->split] / l->group;
-    for (unsigned i = 0; i <= parts; i++)
-        l->first[i] = i <= l->first_part ? 0 : groups * (i - l->first_part) / n;
+    const size_t groups = l->global[l->split] / l->group, left = groups % n;
+    l->per_part = groups / n;
+    l->first_extra = parts - (unsigned)left;
+    size_t at = 0;
+    for (unsigned i = l->first_part; i < parts; i++) {
+        l->first[i] = at;
+        at += l->per_part + (i >= l->first_extra);
+    }
 }
 
 static kiln_status cl_launch(void *dev, void *kernel, const struct kiln_arg *args, unsigned nargs, unsigned dims,

@@ -39,8 +39,6 @@ struct kiln_cl_crew {
     pthread_cond_t wake;
     _Atomic int sleepers;
 
-    pthread_mutex_t run_lock; /* one job at a time */
-
     /* Where the threads are pinned (one core each, where the process may
        use a core a thread and one for the caller): the core the caller ran
        on when it started the job, and the one no thread of the crew holds.
@@ -50,6 +48,13 @@ struct kiln_cl_crew {
     _Atomic int caller_cpu;
     _Atomic int spare_cpu; /* -1: the threads are not pinned */
 };
+
+/* One job at a time in the process, whichever crew runs it: every crew's
+   threads are on the same cores, so two jobs at once would only take turns
+   there, and POCL would see two launches of one compiled kernel at once,
+   which it cannot count when their grids differ (crew_launch,
+   cl_backend.c). */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct crew_thread {
     struct kiln_cl_crew *crew;
@@ -166,7 +171,6 @@ void kiln_cl_crew_stop(struct kiln_cl_crew *c)
         pthread_join(c->thread[i], NULL);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->wake);
-    pthread_mutex_destroy(&c->run_lock);
     free(c);
 }
 
@@ -180,7 +184,6 @@ kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out)
     c->parts = parts;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->wake, NULL);
-    pthread_mutex_init(&c->run_lock, NULL);
     /* Part i's thread on the i-th core the process may use. */
     int cpus[KILN_CL_MAX_PARTS] = {0}, ncpus = 0;
 #ifdef CPU_SET
@@ -222,7 +225,7 @@ kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out)
 
 void kiln_cl_crew_run(struct kiln_cl_crew *c, void (*fn)(void *arg, unsigned part), void *arg)
 {
-    pthread_mutex_lock(&c->run_lock);
+    pthread_mutex_lock(&run_lock);
     c->fn = fn;
     c->arg = arg;
     atomic_store_explicit(&c->done, 0, memory_order_relaxed);
@@ -236,5 +239,5 @@ void kiln_cl_crew_run(struct kiln_cl_crew *c, void (*fn)(void *arg, unsigned par
     fn(arg, 0);
     for (unsigned i = 1; atomic_load_explicit(&c->done, memory_order_acquire) != c->parts - 1; i++)
         spin_once(i);
-    pthread_mutex_unlock(&c->run_lock);
+    pthread_mutex_unlock(&run_lock);
 }
