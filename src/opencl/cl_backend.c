@@ -80,6 +80,7 @@ static void ask_for_single_core_devices(void)
     if (cores < 0) {
         kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\", \"kiln\" or \"kiln:N\" (N from 2 to 16)", "kiln");
         cores = 0;
+        mode = NULL; /* as if unset */
     }
     if (!cores) {
         cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -89,7 +90,11 @@ static void ask_for_single_core_devices(void)
             cores = CPU_COUNT(&allowed);
 #endif
     }
-    if (cores < 2)
+    /* One core has nothing to split; more cores than kiln's threads can
+       cover are POCL's workers' unless asked for ("kiln" takes the first
+       KILN_CL_MAX_PARTS). */
+    const int asked = mode && *mode;
+    if (cores < 2 || (cores > KILN_CL_MAX_PARTS && !asked))
         return;
     if (cores > KILN_CL_MAX_PARTS)
         cores = KILN_CL_MAX_PARTS;
