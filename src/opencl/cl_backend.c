@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1156,9 +1157,12 @@ static kiln_status set_args(cl_kernel kernel, const struct kiln_arg *args, unsig
     return KILN_SUCCESS;
 }
 
-/* One launch on kiln's threads: the NDRange split into runs of whole
-   work-groups along one dimension, each part's run launched on its own
-   queue and waited for there.
+/* One launch on kiln's threads: the NDRange split into shares of whole
+   work-groups along one dimension, a share a part, each run on the queue of
+   the part that runs it and waited for there. A part runs its own share
+   first and then any share nobody has taken yet, so a thread that the host
+   keeps off its core for a while holds up no launch it has not started: the
+   caller takes its share (kiln_cl_crew_run).
 
    The copies of a program are one build (POCL compiles it once and finds
    it in its cache for the other parts' devices), so POCL keeps one entry
@@ -1167,22 +1171,23 @@ static kiln_status set_args(cl_kernel kernel, const struct kiln_arg *args, unsig
    (pocl_release_dlhandle_cache), so two launches of one kernel at once
    must take the same entry, or one's release lands on the other's and fails
    its count. POCL takes the first entry whose global-offset kind and grid
-   width fit, and makes a new one where none does; so every part launches
-   with a non-zero offset (its first work-item plus one in each dimension:
-   parts_prelude takes the one off)
-   and the same grid, `per_part` work-groups, and a part that owes one more
-   runs it as a second launch, narrower than the first. */
+   width fit, and makes a new one where none does; so every share is
+   launched with a non-zero offset (its first work-item plus one in each
+   dimension: parts_prelude takes the one off) and the same grid,
+   `per_part` work-groups, and a share that holds one more runs it as a
+   second launch right after, narrower than the first. */
 struct crew_launch {
     struct kiln_cl_device *d;
     const struct cl_kern *k;
     unsigned dims, split; /* the dimension split */
     const size_t *global, *local;
-    size_t group;                    /* work-items a work-group along `split` */
-    size_t per_part;                 /* work-groups in every part's first launch */
-    size_t first[KILN_CL_MAX_PARTS]; /* part i's first work-group along `split` */
-    unsigned first_part;             /* the parts before run nothing */
-    unsigned first_extra;            /* the parts from here on run one work-group more */
-    cl_event *event;                 /* the last part's last launch (never empty), where the caller asked */
+    size_t group;                         /* work-items a work-group along `split` */
+    size_t per_part;                      /* work-groups in every share's first launch */
+    size_t first[KILN_CL_MAX_PARTS];      /* share i's first work-group along `split` */
+    unsigned first_part;                  /* the shares and parts before run nothing */
+    unsigned first_extra;                 /* the shares from here on hold one work-group more */
+    _Atomic int taken[KILN_CL_MAX_PARTS]; /* share i is someone's */
+    cl_event *event;                      /* the last share's last launch (never empty), where the caller asked */
     cl_int err[KILN_CL_MAX_PARTS];
 };
 
@@ -1196,27 +1201,46 @@ static cl_int crew_enqueue(const struct crew_launch *l, unsigned part, size_t fi
                                   event);
 }
 
+/* Share `share` of the launch on part `part`'s queue. */
+static cl_int crew_share(const struct crew_launch *l, unsigned part, unsigned share)
+{
+    const int extra = share >= l->first_extra, last = share + 1 == l->d->parts;
+    cl_int err = CL_SUCCESS;
+    if (l->per_part)
+        err = crew_enqueue(l, part, l->first[share], l->per_part, last && !extra ? l->event : NULL);
+    if (err == CL_SUCCESS && extra)
+        err = crew_enqueue(l, part, l->first[share] + l->per_part, 1, last ? l->event : NULL);
+    if (err == CL_SUCCESS && (l->per_part || extra))
+        err = clFinish(l->d->part_queue[part]);
+    return err;
+}
+
 static void crew_part(void *arg, unsigned part)
 {
     struct crew_launch *l = arg;
-    if (part < l->first_part)
+    const unsigned parts = l->d->parts;
+    if (part < l->first_part) {
+        /* The caller of a launch that runs on kiln's threads alone: it
+           returns once the threads have taken every share. */
+        for (unsigned i = l->first_part; i < parts; i++)
+            while (!atomic_load_explicit(&l->taken[i], memory_order_acquire))
+                sched_yield();
         return;
-    const int extra = part >= l->first_extra, last = part + 1 == l->d->parts;
+    }
     cl_int err = CL_SUCCESS;
-    if (l->per_part)
-        err = crew_enqueue(l, part, l->first[part], l->per_part, last && !extra ? l->event : NULL);
-    if (err == CL_SUCCESS && extra)
-        err = crew_enqueue(l, part, l->first[part] + l->per_part, 1, last ? l->event : NULL);
-    if (err == CL_SUCCESS && (l->per_part || extra))
-        err = clFinish(l->d->part_queue[part]);
+    for (unsigned i = 0; i < parts && err == CL_SUCCESS; i++) {
+        const unsigned share = i == 0 ? part : i <= part ? i - 1 : i; /* its own first */
+        if (share >= l->first_part && !atomic_exchange_explicit(&l->taken[share], 1, memory_order_acq_rel))
+            err = crew_share(l, part, share);
+    }
     l->err[part] = err;
 }
 
 /* Where to split a launch over parts [l->first_part, parts): along the
    dimension whose work-groups divide most evenly among them, the slowest
-   varying among equals (a part's run then the most contiguous). Every
-   part gets the same whole share, and the last parts one work-group more
-   each, until none is left (so the last part never runs nothing). */
+   varying among equals (a share then the most contiguous). Every share
+   gets the same whole count, and the last shares one work-group more each,
+   until none is left (so the last share is never empty). */
 static void plan_split(struct crew_launch *l)
 {
     const unsigned parts = l->d->parts, n = parts - l->first_part;

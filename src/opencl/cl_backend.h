@@ -16,9 +16,11 @@ extern const struct kiln_backend kiln_opencl_backend;
 #define KILN_CL_MAX_PARTS 16
 
 /* kiln's threads for a CPU device (cl_crew.c): kiln_cl_crew_run calls
-   fn(arg, part) for every part, 0 on the calling thread and the others on
-   the crew's parts - 1 threads (of 64 MiB stacks), and returns when all
-   have. */
+   fn(arg, 0) on the calling thread and fn(arg, part) on each of the crew's
+   parts - 1 threads (of 64 MiB stacks) that joins in time, and returns when
+   all those have. A thread joins while the caller's fn(arg, 0) runs, so fn
+   shares its work among the parts as they come, and fn(arg, 0) returns
+   only once no work is left to take. */
 struct kiln_cl_crew;
 kiln_status kiln_cl_crew_start(unsigned parts, struct kiln_cl_crew **out);
 void kiln_cl_crew_stop(struct kiln_cl_crew *crew);

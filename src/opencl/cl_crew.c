@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -28,11 +29,16 @@ struct kiln_cl_crew {
     pthread_t thread[KILN_CL_MAX_PARTS];
     int started; /* threads started (parts - 1 when all were) */
 
-    /* The job: each generation runs fn(arg, part) once on every part. */
+    /* The job: fn(arg, part) on the caller and on each thread that joins it
+       before the caller closes it. The state holds the job's generation
+       (high 32 bits), whether it is closed (CREW_CLOSED) and how many threads
+       joined it (the low bits): a thread joins by counting itself in while
+       the job is open, and the caller waits for those alone, so a thread
+       the host keeps off its core holds up no launch it did not join. */
     void (*fn)(void *arg, unsigned part);
     void *arg;
-    _Atomic unsigned generation;
-    _Atomic unsigned done; /* parts other than the caller's finished */
+    _Atomic uint64_t state;
+    _Atomic unsigned done; /* threads that joined the job and finished */
     _Atomic int stop;
 
     pthread_mutex_t lock; /* with wake: sleeping threads */
@@ -55,6 +61,11 @@ struct kiln_cl_crew {
    which it cannot count when their grids differ (crew_launch,
    cl_backend.c). */
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define CREW_CLOSED ((uint64_t)1 << 31)
+#define CREW_JOINED (CREW_CLOSED - 1)
+
+static unsigned generation_of(uint64_t state) { return (unsigned)(state >> 32); }
 
 struct crew_thread {
     struct kiln_cl_crew *crew;
@@ -109,7 +120,7 @@ static unsigned next_generation(struct kiln_cl_crew *c, unsigned seen)
 {
     const double end = now_us() + CREW_SPIN_US;
     for (unsigned i = 1;; i++) {
-        unsigned g = atomic_load_explicit(&c->generation, memory_order_acquire);
+        unsigned g = generation_of(atomic_load_explicit(&c->state, memory_order_acquire));
         if (g != seen || atomic_load_explicit(&c->stop, memory_order_acquire))
             return g;
         spin_once(i);
@@ -119,7 +130,7 @@ static unsigned next_generation(struct kiln_cl_crew *c, unsigned seen)
     pthread_mutex_lock(&c->lock);
     atomic_fetch_add(&c->sleepers, 1);
     unsigned g;
-    while ((g = atomic_load(&c->generation)) == seen && !atomic_load(&c->stop))
+    while ((g = generation_of(atomic_load(&c->state))) == seen && !atomic_load(&c->stop))
         pthread_cond_wait(&c->wake, &c->lock);
     atomic_fetch_sub(&c->sleepers, 1);
     pthread_mutex_unlock(&c->lock);
@@ -143,17 +154,26 @@ static void *crew_main(void *p)
         seen = next_generation(c, seen);
         if (atomic_load_explicit(&c->stop, memory_order_acquire))
             return NULL;
-        /* The caller on this thread's core: move to the spare one. One
-           thread at most holds the caller's core, and a previous mover's
-           update reached this one through the job's done count and
-           generation. */
+        /* The caller on this thread's core: move to the spare one, whether
+           or not the job is still open (the caller keeps the core while it
+           works, and yields it after a job no thread joined). One thread at
+           most holds the caller's core, and a previous mover's update
+           reached this one through the jobs' states and done counts. */
         if (cpu >= 0 && atomic_load_explicit(&c->caller_cpu, memory_order_relaxed) == cpu) {
-            const int spare = atomic_load_explicit(&c->spare_cpu, memory_order_relaxed);
-            if (spare >= 0 && pin_to(spare) == 0) {
-                atomic_store_explicit(&c->spare_cpu, cpu, memory_order_relaxed);
+            const int spare = atomic_exchange_explicit(&c->spare_cpu, cpu, memory_order_acq_rel);
+            if (spare >= 0 && pin_to(spare) == 0)
                 cpu = spare;
-            }
+            else
+                atomic_store_explicit(&c->spare_cpu, spare, memory_order_release);
         }
+        /* Join the job, unless the caller has closed it (or started another). */
+        uint64_t s = atomic_load_explicit(&c->state, memory_order_acquire);
+        int joined = 0;
+        while (!joined && generation_of(s) == seen && !(s & CREW_CLOSED))
+            joined =
+                atomic_compare_exchange_weak_explicit(&c->state, &s, s + 1, memory_order_acq_rel, memory_order_acquire);
+        if (!joined)
+            continue;
         c->fn(c->arg, part);
         atomic_fetch_add_explicit(&c->done, 1, memory_order_release);
     }
@@ -230,14 +250,21 @@ void kiln_cl_crew_run(struct kiln_cl_crew *c, void (*fn)(void *arg, unsigned par
     c->arg = arg;
     atomic_store_explicit(&c->done, 0, memory_order_relaxed);
     atomic_store_explicit(&c->caller_cpu, sched_getcpu(), memory_order_relaxed);
-    atomic_fetch_add(&c->generation, 1);
+    const uint64_t generation = generation_of(atomic_load_explicit(&c->state, memory_order_relaxed)) + 1u;
+    atomic_store_explicit(&c->state, (generation & 0xffffffffu) << 32, memory_order_release);
     if (atomic_load(&c->sleepers) > 0) {
         pthread_mutex_lock(&c->lock);
         pthread_cond_broadcast(&c->wake);
         pthread_mutex_unlock(&c->lock);
     }
     fn(arg, 0);
-    for (unsigned i = 1; atomic_load_explicit(&c->done, memory_order_acquire) != c->parts - 1; i++)
+    const unsigned joined =
+        (unsigned)(atomic_fetch_or_explicit(&c->state, CREW_CLOSED, memory_order_acq_rel) & CREW_JOINED);
+    for (unsigned i = 1; atomic_load_explicit(&c->done, memory_order_acquire) != joined; i++)
         spin_once(i);
     pthread_mutex_unlock(&run_lock);
+    /* A thread that did not join may be waiting for this core (pinned to
+       it, with the caller on it): let it run, and move. */
+    if (joined + 1 < c->parts)
+        sched_yield();
 }
