@@ -286,8 +286,8 @@ static pid_t crew_thread(int *cpu)
     return found;
 }
 
-/* On kiln's threads pinned one a core (KILN_CPU_THREADS=kiln, with a core
-   for each thread and one for the caller: tools/test.sh), a thread that
+/* On kiln's threads pinned one a core (the default on POCL's CPU device,
+   with a core for each thread and one for the caller), a thread that
    finds the caller on its core as a launch starts moves to the spare core,
    so that the caller's part of the launch and its own do not share one
    (src/opencl/cl_crew.c). The test moves itself onto a thread's core, runs

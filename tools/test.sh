@@ -2,7 +2,8 @@
 # Installs what is missing, then builds and checks everything:
 #   1. the test suite with warnings as errors (build/ci), its operator tests
 #      again choosing kernels as the CUDA backend does, and some again on
-#      kiln's threads (KILN_CPU_THREADS=kiln, and kiln:3);
+#      POCL's workers and three of kiln's threads (KILN_CPU_THREADS=pocl,
+#      kiln:3);
 #   2. the GPU kernels under Oclgrind's race and bounds checks
 #      (tools/oclgrind.sh), the CPU kernels' compiled inner loops
 #      (tools/hot-loops.py), then the test suite under AddressSanitizer and
@@ -109,13 +110,14 @@ section "the CUDA backend's kernel choices on the OpenCL device (build/ci)"
 suite build/ci KILN_CUDA_ROUTES=1 -- \
     -R '^test_(attention|buffer|gemm|gemm_conformance|nn_ops|conv_conformance|conv_desc|conv_epilogue|conv_plans|params|peaks|threads)$'
 
-section "kiln's threads (KILN_CPU_THREADS=kiln, then kiln:3, build/ci)"
-# Launches on the POCL CPU device split over kiln's threads, one a core and
-# pinned (test_network checks that a thread moves off the caller's core,
-# and that the parts of a launch share POCL's compiled kernels safely),
-# then over three threads on two cores (three split the launches that run
-# on kiln's threads alone two ways, and so offset group ids too).
-suite build/ci KILN_CPU_THREADS=kiln -- -R '^test_(network|nn_ops|program_cache|inputs_files|user_profiles)$'
+section "POCL's workers, then three of kiln's threads (build/ci)"
+# The suite above ran on kiln's threads, one a core (the default on POCL's
+# CPU device): here the chained network, the element-wise operators and the
+# program cache run on POCL's workers (KILN_CPU_THREADS=pocl, POCL_DEVICES
+# left alone), then the first two with launches split over three of kiln's
+# threads on two cores (three split the launches that run on kiln's
+# threads alone two ways, and so offset group ids too).
+suite build/ci KILN_CPU_THREADS=pocl -- -R '^test_(network|nn_ops|program_cache)$'
 suite build/ci KILN_CPU_THREADS=kiln:3 -- -R '^test_(network|nn_ops)$'
 
 section "work-group kernels under Oclgrind (build/ci)"

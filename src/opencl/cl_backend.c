@@ -59,30 +59,31 @@ static unsigned crew_parts;
 
 /* POCL's device list for kiln's threads: its CPU device, then one `basic`
    device (which runs a launch on the thread that waits for it) per core.
-   Only when KILN_CPU_THREADS is "kiln" (or "kiln:N", N threads whatever the
-   cores: the tests' way to split launches three ways or more on two cores)
-   and the user has not chosen POCL's devices; a list that is kiln's own (a
-   parent process of kiln's set it) is taken as kiln's. Not the default:
-   a launch waits for every thread of kiln's, so a core that another
-   program keeps busy holds up every launch (docs/pocl.md). */
+   Unless KILN_CPU_THREADS is "pocl" (POCL's workers) or "kiln:N" (N threads
+   whatever the cores: the tests' way to split launches three ways or more
+   on two cores), and unless the user has chosen POCL's devices; a list that
+   is kiln's own (a parent process of kiln's set it) is taken as kiln's.
+   More cores than kiln's threads cover are POCL's workers' unless asked
+   for ("kiln" takes the first KILN_CL_MAX_PARTS). */
 static void ask_for_single_core_devices(void)
 {
     const char *mode = getenv("KILN_CPU_THREADS");
-    if (!mode || !*mode || strcmp(mode, "pocl") == 0)
+    if (mode && strcmp(mode, "pocl") == 0)
         return;
     long cores = 0;
-    if (strncmp(mode, "kiln:", 5) == 0) {
+    if (mode && strncmp(mode, "kiln:", 5) == 0) {
         char *end = NULL;
         errno = 0;
         cores = isdigit((unsigned char)mode[5]) ? strtol(mode + 5, &end, 10) : 0;
         if (errno || !end || *end || cores < 2 || cores > KILN_CL_MAX_PARTS)
             cores = -1;
-    } else if (strcmp(mode, "kiln") != 0) {
+    } else if (mode && *mode && strcmp(mode, "kiln") != 0) {
         cores = -1;
     }
     if (cores < 0) {
-        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\", \"kiln\" or \"kiln:N\" (N from 2 to 16)", "pocl");
-        return;
+        kiln_env_warn("KILN_CPU_THREADS", mode, "\"pocl\", \"kiln\" or \"kiln:N\" (N from 2 to 16)", "kiln");
+        cores = 0;
+        mode = NULL; /* as if unset */
     }
     if (!cores) {
         cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -92,7 +93,7 @@ static void ask_for_single_core_devices(void)
             cores = CPU_COUNT(&allowed);
 #endif
     }
-    if (cores < 2)
+    if (cores < 2 || (cores > KILN_CL_MAX_PARTS && !(mode && *mode)))
         return;
     if (cores > KILN_CL_MAX_PARTS)
         cores = KILN_CL_MAX_PARTS;
