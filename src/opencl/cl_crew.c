@@ -1,9 +1,10 @@
 /*
  * kiln's own threads for a CPU device (docs/pocl.md, "kiln's threads"): the
- * caller and parts - 1 threads of kiln's each run one part of every launch,
- * fork and join, as OpenMP runs a parallel region. Between launches the
- * threads spin for a while (a launch that follows soon finds them running)
- * and then sleep until the next.
+ * caller and the parts - 1 threads of kiln's that join a launch in time
+ * share its work, fork and join as OpenMP runs a parallel region, except
+ * that the caller waits only for the threads that joined. Between launches
+ * the threads spin for a while (a launch that follows soon finds them
+ * running) and then sleep until the next.
  */
 #include <pthread.h>
 #include <sched.h>
